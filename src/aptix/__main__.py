@@ -1,0 +1,5 @@
+"""``python -m aptix`` runs the CLI."""
+
+from aptix.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""The ``aptix`` command line."""

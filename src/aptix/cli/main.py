@@ -1,0 +1,20 @@
+"""The ``aptix`` application: sub-commands are registered here."""
+
+from __future__ import annotations
+
+import typer
+
+from aptix.cli import tools
+
+app = typer.Typer(
+    name="aptix",
+    help="Aptix: a governed runtime for LLM agent tools.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(tools.app, name="tools")
+
+
+def main() -> None:
+    """Entry point of the ``aptix`` script."""
+    app()

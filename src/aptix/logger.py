@@ -1,0 +1,128 @@
+"""The ``AdminLogger`` protocol and its default implementation on :mod:`logging`.
+
+Records carry a stable ``tag`` (for example ``[agent_calculator_ExecuteAsync__Exception]``)
+and key/value ``pairs`` as structured fields, so that JSON-lines output can be searched by
+session and conversation id (AGN-005 §7).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "AdminLogger",
+    "JsonLinesFormatter",
+    "LogLevel",
+    "StdlibAdminLogger",
+    "configure_logging",
+]
+
+Pair = tuple[str, str]
+
+
+class LogLevel(StrEnum):
+    """Severity of a custom event."""
+
+    TRACE = "trace"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+_LEVELS = {
+    LogLevel.TRACE: logging.DEBUG,
+    LogLevel.INFO: logging.INFO,
+    LogLevel.WARNING: logging.WARNING,
+    LogLevel.ERROR: logging.ERROR,
+}
+
+
+@runtime_checkable
+class AdminLogger(Protocol):
+    """Structured logging for tools and services (the seeds' ``IAdminLogger``)."""
+
+    def add_error(self, tag: str, message: str, *pairs: Pair) -> None:
+        """Record an error that was handled."""
+
+    def add_exception(self, tag: str, exc: BaseException, *pairs: Pair) -> None:
+        """Record an unexpected exception with its traceback (logs only, never results)."""
+
+    def add_custom_event(self, level: LogLevel, tag: str, message: str, *pairs: Pair) -> None:
+        """Record a custom event at ``level``."""
+
+    def trace(self, message: str, *pairs: Pair) -> None:
+        """Record a low-level trace message."""
+
+
+class StdlibAdminLogger:
+    """``AdminLogger`` writing through a standard :class:`logging.Logger`."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self._logger = logger or logging.getLogger("aptix")
+
+    def add_error(self, tag: str, message: str, *pairs: Pair) -> None:
+        """Record an error that was handled."""
+        self._logger.error("%s %s", tag, message, extra=_extra(tag, pairs))
+
+    def add_exception(self, tag: str, exc: BaseException, *pairs: Pair) -> None:
+        """Record an unexpected exception with its traceback."""
+        self._logger.error(
+            "%s %s: %s",
+            tag,
+            type(exc).__name__,
+            exc,
+            exc_info=(type(exc), exc, exc.__traceback__),
+            extra=_extra(tag, pairs),
+        )
+
+    def add_custom_event(self, level: LogLevel, tag: str, message: str, *pairs: Pair) -> None:
+        """Record a custom event at ``level``."""
+        self._logger.log(_LEVELS[level], "%s %s", tag, message, extra=_extra(tag, pairs))
+
+    def trace(self, message: str, *pairs: Pair) -> None:
+        """Record a low-level trace message."""
+        if self._logger.isEnabledFor(logging.DEBUG):
+            self._logger.debug("%s", message, extra=_extra("trace", pairs))
+
+
+def _extra(tag: str, pairs: tuple[Pair, ...]) -> dict[str, Any]:
+    return {"aptix_tag": tag, "aptix_fields": dict(pairs)}
+
+
+class JsonLinesFormatter(logging.Formatter):
+    """Formats each record as one JSON object per line, structured fields included."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Return the record as a single JSON line."""
+        payload: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        tag = getattr(record, "aptix_tag", None)
+        if tag:
+            payload["tag"] = tag
+        fields = getattr(record, "aptix_fields", None)
+        if fields:
+            payload.update(fields)
+        if record.exc_info:
+            payload["exception"] = self.formatException(record.exc_info)
+        return json.dumps(payload, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
+    """Configure the ``aptix`` logger: plain text by default, JSON lines when asked."""
+    handler = logging.StreamHandler()
+    if json_lines:
+        handler.setFormatter(JsonLinesFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger("aptix")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False

@@ -1,0 +1,52 @@
+"""``SessionManager``: what the tools and the reasoner need from the session store."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from aptix.results import InvokeResult
+from aptix.sessions.models import AgentSession
+
+__all__ = ["SessionManager"]
+
+
+class SessionManager(Protocol):
+    """Session persistence, always scoped to the caller's org.
+
+    Another org's session id behaves exactly like a missing one. Expected failures (unknown
+    session, unknown mode) come back as failed results; only infrastructure errors raise.
+    """
+
+    async def create_session(
+        self,
+        *,
+        org: str,
+        user: str,
+        mode: str | None = None,
+        title: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> InvokeResult[AgentSession]:
+        """Create a session (default mode when ``mode`` is None)."""
+        ...
+
+    async def get_session(self, session_id: str, org: str) -> AgentSession | None:
+        """The session, or None when it does not exist in ``org``."""
+        ...
+
+    async def list_sessions(
+        self, org: str, user: str, *, limit: int = 50, offset: int = 0
+    ) -> list[AgentSession]:
+        """The caller's sessions, newest first."""
+        ...
+
+    async def set_session_mode(
+        self, session_id: str, mode: str, reason: str, org: str, user: str
+    ) -> InvokeResult[AgentSession]:
+        """Change the mode and append a history entry (TUL-007 §3.5)."""
+        ...
+
+    async def set_active_workflow(
+        self, session_id: str, workflow_id: str | None, org: str, user: str
+    ) -> InvokeResult[AgentSession]:
+        """Set (or clear, with None) the session's active workflow."""
+        ...

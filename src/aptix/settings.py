@@ -1,0 +1,43 @@
+"""Settings read from ``APTIX_*`` environment variables (and, later, an optional TOML file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["AptixSettings", "default_data_dir"]
+
+
+def default_data_dir() -> Path:
+    """The per-user data directory where the embedded SQLite database lives."""
+    return Path(platformdirs.user_data_dir("aptix", appauthor=False))
+
+
+class AptixSettings(BaseSettings):
+    """Everything a deployment can configure; defaults give the embedded single-user setup."""
+
+    model_config = SettingsConfigDict(env_prefix="APTIX_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir, description="Where local data lives.")
+    database_url: str | None = Field(
+        None, description="SQLAlchemy async URL; default: a SQLite file in data_dir."
+    )
+    llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint base URL.")
+    llm_api_key: SecretStr | None = Field(None, description="API key for the model endpoint.")
+    llm_model: str | None = Field(None, description="Model name to request.")
+    modes_path: Path | None = Field(None, description="A deployment's own mode catalog (YAML).")
+    workflows_path: Path | None = Field(None, description="A folder of workflow manifests.")
+    tool_timeout_seconds: float = Field(30.0, gt=0, description="Per-tool execution time limit.")
+    load_plugins: bool = Field(True, description="Load tools from the aptix.tools entry points.")
+    log_level: str = Field("WARNING", description="Level of the aptix logger.")
+    log_json: bool = Field(False, description="Write logs as JSON lines.")
+
+    @property
+    def effective_database_url(self) -> str:
+        """The configured database URL, or the embedded SQLite file."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{self.data_dir / 'aptix.db'}"

@@ -1,0 +1,127 @@
+"""Tool arguments as private pydantic models, and the TUL-011 §4 schema built from them."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any, TypeVar
+
+from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel, to_pascal
+
+from aptix.results import InvokeResult
+
+__all__ = ["ToolArgs", "ToolResult", "function_schema", "parse_arguments"]
+
+SIMPLE_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array"})
+
+A = TypeVar("A", bound="ToolArgs")
+
+
+def _validation_alias(name: str) -> AliasChoices:
+    return AliasChoices(to_camel(name), to_pascal(name), name)
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's private argument model: camelCase, PascalCase or snake_case keys."""
+
+    model_config = ConfigDict(
+        alias_generator=AliasGenerator(validation_alias=_validation_alias, alias=to_camel),
+        populate_by_name=True,
+        extra="ignore",
+        frozen=True,
+    )
+
+
+class ToolResult(BaseModel):
+    """Base of every tool's result payload: serialized as camelCase JSON."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    def to_json(self) -> str:
+        """Serialize with camelCase keys."""
+        return self.model_dump_json(by_alias=True)
+
+
+def parse_arguments(model: type[A], arguments_json: str | None) -> InvokeResult[A]:
+    """Parse ``arguments_json`` into ``model``; blank input means ``{}``; errors become messages."""
+    text = arguments_json if arguments_json and not arguments_json.isspace() else "{}"
+    try:
+        return InvokeResult.create(model.model_validate_json(text))
+    except ValidationError as exc:
+        return InvokeResult.from_error(describe_validation_error(exc))
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """Turn a pydantic error into one sentence a model or a person can act on."""
+    problems: list[str] = []
+    for err in exc.errors(include_url=False):
+        kind = err["type"]
+        if kind == "json_invalid":
+            detail = err["msg"].removeprefix("Invalid JSON: ")
+            return f"Arguments must be a valid JSON object ({detail})."
+        where = ".".join(str(p) for p in err["loc"])
+        if not where or kind == "model_type":
+            return "Arguments must be a JSON object."
+        problems.append(f"'{where}': {err['msg'].lower()}")
+    return "Invalid arguments: " + "; ".join(problems) + "."
+
+
+def function_schema(
+    name: str,
+    description: str,
+    args_model: type[ToolArgs],
+    *,
+    required: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Return the flat function-tool schema for ``args_model`` (a fresh copy each call).
+
+    ``required`` names properties the model must send even though the argument model keeps
+    them optional, so that the tool, not pydantic, words the error (TUL-007 §3.4).
+    """
+    return copy.deepcopy(_cached_schema(name, description, args_model, required))
+
+
+@functools.cache
+def _cached_schema(
+    name: str, description: str, args_model: type[ToolArgs], required: tuple[str, ...]
+) -> dict[str, Any]:
+    raw = args_model.model_json_schema(by_alias=True, mode="validation")
+    properties: dict[str, Any] = {}
+    must: list[str] = []
+    for field_name, info in args_model.model_fields.items():
+        alias = to_camel(field_name)
+        prop = _simplify(raw["properties"].get(alias, {}), raw)
+        if not info.description:
+            raise ValueError(f"{args_model.__name__}.{field_name} needs a description")
+        prop["description"] = info.description
+        properties[alias] = prop
+        if info.is_required() or field_name in required or alias in required:
+            must.append(alias)
+    return {
+        "type": "function",
+        "name": name,
+        "description": description,
+        "parameters": {"type": "object", "properties": properties, "required": must},
+    }
+
+
+def _simplify(prop: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """Collapse ``Optional[X]`` and ``$ref`` into one simple JSON type."""
+    if "$ref" in prop:
+        prop = root["$defs"][prop["$ref"].rsplit("/", 1)[-1]]
+    if "anyOf" in prop:
+        options = [p for p in prop["anyOf"] if p.get("type") != "null"]
+        prop = options[0] if len(options) == 1 else {"type": "string"}
+    if "const" in prop:
+        prop = {"type": "string", "enum": [prop["const"]]}
+    out: dict[str, Any] = {"type": prop.get("type", "string")}
+    if out["type"] not in SIMPLE_TYPES:
+        out["type"] = "string"
+    for key in ("enum", "minimum", "maximum"):
+        if key in prop:
+            out[key] = prop[key]
+    if out["type"] == "array":
+        out["items"] = _simplify(prop.get("items", {"type": "string"}), root)
+        out["items"].pop("description", None)
+    return out

@@ -1,0 +1,42 @@
+"""``AgentTool``: the abstract base every Aptix tool implements (AGN-005 §4, TUL-011 §2)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from aptix.results import InvokeResult
+from aptix.tools.context import AgentToolExecutionContext
+
+__all__ = ["AgentTool"]
+
+
+class AgentTool(ABC):
+    """A tool the model can call.
+
+    Subclasses declare ``TOOL_NAME`` and ``TOOL_USAGE_METADATA`` as plain class constants,
+    implement ``schema()`` as a classmethod and ``execute()`` as a coroutine, and receive
+    their services through ``__init__`` from the composition root.
+    """
+
+    TOOL_NAME: ClassVar[str]
+    TOOL_USAGE_METADATA: ClassVar[str]
+
+    #: True when the tool's result is final; False when a client performs the final step.
+    is_fully_executed_on_server: ClassVar[bool] = True
+
+    @property
+    def name(self) -> str:
+        """The stable tool name (``TOOL_NAME``)."""
+        return self.TOOL_NAME
+
+    @classmethod
+    @abstractmethod
+    def schema(cls) -> dict[str, Any]:
+        """Return the flat function-tool schema (TUL-011 §4)."""
+
+    @abstractmethod
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        """Run the tool; expected failures are returned, never raised."""

@@ -1,0 +1,1 @@
+"""The tools that ship with Aptix, one module each."""

@@ -1,0 +1,214 @@
+"""``agent_calculator``: exact decimal arithmetic on an expression string, without ``eval``."""
+
+from __future__ import annotations
+
+import ast
+import decimal
+from decimal import ROUND_FLOOR, Decimal
+from typing import Any
+
+from pydantic import Field
+
+from aptix.logger import AdminLogger
+from aptix.results import InvokeResult
+from aptix.tools.args import ToolArgs, ToolResult, function_schema, parse_arguments
+from aptix.tools.base import AgentTool
+from aptix.tools.context import AgentToolExecutionContext
+
+__all__ = ["CalculationError", "CalculatorTool", "evaluate"]
+
+MAX_EXPRESSION_LENGTH = 1_000
+MAX_NESTING = 100
+MAX_EXPONENT = 10_000
+MAX_DIGITS = 100
+
+# Decimal arithmetic keeps 0.1 + 0.2 == 0.3; Emax bounds every intermediate value.
+_CONTEXT = decimal.Context(
+    prec=34,
+    Emax=MAX_DIGITS - 1,
+    Emin=-MAX_DIGITS,
+    traps=[decimal.Overflow, decimal.InvalidOperation, decimal.DivisionByZero],
+)
+_SYMBOLS = str.maketrans({"×": "*", "÷": "/", "−": "-", "^": "**", "–": "-"})
+
+
+class CalculationError(ValueError):
+    """The expression cannot be evaluated; the message says why."""
+
+
+class _Args(ToolArgs):
+    expression: str | None = Field(
+        None,
+        description="Arithmetic expression, e.g. '2*(3+4)' or '-1.5 ** 2 // 3'.",
+    )
+
+
+class _Result(ToolResult):
+    expression: str
+    result: int | float
+    result_text: str
+    conversation_id: str | None
+    session_id: str | None
+
+
+class CalculatorTool(AgentTool):
+    """Evaluates arithmetic safely: + - * / // % **, parentheses, unary minus and decimals."""
+
+    TOOL_NAME = "agent_calculator"
+    TOOL_USAGE_METADATA = (
+        "Call this tool whenever the user needs an exact arithmetic result instead of "
+        "computing it yourself. Supports + - * / // % ** (also × ÷ ^), parentheses, unary "
+        "minus and decimal numbers. Pass the whole expression as one string."
+    )
+    is_fully_executed_on_server = True
+
+    def __init__(self, logger: AdminLogger) -> None:
+        self._logger = logger
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        """Return the function-tool schema."""
+        return function_schema(
+            cls.TOOL_NAME,
+            "Evaluates an arithmetic expression exactly and returns the numeric result.",
+            _Args,
+            required=("expression",),
+        )
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        """Evaluate the expression."""
+        parsed = parse_arguments(_Args, arguments_json)
+        if parsed.result is None:
+            return InvokeResult(errors=parsed.errors)
+        expression = (parsed.result.expression or "").strip()
+        if not expression:
+            return InvokeResult.from_error(
+                "CalculatorTool requires a non-empty 'expression' string."
+            )
+        try:
+            value = evaluate(expression)
+        except CalculationError as exc:
+            return InvokeResult.from_error(str(exc))
+        result = _Result(
+            expression=expression,
+            result=_as_json_number(value),
+            result_text=_as_text(value),
+            conversation_id=context.conversation_id,
+            session_id=context.session_id,
+        )
+        return InvokeResult.create(result.to_json())
+
+
+def evaluate(expression: str) -> Decimal:
+    """Evaluate ``expression`` or raise :class:`CalculationError` with a readable reason."""
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise CalculationError(
+            f"The expression is too long ({len(expression)} characters; "
+            f"the limit is {MAX_EXPRESSION_LENGTH})."
+        )
+    text = expression.translate(_SYMBOLS)
+    if _nesting(text) > MAX_NESTING:
+        raise CalculationError(f"The expression nests parentheses more than {MAX_NESTING} deep.")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        where = f" at position {exc.offset}" if exc.offset else ""
+        raise CalculationError(f"Could not parse '{expression}': invalid syntax{where}.") from None
+    except (ValueError, MemoryError, RecursionError):
+        raise CalculationError(f"Could not parse '{expression}'.") from None
+    try:
+        return _eval(tree.body)
+    except decimal.Overflow:
+        raise CalculationError(
+            f"The result is too large (more than {MAX_DIGITS} digits)."
+        ) from None
+    except decimal.DivisionByZero:
+        raise CalculationError("Division by zero is not defined.") from None
+    except decimal.InvalidOperation:
+        raise CalculationError(
+            "The expression has no real-number result (e.g. 0/0 or a root of a negative)."
+        ) from None
+
+
+def _nesting(text: str) -> int:
+    depth = deepest = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+    return deepest
+
+
+def _eval(node: ast.expr) -> Decimal:
+    match node:
+        case ast.Constant(value=bool()):
+            raise CalculationError("Booleans are not numbers here.")
+        case ast.Constant(value=int() | float() as number):
+            return _CONTEXT.create_decimal(repr(number) if isinstance(number, float) else number)
+        case ast.UnaryOp(op=ast.USub(), operand=operand):
+            return _CONTEXT.minus(_eval(operand))
+        case ast.UnaryOp(op=ast.UAdd(), operand=operand):
+            return _CONTEXT.plus(_eval(operand))
+        case ast.BinOp(left=left, op=op, right=right):
+            return _binary(op, _eval(left), _eval(right))
+        case ast.Name(id=name):
+            raise CalculationError(
+                f"Unknown name '{name}': only numbers and operators are allowed."
+            )
+        case _:
+            raise CalculationError(
+                f"Unsupported element in expression: {type(node).__name__}. "
+                "Only numbers, + - * / // % ** and parentheses are allowed."
+            )
+
+
+def _binary(op: ast.operator, a: Decimal, b: Decimal) -> Decimal:
+    c = _CONTEXT
+    match op:
+        case ast.Add():
+            return c.add(a, b)
+        case ast.Sub():
+            return c.subtract(a, b)
+        case ast.Mult():
+            return c.multiply(a, b)
+        case ast.Div() | ast.FloorDiv() | ast.Mod() if b.is_zero():
+            raise CalculationError("Division by zero is not defined.")
+        case ast.Div():
+            return c.divide(a, b)
+        case ast.FloorDiv():
+            return _floor_div(a, b)
+        case ast.Mod():
+            return c.subtract(a, c.multiply(b, _floor_div(a, b)))
+        case ast.Pow():
+            if abs(b) > MAX_EXPONENT:
+                raise CalculationError(
+                    f"The exponent {b} is too large (the limit is ±{MAX_EXPONENT})."
+                )
+            if a.is_zero() and b < 0:
+                raise CalculationError("Division by zero is not defined.")
+            return c.power(a, b)
+        case _:
+            raise CalculationError(
+                f"Unsupported operator {type(op).__name__}: use + - * / // % **."
+            )
+
+
+def _floor_div(a: Decimal, b: Decimal) -> Decimal:
+    # Python semantics: round toward negative infinity, unlike Decimal's truncation.
+    return _CONTEXT.divide(a, b).to_integral_value(rounding=ROUND_FLOOR)
+
+
+def _as_json_number(value: Decimal) -> int | float:
+    if value == value.to_integral_value():
+        return int(value)
+    return float(value)
+
+
+def _as_text(value: Decimal) -> str:
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(_CONTEXT), "f")

@@ -1,0 +1,136 @@
+"""``AgentToolExecutor``: runs tool calls and maps outcomes onto ``AgentToolCall`` (AGN-005 §5)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from aptix.logger import AdminLogger
+from aptix.results import InvokeResult
+from aptix.tools.base import AgentTool
+from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
+from aptix.tools.registry import AgentToolRegistry
+
+__all__ = ["GENERIC_FAILURE", "AgentToolExecutor", "CallGuard"]
+
+GENERIC_FAILURE = "The tool '{name}' failed unexpectedly. The error has been logged."
+
+#: Decides whether a call may run in this context; returns a refusal message or None.
+CallGuard = Callable[[AgentTool, AgentToolExecutionContext], str | None]
+
+
+class AgentToolExecutor:
+    """Resolves tool calls against a registry and runs them safely.
+
+    Nothing escapes but cancellation: unknown tools, failures, exceptions and timeouts all
+    come back as an ``AgentToolCall`` with ``error_message`` set.
+    """
+
+    def __init__(
+        self,
+        registry: AgentToolRegistry,
+        logger: AdminLogger,
+        *,
+        timeout_seconds: float | None = 30.0,
+        timeouts: dict[str, float] | None = None,
+        guard: CallGuard | None = None,
+    ) -> None:
+        self._registry = registry
+        self._logger = logger
+        self._timeout = timeout_seconds
+        self._timeouts = {k.casefold(): v for k, v in (timeouts or {}).items()}
+        self._guard = guard
+
+    @property
+    def registry(self) -> AgentToolRegistry:
+        """The registry calls are resolved against."""
+        return self._registry
+
+    async def execute(
+        self, call: AgentToolCall, context: AgentToolExecutionContext
+    ) -> AgentToolCall:
+        """Run one call and return it with the execution fields filled in."""
+        tool = self._registry.get_tool(call.name) if call.name else None
+        if tool is None:
+            return replace(call, error_message=_unknown_tool_message(call.name, self._registry))
+        if self._guard is not None:
+            refusal = self._guard(tool, context)
+            if refusal is not None:
+                return replace(call, is_server_tool=True, error_message=refusal)
+        outcome = await self._run(tool, call, context)
+        if outcome.successful:
+            return replace(
+                call,
+                is_server_tool=True,
+                was_executed=True,
+                requires_client_execution=not tool.is_fully_executed_on_server,
+                result_json=outcome.result,
+            )
+        return replace(call, is_server_tool=True, error_message=outcome.error_message)
+
+    async def execute_many(
+        self, calls: Sequence[AgentToolCall], context: AgentToolExecutionContext
+    ) -> list[AgentToolCall]:
+        """Run independent calls concurrently; results come back in call order."""
+        if len(calls) == 1:
+            return [await self.execute(calls[0], context)]
+        return list(await asyncio.gather(*(self.execute(c, context) for c in calls)))
+
+    async def invoke(
+        self, name: str, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        """Run a tool outside a model turn (CLI, HTTP, MCP) and return its ``InvokeResult``."""
+        done = await self.execute(AgentToolCall("direct", name, arguments_json), context)
+        if done.was_executed and done.result_json is not None:
+            return InvokeResult.create(done.result_json)
+        return InvokeResult.from_error(done.error_message or "The tool did not run.")
+
+    async def _run(
+        self, tool: AgentTool, call: AgentToolCall, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        limit = self._timeouts.get(tool.TOOL_NAME.casefold(), self._timeout)
+        try:
+            if limit is None:
+                outcome = await tool.execute(call.arguments_json, context)
+            else:
+                async with asyncio.timeout(limit):
+                    outcome = await tool.execute(call.arguments_json, context)
+        except TimeoutError:
+            self._logger.add_error(
+                f"[{tool.TOOL_NAME}_ExecuteAsync__Timeout]",
+                f"timed out after {limit:g} s",
+                *_ids(context),
+            )
+            return InvokeResult.from_error(
+                f"The tool '{tool.TOOL_NAME}' timed out after {limit:g} seconds."
+            )
+        except Exception as exc:
+            self._logger.add_exception(
+                f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *_ids(context)
+            )
+            return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
+        if not isinstance(outcome, InvokeResult) or not (
+            outcome.result is None or isinstance(outcome.result, str)
+        ):
+            self._logger.add_error(
+                f"[{tool.TOOL_NAME}_ExecuteAsync__Contract]",
+                f"execute() returned {type(outcome).__name__}, not InvokeResult[str]",
+                *_ids(context),
+            )
+            return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
+        return outcome
+
+
+def _ids(context: AgentToolExecutionContext) -> tuple[tuple[str, str], ...]:
+    return (
+        ("SessionId", context.session_id or ""),
+        ("ConversationId", context.conversation_id or ""),
+    )
+
+
+def _unknown_tool_message(name: str, registry: AgentToolRegistry) -> str:
+    if not name:
+        return "The tool call has no tool name."
+    known = ", ".join(registry.registered_tools) or "none"
+    return f"Unknown tool '{name}'. Registered tools: {known}."

@@ -1,0 +1,174 @@
+"""``AgentToolRegistry``: checks each tool class against the contract and holds the valid ones."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aptix.errors import ToolContractError
+from aptix.logger import AdminLogger
+from aptix.tools.args import SIMPLE_TYPES
+from aptix.tools.base import AgentTool
+
+__all__ = ["AgentToolRegistry", "ToolFactory"]
+
+TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
+_LOG_TAG = "[AgentToolRegistry_Register]"
+
+ToolFactory = Callable[[], AgentTool]
+
+
+@dataclass(slots=True)
+class _Entry:
+    tool_cls: type[AgentTool]
+    factory: ToolFactory
+    schema: dict[str, Any]
+    instance: AgentTool | None = None
+
+
+class AgentToolRegistry:
+    """The set of tools offered to the model, each checked once at registration."""
+
+    def __init__(self, logger: AdminLogger) -> None:
+        self._logger = logger
+        self._entries: dict[str, _Entry] = {}
+
+    def register(self, tool_cls: type[AgentTool], factory: ToolFactory | None = None) -> None:
+        """Check ``tool_cls`` against the contract and register it.
+
+        ``factory`` builds the instance with its services; by default the class is called
+        with the registry's logger. On the first broken rule the problem is logged once and
+        :class:`ToolContractError` is raised; nothing is registered.
+        """
+        try:
+            name, schema = self._check(tool_cls)
+        except ToolContractError as exc:
+            self._logger.add_error(_LOG_TAG, str(exc), ("Tool", _describe(tool_cls)))
+            raise
+        build = factory or (lambda: tool_cls(self._logger))  # type: ignore[call-arg]
+        self._entries[name.casefold()] = _Entry(tool_cls, build, schema)
+
+    def _check(self, tool_cls: Any) -> tuple[str, dict[str, Any]]:
+        who = _describe(tool_cls)
+        if not (inspect.isclass(tool_cls) and issubclass(tool_cls, AgentTool)):
+            raise ToolContractError(f"{who} is not a subclass of AgentTool.")
+        name = getattr(tool_cls, "TOOL_NAME", None)
+        if name is None:
+            raise ToolContractError(f"{who} does not declare TOOL_NAME.")
+        if not isinstance(name, str):
+            raise ToolContractError(f"{who}: TOOL_NAME must be a str, not {type(name).__name__}.")
+        if not name:
+            raise ToolContractError(f"{who}: TOOL_NAME must not be empty.")
+        if not TOOL_NAME_PATTERN.match(name):
+            raise ToolContractError(
+                f"{who}: TOOL_NAME {name!r} must match {TOOL_NAME_PATTERN.pattern}."
+            )
+        schema = _check_schema(tool_cls, name)
+        usage = getattr(tool_cls, "TOOL_USAGE_METADATA", None)
+        if usage is None:
+            raise ToolContractError(f"Tool {name!r} does not declare TOOL_USAGE_METADATA.")
+        if not isinstance(usage, str) or not usage.strip():
+            raise ToolContractError(f"Tool {name!r}: TOOL_USAGE_METADATA must be a non-empty str.")
+        existing = self._entries.get(name.casefold())
+        if existing is not None:
+            raise ToolContractError(
+                f"Tool {name!r} is already registered as {existing.tool_cls.TOOL_NAME!r} "
+                f"by {_describe(existing.tool_cls)} (names are compared case-insensitively)."
+            )
+        return name, schema
+
+    def has_tool(self, name: str) -> bool:
+        """True when a tool of that name (any case) is registered."""
+        return name.casefold() in self._entries
+
+    def get_tool_type(self, name: str) -> type[AgentTool] | None:
+        """The registered class for ``name``, or None."""
+        entry = self._entries.get(name.casefold())
+        return entry.tool_cls if entry else None
+
+    def get_tool(self, name: str) -> AgentTool | None:
+        """The tool instance for ``name`` (built on first use), or None."""
+        entry = self._entries.get(name.casefold())
+        if entry is None:
+            return None
+        if entry.instance is None:
+            entry.instance = entry.factory()
+        return entry.instance
+
+    @property
+    def registered_tools(self) -> tuple[str, ...]:
+        """The registered tool names, in registration order."""
+        return tuple(e.tool_cls.TOOL_NAME for e in self._entries.values())
+
+    def schemas(self, names: set[str] | frozenset[str] | None = None) -> list[dict[str, Any]]:
+        """The schemas of all tools, or of those named in ``names``, in registration order."""
+        return [
+            dict(e.schema)
+            for e in self._entries.values()
+            if names is None or e.tool_cls.TOOL_NAME in names
+        ]
+
+    def usage_metadata(self, name: str) -> str | None:
+        """The ``TOOL_USAGE_METADATA`` of ``name``, or None."""
+        tool_cls = self.get_tool_type(name)
+        return tool_cls.TOOL_USAGE_METADATA if tool_cls else None
+
+
+def _describe(tool_cls: Any) -> str:
+    if inspect.isclass(tool_cls):
+        return f"{tool_cls.__module__}.{tool_cls.__qualname__}"
+    return repr(tool_cls)
+
+
+def _check_schema(tool_cls: type[AgentTool], name: str) -> dict[str, Any]:
+    raw = inspect.getattr_static(tool_cls, "schema", None)
+    if raw is None or getattr(raw, "__isabstractmethod__", False):
+        raise ToolContractError(f"Tool {name!r} does not define schema().")
+    if not isinstance(raw, classmethod | staticmethod):
+        raise ToolContractError(f"Tool {name!r}: schema must be a classmethod or staticmethod.")
+    if inspect.signature(tool_cls.schema).parameters:
+        raise ToolContractError(f"Tool {name!r}: schema() must take no arguments.")
+    try:
+        schema = tool_cls.schema()
+    except Exception as exc:
+        raise ToolContractError(f"Tool {name!r}: schema() raised {exc!r}.") from exc
+    problem = schema_problem(schema)
+    if problem:
+        raise ToolContractError(f"Tool {name!r}: schema() {problem}")
+    if schema["name"] != name:
+        raise ToolContractError(
+            f"Tool {name!r}: schema name {schema['name']!r} differs from TOOL_NAME."
+        )
+    return schema
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Describe how ``schema`` breaks the TUL-011 §4 shape, or None when it is well formed."""
+    if not isinstance(schema, dict):
+        return f"must return a dict, not {type(schema).__name__}."
+    if schema.get("type") != "function":
+        return "must have type 'function'."
+    if not isinstance(schema.get("name"), str):
+        return "must have a string 'name'."
+    description = schema.get("description")
+    if not isinstance(description, str) or not description.strip():
+        return "must have a non-empty 'description'."
+    params = schema.get("parameters")
+    if not isinstance(params, dict) or params.get("type") != "object":
+        return "must have 'parameters' of type 'object'."
+    props = params.get("properties")
+    required = params.get("required")
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return "must have 'parameters.properties' (object) and 'parameters.required' (array)."
+    for key, prop in props.items():
+        if not isinstance(prop, dict) or prop.get("type") not in SIMPLE_TYPES:
+            return f"property {key!r} must declare a simple JSON type."
+        if not isinstance(prop.get("description"), str) or not prop["description"].strip():
+            return f"property {key!r} must have a description."
+    unknown = [r for r in required if r not in props]
+    if unknown:
+        return f"lists required properties that are not defined: {unknown}."
+    return None
