@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from aptix.logger import AdminLogger, StdlibAdminLogger
@@ -14,7 +16,7 @@ from aptix.tools.executor import AgentToolExecutor
 from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
 
-__all__ = ["Runtime", "build_registry", "build_runtime"]
+__all__ = ["Runtime", "build_registry", "build_runtime", "open_runtime"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,9 @@ class Runtime:
     ) -> AgentToolExecutionContext:
         """A context for a tool call made outside a model turn."""
         return AgentToolExecutionContext(session_id=session_id, org=org, user=user)
+
+    async def aclose(self) -> None:
+        """Release what the runtime holds (database connections, model clients)."""
 
 
 def build_registry(logger: AdminLogger, *, plugins: bool = True) -> AgentToolRegistry:
@@ -51,3 +56,13 @@ def build_runtime(settings: AptixSettings | None = None) -> Runtime:
     registry = build_registry(logger, plugins=settings.load_plugins)
     executor = AgentToolExecutor(registry, logger, timeout_seconds=settings.tool_timeout_seconds)
     return Runtime(settings, logger, registry, executor)
+
+
+@asynccontextmanager
+async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[Runtime]:
+    """Build the runtime for the lifetime of the ``async with`` block and close it after."""
+    runtime = build_runtime(settings)
+    try:
+        yield runtime
+    finally:
+        await runtime.aclose()

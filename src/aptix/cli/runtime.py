@@ -1,22 +1,28 @@
-"""Opening the runtime from the CLI, with configuration errors shown as messages."""
+"""Running CLI commands on the runtime, with configuration errors shown as messages."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from aptix.cli.output import fail
 from aptix.errors import ConfigurationError
-from aptix.runtime import Runtime, build_runtime
+from aptix.runtime import Runtime, open_runtime
 
-__all__ = ["open_runtime"]
+__all__ = ["run_with_runtime"]
+
+T = TypeVar("T")
 
 
-@contextmanager
-def open_runtime() -> Iterator[Runtime]:
-    """Build the runtime; a configuration problem ends the command with its message."""
+def run_with_runtime(work: Callable[[Runtime], Awaitable[T]]) -> T:
+    """Open the runtime, run ``work`` on it and close it; configuration errors end the command."""
+
+    async def main() -> T:
+        async with open_runtime() as runtime:
+            return await work(runtime)
+
     try:
-        runtime = build_runtime()
+        return asyncio.run(main())
     except ConfigurationError as exc:
         fail(str(exc), code=2)
-    yield runtime

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Annotated, Any
 
@@ -10,7 +9,9 @@ import typer
 from rich.table import Table
 
 from aptix.cli.output import console, fail, print_json
-from aptix.cli.runtime import open_runtime
+from aptix.cli.runtime import run_with_runtime
+from aptix.results import InvokeResult
+from aptix.runtime import Runtime
 
 app = typer.Typer(help="List, describe and call tools.", no_args_is_help=True)
 
@@ -20,18 +21,18 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a 
 @app.command("list")
 def list_tools(as_json: JsonFlag = False) -> None:
     """List every registered tool."""
-    with open_runtime() as runtime:
-        rows = []
-        for name in runtime.registry.registered_tools:
-            tool_cls = runtime.registry.get_tool_type(name)
-            assert tool_cls is not None
-            rows.append(
-                {
-                    "name": name,
-                    "serverFinal": tool_cls.is_fully_executed_on_server,
-                    "description": tool_cls.schema()["description"],
-                }
-            )
+
+    async def work(runtime: Runtime) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": schema["name"],
+                "serverFinal": _server_final(runtime, schema["name"]),
+                "description": schema["description"],
+            }
+            for schema in runtime.registry.schemas()
+        ]
+
+    rows = run_with_runtime(work)
     if as_json:
         print_json(rows)
         return
@@ -47,12 +48,18 @@ def list_tools(as_json: JsonFlag = False) -> None:
 @app.command("schema")
 def show_schema(name: Annotated[str, typer.Argument(help="Tool name.")]) -> None:
     """Print a tool's function schema as JSON."""
-    with open_runtime() as runtime:
+
+    async def work(runtime: Runtime) -> dict[str, Any] | str:
         tool_cls = runtime.registry.get_tool_type(name)
         if tool_cls is None:
             known = ", ".join(runtime.registry.registered_tools)
-            fail(f"Unknown tool '{name}'. Registered tools: {known}.")
-        print_json(tool_cls.schema())
+            return f"Unknown tool '{name}'. Registered tools: {known}."
+        return tool_cls.schema()
+
+    schema = run_with_runtime(work)
+    if isinstance(schema, str):
+        fail(schema)
+    print_json(schema)
 
 
 @app.command("call")
@@ -67,9 +74,12 @@ def call_tool(
     as_json: JsonFlag = False,
 ) -> None:
     """Call a tool once and print its InvokeResult; exits 1 when the call fails."""
-    with open_runtime() as runtime:
+
+    async def work(runtime: Runtime) -> InvokeResult[str]:
         context = runtime.tool_context(session_id=session_id, org=org, user=user)
-        outcome = asyncio.run(runtime.executor.invoke(name, arguments, context))
+        return await runtime.executor.invoke(name, arguments, context)
+
+    outcome = run_with_runtime(work)
     result = _decode(outcome.result)
     if as_json:
         print_json({**outcome.to_wire(), "result": result})
@@ -88,3 +98,8 @@ def _decode(text: str | None) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+def _server_final(runtime: Runtime, name: str) -> bool:
+    tool_cls = runtime.registry.get_tool_type(name)
+    return bool(tool_cls and tool_cls.is_fully_executed_on_server)
