@@ -23,14 +23,14 @@ def register_plugins(
     """
     names: list[str] = []
     for ep in discovered if discovered is not None else entry_points(group=ENTRY_POINT_GROUP):
-        where = f"plugin '{ep.name}' ({ep.value})"
+        where = f"'{ep.name}' ({ep.value})"
         try:
             tool_cls = ep.load()
         except Exception as exc:
-            raise PluginLoadError(f"Could not load {where}: {exc}") from exc
+            raise PluginLoadError(f"Could not load plugin {where}: {exc}") from exc
         try:
             registry.register(tool_cls)
         except ToolContractError as exc:
-            raise PluginLoadError(f"{where.capitalize()} breaks the tool contract: {exc}") from exc
+            raise PluginLoadError(f"Plugin {where} breaks the tool contract: {exc}") from exc
         names.append(tool_cls.TOOL_NAME)
     return names

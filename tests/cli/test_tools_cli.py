@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from aptix.cli.main import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
+
+
+def test_tools_list_json_names_every_builtin() -> None:
+    result = runner.invoke(app, ["tools", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert rows["agent_calculator"]["serverFinal"] is True
+    assert rows["request_user_approval"]["serverFinal"] is False
+
+
+def test_tools_list_table_is_readable() -> None:
+    result = runner.invoke(app, ["tools", "list"])
+    assert result.exit_code == 0
+    assert "agent_hello_world" in result.stdout
+
+
+def test_tools_schema_prints_the_schema() -> None:
+    result = runner.invoke(app, ["tools", "schema", "agent_calculator"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["parameters"]["required"] == ["expression"]
+
+
+def test_tools_schema_of_unknown_tool_fails_cleanly() -> None:
+    result = runner.invoke(app, ["tools", "schema", "nope"])
+    assert result.exit_code == 1
+    assert "Unknown tool 'nope'" in result.stderr
+
+
+def test_tools_call_json_prints_the_invoke_result() -> None:
+    result = runner.invoke(
+        app, ["tools", "call", "agent_calculator", '{"expression": "2*(3+4)"}', "--json"]
+    )
+    assert result.exit_code == 0
+    payload = json.loads(result.stdout)
+    assert payload["successful"] is True
+    assert payload["errors"] == []
+    assert payload["result"]["result"] == 14
+
+
+def test_tools_call_passes_the_session_id() -> None:
+    result = runner.invoke(
+        app, ["tools", "call", "agent_hello_world", '{"name": "Ann"}', "--session-id", "s-9"]
+    )
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["sessionId"] == "s-9"
+
+
+def test_tools_call_with_bad_json_fails_without_traceback() -> None:
+    result = runner.invoke(app, ["tools", "call", "agent_calculator", "not json"])
+    assert result.exit_code == 1
+    assert "Arguments must be a valid JSON object" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_tools_call_failure_json_exits_non_zero() -> None:
+    result = runner.invoke(
+        app, ["tools", "call", "agent_calculator", '{"expression": "1/0"}', "--json"]
+    )
+    assert result.exit_code == 1
+    payload = json.loads(result.stdout)
+    assert payload == {
+        "successful": False,
+        "result": None,
+        "errors": [{"message": "Division by zero is not defined."}],
+    }
+
+
+def test_the_installed_script_runs(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aptix", "tools", "call", "agent_calculator", "not json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "error:" in done.stderr
+    assert "Traceback" not in done.stderr

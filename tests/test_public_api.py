@@ -1,0 +1,31 @@
+import aptix
+
+
+def test_public_api_is_pinned() -> None:
+    assert set(aptix.__all__) == {
+        "AdminLogger",
+        "AgentTool",
+        "AgentToolCall",
+        "AgentToolExecutionContext",
+        "AgentToolExecutor",
+        "AgentToolRegistry",
+        "AptixError",
+        "ConfigurationError",
+        "ErrorMessage",
+        "InvokeResult",
+        "LogLevel",
+        "NotFoundError",
+        "PluginLoadError",
+        "StdlibAdminLogger",
+        "ToolArgs",
+        "ToolContractError",
+        "ToolResult",
+        "__version__",
+        "function_schema",
+        "parse_arguments",
+    }
+
+
+def test_every_exported_name_exists() -> None:
+    for name in aptix.__all__:
+        assert getattr(aptix, name) is not None

@@ -1,0 +1,213 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any, ClassVar
+
+import pytest
+
+from aptix import AgentTool, AgentToolExecutor, AgentToolRegistry, InvokeResult
+from aptix.testing import RecordingLogger
+from aptix.tools import AgentToolCall, AgentToolExecutionContext, function_schema
+from aptix.tools.args import ToolArgs
+from aptix.tools.builtin.hello_world import HelloWorldTool
+from aptix.tools.builtin.user_approval import UserApprovalTool
+
+
+class _NoArgs(ToolArgs):
+    pass
+
+
+class _TestTool(AgentTool):
+    TOOL_USAGE_METADATA: ClassVar[str] = "Used by executor tests."
+
+    def __init__(self, logger: Any) -> None:
+        self.logger = logger
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        return function_schema(cls.TOOL_NAME, "A test tool.", _NoArgs)
+
+
+class ExplodingTool(_TestTool):
+    TOOL_NAME = "exploding"
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        raise RuntimeError("secret connection string leaked")
+
+
+class FailingTool(_TestTool):
+    TOOL_NAME = "failing"
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        return InvokeResult.from_error("The widget is missing.")
+
+
+class SlowTool(_TestTool):
+    TOOL_NAME = "slow"
+    started: ClassVar[list[float]] = []
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        SlowTool.started.append(time.perf_counter())
+        await asyncio.sleep(float(json.loads(arguments_json or "{}").get("seconds", 0.2)))
+        return InvokeResult.create('{"slept": true}')
+
+
+class WrongReturnTool(_TestTool):
+    TOOL_NAME = "wrong_return"
+
+    async def execute(  # type: ignore[override]
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> dict[str, Any]:
+        return {"not": "an InvokeResult"}
+
+
+@pytest.fixture
+def executor(logger: RecordingLogger) -> AgentToolExecutor:
+    registry = AgentToolRegistry(logger)
+    for tool in (HelloWorldTool, UserApprovalTool, ExplodingTool, FailingTool, SlowTool):
+        registry.register(tool)
+    registry.register(WrongReturnTool)
+    return AgentToolExecutor(registry, logger, timeout_seconds=5.0, timeouts={"slow": 0.5})
+
+
+def _call(name: str, args: str = "{}", call_id: str = "c1") -> AgentToolCall:
+    return AgentToolCall(call_id=call_id, name=name, arguments_json=args)
+
+
+async def test_server_final_success_maps_onto_the_call(
+    executor: AgentToolExecutor, context: AgentToolExecutionContext
+) -> None:
+    done = await executor.execute(_call("agent_hello_world", '{"name": "Ann"}'), context)
+    assert done.is_server_tool is True
+    assert done.was_executed is True
+    assert done.requires_client_execution is False
+    assert done.error_message is None
+    assert done.call_id == "c1"
+    assert json.loads(done.result_json or "")["message"] == "Hello, Ann! Welcome to Aptix."
+
+
+async def test_client_final_success_requires_client_execution(
+    executor: AgentToolExecutor, context: AgentToolExecutionContext
+) -> None:
+    done = await executor.execute(_call("request_user_approval", '{"prompt": "Go?"}'), context)
+    assert done.is_server_tool is True
+    assert done.was_executed is True
+    assert done.requires_client_execution is True
+    assert json.loads(done.result_json or "")["prompt"] == "Go?"
+
+
+@pytest.mark.parametrize("name", ["", "no_such_tool"])
+async def test_unknown_or_empty_tool_name_is_a_failed_call(
+    executor: AgentToolExecutor, context: AgentToolExecutionContext, name: str
+) -> None:
+    done = await executor.execute(_call(name), context)
+    assert done.was_executed is False
+    assert done.is_server_tool is False
+    assert done.result_json is None
+    expected = "no tool name" if not name else "Unknown tool 'no_such_tool'"
+    assert expected in (done.error_message or "")
+
+
+async def test_tool_failure_is_not_executed_and_carries_the_message(
+    executor: AgentToolExecutor, context: AgentToolExecutionContext
+) -> None:
+    done = await executor.execute(_call("failing"), context)
+    assert done.is_server_tool is True
+    assert done.was_executed is False
+    assert done.error_message == "The widget is missing."
+
+
+async def test_exception_is_logged_with_tag_and_becomes_generic_failure(
+    executor: AgentToolExecutor, context: AgentToolExecutionContext, logger: RecordingLogger
+) -> None:
+    done = await executor.execute(_call("exploding"), context)
+    assert done.was_executed is False
+    assert done.error_message == (
+        "The tool 'exploding' failed unexpectedly. The error has been logged."
+    )
+    assert "secret" not in (done.error_message or "")
+    [record] = logger.of_kind("exception")
+    assert record.tag == "[exploding_ExecuteAsync__Exception]"
+    assert isinstance(record.exception, RuntimeError)
+    assert record.pairs == {"SessionId": context.session_id, "ConversationId": "conv-1"}
+
+
+async def test_wrong_return_type_becomes_generic_failure(
+    executor: AgentToolExecutor, context: AgentToolExecutionContext, logger: RecordingLogger
+) -> None:
+    done = await executor.execute(_call("wrong_return"), context)
+    assert done.was_executed is False
+    assert "failed unexpectedly" in (done.error_message or "")
+    assert logger.errors[0].tag == "[wrong_return_ExecuteAsync__Contract]"
+
+
+async def test_timeout_is_a_failed_call_saying_so(
+    executor: AgentToolExecutor, context: AgentToolExecutionContext, logger: RecordingLogger
+) -> None:
+    done = await executor.execute(_call("slow", '{"seconds": 5}'), context)
+    assert done.was_executed is False
+    assert done.error_message == "The tool 'slow' timed out after 0.5 seconds."
+    assert logger.errors[0].tag == "[slow_ExecuteAsync__Timeout]"
+
+
+async def test_batch_runs_concurrently_in_call_order_and_one_failure_disturbs_nothing(
+    executor: AgentToolExecutor, context: AgentToolExecutionContext
+) -> None:
+    SlowTool.started.clear()
+    calls = [
+        _call("slow", '{"seconds": 0.2}', "a"),
+        _call("exploding", "{}", "b"),
+        _call("slow", '{"seconds": 0.2}', "c"),
+        _call("agent_hello_world", '{"name": "Bo"}', "d"),
+    ]
+    began = time.perf_counter()
+    done = await executor.execute_many(calls, context)
+    elapsed = time.perf_counter() - began
+    assert [c.call_id for c in done] == ["a", "b", "c", "d"]
+    assert [c.was_executed for c in done] == [True, False, True, True]
+    # Both slow calls started before either finished: they ran concurrently.
+    assert len(SlowTool.started) == 2
+    assert SlowTool.started[1] - SlowTool.started[0] < 0.15
+    assert elapsed < 0.39
+
+
+async def test_cancellation_propagates(
+    executor: AgentToolExecutor, context: AgentToolExecutionContext
+) -> None:
+    task = asyncio.create_task(executor.execute(_call("slow", '{"seconds": 0.4}'), context))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_guard_refusal_is_a_failed_call(
+    logger: RecordingLogger, context: AgentToolExecutionContext
+) -> None:
+    registry = AgentToolRegistry(logger)
+    registry.register(HelloWorldTool)
+    executor = AgentToolExecutor(
+        registry, logger, guard=lambda tool, ctx: f"{tool.name} is not allowed here."
+    )
+    done = await executor.execute(_call("agent_hello_world", '{"name": "A"}'), context)
+    assert done.was_executed is False
+    assert done.error_message == "agent_hello_world is not allowed here."
+
+
+async def test_invoke_returns_the_tool_result(
+    executor: AgentToolExecutor, context: AgentToolExecutionContext
+) -> None:
+    ok = await executor.invoke("agent_hello_world", '{"name": "Cy"}', context)
+    assert ok.successful
+    assert json.loads(ok.result or "")["sessionId"] == context.session_id
+    bad = await executor.invoke("nope", "{}", context)
+    assert not bad.successful
+    assert "Unknown tool 'nope'" in (bad.error_message or "")
