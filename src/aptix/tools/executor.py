@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from dataclasses import replace
+from typing import Any
 
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
@@ -59,15 +60,18 @@ class AgentToolExecutor:
             if refusal is not None:
                 return replace(call, is_server_tool=True, error_message=refusal)
         outcome = await self._run(tool, call, context)
-        if outcome.successful:
-            return replace(
-                call,
-                is_server_tool=True,
-                was_executed=True,
-                requires_client_execution=not tool.is_fully_executed_on_server,
-                result_json=outcome.result,
-            )
-        return replace(call, is_server_tool=True, error_message=outcome.error_message)
+        if outcome.errors:
+            return replace(call, is_server_tool=True, error_message=outcome.error_message)
+        # Built directly: dataclasses.replace costs more than the rest of the dispatch.
+        return AgentToolCall(
+            call.call_id,
+            call.name,
+            call.arguments_json,
+            is_server_tool=True,
+            was_executed=True,
+            requires_client_execution=not tool.is_fully_executed_on_server,
+            result_json=outcome.result,
+        )
 
     async def execute_many(
         self, calls: Sequence[AgentToolCall], context: AgentToolExecutionContext
@@ -89,14 +93,24 @@ class AgentToolExecutor:
     async def _run(
         self, tool: AgentTool, call: AgentToolCall, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
-        limit = self._timeouts.get(tool.TOOL_NAME.casefold(), self._timeout)
         try:
-            if limit is None:
-                outcome = await tool.execute(call.arguments_json, context)
+            coro = tool.execute(call.arguments_json, context)
+            # Most tools finish without suspending; only a suspended one needs a timeout scope,
+            # and setting one up costs more than the whole call of a small tool.
+            try:
+                pending = coro.send(None)
+            except StopIteration as stop:
+                outcome = stop.value
             else:
-                async with asyncio.timeout(limit):
-                    outcome = await tool.execute(call.arguments_json, context)
+                resumed = _Resumed(coro, pending)
+                limit = self._timeouts.get(tool.TOOL_NAME.casefold(), self._timeout)
+                if limit is None:
+                    outcome = await resumed
+                else:
+                    async with asyncio.timeout(limit):
+                        outcome = await resumed
         except TimeoutError:
+            limit = self._timeouts.get(tool.TOOL_NAME.casefold(), self._timeout)
             self._logger.add_error(
                 f"[{tool.TOOL_NAME}_ExecuteAsync__Timeout]",
                 f"timed out after {limit:g} s",
@@ -110,8 +124,8 @@ class AgentToolExecutor:
                 f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *_ids(context)
             )
             return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
-        if not isinstance(outcome, InvokeResult) or not (
-            outcome.result is None or isinstance(outcome.result, str)
+        if type(outcome) is not InvokeResult or not (
+            outcome.result is None or type(outcome.result) is str
         ):
             self._logger.add_error(
                 f"[{tool.TOOL_NAME}_ExecuteAsync__Contract]",
@@ -120,6 +134,35 @@ class AgentToolExecutor:
             )
             return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
         return outcome
+
+
+class _Resumed:
+    """Awaitable that continues a coroutine already advanced to its first suspension point."""
+
+    __slots__ = ("_coro", "_pending")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], pending: Any) -> None:
+        self._coro = coro
+        self._pending = pending
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, to_yield = self._coro, self._pending
+        while True:
+            try:
+                sent = yield to_yield
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # cancellation and timeouts go to the tool first
+                try:
+                    to_yield = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    to_yield = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
 
 
 def _ids(context: AgentToolExecutionContext) -> tuple[tuple[str, str], ...]:
