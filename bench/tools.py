@@ -71,7 +71,7 @@ async def main() -> None:
         ),
     ]
     print_table(
-        "Executor path, agent_hello_world (median µs per call; targets: dispatch ≤ 3 µs, ≤ 3× floor)",
+        "Executor path, agent_hello_world (median µs/call; target: dispatch ≤ 3 µs, ≤ 3× floor)",
         ["path", "µs/call", "× floor", "dispatch µs"],
         rows,
     )
