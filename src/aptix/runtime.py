@@ -6,17 +6,41 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from aptix.logger import AdminLogger, StdlibAdminLogger
+from aptix.db.engine import Database, open_database
+from aptix.logger import AdminLogger, StdlibAdminLogger, configure_logging
+from aptix.modes.catalog import ModeCatalog, check_mode_tools, load_mode_catalog
+from aptix.sessions.sql import SqlSessionManager
 from aptix.settings import AptixSettings
+from aptix.tools.base import AgentTool
 from aptix.tools.builtin.calculator import CalculatorTool
+from aptix.tools.builtin.change_mode import ModeChangeTool
 from aptix.tools.builtin.hello_world import HelloWorldTool
+from aptix.tools.builtin.list_modes import ListModesTool
 from aptix.tools.builtin.user_approval import UserApprovalTool
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.executor import AgentToolExecutor
 from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
 
-__all__ = ["Runtime", "build_registry", "build_runtime", "open_runtime"]
+__all__ = ["BUILTIN_TOOLS", "Runtime", "Services", "build_registry", "open_runtime"]
+
+#: Every tool that ships with Aptix, in registration order.
+BUILTIN_TOOLS: tuple[type[AgentTool], ...] = (
+    HelloWorldTool,
+    CalculatorTool,
+    UserApprovalTool,
+    ListModesTool,
+    ModeChangeTool,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """What the built-in tools are constructed with."""
+
+    logger: AdminLogger
+    modes: ModeCatalog
+    sessions: SqlSessionManager
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,9 +48,15 @@ class Runtime:
     """The wired application: what the CLI, the HTTP API and MCP all run on."""
 
     settings: AptixSettings
-    logger: AdminLogger
+    services: Services
     registry: AgentToolRegistry
     executor: AgentToolExecutor
+    database: Database
+
+    @property
+    def logger(self) -> AdminLogger:
+        """The runtime's logger."""
+        return self.services.logger
 
     def tool_context(
         self, *, session_id: str | None = None, org: str = "local", user: str = "local"
@@ -36,32 +66,46 @@ class Runtime:
 
     async def aclose(self) -> None:
         """Release what the runtime holds (database connections, model clients)."""
+        await self.database.close()
 
 
-def build_registry(logger: AdminLogger, *, plugins: bool = True) -> AgentToolRegistry:
-    """Register every built-in tool (and, if asked, the ``aptix.tools`` plugins)."""
+def build_registry(services: Services, *, plugins: bool = True) -> AgentToolRegistry:
+    """Register every built-in tool with its services (and, if asked, the plugins)."""
+    logger = services.logger
     registry = AgentToolRegistry(logger)
     registry.register(HelloWorldTool)
     registry.register(CalculatorTool)
     registry.register(UserApprovalTool)
+    registry.register(ListModesTool, lambda: ListModesTool(services.modes, logger))
+    registry.register(ModeChangeTool, lambda: ModeChangeTool(services.sessions, logger))
     if plugins:
         register_plugins(registry)
     return registry
 
 
-def build_runtime(settings: AptixSettings | None = None) -> Runtime:
-    """Build the production runtime from ``settings`` (default: the environment)."""
-    settings = settings or AptixSettings()
-    logger = StdlibAdminLogger()
-    registry = build_registry(logger, plugins=settings.load_plugins)
-    executor = AgentToolExecutor(registry, logger, timeout_seconds=settings.tool_timeout_seconds)
-    return Runtime(settings, logger, registry, executor)
-
-
 @asynccontextmanager
 async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[Runtime]:
-    """Build the runtime for the lifetime of the ``async with`` block and close it after."""
-    runtime = build_runtime(settings)
+    """Build the runtime for the ``async with`` block: database, catalogs, tools; close after.
+
+    Any configuration problem raises :class:`~aptix.errors.ConfigurationError` before the
+    block runs, with a message naming the setting, file or tool at fault.
+    """
+    settings = settings or AptixSettings()
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+    logger = StdlibAdminLogger()
+    modes = load_mode_catalog(settings.modes_path)
+    database = await open_database(settings.effective_database_url)
+    try:
+        services = Services(logger, modes, SqlSessionManager(database, modes))
+        registry = build_registry(services, plugins=settings.load_plugins)
+        check_mode_tools(modes, registry.registered_tools)
+        executor = AgentToolExecutor(
+            registry, logger, timeout_seconds=settings.tool_timeout_seconds
+        )
+        runtime = Runtime(settings, services, registry, executor, database)
+    except BaseException:
+        await database.close()
+        raise
     try:
         yield runtime
     finally:

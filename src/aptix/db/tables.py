@@ -1,0 +1,5 @@
+"""Imports every table module so that the shared metadata is complete (used by Alembic)."""
+
+from aptix.sessions import tables as session_tables
+
+__all__ = ["session_tables"]
