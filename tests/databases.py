@@ -1,0 +1,47 @@
+"""Real databases for tests: a SQLite file, or a throwaway PostgreSQL database.
+
+PostgreSQL is never skipped: when it cannot be reached the tests that need it fail, saying
+how to start it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+
+import asyncpg
+
+PG_HOST = os.environ.get("APTIX_TEST_PG_HOST", "127.0.0.1")
+PG_PORT = int(os.environ.get("APTIX_TEST_PG_PORT", "5432"))
+PG_USER = os.environ.get("APTIX_TEST_PG_USER", "postgres")
+PG_ADMIN_DB = os.environ.get("APTIX_TEST_PG_ADMIN_DB", "postgres")
+
+
+async def _admin(sql: str) -> None:
+    try:
+        conn = await asyncpg.connect(
+            host=PG_HOST, port=PG_PORT, user=PG_USER, database=PG_ADMIN_DB, timeout=10
+        )
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise RuntimeError(
+            f"PostgreSQL at {PG_HOST}:{PG_PORT} is not reachable ({exc}). Start it with "
+            "`pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`."
+        ) from exc
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def create_pg_database() -> str:
+    """Create an empty, uniquely named database and return its SQLAlchemy URL."""
+    name = f"aptix_test_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    return f"postgresql+asyncpg://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}"
+
+
+def drop_pg_database(url: str) -> None:
+    """Drop a database made by :func:`create_pg_database`."""
+    name = url.rsplit("/", 1)[-1]
+    asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
