@@ -15,6 +15,12 @@ from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.executor import AgentToolExecutor
 from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
+from aptix.workflows.guard import workflow_guard
+from aptix.workflows.services import (
+    WorkflowServices,
+    build_workflow_services,
+    semantic_available,
+)
 
 __all__ = ["Runtime", "build_registry", "build_runtime", "open_runtime"]
 
@@ -27,6 +33,7 @@ class Runtime:
     logger: AdminLogger
     registry: AgentToolRegistry
     executor: AgentToolExecutor
+    workflows: WorkflowServices | None = None
 
     def tool_context(
         self, *, session_id: str | None = None, org: str = "local", user: str = "local"
@@ -54,8 +61,23 @@ def build_runtime(settings: AptixSettings | None = None) -> Runtime:
     settings = settings or AptixSettings()
     logger = StdlibAdminLogger()
     registry = build_registry(logger, plugins=settings.load_plugins)
-    executor = AgentToolExecutor(registry, logger, timeout_seconds=settings.tool_timeout_seconds)
-    return Runtime(settings, logger, registry, executor)
+    workflows = build_workflow_services(semantic=_semantic_matching(settings))
+    workflows.register_tools(registry, logger)
+    # After every tool is registered: permitted tools are checked against the real registry.
+    workflows.load_files(registry.registered_tools, settings.workflows_path)
+    executor = AgentToolExecutor(
+        registry,
+        logger,
+        timeout_seconds=settings.tool_timeout_seconds,
+        guard=workflow_guard(workflows.registry),
+    )
+    return Runtime(settings, logger, registry, executor, workflows)
+
+
+def _semantic_matching(settings: AptixSettings) -> bool:
+    if settings.semantic_matching is not None:
+        return settings.semantic_matching
+    return semantic_available()
 
 
 @asynccontextmanager
@@ -63,6 +85,8 @@ async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[R
     """Build the runtime for the lifetime of the ``async with`` block and close it after."""
     runtime = build_runtime(settings)
     try:
+        if runtime.workflows is not None:
+            await runtime.workflows.load_published()
         yield runtime
     finally:
         await runtime.aclose()

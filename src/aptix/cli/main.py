@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from aptix.cli import tools
+from aptix.cli import tools, workflows
 
 app = typer.Typer(
     name="aptix",
@@ -13,6 +13,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(tools.app, name="tools")
+app.add_typer(workflows.app, name="workflows")
 
 
 def main() -> None:

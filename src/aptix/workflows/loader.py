@@ -16,14 +16,22 @@ import yaml
 
 from aptix.errors import ConfigurationError
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus
-from aptix.workflows.validation import FieldProblem, parse_manifest, validate_manifest
+from aptix.workflows.validation import (
+    FieldProblem,
+    parse_manifest,
+    parse_partial,
+    validate_manifest,
+)
 
 __all__ = [
     "LoadedManifest",
     "ManifestProblem",
     "check_catalog",
+    "collect_catalog",
+    "format_problems",
     "load_builtin",
     "load_catalog",
+    "load_file",
     "load_folder",
 ]
 
@@ -36,6 +44,8 @@ class LoadedManifest:
 
     manifest: WorkflowManifest
     source: str
+    #: False when some fields failed to parse: checked for more problems, never served.
+    complete: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +101,10 @@ def _load_texts(
         problems.extend(_located(source, str(guess) if guess else None, found))
         if manifest is not None:
             loaded.append(LoadedManifest(manifest, source))
+        else:
+            partial = parse_partial(data, found)
+            if partial is not None:
+                loaded.append(LoadedManifest(partial, source, complete=False))
     return loaded, problems
 
 
@@ -101,7 +115,9 @@ def _located(
 
 
 def check_catalog(
-    loaded: Iterable[LoadedManifest], known_tools: Collection[str]
+    loaded: Iterable[LoadedManifest],
+    known_tools: Collection[str],
+    reported: Collection[ManifestProblem] = (),
 ) -> list[ManifestProblem]:
     """Duplicate ids within one source set and every served manifest's validation problems.
 
@@ -132,22 +148,38 @@ def check_catalog(
     return problems
 
 
-def load_catalog(known_tools: Collection[str], folder: Path | None = None) -> list[LoadedManifest]:
-    """Built-in workflows overlaid by the deployment's folder; raises on any problem.
+def collect_catalog(
+    known_tools: Collection[str], path: Path | None = None
+) -> tuple[list[LoadedManifest], list[ManifestProblem]]:
+    """Built-in workflows overlaid by ``path`` (a folder, or one file), and every problem.
 
-    A folder workflow with the id of a built-in one replaces it. The error message lists
-    every problem, each naming its file, workflow and field.
+    A workflow from ``path`` with the id of a built-in one replaces it.
     """
     builtin, problems = load_builtin()
-    problems += check_catalog(builtin, known_tools)
-    by_id = {item.manifest.workflow_id: item for item in builtin}
-    if folder is not None:
-        own, found = load_folder(folder)
-        problems += found + check_catalog(own, known_tools)
-        by_id.update({item.manifest.workflow_id: item for item in own})
+    problems += check_catalog(builtin, known_tools, reported=list(problems))
+    by_id = {item.manifest.workflow_id: item for item in builtin if item.complete}
+    if path is not None:
+        own, found = load_file(path) if path.is_file() else load_folder(path)
+        problems += found
+        problems += check_catalog(own, known_tools, reported=found)
+        by_id.update({item.manifest.workflow_id: item for item in own if item.complete})
+    return sorted(by_id.values(), key=lambda item: item.manifest.workflow_id), problems
+
+
+def load_catalog(known_tools: Collection[str], folder: Path | None = None) -> list[LoadedManifest]:
+    """The served catalog; raises ConfigurationError listing every problem (file, id, field)."""
+    loaded, problems = collect_catalog(known_tools, folder)
     if problems:
         raise ConfigurationError(format_problems(problems))
-    return sorted(by_id.values(), key=lambda item: item.manifest.workflow_id)
+    return loaded
+
+
+def load_file(path: Path) -> tuple[list[LoadedManifest], list[ManifestProblem]]:
+    """One workflow file."""
+    try:
+        return _load_texts([(str(path), path.read_text("utf-8"))])
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], [ManifestProblem(str(path), None, "", f"cannot be read ({exc}).")]
 
 
 def format_problems(problems: Collection[ManifestProblem]) -> str:

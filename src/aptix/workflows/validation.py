@@ -19,6 +19,7 @@ __all__ = [
     "ALWAYS_OFFERED_TOOLS",
     "FieldProblem",
     "parse_manifest",
+    "parse_partial",
     "validate_manifest",
 ]
 
@@ -57,6 +58,18 @@ def parse_manifest(data: Any) -> tuple[WorkflowManifest | None, list[FieldProble
         return WorkflowManifest.model_validate(dict(data)), []
     except ValidationError as exc:
         return None, [_describe(err) for err in exc.errors(include_url=False)]
+
+
+def parse_partial(data: Any, bad: list[FieldProblem]) -> WorkflowManifest | None:
+    """The manifest without the fields ``bad`` names, to find the remaining problems too."""
+    if not isinstance(data, Mapping):
+        return None
+    broken = {p.field.split(".")[0].casefold() for p in bad}
+    kept = {k: v for k, v in data.items() if str(k).casefold() not in broken}
+    try:
+        return WorkflowManifest.model_validate(kept)
+    except ValidationError:
+        return None
 
 
 def _describe(err: Any) -> FieldProblem:
@@ -117,7 +130,8 @@ def _pattern_problems(patterns: tuple[str, ...]) -> list[FieldProblem]:
 
 
 def _tool_problems(tools: tuple[str, ...], known_tools: Collection[str]) -> list[FieldProblem]:
-    known = {t.casefold() for t in known_tools}
+    # The always-offered tools are available in every workflow, so listing one is harmless.
+    known = {t.casefold() for t in (*known_tools, *ALWAYS_OFFERED_TOOLS)}
     problems: list[FieldProblem] = []
     seen: set[str] = set()
     for i, tool in enumerate(tools):

