@@ -288,12 +288,11 @@ class WorkflowAuthoring:
             served = self._registry.get(workflow_id)
             if served is None:
                 return _unknown(workflow_id)
-            source = self._registry.source_of(served.workflow_id) or ""
-            if source != "store":
+            source = self._registry.file_source(served.workflow_id)
+            if source is not None:
                 return AuthoringOutcome.fail(
                     "workflowId",
-                    f"Workflow '{served.workflow_id}' is defined in {source or 'a file'}; "
-                    "remove it from there.",
+                    f"Workflow '{served.workflow_id}' is defined in {source}; remove it from there.",
                 )
             if served.status is not WorkflowStatus.DISABLED:
                 return AuthoringOutcome.fail(

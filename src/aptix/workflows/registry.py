@@ -77,6 +77,7 @@ class WorkflowRegistry:
     ) -> None:
         self._manifests = {m.workflow_id: m for m in manifests}
         self._sources = dict(sources or {})
+        self._file_sources = dict(self._sources)
         self._known_tools = frozenset(known_tools)
         self._matcher = matcher or WorkflowMatcher()
         self._lock = threading.Lock()
@@ -106,6 +107,10 @@ class WorkflowRegistry:
         """Where a served workflow came from (``builtin:<file>``, a path, or ``store``)."""
         return self._sources.get(workflow_id)
 
+    def file_source(self, workflow_id: str) -> str | None:
+        """The file that defines ``workflow_id`` at start-up, even if authoring overrode it."""
+        return self._file_sources.get(workflow_id)
+
     def all(self) -> list[WorkflowManifest]:
         """Every served manifest, sorted by id."""
         return [self._manifests[w] for w in sorted(self._manifests)]
@@ -131,6 +136,7 @@ class WorkflowRegistry:
         with self._lock:
             self._manifests = {m.workflow_id: m for m in manifests}
             self._sources = dict(sources or {})
+            self._file_sources = dict(self._sources)
             if known_tools is not None:
                 self._known_tools = frozenset(known_tools)
             self.revision += 1
