@@ -17,6 +17,9 @@ from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
 from aptix.tools.executor import AgentToolExecutor
 from aptix.tools.registry import AgentToolRegistry
+from aptix.workflows.manifest import WorkflowManifest
+from aptix.workflows.registry import WorkflowRegistry
+from aptix.workflows.store import WorkflowStore
 
 __version__ = "0.1.0"
 
@@ -38,6 +41,9 @@ __all__ = [
     "ToolArgs",
     "ToolContractError",
     "ToolResult",
+    "WorkflowManifest",
+    "WorkflowRegistry",
+    "WorkflowStore",
     "__version__",
     "function_schema",
     "parse_arguments",
