@@ -21,9 +21,13 @@ class AgentToolExecutionContext:
     request: Any = field(default=None, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AgentToolCall:
-    """One tool call requested by the model, and how the executor resolved it (AGN-005 §5)."""
+    """One tool call requested by the model, and how the executor resolved it (AGN-005 §5).
+
+    Treat it as a value: the executor returns a new instance and never changes the one it got.
+    (Not frozen because a frozen dataclass costs more to build than the rest of a dispatch.)
+    """
 
     call_id: str
     name: str

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from dataclasses import replace
+from typing import Any
 
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
@@ -58,16 +59,22 @@ class AgentToolExecutor:
             refusal = self._guard(tool, context)
             if refusal is not None:
                 return replace(call, is_server_tool=True, error_message=refusal)
-        outcome = await self._run(tool, call, context)
-        if outcome.successful:
-            return replace(
-                call,
-                is_server_tool=True,
-                was_executed=True,
-                requires_client_execution=not tool.is_fully_executed_on_server,
-                result_json=outcome.result,
-            )
-        return replace(call, is_server_tool=True, error_message=outcome.error_message)
+        started = self._start(tool, call.arguments_json, context)
+        if type(started) is _Resumed:
+            started = await self._finish(tool, started, context)
+        outcome = self._checked(tool, started, context)
+        if outcome.errors:
+            return replace(call, is_server_tool=True, error_message=outcome.error_message)
+        # Built directly: dataclasses.replace costs more than the rest of the dispatch.
+        return AgentToolCall(
+            call.call_id,
+            call.name,
+            call.arguments_json,
+            True,  # is_server_tool
+            True,  # was_executed
+            not tool.is_fully_executed_on_server,  # requires_client_execution
+            outcome.result,  # result_json
+        )
 
     async def execute_many(
         self, calls: Sequence[AgentToolCall], context: AgentToolExecutionContext
@@ -86,16 +93,31 @@ class AgentToolExecutor:
             return InvokeResult.create(done.result_json)
         return InvokeResult.from_error(done.error_message or "The tool did not run.")
 
-    async def _run(
-        self, tool: AgentTool, call: AgentToolCall, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
+    def _start(
+        self, tool: AgentTool, arguments_json: str, context: AgentToolExecutionContext
+    ) -> Any:
+        """Run the tool up to its first suspension; most tools finish right here.
+
+        Only a suspended tool needs a timeout scope, and setting one up costs more than the
+        whole call of a small tool, so the scope is entered in :meth:`_finish` only.
+        """
+        try:
+            coro = tool.execute(arguments_json, context)
+            return _Resumed(coro, coro.send(None))
+        except StopIteration as stop:
+            return stop.value
+        except Exception as exc:
+            return self._crashed(tool, exc, context)
+
+    async def _finish(
+        self, tool: AgentTool, resumed: _Resumed, context: AgentToolExecutionContext
+    ) -> Any:
         limit = self._timeouts.get(tool.TOOL_NAME.casefold(), self._timeout)
         try:
             if limit is None:
-                outcome = await tool.execute(call.arguments_json, context)
-            else:
-                async with asyncio.timeout(limit):
-                    outcome = await tool.execute(call.arguments_json, context)
+                return await resumed
+            async with asyncio.timeout(limit):
+                return await resumed
         except TimeoutError:
             self._logger.add_error(
                 f"[{tool.TOOL_NAME}_ExecuteAsync__Timeout]",
@@ -106,20 +128,58 @@ class AgentToolExecutor:
                 f"The tool '{tool.TOOL_NAME}' timed out after {limit:g} seconds."
             )
         except Exception as exc:
-            self._logger.add_exception(
-                f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *_ids(context)
-            )
-            return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
-        if not isinstance(outcome, InvokeResult) or not (
-            outcome.result is None or isinstance(outcome.result, str)
+            return self._crashed(tool, exc, context)
+
+    def _crashed(
+        self, tool: AgentTool, exc: Exception, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        self._logger.add_exception(
+            f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *_ids(context)
+        )
+        return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
+
+    def _checked(
+        self, tool: AgentTool, outcome: Any, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        if type(outcome) is InvokeResult and (
+            outcome.result is None or type(outcome.result) is str
         ):
-            self._logger.add_error(
-                f"[{tool.TOOL_NAME}_ExecuteAsync__Contract]",
-                f"execute() returned {type(outcome).__name__}, not InvokeResult[str]",
-                *_ids(context),
-            )
-            return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
-        return outcome
+            return outcome
+        self._logger.add_error(
+            f"[{tool.TOOL_NAME}_ExecuteAsync__Contract]",
+            f"execute() returned {type(outcome).__name__}, not InvokeResult[str]",
+            *_ids(context),
+        )
+        return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
+
+
+class _Resumed:
+    """Awaitable that continues a coroutine already advanced to its first suspension point."""
+
+    __slots__ = ("_coro", "_pending")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], pending: Any) -> None:
+        self._coro = coro
+        self._pending = pending
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, to_yield = self._coro, self._pending
+        while True:
+            try:
+                sent = yield to_yield
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # cancellation and timeouts go to the tool first
+                try:
+                    to_yield = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    to_yield = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
 
 
 def _ids(context: AgentToolExecutionContext) -> tuple[tuple[str, str], ...]:

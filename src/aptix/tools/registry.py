@@ -35,6 +35,7 @@ class AgentToolRegistry:
     def __init__(self, logger: AdminLogger) -> None:
         self._logger = logger
         self._entries: dict[str, _Entry] = {}
+        self._exact: dict[str, AgentTool] = {}
 
     def register(self, tool_cls: type[AgentTool], factory: ToolFactory | None = None) -> None:
         """Check ``tool_cls`` against the contract and register it.
@@ -91,11 +92,15 @@ class AgentToolRegistry:
 
     def get_tool(self, name: str) -> AgentTool | None:
         """The tool instance for ``name`` (built on first use), or None."""
+        tool = self._exact.get(name)
+        if tool is not None:
+            return tool
         entry = self._entries.get(name.casefold())
         if entry is None:
             return None
         if entry.instance is None:
             entry.instance = entry.factory()
+            self._exact[entry.tool_cls.TOOL_NAME] = entry.instance
         return entry.instance
 
     @property
