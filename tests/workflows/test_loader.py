@@ -64,7 +64,8 @@ def test_a_folder_adds_workflows_and_replaces_builtins_with_the_same_id(tmp_path
         ),
         (
             GOOD.format(wid="trip").replace("[agent_calculator]", "[agent_teleport]"),
-            "(workflow 'trip', field 'permittedTools.0'): permittedTools names an unknown tool 'agent_teleport'.",
+            "(workflow 'trip', field 'permittedTools.0'): "
+            "permittedTools names an unknown tool 'agent_teleport'.",
         ),
         (
             GOOD.format(wid="trip").replace("1.0.0", "1.0"),
@@ -160,6 +161,6 @@ async def test_a_published_workflow_that_no_longer_validates_stops_start_up() ->
     with pytest.raises(ConfigurationError) as caught:
         await services.load_published()
     assert (
-        "store revision 1 (workflow 'authored', field 'permittedTools.0'): permittedTools names an unknown tool 'agent_uninstalled'."
-        in str(caught.value)
+        "store revision 1 (workflow 'authored', field 'permittedTools.0'): "
+        "permittedTools names an unknown tool 'agent_uninstalled'." in str(caught.value)
     )

@@ -136,3 +136,26 @@ def test_semantic_match_orders_by_similarity() -> None:
     assert [owner for owner, _ in ranked] == ["b", "a"]
     assert ranked[0][1] == pytest.approx(1.0, abs=1e-5)
     assert matcher.rank("gamma", 1, also=["a"]).keys() == {"a", "b"}
+
+
+def test_the_centroid_prefilter_agrees_with_exact_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
+    import aptix.workflows.matching.semantic as semantic_module
+
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta", "zeta", "iota"]
+    docs = [
+        MatchDocument(
+            f"w{i:03d}", f"{words[i % 10]} {words[(i * 3) % 10]} {words[(i * 7) % 10]} {j}"
+        )
+        for i in range(120)
+        for j in range(3)
+    ]
+    exact = SemanticMatcher(HashingEmbedder(), docs)
+    monkeypatch.setattr(semantic_module, "PREFILTER_DOCUMENTS", 10)
+    monkeypatch.setattr(semantic_module, "PREFILTER_WORKFLOWS", 120)
+    filtered = SemanticMatcher(HashingEmbedder(), docs)
+    for query in ("alpha beta", "omega kappa 2", "zeta"):
+        want = exact.rank(query, 5, also=["w007"])
+        got = filtered.rank(query, 5, also=["w007"])
+        # Ties may resolve to different owners; the scores and the named owner must agree.
+        assert sorted(got.values()) == pytest.approx(sorted(want.values()), abs=1e-5)
+        assert got["w007"] == pytest.approx(want["w007"], abs=1e-5)

@@ -142,7 +142,8 @@ async def test_incomplete_manifest_is_refused(registry, logger, context) -> None
     [
         (
             "{}",
-            "Missing 'operation'. Use one of: list_workflows, get_workflow_manifest, match_workflow.",
+            "Missing 'operation'. "
+            "Use one of: list_workflows, get_workflow_manifest, match_workflow.",
         ),
         ('{"operation": "  "}', "Missing 'operation'."),
         ('{"operation": "run_workflow"}', "Unknown operation 'run_workflow'."),

@@ -71,7 +71,8 @@ async def test_complete_requires_a_summary_and_returns_the_follow_up_options(
         tool, session_context, operation="complete_workflow", workflowId="create_report"
     )
     assert message == (
-        "Operation 'complete_workflow' requires a non-empty 'summary' of what the workflow achieved."
+        "Operation 'complete_workflow' requires a non-empty 'summary' "
+        "of what the workflow achieved."
     )
     payload = await ok(
         tool,

@@ -292,7 +292,8 @@ class WorkflowAuthoring:
             if source is not None:
                 return AuthoringOutcome.fail(
                     "workflowId",
-                    f"Workflow '{served.workflow_id}' is defined in {source}; remove it from there.",
+                    f"Workflow '{served.workflow_id}' is defined in {source}; "
+                    "remove it from there.",
                 )
             if served.status is not WorkflowStatus.DISABLED:
                 return AuthoringOutcome.fail(

@@ -22,6 +22,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import NDArray
 from rapidfuzz import fuzz, process
 
 from aptix.workflows.matching.text import normalise, terms
@@ -33,9 +35,6 @@ PHRASE_SCORE = 0.9
 SINGLE_TERM_FACTOR = 0.7
 #: Documents rescored with rapidfuzz after the index has ranked them.
 RESCORE_LIMIT = 64
-#: Postings longer than this share of the documents only rescore documents already found.
-COMMON_TERM_SHARE = 0.08
-COMMON_TERM_MIN = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +57,10 @@ class LexicalMatcher:
         self._phrases: list[str] = []
         self._norms: list[float] = []
         self._idf: dict[str, float] = {}
-        self._postings: dict[str, list[int]] = {}
+        self._postings: dict[str, NDArray[np.intp]] = {}
+        self._norm_array: NDArray[np.float64] = np.zeros(0)
         self._by_initial: dict[str, list[str]] = {}
         self._termless: list[int] = []
-        self._common_df = COMMON_TERM_MIN
         self.build(documents)
 
     def build(self, documents: Sequence[MatchDocument]) -> None:
@@ -76,16 +75,16 @@ class LexicalMatcher:
         for doc, doc_terms in enumerate(self._terms):
             for term in doc_terms:
                 postings[term].append(doc)
-        self._postings = dict(postings)
+        self._postings = {t: np.asarray(p, dtype=np.intp) for t, p in postings.items()}
         count = len(documents)
         self._idf = {t: math.log((count + 1) / (len(p) + 0.5)) + 0.1 for t, p in postings.items()}
         self._norms = [sum(self._idf[t] for t in doc_terms) for doc_terms in self._terms]
+        self._norm_array = np.asarray([n or 1.0 for n in self._norms], dtype=np.float64)
         initials: dict[str, list[str]] = defaultdict(list)
         for term in sorted(self._idf):
             initials[term[0]].append(term)
         self._by_initial = dict(initials)
         self._termless = [i for i, t in enumerate(self._terms) if not t and self._phrases[i]]
-        self._common_df = max(COMMON_TERM_MIN, int(COMMON_TERM_SHARE * count))
 
     def __len__(self) -> int:
         return len(self._owners)
@@ -94,20 +93,22 @@ class LexicalMatcher:
         """The ``limit`` best ``(owner, score)`` pairs, best first, scores in [0, 1]."""
         query = self._query_terms(message)
         phrase = normalise(message)
-        accumulated = self._accumulate(query)
         best: dict[str, float] = {}
-        if accumulated:
+        if query:
+            hits = self._accumulate(query)
+            found = np.flatnonzero(hits)
+            if len(found) > RESCORE_LIMIT:
+                # Rank by coverage with vectorised arithmetic; rescore only the best few.
+                coverage = hits[found] / self._norm_array[found]
+                found = found[np.argpartition(-coverage, RESCORE_LIMIT - 1)[:RESCORE_LIMIT]]
             query_norm = sum(query.values()) or 1.0
-            ranked = heapq.nlargest(
-                RESCORE_LIMIT,
-                accumulated.items(),
-                key=lambda item: item[1] / (self._norms[item[0]] or 1.0),
-            )
             query_stemmed = " ".join(sorted(query))
             query_set = frozenset(query)
             padded = f" {phrase} "
-            for doc, hit in ranked:
-                score = self._score(doc, hit, query_set, query_norm, query_stemmed, padded)
+            for doc in found.tolist():
+                score = self._score(
+                    doc, float(hits[doc]), query_set, query_norm, query_stemmed, padded
+                )
                 owner = self._owners[doc]
                 if score > best.get(owner, 0.0):
                     best[owner] = score
@@ -135,25 +136,13 @@ class LexicalMatcher:
                 query[found[0]] = max(query.get(found[0], 0.0), found[1] / 100.0)
         return query
 
-    def _accumulate(self, query: dict[str, float]) -> dict[int, float]:
-        accumulated: dict[int, float] = defaultdict(float)
-        common: list[str] = []
+    def _accumulate(self, query: dict[str, float]) -> NDArray[np.float64]:
+        """IDF-weighted hits per document: one vectorised add per query term."""
+        hits = np.zeros(len(self._owners), dtype=np.float64)
         for term, strength in query.items():
-            posting = self._postings.get(term, ())
-            if len(posting) > self._common_df:
-                common.append(term)
-                continue
-            gain = self._idf[term] * strength
-            for doc in posting:
-                accumulated[doc] += gain
-        for term in common:
-            # A very common term only adds to documents the rarer terms already found:
-            # walking its posting list would cost more than it can change the ranking.
-            gain = self._idf[term] * query[term]
-            for doc in accumulated:
-                if term in self._terms[doc]:
-                    accumulated[doc] += gain
-        return accumulated
+            # A term occurs at most once per posting list, so fancy-index += is exact.
+            hits[self._postings[term]] += self._idf[term] * strength
+        return hits
 
     def _score(
         self,

