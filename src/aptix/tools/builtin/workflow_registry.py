@@ -8,6 +8,7 @@ The tool never changes state (TUL-006 §5.4).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -100,7 +101,7 @@ class WorkflowRegistryTool(AgentTool):
             if operation == "get_workflow_manifest":
                 return self._manifest(args.workflow_id)
             if operation == "match_workflow":
-                return self._match(args.user_message, args.limit or DEFAULT_MATCH_LIMIT)
+                return await self._match(args.user_message, args.limit or DEFAULT_MATCH_LIMIT)
             return InvokeResult.from_error(
                 f"Unknown operation '{operation}'. Use one of: {', '.join(OPERATIONS)}."
             )
@@ -152,7 +153,7 @@ class WorkflowRegistryTool(AgentTool):
             payload["warnings"] = warnings
         return InvokeResult.create(_dump(payload))
 
-    def _match(self, user_message: str | None, limit: int) -> InvokeResult[str]:
+    async def _match(self, user_message: str | None, limit: int) -> InvokeResult[str]:
         message = (user_message or "").strip()
         if not message:
             return InvokeResult.from_error(
@@ -163,7 +164,10 @@ class WorkflowRegistryTool(AgentTool):
                 f"'userMessage' is too long ({len(message)} characters; "
                 f"the limit is {MAX_MESSAGE_LENGTH})."
             )
-        matches = [m.to_wire() for m in self._registry.match(message, limit)]
+        # Encoding a message with the semantic model takes milliseconds of CPU: keep it off
+        # the event loop.
+        found = await asyncio.to_thread(self._registry.match, message, limit)
+        matches = [m.to_wire() for m in found]
         return InvokeResult.create(_dump({"matches": matches}))
 
 

@@ -99,9 +99,16 @@ class SentenceTransformerEmbedder:
         # machinery, which costs a few milliseconds per call.
         import torch
 
-        with torch.inference_mode():
-            features = model.preprocess([text])
-            vector = model(features)["sentence_embedding"].float().numpy()
+        # One short text gains nothing from a second thread, and numpy's BLAS threads may
+        # still be spinning from the last matrix product: sharing cores doubles the latency.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.inference_mode():
+                features = model.preprocess([text])
+                vector = model(features)["sentence_embedding"].float().numpy()
+        finally:
+            torch.set_num_threads(threads)
         norm = np.linalg.norm(vector, axis=1, keepdims=True)
         out: Vectors = (vector / np.where(norm == 0, 1.0, norm)).astype(np.float32)
         return out
