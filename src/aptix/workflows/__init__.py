@@ -1,6 +1,6 @@
 """Workflows (TUL-006): manifests, the registry, matching, the boot message, authoring."""
 
-from aptix.workflows.authoring import AuthoringOutcome, WorkflowAuthoring
+from aptix.workflows.authoring import WorkflowAuthoring
 from aptix.workflows.boot import build_boot_message
 from aptix.workflows.guard import offered_tools, permitted_tools, workflow_guard
 from aptix.workflows.manifest import (
@@ -10,6 +10,7 @@ from aptix.workflows.manifest import (
     WorkflowStatus,
     WorkflowVisibility,
 )
+from aptix.workflows.outcome import AuthoringOutcome
 from aptix.workflows.registry import WorkflowMatch, WorkflowRegistry
 from aptix.workflows.store import (
     InMemoryWorkflowStore,

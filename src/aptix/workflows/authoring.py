@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic.alias_generators import to_camel
 
 from aptix.workflows.manifest import (
     SemVer,
     WorkflowManifest,
     WorkflowStatus,
+)
+from aptix.workflows.outcome import (
+    MANDATORY_FIELDS,
+    AuthoringOutcome,
+    is_empty,
+    normalise_fields,
 )
 from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.store import (
@@ -33,79 +36,9 @@ from aptix.workflows.store import (
 )
 from aptix.workflows.validation import FieldProblem, parse_manifest, validate_manifest
 
-__all__ = ["UPDATABLE_FIELDS", "AuthoringOutcome", "WorkflowAuthoring"]
+__all__ = ["WorkflowAuthoring"]
 
-#: The fields ``update_workflow`` may set (camelCase; PascalCase and snake_case accepted).
-UPDATABLE_FIELDS = (
-    "title",
-    "description",
-    "userIntentPatterns",
-    "requiredInputs",
-    "instructionText",
-    "permittedTools",
-    "completionCriteria",
-    "followUpOptions",
-    "preconditions",
-    "notes",
-    "version",
-    "status",
-    "visibility",
-    "autoStart",
-    "requiresApproval",
-    "destructiveActions",
-    "allowedTransitions",
-)
-#: Fields that, once given, cannot be emptied again.
-MANDATORY_FIELDS = frozenset(
-    {"title", "description", "userIntentPatterns", "instructionText", "completionCriteria"}
-)
-_KEYS = {k.casefold(): k for k in UPDATABLE_FIELDS} | {
-    "user_intent_patterns": "userIntentPatterns",
-    "required_inputs": "requiredInputs",
-    "instruction_text": "instructionText",
-    "permitted_tools": "permittedTools",
-    "completion_criteria": "completionCriteria",
-    "follow_up_options": "followUpOptions",
-    "auto_start": "autoStart",
-    "requires_approval": "requiresApproval",
-    "destructive_actions": "destructiveActions",
-    "allowed_transitions": "allowedTransitions",
-}
 FIRST_VERSION = "0.1.0"
-
-
-@dataclass(frozen=True, slots=True)
-class AuthoringOutcome:
-    """The TUL-006 §10.3 envelope: ``{ok, workflow?, workflows?, messages?}`` or errors."""
-
-    ok: bool
-    workflow: dict[str, Any] | None = None
-    workflows: list[dict[str, Any]] | None = None
-    messages: tuple[str, ...] = ()
-    errors: tuple[FieldProblem, ...] = field(default=())
-
-    @classmethod
-    def fail(cls, field_name: str, message: str) -> AuthoringOutcome:
-        """A failure with one error."""
-        return cls(ok=False, errors=(FieldProblem(field_name, message),))
-
-    @classmethod
-    def failures(cls, problems: list[FieldProblem]) -> AuthoringOutcome:
-        """A failure with several errors."""
-        return cls(ok=False, errors=tuple(problems))
-
-    def to_wire(self) -> dict[str, Any]:
-        """The JSON object the tool returns."""
-        if not self.ok:
-            return {"ok": False, "errors": [e.to_wire() for e in self.errors]}
-        out: dict[str, Any] = {"ok": True}
-        if self.workflow is not None:
-            out["workflow"] = self.workflow
-        if self.workflows is not None:
-            out["workflows"] = self.workflows
-        if self.messages:
-            out["messages"] = list(self.messages)
-        return out
 
 
 class WorkflowAuthoring:
@@ -180,7 +113,7 @@ class WorkflowAuthoring:
         """Change fields of the draft, creating one from the served version if needed."""
         if not fields:
             return AuthoringOutcome.fail("fields", "fields must name at least one field to set.")
-        changes, problems = _normalise_fields(fields)
+        changes, problems = normalise_fields(fields)
         if problems:
             return AuthoringOutcome.failures(problems)
         status = changes.get("status")
@@ -201,7 +134,7 @@ class WorkflowAuthoring:
             problems += [
                 FieldProblem(name, f"{name} is mandatory and cannot be removed.")
                 for name in sorted(MANDATORY_FIELDS & changes.keys())
-                if _is_empty(changes[name]) and not _is_empty(base.to_wire()[name])
+                if is_empty(changes[name]) and not is_empty(base.to_wire()[name])
             ]
             if manifest is None or problems:
                 return AuthoringOutcome.failures(problems)
@@ -385,31 +318,6 @@ class WorkflowAuthoring:
             if current_draft(history) or served_revision(history):
                 ids.append(wid)
         return ids
-
-
-def _normalise_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], list[FieldProblem]]:
-    changes: dict[str, Any] = {}
-    problems: list[FieldProblem] = []
-    allowed = ", ".join(UPDATABLE_FIELDS)
-    for key, value in fields.items():
-        name = _KEYS.get(str(key).casefold()) or _KEYS.get(to_camel(str(key)).casefold())
-        if name is None:
-            problems.append(
-                FieldProblem(str(key), f"'{key}' cannot be updated. Allowed fields: {allowed}.")
-            )
-        else:
-            changes[name] = value
-    return changes, problems
-
-
-def _is_empty(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return not value.strip()
-    if isinstance(value, list | tuple | dict):
-        return len(value) == 0
-    return False
 
 
 def _bump_minor(version: SemVer) -> str:

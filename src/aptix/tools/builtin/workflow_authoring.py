@@ -18,7 +18,8 @@ from aptix.results import InvokeResult
 from aptix.tools.args import ToolArgs, function_schema, parse_arguments
 from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolExecutionContext
-from aptix.workflows.authoring import UPDATABLE_FIELDS, AuthoringOutcome, WorkflowAuthoring
+from aptix.workflows.authoring import WorkflowAuthoring
+from aptix.workflows.outcome import UPDATABLE_FIELDS, AuthoringOutcome
 
 __all__ = ["WorkflowAuthoringTool"]
 
