@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from pydantic import TypeAdapter
 
-from aptix import AgentToolExecutor
-from aptix.runtime import build_registry
+from aptix import AgentToolExecutor, AgentToolRegistry
 from aptix.testing import RecordingLogger
 from aptix.tools import AgentToolCall, AgentToolExecutionContext
+from aptix.tools.builtin.hello_world import HelloWorldTool
 from bench._table import interleaved_us, print_table
 
 ARGS = '{"name": "Ann"}'
@@ -30,7 +30,8 @@ class _FloorArgs:
 
 async def main() -> None:
     logger = RecordingLogger()
-    registry = build_registry(logger, plugins=False)
+    registry = AgentToolRegistry(logger)
+    registry.register(HelloWorldTool)
     tool = registry.get_tool("agent_hello_world")
     assert tool is not None
     call = AgentToolCall("call-1", "agent_hello_world", ARGS)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+from aptix.runtime import Runtime, open_runtime
+from aptix.settings import AptixSettings
 from aptix.testing import RecordingLogger
 from aptix.tools import AgentToolExecutionContext
 
@@ -30,3 +34,15 @@ def context() -> AgentToolExecutionContext:
         org="acme",
         user="ann",
     )
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> AptixSettings:
+    """Settings for an isolated runtime: a fresh SQLite file, no plugins."""
+    return AptixSettings(data_dir=tmp_path, load_plugins=False)
+
+
+@pytest.fixture
+async def runtime(settings: AptixSettings) -> AsyncIterator[Runtime]:
+    async with open_runtime(settings) as opened:
+        yield opened

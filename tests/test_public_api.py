@@ -32,3 +32,7 @@ def test_public_api_is_pinned() -> None:
 def test_every_exported_name_exists() -> None:
     for name in aptix.__all__:
         assert getattr(aptix, name) is not None
+
+
+def test_every_export_is_lazily_importable() -> None:
+    assert set(aptix.__all__) - {"__version__"} == set(aptix._EXPORTS)

@@ -6,11 +6,20 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from aptix.logger import AdminLogger, StdlibAdminLogger
+from aptix.db.engine import Database, open_database
+from aptix.logger import AdminLogger, StdlibAdminLogger, configure_logging
+from aptix.modes.catalog import ModeCatalog, check_mode_tools, load_mode_catalog
+from aptix.sessions.sql import SqlSessionManager
 from aptix.settings import AptixSettings
+from aptix.tools.base import AgentTool
 from aptix.tools.builtin.calculator import CalculatorTool
+from aptix.tools.builtin.change_mode import ModeChangeTool
 from aptix.tools.builtin.hello_world import HelloWorldTool
+from aptix.tools.builtin.list_modes import ListModesTool
 from aptix.tools.builtin.user_approval import UserApprovalTool
+from aptix.tools.builtin.workflow_authoring import WorkflowAuthoringTool
+from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
+from aptix.tools.builtin.workflow_run import WorkflowRunTool
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.executor import AgentToolExecutor
 from aptix.tools.plugins import register_plugins
@@ -21,8 +30,31 @@ from aptix.workflows.services import (
     build_workflow_services,
     semantic_available,
 )
+from aptix.workflows.sql_store import SqlWorkflowStore
 
-__all__ = ["Runtime", "build_registry", "build_runtime", "open_runtime"]
+__all__ = ["BUILTIN_TOOLS", "Runtime", "Services", "build_registry", "open_runtime"]
+
+#: Every tool that ships with Aptix, in registration order.
+BUILTIN_TOOLS: tuple[type[AgentTool], ...] = (
+    HelloWorldTool,
+    CalculatorTool,
+    UserApprovalTool,
+    ListModesTool,
+    ModeChangeTool,
+    WorkflowRegistryTool,
+    WorkflowAuthoringTool,
+    WorkflowRunTool,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """What the built-in tools are constructed with."""
+
+    logger: AdminLogger
+    modes: ModeCatalog
+    sessions: SqlSessionManager
+    workflows: WorkflowServices | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,10 +62,16 @@ class Runtime:
     """The wired application: what the CLI, the HTTP API and MCP all run on."""
 
     settings: AptixSettings
-    logger: AdminLogger
+    services: Services
     registry: AgentToolRegistry
     executor: AgentToolExecutor
-    workflows: WorkflowServices | None = None
+    database: Database
+    workflows: WorkflowServices
+
+    @property
+    def logger(self) -> AdminLogger:
+        """The runtime's logger."""
+        return self.services.logger
 
     def tool_context(
         self, *, session_id: str | None = None, org: str = "local", user: str = "local"
@@ -43,35 +81,23 @@ class Runtime:
 
     async def aclose(self) -> None:
         """Release what the runtime holds (database connections, model clients)."""
+        await self.database.close()
 
 
-def build_registry(logger: AdminLogger, *, plugins: bool = True) -> AgentToolRegistry:
-    """Register every built-in tool (and, if asked, the ``aptix.tools`` plugins)."""
+def build_registry(services: Services, *, plugins: bool = True) -> AgentToolRegistry:
+    """Register every built-in tool with its services (and, if asked, the plugins)."""
+    logger = services.logger
     registry = AgentToolRegistry(logger)
     registry.register(HelloWorldTool)
     registry.register(CalculatorTool)
     registry.register(UserApprovalTool)
+    registry.register(ListModesTool, lambda: ListModesTool(services.modes, logger))
+    registry.register(ModeChangeTool, lambda: ModeChangeTool(services.sessions, logger))
+    if services.workflows is not None:
+        services.workflows.register_tools(registry, logger, services.sessions)
     if plugins:
         register_plugins(registry)
     return registry
-
-
-def build_runtime(settings: AptixSettings | None = None) -> Runtime:
-    """Build the production runtime from ``settings`` (default: the environment)."""
-    settings = settings or AptixSettings()
-    logger = StdlibAdminLogger()
-    registry = build_registry(logger, plugins=settings.load_plugins)
-    workflows = build_workflow_services(semantic=_semantic_matching(settings))
-    workflows.register_tools(registry, logger)
-    # After every tool is registered: permitted tools are checked against the real registry.
-    workflows.load_files(registry.registered_tools, settings.workflows_path)
-    executor = AgentToolExecutor(
-        registry,
-        logger,
-        timeout_seconds=settings.tool_timeout_seconds,
-        guard=workflow_guard(workflows.registry),
-    )
-    return Runtime(settings, logger, registry, executor, workflows)
 
 
 def _semantic_matching(settings: AptixSettings) -> bool:
@@ -82,11 +108,37 @@ def _semantic_matching(settings: AptixSettings) -> bool:
 
 @asynccontextmanager
 async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[Runtime]:
-    """Build the runtime for the lifetime of the ``async with`` block and close it after."""
-    runtime = build_runtime(settings)
+    """Build the runtime for the ``async with`` block: database, catalogs, tools; close after.
+
+    Any configuration problem raises :class:`~aptix.errors.ConfigurationError` before the
+    block runs, with a message naming the setting, file or tool at fault.
+    """
+    settings = settings or AptixSettings()
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+    logger = StdlibAdminLogger()
+    modes = load_mode_catalog(settings.modes_path)
+    database = await open_database(settings.effective_database_url)
     try:
-        if runtime.workflows is not None:
-            await runtime.workflows.load_published()
+        workflows = build_workflow_services(
+            SqlWorkflowStore(database), semantic=_semantic_matching(settings)
+        )
+        services = Services(logger, modes, SqlSessionManager(database, modes), workflows)
+        registry = build_registry(services, plugins=settings.load_plugins)
+        check_mode_tools(modes, registry.registered_tools)
+        # After every tool is registered: permitted tools are checked against the real registry.
+        workflows.load_files(registry.registered_tools, settings.workflows_path)
+        await workflows.load_published()
+        executor = AgentToolExecutor(
+            registry,
+            logger,
+            timeout_seconds=settings.tool_timeout_seconds,
+            guard=workflow_guard(workflows.registry),
+        )
+        runtime = Runtime(settings, services, registry, executor, database, workflows)
+    except BaseException:
+        await database.close()
+        raise
+    try:
         yield runtime
     finally:
         await runtime.aclose()

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from aptix import AgentToolRegistry, PluginLoadError
-from aptix.runtime import build_registry
+from aptix.runtime import open_runtime
+from aptix.settings import AptixSettings
 from aptix.testing import RecordingLogger
+from aptix.tools.builtin.calculator import CalculatorTool
 from aptix.tools.plugins import ENTRY_POINT_GROUP, register_plugins
 
 GOOD_PLUGIN = """
@@ -52,8 +54,19 @@ def test_entry_point_tools_are_discovered_and_registered(plugin_dist: Path) -> N
     (plugin_dist / "entry_points.txt").write_text(
         f"[{ENTRY_POINT_GROUP}]\nshout = acme_tools:ShoutTool\n"
     )
-    registry = build_registry(RecordingLogger(), plugins=True)
-    assert "acme_shout" in registry.registered_tools
+    registry = AgentToolRegistry(RecordingLogger())
+    assert register_plugins(registry) == ["acme_shout"]
+    assert registry.registered_tools == ("acme_shout",)
+
+
+async def test_the_runtime_loads_plugins_at_start_up(
+    plugin_dist: Path, settings: AptixSettings
+) -> None:
+    (plugin_dist / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\nshout = acme_tools:ShoutTool\n"
+    )
+    async with open_runtime(settings.model_copy(update={"load_plugins": True})) as runtime:
+        assert "acme_shout" in runtime.registry.registered_tools
 
 
 def test_malformed_plugin_stops_start_up_naming_the_plugin(plugin_dist: Path) -> None:
@@ -62,7 +75,7 @@ def test_malformed_plugin_stops_start_up_naming_the_plugin(plugin_dist: Path) ->
     )
     logger = RecordingLogger()
     with pytest.raises(PluginLoadError, match=r"Plugin 'nameless' \(acme_tools:NamelessTool\)"):
-        build_registry(logger, plugins=True)
+        register_plugins(AgentToolRegistry(logger))
     assert len(logger.errors) == 1
 
 
@@ -75,7 +88,8 @@ def test_plugin_that_fails_to_import_names_the_plugin() -> None:
 
 
 def test_plugin_clashing_with_a_builtin_is_refused() -> None:
-    registry = build_registry(RecordingLogger(), plugins=False)
+    registry = AgentToolRegistry(RecordingLogger())
+    registry.register(CalculatorTool)
     clash = EntryPoint("calc", "aptix.tools.builtin.calculator:CalculatorTool", ENTRY_POINT_GROUP)
     with pytest.raises(PluginLoadError, match="already registered"):
         register_plugins(registry, [clash])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,12 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aptix import InvokeResult
-from aptix.runtime import build_registry
-from aptix.testing import RecordingLogger
+from aptix.runtime import BUILTIN_TOOLS, Runtime, open_runtime
+from aptix.settings import AptixSettings
 from aptix.tools import AgentToolExecutionContext
 
-REGISTRY = build_registry(RecordingLogger(), plugins=False)
-CONTEXT = AgentToolExecutionContext(session_id="0" * 32, conversation_id="c", org="o", user="u")
+NAMES = [t.TOOL_NAME for t in BUILTIN_TOOLS]
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -27,16 +28,36 @@ json_values = st.recursive(
 )
 
 
-def _tool_keys(name: str) -> list[str]:
-    tool_cls = REGISTRY.get_tool_type(name)
-    assert tool_cls is not None
-    return list(tool_cls.schema()["parameters"]["properties"])
+class _Harness:
+    """One event loop and one runtime for all examples (engines are bound to their loop)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._cm = open_runtime(AptixSettings(data_dir=data_dir, load_plugins=False))
+        self.runtime: Runtime = self.loop.run_until_complete(self._cm.__aenter__())
+        created = self.loop.run_until_complete(
+            self.runtime.services.sessions.create_session(org="o", user="u")
+        )
+        assert created.result is not None
+        self.context = AgentToolExecutionContext(
+            session_id=created.result.id, conversation_id="c", org="o", user="u"
+        )
+
+    def run(self, name: str, arguments_json: str) -> InvokeResult[str]:
+        tool = self.runtime.registry.get_tool(name)
+        assert tool is not None
+        return self.loop.run_until_complete(tool.execute(arguments_json, self.context))
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self._cm.__aexit__(None, None, None))
+        self.loop.close()
 
 
-def _run(name: str, arguments_json: str) -> InvokeResult[str]:
-    tool = REGISTRY.get_tool(name)
-    assert tool is not None
-    return asyncio.run(tool.execute(arguments_json, CONTEXT))
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Harness]:
+    h = _Harness(tmp_path_factory.mktemp("properties"))
+    yield h
+    h.close()
 
 
 def _check(outcome: Any) -> None:
@@ -48,23 +69,24 @@ def _check(outcome: Any) -> None:
         assert "Traceback" not in outcome.error_message
 
 
-@pytest.mark.parametrize("name", REGISTRY.registered_tools)
-def test_arbitrary_strings_never_raise(name: str) -> None:
+@pytest.mark.parametrize("name", NAMES)
+def test_arbitrary_strings_never_raise(harness: _Harness, name: str) -> None:
     @given(st.text())
     def check(text: str) -> None:
-        _check(_run(name, text))
+        _check(harness.run(name, text))
 
     check()
 
 
-@pytest.mark.parametrize("name", REGISTRY.registered_tools)
-def test_arbitrary_json_values_never_raise(name: str) -> None:
-    keys = _tool_keys(name)
+@pytest.mark.parametrize("name", NAMES)
+def test_arbitrary_json_values_never_raise(harness: _Harness, name: str) -> None:
+    tool_cls = next(t for t in BUILTIN_TOOLS if name == t.TOOL_NAME)
+    keys = list(tool_cls.schema()["parameters"]["properties"])
     objects = st.fixed_dictionaries({}, optional={k: json_values for k in keys})
 
     @given(json_values | objects)
     def check(value: Any) -> None:
-        _check(_run(name, json.dumps(value)))
+        _check(harness.run(name, json.dumps(value)))
 
     check()
 
@@ -79,4 +101,12 @@ def test_arbitrary_json_values_never_raise(name: str) -> None:
     )
 )
 def test_calculator_never_raises_on_generated_arithmetic(expression: str) -> None:
-    _check(_run("agent_calculator", json.dumps({"expression": expression})))
+    from aptix.testing import RecordingLogger
+    from aptix.tools.builtin.calculator import CalculatorTool
+
+    outcome = asyncio.run(
+        CalculatorTool(RecordingLogger()).execute(
+            json.dumps({"expression": expression}), AgentToolExecutionContext()
+        )
+    )
+    _check(outcome)

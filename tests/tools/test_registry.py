@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import pytest
 
 from aptix import AgentTool, AgentToolRegistry, InvokeResult, ToolContractError
-from aptix.runtime import build_registry
+from aptix.runtime import BUILTIN_TOOLS, Runtime, build_registry
 from aptix.testing import RecordingLogger
 from aptix.tools import AgentToolExecutionContext
 from aptix.tools.builtin.hello_world import HelloWorldTool
@@ -236,10 +237,10 @@ def test_factory_builds_the_instance_once() -> None:
     assert len(built) == 1
 
 
-def test_production_registry_builds_without_raising() -> None:
+async def test_production_registry_builds_without_raising(runtime: Runtime) -> None:
     logger = RecordingLogger()
-    registry = build_registry(logger, plugins=True)
-    assert {"agent_hello_world", "agent_calculator", "request_user_approval"} <= set(
-        registry.registered_tools
-    )
+    registry = build_registry(replace(runtime.services, logger=logger), plugins=True)
+    assert set(registry.registered_tools) >= {t.TOOL_NAME for t in BUILTIN_TOOLS}
+    for name in registry.registered_tools:
+        assert registry.get_tool(name) is not None
     assert logger.errors == []

@@ -10,12 +10,11 @@ from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
 from pydantic import TypeAdapter
 
-from aptix.runtime import build_registry
-from aptix.testing import RecordingLogger
+from aptix.runtime import BUILTIN_TOOLS
 from aptix.tools.registry import SIMPLE_TYPES, schema_problem
 
-REGISTRY = build_registry(RecordingLogger(), plugins=False)
-SCHEMAS = {s["name"]: s for s in REGISTRY.schemas()}
+TOOLS = {t.TOOL_NAME: t for t in BUILTIN_TOOLS}
+SCHEMAS = {name: t.schema() for name, t in TOOLS.items()}
 
 
 @pytest.fixture(params=sorted(SCHEMAS))
@@ -35,8 +34,7 @@ def test_schema_has_the_tul011_shape(schema: dict[str, Any]) -> None:
 
 
 def test_schema_is_deterministic(schema: dict[str, Any]) -> None:
-    tool_cls = REGISTRY.get_tool_type(schema["name"])
-    assert tool_cls is not None
+    tool_cls = TOOLS[schema["name"]]
     assert tool_cls.schema() == tool_cls.schema() == schema
     assert tool_cls.schema() is not tool_cls.schema()
 
@@ -55,9 +53,12 @@ def test_schema_is_accepted_by_openai_chat_tool_type(schema: dict[str, Any]) -> 
 def test_the_arguments_a_schema_requires_are_accepted(schema: dict[str, Any]) -> None:
     # A model that sends exactly the required properties passes the schema check.
     validator = Draft202012Validator(schema["parameters"])
+    properties = schema["parameters"]["properties"]
     example = {
-        name: {"string": "x", "boolean": True, "integer": 1, "number": 1.5}.get(
-            schema["parameters"]["properties"][name]["type"], "x"
+        name: properties[name]["enum"][0]
+        if "enum" in properties[name]
+        else {"string": "x", "boolean": True, "integer": 1, "number": 1.5}.get(
+            properties[name]["type"], "x"
         )
         for name in schema["parameters"]["required"]
     }

@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 
 from aptix.errors import ConfigurationError
-from aptix.runtime import build_registry
-from aptix.testing import RecordingLogger
+from aptix.runtime import BUILTIN_TOOLS
 from aptix.workflows.loader import collect_catalog, load_builtin, load_catalog
 from aptix.workflows.services import build_workflow_services
 from aptix.workflows.store import InMemoryWorkflowStore, RevisionAction
@@ -31,9 +30,7 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 
 def test_builtin_workflows_are_valid_and_use_only_real_tools() -> None:
-    tools = build_registry(RecordingLogger(), plugins=False)
-    build_workflow_services().register_tools(tools, RecordingLogger())
-    loaded = load_catalog(tools.registered_tools)
+    loaded = load_catalog([t.TOOL_NAME for t in BUILTIN_TOOLS])
     ids = [item.manifest.workflow_id for item in loaded]
     assert len(ids) >= 4
     assert {

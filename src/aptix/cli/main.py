@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from aptix.cli import tools, workflows
+from aptix.cli import db, modes, sessions, tools, workflows
 
 app = typer.Typer(
     name="aptix",
@@ -13,6 +13,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(tools.app, name="tools")
+app.add_typer(modes.app, name="modes")
+app.add_typer(sessions.app, name="sessions")
+app.add_typer(db.app, name="db")
 app.add_typer(workflows.app, name="workflows")
 
 

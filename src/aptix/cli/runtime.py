@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from aptix.cli.output import fail
 from aptix.errors import ConfigurationError
-from aptix.runtime import Runtime, open_runtime
+
+if TYPE_CHECKING:
+    from aptix.runtime import Runtime
 
 __all__ = ["run_with_runtime"]
 
@@ -17,6 +19,7 @@ T = TypeVar("T")
 
 def run_with_runtime(work: Callable[[Runtime], Awaitable[T]]) -> T:
     """Open the runtime, run ``work`` on it and close it; configuration errors end the command."""
+    from aptix.runtime import open_runtime
 
     async def main() -> T:
         async with open_runtime() as runtime:

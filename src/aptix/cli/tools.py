@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from aptix.cli.output import console, fail, print_json
 from aptix.cli.runtime import run_with_runtime
-from aptix.results import InvokeResult
-from aptix.runtime import Runtime
+
+if TYPE_CHECKING:
+    from aptix.results import InvokeResult
+    from aptix.runtime import Runtime
 
 app = typer.Typer(help="List, describe and call tools.", no_args_is_help=True)
 

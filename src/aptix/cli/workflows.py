@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from aptix.cli.output import console, fail, print_json
 from aptix.cli.runtime import run_with_runtime
-from aptix.runtime import Runtime
-from aptix.workflows.services import WorkflowServices
+
+if TYPE_CHECKING:
+    from aptix.runtime import Runtime
+    from aptix.settings import AptixSettings
 
 app = typer.Typer(help="List, show, match and validate workflows.", no_args_is_help=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
-
-def _services(runtime: Runtime) -> WorkflowServices:
-    if runtime.workflows is None:  # pragma: no cover - every runtime built here has them
-        raise RuntimeError("the runtime has no workflow services")
-    return runtime.workflows
 
 
 @app.command("list")
@@ -34,7 +30,7 @@ def list_workflows(
     """List the workflows the model can discover (public and experimental, runnable)."""
 
     async def work(runtime: Runtime) -> list[dict[str, Any]]:
-        registry = _services(runtime).registry
+        registry = runtime.workflows.registry
         manifests = registry.all() if show_all else registry.listed()
         return [
             {
@@ -71,7 +67,7 @@ def show_workflow(
     from aptix.workflows.registry import status_note
 
     async def work(runtime: Runtime) -> dict[str, Any] | None:
-        registry = _services(runtime).registry
+        registry = runtime.workflows.registry
         manifest = registry.get(workflow_id)
         if manifest is None:
             return None
@@ -114,7 +110,7 @@ def match_workflows(
         fail("The message must not be empty.")
 
     async def work(runtime: Runtime) -> list[dict[str, Any]]:
-        return [m.to_wire() for m in _services(runtime).registry.match(message, limit)]
+        return [m.to_wire() for m in runtime.workflows.registry.match(message, limit)]
 
     rows = run_with_runtime(work)
     if as_json:
@@ -146,20 +142,14 @@ def validate_workflows(
     as_json: JsonFlag = False,
 ) -> None:
     """Check the built-in workflows and PATH as start-up does; exit 1 on any problem."""
-    from aptix.logger import StdlibAdminLogger
-    from aptix.runtime import build_registry
     from aptix.settings import AptixSettings
     from aptix.workflows.loader import collect_catalog
-    from aptix.workflows.services import build_workflow_services
 
     settings = AptixSettings()
     target = path or settings.workflows_path
     if target is not None and not target.exists():
         fail(f"{target} does not exist.")
-    logger = StdlibAdminLogger()
-    tools = build_registry(logger, plugins=settings.load_plugins)
-    build_workflow_services().register_tools(tools, logger)
-    loaded, problems = collect_catalog(tools.registered_tools, target)
+    loaded, problems = collect_catalog(_known_tools(settings), target)
     if as_json:
         print_json(
             {
@@ -184,3 +174,21 @@ def validate_workflows(
         console.print(f"[green]✓[/] {len(loaded)} workflows are valid.")
     if problems:
         raise typer.Exit(1)
+
+
+def _known_tools(settings: AptixSettings) -> tuple[str, ...]:
+    """The names a running server would register, without opening the database."""
+    from aptix.logger import StdlibAdminLogger
+    from aptix.runtime import BUILTIN_TOOLS
+    from aptix.tools.plugins import register_plugins
+    from aptix.tools.registry import AgentToolRegistry
+
+    def never() -> Any:  # only the classes are checked; nothing is built
+        raise AssertionError("validation builds no tools")
+
+    registry = AgentToolRegistry(StdlibAdminLogger())
+    for tool_cls in BUILTIN_TOOLS:
+        registry.register(tool_cls, never)
+    if settings.load_plugins:
+        register_plugins(registry)
+    return registry.registered_tools

@@ -1,0 +1,37 @@
+"""``aptix db``: database maintenance."""
+
+from __future__ import annotations
+
+import asyncio
+
+import typer
+
+from aptix.cli.output import console, fail
+from aptix.errors import ConfigurationError
+
+app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+
+
+@app.command("upgrade")
+def upgrade() -> None:
+    """Apply pending migrations to the configured database (also done on first use)."""
+    from aptix.db.engine import open_database
+    from aptix.db.migrate import current_revision, head_revision
+    from aptix.settings import AptixSettings
+
+    settings = AptixSettings()
+
+    async def work() -> str | None:
+        database = await open_database(settings.effective_database_url)
+        try:
+            return await current_revision(database.engine)
+        finally:
+            await database.close()
+
+    try:
+        revision = asyncio.run(work())
+    except ConfigurationError as exc:
+        fail(str(exc), code=2)
+    if revision != head_revision():
+        fail(f"The database is at {revision}, expected {head_revision()}.")
+    console.print(f"Database is at the newest revision ({revision}).")

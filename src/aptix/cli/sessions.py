@@ -1,0 +1,149 @@
+"""``aptix sessions``: create, list and inspect sessions in the local store."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from aptix.cli.output import console, fail, print_json
+from aptix.cli.runtime import run_with_runtime
+
+if TYPE_CHECKING:
+    from aptix.results import InvokeResult
+    from aptix.runtime import Runtime
+    from aptix.sessions.models import AgentSession
+
+app = typer.Typer(help="Create, list and inspect sessions.", no_args_is_help=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+OrgOption = Annotated[str, typer.Option(help="Organisation of the caller.")]
+UserOption = Annotated[str, typer.Option(help="User of the caller.")]
+
+
+def session_to_json(session: AgentSession) -> dict[str, Any]:
+    """The camelCase JSON shape of a session (as the HTTP API shows it)."""
+    return {
+        "sessionId": session.id,
+        "org": session.org,
+        "user": session.user,
+        "title": session.title,
+        "mode": session.mode,
+        "modeReason": session.mode_reason,
+        "modeSetAt": session.mode_set_at.isoformat() if session.mode_set_at else None,
+        "modeHistory": [
+            {
+                "previousMode": h.previous_mode,
+                "mode": h.mode,
+                "reason": h.reason,
+                "changedAt": h.changed_at.isoformat(),
+                "changedBy": h.changed_by,
+            }
+            for h in session.mode_history
+        ],
+        "parentSessionId": session.parent_session_id,
+        "activeWorkflowId": session.active_workflow_id,
+        "createdAt": session.created_at.isoformat(),
+        "updatedAt": session.updated_at.isoformat(),
+        "version": session.version,
+    }
+
+
+@app.command("create")
+def create(
+    mode: Annotated[str | None, typer.Option(help="Mode key (default: the default mode).")] = None,
+    title: Annotated[str | None, typer.Option(help="A title for the session.")] = None,
+    org: OrgOption = "local",
+    user: UserOption = "local",
+    as_json: JsonFlag = False,
+) -> None:
+    """Create a session and print its id."""
+
+    async def work(runtime: Runtime) -> InvokeResult[AgentSession]:
+        return await runtime.services.sessions.create_session(
+            org=org, user=user, mode=mode, title=title
+        )
+
+    created = run_with_runtime(work)
+    if created.result is None:
+        fail(created.error_message or "Could not create the session.")
+    if as_json:
+        print_json(session_to_json(created.result))
+    else:
+        console.print(
+            f"Created session [bold]{created.result.id}[/] in mode {created.result.mode}."
+        )
+
+
+@app.command("list")
+def list_sessions(
+    limit: Annotated[int, typer.Option(min=1, max=200, help="Page size.")] = 50,
+    offset: Annotated[int, typer.Option(min=0, help="Rows to skip.")] = 0,
+    org: OrgOption = "local",
+    user: UserOption = "local",
+    as_json: JsonFlag = False,
+) -> None:
+    """List your sessions, most recently updated first."""
+
+    async def work(runtime: Runtime) -> list[AgentSession]:
+        return await runtime.services.sessions.list_sessions(org, user, limit=limit, offset=offset)
+
+    sessions = run_with_runtime(work)
+    if as_json:
+        print_json([session_to_json(s) for s in sessions])
+        return
+    table = Table(title=f"Sessions of {user} in {org}")
+    for column in ("id", "mode", "title", "parent", "updated"):
+        table.add_column(column)
+    for s in sessions:
+        table.add_row(
+            s.id, s.mode, s.title or "", s.parent_session_id or "", f"{s.updated_at:%Y-%m-%d %H:%M}"
+        )
+    console.print(table)
+
+
+@app.command("show")
+def show(
+    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    org: OrgOption = "local",
+    as_json: JsonFlag = False,
+) -> None:
+    """Show a session with its mode history and branched sessions."""
+
+    async def work(runtime: Runtime) -> tuple[AgentSession | None, list[AgentSession]]:
+        sessions = runtime.services.sessions
+        found = await sessions.get_session(session_id, org)
+        children = await sessions.list_children(session_id, org) if found else []
+        return found, children
+
+    session, children = run_with_runtime(work)
+    if session is None:
+        fail(f"Unknown session '{session_id}'.")
+    if as_json:
+        print_json({**session_to_json(session), "childSessionIds": [c.id for c in children]})
+        return
+    console.print(f"[bold]Session {session.id}[/]  ({session.org}/{session.user})")
+    console.print(
+        f"mode: [bold]{session.mode}[/]"
+        + (f" — {session.mode_reason}" if session.mode_reason else "")
+    )
+    if session.parent_session_id:
+        console.print(f"branched from: {session.parent_session_id}")
+    if session.active_workflow_id:
+        console.print(f"active workflow: {session.active_workflow_id}")
+    table = Table(title="Mode history")
+    for column in ("#", "from", "to", "reason", "by", "at"):
+        table.add_column(column)
+    for i, h in enumerate(session.mode_history, 1):
+        table.add_row(
+            str(i),
+            h.previous_mode or "",
+            h.mode,
+            h.reason,
+            h.changed_by,
+            f"{h.changed_at:%Y-%m-%d %H:%M:%S}",
+        )
+    console.print(table)
+    for child in children:
+        console.print(f"branched session: {child.id} (mode {child.mode})")

@@ -1,0 +1,56 @@
+"""Alembic migrations run from code: on first use and by ``aptix db upgrade``."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+__all__ = ["current_revision", "head_revision", "upgrade_to_head"]
+
+# Any constant works; it only has to be the same in every Aptix process sharing a database.
+_PG_MIGRATION_LOCK = 0x41505449
+
+
+def _config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(files("aptix.db") / "migrations"))
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest revision shipped with this version of Aptix."""
+    head = ScriptDirectory.from_config(_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def _upgrade(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        # Several server processes may start at once against one database.
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+    current = MigrationContext.configure(connection).get_current_revision()
+    if current == head_revision():
+        return
+    cfg = _config()
+    cfg.attributes["connection"] = connection
+    command.upgrade(cfg, "head")
+
+
+async def upgrade_to_head(engine: AsyncEngine) -> None:
+    """Apply every pending migration in one transaction."""
+    async with engine.begin() as connection:
+        await connection.run_sync(_upgrade)
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    """The revision the database is at, or None when it was never migrated."""
+    async with engine.connect() as connection:
+        return await connection.run_sync(
+            lambda sync: MigrationContext.configure(sync).get_current_revision()
+        )

@@ -1,0 +1,186 @@
+"""The mode catalog: loaded from YAML, validated at start-up, read by tools and the reasoner."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+from pydantic import ValidationError
+
+from aptix.errors import ConfigurationError, NotFoundError
+from aptix.modes.models import ModeDefinition
+
+__all__ = [
+    "ALWAYS_OFFERED_TOOLS",
+    "BUILTIN_CATALOG",
+    "ModeCatalog",
+    "YamlModeCatalog",
+    "check_mode_tools",
+    "load_mode_catalog",
+]
+
+#: Offered in every mode so the model can never get stuck (TUL-007 §3.1, DESIGN §5).
+ALWAYS_OFFERED_TOOLS = ("agent_change_mode", "agent_list_modes", "agent_workflow_registry")
+
+BUILTIN_CATALOG = "built-in catalog aptix/modes/catalog.yaml"
+
+
+class ModeCatalog(Protocol):
+    """Read access to the configured modes (the seeds' ``IAgentModeCatalogService``)."""
+
+    async def get_all_modes(self) -> list[ModeDefinition]:
+        """Every mode, in catalog order."""
+        ...
+
+    def get_mode(self, key: str) -> ModeDefinition:
+        """The mode with ``key``; :class:`NotFoundError` naming the valid keys otherwise."""
+        ...
+
+    def tools_for_mode(self, key: str) -> list[str]:
+        """The tools offered in mode ``key``, always-offered tools included."""
+        ...
+
+    @property
+    def default_mode(self) -> ModeDefinition:
+        """The one mode marked ``isDefault``."""
+        ...
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every mode key, in catalog order."""
+        ...
+
+
+class YamlModeCatalog:
+    """A validated, immutable catalog built from one YAML document."""
+
+    def __init__(self, modes: Iterable[ModeDefinition], source: str) -> None:
+        self._modes = {m.key: m for m in modes}
+        self.source = source
+        self._default = next(m for m in self._modes.values() if m.is_default)
+
+    async def get_all_modes(self) -> list[ModeDefinition]:
+        """Every mode, in catalog order."""
+        return list(self._modes.values())
+
+    @property
+    def modes(self) -> tuple[ModeDefinition, ...]:
+        """Every mode, in catalog order (synchronous access)."""
+        return tuple(self._modes.values())
+
+    def get_mode(self, key: str) -> ModeDefinition:
+        """The mode with ``key``, or :class:`NotFoundError` naming the valid keys."""
+        mode = self._modes.get(key)
+        if mode is None:
+            raise NotFoundError(unknown_mode_message(key, self.keys))
+        return mode
+
+    def tools_for_mode(self, key: str) -> list[str]:
+        """The mode's tools followed by the always-offered ones."""
+        tools = list(self.get_mode(key).tools)
+        return tools + [t for t in ALWAYS_OFFERED_TOOLS if t not in tools]
+
+    @property
+    def default_mode(self) -> ModeDefinition:
+        """The default mode."""
+        return self._default
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every mode key, in catalog order."""
+        return tuple(self._modes)
+
+
+def unknown_mode_message(key: str, valid: Iterable[str]) -> str:
+    """The message for a mode key that is not in the catalog."""
+    return f"Unknown mode '{key}'. Valid modes: {', '.join(valid)}."
+
+
+def load_mode_catalog(
+    path: Path | None = None, *, registered_tools: Iterable[str] | None = None
+) -> YamlModeCatalog:
+    """Load and validate a catalog (the built-in one when ``path`` is None).
+
+    Raises :class:`ConfigurationError` naming the file and the mode on: malformed YAML, a
+    field that fails validation, no default or several, duplicate ids or keys, and (when
+    ``registered_tools`` is given) a listed tool that is not registered.
+    """
+    if path is None:
+        source, text = BUILTIN_CATALOG, (files("aptix.modes") / "catalog.yaml").read_text("utf-8")
+    else:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigurationError(
+                f"Mode catalog {source}: cannot read the file ({exc})."
+            ) from exc
+    modes = _parse(text, source)
+    _check_catalog(modes, source)
+    catalog = YamlModeCatalog(modes, source)
+    if registered_tools is not None:
+        check_mode_tools(catalog, registered_tools)
+    return catalog
+
+
+def check_mode_tools(catalog: YamlModeCatalog, registered_tools: Iterable[str]) -> None:
+    """Refuse a catalog whose modes list tools that are not registered."""
+    registered = set(registered_tools)
+    for mode in catalog.modes:
+        unknown = [t for t in mode.tools if t not in registered]
+        if unknown:
+            raise ConfigurationError(
+                f"Mode catalog {catalog.source}, mode '{mode.key}': unknown tool(s) "
+                f"{', '.join(unknown)} (registered: {', '.join(sorted(registered))})."
+            )
+
+
+def _parse(text: str, source: str) -> list[ModeDefinition]:
+    try:
+        document: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigurationError(f"Mode catalog {source}: not valid YAML ({exc}).") from exc
+    if not isinstance(document, dict) or not isinstance(document.get("modes"), list):
+        raise ConfigurationError(
+            f"Mode catalog {source}: expected a top-level 'modes' key holding a list of modes."
+        )
+    modes: list[ModeDefinition] = []
+    for index, raw in enumerate(document["modes"]):
+        label = f"mode #{index + 1}"
+        if isinstance(raw, dict) and isinstance(raw.get("key"), str):
+            label += f" '{raw['key']}'"
+        try:
+            modes.append(ModeDefinition.model_validate(raw))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'entry'}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            )
+            raise ConfigurationError(f"Mode catalog {source}, {label}: {problems}.") from None
+    return modes
+
+
+def _check_catalog(modes: list[ModeDefinition], source: str) -> None:
+    if not modes:
+        raise ConfigurationError(f"Mode catalog {source}: it defines no modes.")
+    defaults = [m.key for m in modes if m.is_default]
+    if len(defaults) != 1:
+        found = ", ".join(defaults) if defaults else "none"
+        raise ConfigurationError(
+            f"Mode catalog {source}: exactly one mode must have isDefault: true (found: {found})."
+        )
+    seen_ids: dict[str, str] = {}
+    seen_keys: set[str] = set()
+    for mode in modes:
+        if mode.key in seen_keys:
+            raise ConfigurationError(f"Mode catalog {source}: duplicate mode key '{mode.key}'.")
+        seen_keys.add(mode.key)
+        if mode.id in seen_ids:
+            raise ConfigurationError(
+                f"Mode catalog {source}, mode '{mode.key}': id {mode.id} is already used by "
+                f"mode '{seen_ids[mode.id]}'."
+            )
+        seen_ids[mode.id] = mode.key

@@ -1,0 +1,194 @@
+"""``SqlSessionManager``: the session store on SQLAlchemy (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from aptix.db.engine import Database
+from aptix.db.types import utc_now
+from aptix.errors import NotFoundError
+from aptix.modes.catalog import ModeCatalog
+from aptix.results import InvokeResult
+from aptix.sessions.models import AgentSession, ModeHistoryEntry
+from aptix.sessions.tables import ModeHistoryRow, SessionRow
+
+__all__ = ["SqlSessionManager", "new_session_id"]
+
+SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
+MAX_PAGE = 200
+
+
+def new_session_id() -> str:
+    """A new session id: 32 lowercase hex characters (a GUID without hyphens)."""
+    return uuid.uuid4().hex
+
+
+class SqlSessionManager:
+    """Sessions in the database, every query scoped to the caller's org.
+
+    Mode changes lock the session row (``SELECT … FOR UPDATE`` on PostgreSQL, ``BEGIN
+    IMMEDIATE`` on SQLite) so concurrent changes queue and each appends exactly one history
+    entry whose previous mode is the mode it replaced.
+    """
+
+    def __init__(self, database: Database, modes: ModeCatalog) -> None:
+        self._db = database
+        self._modes = modes
+
+    async def create_session(
+        self,
+        *,
+        org: str,
+        user: str,
+        mode: str | None = None,
+        title: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> InvokeResult[AgentSession]:
+        """Create a session in ``mode`` (the catalog's default when None)."""
+        key = mode if mode is not None else self._modes.default_mode.key
+        problem = self._mode_problem(key)
+        if problem:
+            return InvokeResult.from_error(problem)
+        now = utc_now()
+        async with self._db.transaction() as tx:
+            if (
+                parent_session_id is not None
+                and await self._row(tx, parent_session_id, org) is None
+            ):
+                return InvokeResult.from_error(f"Unknown session '{parent_session_id}'.")
+            row = SessionRow(
+                id=new_session_id(),
+                org=org,
+                user_id=user,
+                title=title,
+                mode=key,
+                mode_reason=None,
+                mode_set_at=now,
+                parent_session_id=parent_session_id,
+                active_workflow_id=None,
+                created_at=now,
+                updated_at=now,
+                version=1,
+                history=[],
+            )
+            tx.add(row)
+            await tx.flush()
+            return InvokeResult.create(_to_session(row))
+
+    async def get_session(self, session_id: str, org: str) -> AgentSession | None:
+        """The session, or None when it does not exist in ``org``."""
+        async with self._db.transaction() as tx:
+            row = await self._row(tx, session_id, org)
+            return _to_session(row) if row else None
+
+    async def list_sessions(
+        self, org: str, user: str, *, limit: int = 50, offset: int = 0
+    ) -> list[AgentSession]:
+        """The caller's sessions, most recently updated first."""
+        query = (
+            select(SessionRow)
+            .where(SessionRow.org == org, SessionRow.user_id == user)
+            .order_by(SessionRow.updated_at.desc(), SessionRow.id)
+            .limit(max(1, min(limit, MAX_PAGE)))
+            .offset(max(0, offset))
+        )
+        async with self._db.transaction() as tx:
+            return [_to_session(r) for r in (await tx.scalars(query)).all()]
+
+    async def list_children(self, session_id: str, org: str) -> list[AgentSession]:
+        """Sessions branched from ``session_id``, oldest first."""
+        query = (
+            select(SessionRow)
+            .where(SessionRow.parent_session_id == session_id, SessionRow.org == org)
+            .order_by(SessionRow.created_at, SessionRow.id)
+        )
+        async with self._db.transaction() as tx:
+            return [_to_session(r) for r in (await tx.scalars(query)).all()]
+
+    async def set_session_mode(
+        self, session_id: str, mode: str, reason: str, org: str, user: str
+    ) -> InvokeResult[AgentSession]:
+        """Change the mode and append a history entry recording the previous mode."""
+        problem = self._mode_problem(mode)
+        if problem:
+            return InvokeResult.from_error(problem)
+        async with self._db.transaction() as tx:
+            row = await self._row(tx, session_id, org, lock=True)
+            if row is None:
+                return InvokeResult.from_error(f"Unknown session '{session_id}'.")
+            now = utc_now()
+            row.history.append(
+                ModeHistoryRow(
+                    seq=len(row.history) + 1,
+                    previous_mode=row.mode,
+                    mode=mode,
+                    reason=reason,
+                    changed_at=now,
+                    changed_by=user,
+                )
+            )
+            row.mode, row.mode_reason, row.mode_set_at = mode, reason, now
+            _touch(row, now)
+            await tx.flush()
+            return InvokeResult.create(_to_session(row))
+
+    async def set_active_workflow(
+        self, session_id: str, workflow_id: str | None, org: str, user: str
+    ) -> InvokeResult[AgentSession]:
+        """Set, or clear with None, the session's active workflow."""
+        async with self._db.transaction() as tx:
+            row = await self._row(tx, session_id, org, lock=True)
+            if row is None:
+                return InvokeResult.from_error(f"Unknown session '{session_id}'.")
+            row.active_workflow_id = workflow_id
+            _touch(row, utc_now())
+            await tx.flush()
+            return InvokeResult.create(_to_session(row))
+
+    def _mode_problem(self, key: str) -> str | None:
+        try:
+            self._modes.get_mode(key)
+        except NotFoundError as exc:
+            return str(exc)
+        return None
+
+    async def _row(
+        self, tx: AsyncSession, session_id: str, org: str, *, lock: bool = False
+    ) -> SessionRow | None:
+        if not SESSION_ID.match(session_id):
+            return None
+        query = select(SessionRow).where(SessionRow.id == session_id, SessionRow.org == org)
+        if lock:
+            query = query.with_for_update()
+        return (await tx.scalars(query)).one_or_none()
+
+
+def _touch(row: SessionRow, now: datetime) -> None:
+    row.updated_at = now
+    row.version += 1
+
+
+def _to_session(row: SessionRow) -> AgentSession:
+    return AgentSession(
+        id=row.id,
+        org=row.org,
+        user=row.user_id,
+        title=row.title,
+        mode=row.mode,
+        mode_reason=row.mode_reason,
+        mode_set_at=row.mode_set_at,
+        mode_history=tuple(
+            ModeHistoryEntry(h.previous_mode, h.mode, h.reason, h.changed_at, h.changed_by)
+            for h in row.history
+        ),
+        parent_session_id=row.parent_session_id,
+        active_workflow_id=row.active_workflow_id,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        version=row.version,
+    )
