@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 
 from aptix.db.engine import Database
@@ -36,6 +36,13 @@ class SqlWorkflowStore:
         for attempt in range(1, APPEND_ATTEMPTS + 1):
             try:
                 async with self._database.transaction() as session:
+                    if not self._database.is_sqlite:
+                        # Serialise appends per workflow (SQLite's BEGIN IMMEDIATE already
+                        # does); the unique key and the retry remain the backstop.
+                        await session.execute(
+                            text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                            {"key": f"aptix.workflow:{manifest.workflow_id}"},
+                        )
                     last = await session.scalar(
                         select(func.max(WorkflowRevisionRow.revision)).where(
                             WorkflowRevisionRow.workflow_id == manifest.workflow_id
