@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
     from aptix.tools.executor import AgentToolExecutor
     from aptix.tools.registry import AgentToolRegistry
+    from aptix.workflows.manifest import WorkflowManifest
+    from aptix.workflows.registry import WorkflowRegistry
+    from aptix.workflows.store import WorkflowStore
 
 __version__ = "0.1.0"
 
@@ -45,6 +48,9 @@ _EXPORTS = {
     "ToolArgs": "aptix.tools.args",
     "ToolContractError": "aptix.errors",
     "ToolResult": "aptix.tools.args",
+    "WorkflowManifest": "aptix.workflows.manifest",
+    "WorkflowRegistry": "aptix.workflows.registry",
+    "WorkflowStore": "aptix.workflows.store",
     "function_schema": "aptix.tools.args",
     "parse_arguments": "aptix.tools.args",
 }
@@ -67,6 +73,9 @@ __all__ = [
     "ToolArgs",
     "ToolContractError",
     "ToolResult",
+    "WorkflowManifest",
+    "WorkflowRegistry",
+    "WorkflowStore",
     "__version__",
     "function_schema",
     "parse_arguments",

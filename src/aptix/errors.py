@@ -4,7 +4,8 @@ Expected failures of tools and services are *values*: ``InvokeResult.from_error(
 Exceptions are kept for the two other kinds of failure:
 
     AptixError                       base of everything Aptix raises on purpose
-    ├── ConfigurationError           bad settings or catalog data, found at start-up
+    ├── ConfigurationError           bad settings or catalog data (modes, workflow manifests),
+    │                                found at start-up
     │   ├── ToolContractError        a tool class breaks the TUL-011 contract (registry checks)
     │   └── PluginLoadError          a third-party ``aptix.tools`` entry point failed to load
     └── NotFoundError                a named thing (tool, mode, session, workflow) does not exist

@@ -17,10 +17,20 @@ from aptix.tools.builtin.change_mode import ModeChangeTool
 from aptix.tools.builtin.hello_world import HelloWorldTool
 from aptix.tools.builtin.list_modes import ListModesTool
 from aptix.tools.builtin.user_approval import UserApprovalTool
+from aptix.tools.builtin.workflow_authoring import WorkflowAuthoringTool
+from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
+from aptix.tools.builtin.workflow_run import WorkflowRunTool
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.executor import AgentToolExecutor
 from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
+from aptix.workflows.guard import workflow_guard
+from aptix.workflows.services import (
+    WorkflowServices,
+    build_workflow_services,
+    semantic_available,
+)
+from aptix.workflows.sql_store import SqlWorkflowStore
 
 __all__ = ["BUILTIN_TOOLS", "Runtime", "Services", "build_registry", "open_runtime"]
 
@@ -31,6 +41,9 @@ BUILTIN_TOOLS: tuple[type[AgentTool], ...] = (
     UserApprovalTool,
     ListModesTool,
     ModeChangeTool,
+    WorkflowRegistryTool,
+    WorkflowAuthoringTool,
+    WorkflowRunTool,
 )
 
 
@@ -41,6 +54,7 @@ class Services:
     logger: AdminLogger
     modes: ModeCatalog
     sessions: SqlSessionManager
+    workflows: WorkflowServices | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +66,7 @@ class Runtime:
     registry: AgentToolRegistry
     executor: AgentToolExecutor
     database: Database
+    workflows: WorkflowServices
 
     @property
     def logger(self) -> AdminLogger:
@@ -78,9 +93,17 @@ def build_registry(services: Services, *, plugins: bool = True) -> AgentToolRegi
     registry.register(UserApprovalTool)
     registry.register(ListModesTool, lambda: ListModesTool(services.modes, logger))
     registry.register(ModeChangeTool, lambda: ModeChangeTool(services.sessions, logger))
+    if services.workflows is not None:
+        services.workflows.register_tools(registry, logger, services.sessions)
     if plugins:
         register_plugins(registry)
     return registry
+
+
+def _semantic_matching(settings: AptixSettings) -> bool:
+    if settings.semantic_matching is not None:
+        return settings.semantic_matching
+    return semantic_available()
 
 
 @asynccontextmanager
@@ -96,13 +119,22 @@ async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[R
     modes = load_mode_catalog(settings.modes_path)
     database = await open_database(settings.effective_database_url)
     try:
-        services = Services(logger, modes, SqlSessionManager(database, modes))
+        workflows = build_workflow_services(
+            SqlWorkflowStore(database), semantic=_semantic_matching(settings)
+        )
+        services = Services(logger, modes, SqlSessionManager(database, modes), workflows)
         registry = build_registry(services, plugins=settings.load_plugins)
         check_mode_tools(modes, registry.registered_tools)
+        # After every tool is registered: permitted tools are checked against the real registry.
+        workflows.load_files(registry.registered_tools, settings.workflows_path)
+        await workflows.load_published()
         executor = AgentToolExecutor(
-            registry, logger, timeout_seconds=settings.tool_timeout_seconds
+            registry,
+            logger,
+            timeout_seconds=settings.tool_timeout_seconds,
+            guard=workflow_guard(workflows.registry),
         )
-        runtime = Runtime(settings, services, registry, executor, database)
+        runtime = Runtime(settings, services, registry, executor, database, workflows)
     except BaseException:
         await database.close()
         raise

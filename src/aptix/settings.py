@@ -30,6 +30,11 @@ class AptixSettings(BaseSettings):
     llm_model: str | None = Field(None, description="Model name to request.")
     modes_path: Path | None = Field(None, description="A deployment's own mode catalog (YAML).")
     workflows_path: Path | None = Field(None, description="A folder of workflow manifests.")
+    semantic_matching: bool | None = Field(
+        None,
+        description="Blend local sentence embeddings into workflow matching "
+        "(default: when the 'semantic' extra is installed).",
+    )
     tool_timeout_seconds: float = Field(30.0, gt=0, description="Per-tool execution time limit.")
     load_plugins: bool = Field(True, description="Load tools from the aptix.tools entry points.")
     log_level: str = Field("WARNING", description="Level of the aptix logger.")

@@ -53,9 +53,12 @@ def test_schema_is_accepted_by_openai_chat_tool_type(schema: dict[str, Any]) -> 
 def test_the_arguments_a_schema_requires_are_accepted(schema: dict[str, Any]) -> None:
     # A model that sends exactly the required properties passes the schema check.
     validator = Draft202012Validator(schema["parameters"])
+    properties = schema["parameters"]["properties"]
     example = {
-        name: {"string": "x", "boolean": True, "integer": 1, "number": 1.5}.get(
-            schema["parameters"]["properties"][name]["type"], "x"
+        name: properties[name]["enum"][0]
+        if "enum" in properties[name]
+        else {"string": "x", "boolean": True, "integer": 1, "number": 1.5}.get(
+            properties[name]["type"], "x"
         )
         for name in schema["parameters"]["required"]
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from aptix.cli import db, modes, sessions, tools
+from aptix.cli import db, modes, sessions, tools, workflows
 
 app = typer.Typer(
     name="aptix",
@@ -16,6 +16,7 @@ app.add_typer(tools.app, name="tools")
 app.add_typer(modes.app, name="modes")
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(db.app, name="db")
+app.add_typer(workflows.app, name="workflows")
 
 
 def main() -> None:

@@ -1,0 +1,235 @@
+"""``agent_workflow_run``: makes a workflow the session's active workflow, and ends it.
+
+The only way a workflow becomes active or stops being active (DESIGN §4, §6), so that
+``agent_workflow_registry`` stays read-only. A second workflow cannot start while one is
+active unless the active manifest's ``allowedTransitions`` names it (or ``"*"``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import Field
+
+from aptix.logger import AdminLogger
+from aptix.results import InvokeResult
+from aptix.sessions.manager import SessionManager
+from aptix.sessions.models import AgentSession
+from aptix.tools.args import ToolArgs, function_schema, parse_arguments
+from aptix.tools.base import AgentTool
+from aptix.tools.context import AgentToolExecutionContext
+from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus
+from aptix.workflows.registry import WorkflowRegistry, status_note
+from aptix.workflows.validation import ALWAYS_OFFERED_TOOLS
+
+__all__ = ["WorkflowRunTool"]
+
+OPERATIONS = ("start_workflow", "complete_workflow", "cancel_workflow")
+MAX_SUMMARY_LENGTH = 4_000
+
+
+class _Args(ToolArgs):
+    operation: str = Field(
+        "",
+        description="start_workflow, complete_workflow or cancel_workflow.",
+        json_schema_extra={"enum": list(OPERATIONS)},
+    )
+    workflow_id: str | None = Field(None, description="The workflow to start, complete or cancel.")
+    summary: str | None = Field(
+        None, description="complete_workflow: what the workflow achieved, for the user."
+    )
+    reason: str | None = Field(None, description="cancel_workflow: why it is being cancelled.")
+
+
+def _dump(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+class WorkflowRunTool(AgentTool):
+    """Starts, completes and cancels the session's active workflow."""
+
+    TOOL_NAME = "agent_workflow_run"
+    TOOL_USAGE_METADATA = (
+        "Call start_workflow with the workflowId once the user has confirmed (unless the "
+        "workflow is auto-start) and you have read its manifest; while it is active only its "
+        "permittedTools are available. When the completion criteria are met call "
+        "complete_workflow with a summary and offer the returned followUpOptions. Call "
+        "cancel_workflow when the user wants to stop."
+    )
+    is_fully_executed_on_server = True
+
+    def __init__(
+        self, registry: WorkflowRegistry, sessions: SessionManager, logger: AdminLogger
+    ) -> None:
+        self._registry = registry
+        self._sessions = sessions
+        self._logger = logger
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        """Return the function-tool schema."""
+        return function_schema(
+            cls.TOOL_NAME,
+            "Starts a workflow in this session, or completes or cancels the active one.",
+            _Args,
+            required=("operation", "workflowId"),
+        )
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        """Run one operation on the session's active workflow."""
+        parsed = parse_arguments(_Args, arguments_json)
+        if parsed.result is None:
+            return InvokeResult(errors=parsed.errors)
+        args = parsed.result
+        operation = args.operation.strip()
+        if not operation:
+            return InvokeResult.from_error(
+                f"Missing 'operation'. Use one of: {', '.join(OPERATIONS)}."
+            )
+        if operation not in OPERATIONS:
+            return InvokeResult.from_error(
+                f"Unknown operation '{operation}'. Use one of: {', '.join(OPERATIONS)}."
+            )
+        workflow_id = (args.workflow_id or "").strip()
+        if not workflow_id:
+            return InvokeResult.from_error(
+                f"Operation '{operation}' requires a non-empty 'workflowId'."
+            )
+        if not context.session_id:
+            return InvokeResult.from_error(
+                "agent_workflow_run needs a session: this call has no session id."
+            )
+        try:
+            session = await self._sessions.get_session(context.session_id, context.org)
+            if session is None:
+                return InvokeResult.from_error(f"Session '{context.session_id}' was not found.")
+            if operation == "start_workflow":
+                return await self._start(session, workflow_id, context)
+            if operation == "complete_workflow":
+                return await self._complete(session, workflow_id, args.summary, context)
+            return await self._cancel(session, workflow_id, args.reason, context)
+        except Exception as exc:
+            self._logger.add_exception(
+                f"[{self.TOOL_NAME}_ExecuteAsync__Exception]",
+                exc,
+                ("SessionId", context.session_id or ""),
+                ("ConversationId", context.conversation_id or ""),
+                ("Operation", operation),
+            )
+            return InvokeResult.from_error(
+                "The workflow run tool failed unexpectedly. The error has been logged."
+            )
+
+    async def _start(
+        self, session: AgentSession, workflow_id: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        manifest = self._registry.get(workflow_id)
+        if manifest is None:
+            return InvokeResult.from_error(f"Unknown workflow '{workflow_id}'.")
+        wid = manifest.workflow_id
+        if manifest.status is WorkflowStatus.DISABLED:
+            return InvokeResult.from_error(f"Workflow '{wid}' is disabled and cannot be run.")
+        if not manifest.runnable:
+            return InvokeResult.from_error(f"Workflow '{wid}' is not published.")
+        active = session.active_workflow_id
+        if active == wid:
+            return InvokeResult.from_error(f"Workflow '{wid}' is already active in this session.")
+        if active and not _allows(self._registry.get(active), wid):
+            return InvokeResult.from_error(
+                f"Workflow '{active}' is active; complete or cancel it before starting "
+                f"'{wid}' (its manifest does not allow that transition)."
+            )
+        changed = await self._sessions.set_active_workflow(
+            session.id, wid, context.org, context.user
+        )
+        if not changed.successful:
+            return InvokeResult(errors=changed.errors)
+        payload: dict[str, Any] = {
+            "workflowId": wid,
+            "title": manifest.title,
+            "version": manifest.version,
+            "state": "active",
+            "permittedTools": sorted(set(manifest.permitted_tools) | ALWAYS_OFFERED_TOOLS),
+            "requiredInputs": [i.model_dump(by_alias=True) for i in manifest.required_inputs],
+            "requiresApproval": manifest.requires_approval,
+        }
+        if active:
+            payload["previousWorkflowId"] = active
+        note = status_note(manifest)
+        if note:
+            payload["warnings"] = [note]
+        return InvokeResult.create(_dump(payload))
+
+    async def _complete(
+        self,
+        session: AgentSession,
+        workflow_id: str,
+        summary: str | None,
+        context: AgentToolExecutionContext,
+    ) -> InvokeResult[str]:
+        text = (summary or "").strip()
+        if not text:
+            return InvokeResult.from_error(
+                "Operation 'complete_workflow' requires a non-empty 'summary' of what the "
+                "workflow achieved."
+            )
+        if len(text) > MAX_SUMMARY_LENGTH:
+            return InvokeResult.from_error(
+                f"'summary' is too long ({len(text)} characters; the limit is "
+                f"{MAX_SUMMARY_LENGTH})."
+            )
+        refusal = _not_active(session, workflow_id)
+        if refusal:
+            return InvokeResult.from_error(refusal)
+        manifest = self._registry.get(workflow_id)
+        cleared = await self._sessions.set_active_workflow(
+            session.id, None, context.org, context.user
+        )
+        if not cleared.successful:
+            return InvokeResult(errors=cleared.errors)
+        payload = {
+            "workflowId": session.active_workflow_id,
+            "state": "completed",
+            "summary": text,
+            "followUpOptions": list(manifest.follow_up_options) if manifest else [],
+        }
+        return InvokeResult.create(_dump(payload))
+
+    async def _cancel(
+        self,
+        session: AgentSession,
+        workflow_id: str,
+        reason: str | None,
+        context: AgentToolExecutionContext,
+    ) -> InvokeResult[str]:
+        refusal = _not_active(session, workflow_id)
+        if refusal:
+            return InvokeResult.from_error(refusal)
+        cleared = await self._sessions.set_active_workflow(
+            session.id, None, context.org, context.user
+        )
+        if not cleared.successful:
+            return InvokeResult(errors=cleared.errors)
+        payload: dict[str, Any] = {"workflowId": session.active_workflow_id, "state": "cancelled"}
+        if reason and reason.strip():
+            payload["reason"] = reason.strip()
+        return InvokeResult.create(_dump(payload))
+
+
+def _allows(active: WorkflowManifest | None, target: str) -> bool:
+    # A vanished active workflow (removed while running) must not trap the session.
+    if active is None:
+        return True
+    return "*" in active.allowed_transitions or target in active.allowed_transitions
+
+
+def _not_active(session: AgentSession, workflow_id: str) -> str | None:
+    active = session.active_workflow_id
+    if not active:
+        return "No workflow is active in this session."
+    if active != workflow_id:
+        return f"Workflow '{workflow_id}' is not the active workflow ('{active}' is)."
+    return None

@@ -1,0 +1,66 @@
+"""Permitted-tools enforcement while a workflow is active (TUL-006 §7.2, DESIGN §6).
+
+``workflow_guard(registry)`` is a ``CallGuard`` for ``AgentToolExecutor``; the reasoner uses
+``offered_tools`` to decide which tool schemas the model sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from aptix.tools.base import AgentTool
+from aptix.tools.context import AgentToolExecutionContext
+from aptix.tools.executor import CallGuard
+from aptix.workflows.registry import WorkflowRegistry
+from aptix.workflows.validation import ALWAYS_OFFERED_TOOLS
+
+__all__ = ["offered_tools", "permitted_tools", "workflow_guard"]
+
+
+def permitted_tools(registry: WorkflowRegistry, active_workflow_id: str | None) -> frozenset[str]:
+    """Tool names allowed while ``active_workflow_id`` runs; empty when no workflow is active.
+
+    When the active workflow is no longer served only the always-offered tools remain, so the
+    model can still cancel it.
+    """
+    if not active_workflow_id:
+        return frozenset()
+    manifest = registry.get(active_workflow_id)
+    extra = manifest.permitted_tools if manifest is not None else ()
+    return ALWAYS_OFFERED_TOOLS | frozenset(extra)
+
+
+def offered_tools(
+    registry: WorkflowRegistry, active_workflow_id: str | None, mode_tools: Collection[str]
+) -> list[str]:
+    """The tools to offer the model: the mode's, narrowed by the active workflow if any."""
+    if not active_workflow_id:
+        return list(mode_tools)
+    allowed = {t.casefold() for t in permitted_tools(registry, active_workflow_id)}
+    offered = [t for t in mode_tools if t.casefold() in allowed]
+    # A workflow's permitted tools are offered even if the mode does not list them.
+    seen = {t.casefold() for t in offered}
+    extra = sorted(
+        t for t in permitted_tools(registry, active_workflow_id) if t.casefold() not in seen
+    )
+    return offered + extra
+
+
+def workflow_guard(registry: WorkflowRegistry) -> CallGuard:
+    """A guard refusing calls to tools the active workflow does not permit."""
+
+    def guard(tool: AgentTool, context: AgentToolExecutionContext) -> str | None:
+        active = context.active_workflow_id
+        if not active:
+            return None
+        allowed = permitted_tools(registry, active)
+        if tool.name.casefold() in {t.casefold() for t in allowed}:
+            return None
+        listed = ", ".join(sorted(allowed))
+        return (
+            f"Workflow error: the tool '{tool.name}' is not permitted while workflow "
+            f"'{active}' is active. Permitted tools: {listed}. Ask the user, or complete or "
+            "cancel the workflow with agent_workflow_run before using other tools."
+        )
+
+    return guard

@@ -1,0 +1,1 @@
+"""Matching user messages to workflows: lexical, semantic, explicit initiation."""

@@ -1,0 +1,46 @@
+"""Explicit initiation (TUL-006 §3.3): "use workflow: <id>", "start the <id> workflow"."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+__all__ = ["explicit_workflow_id", "id_key"]
+
+_VERBS = r"(?:use|run|start|begin|launch|open|load|initiate|trigger|execute)"
+_QUOTES = "`'\"“”‘’"
+# What follows "use workflow:" / "workflow:" up to the end of the clause.
+_AFTER = (
+    re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+)?workflow\b\s*[:=]?\s*([^.!?,;\n]+)"),
+    re.compile(r"\bworkflow\s*[:=]\s*([^.!?,;\n]+)"),
+)
+# What stands between "start the" and "workflow".
+_BEFORE = re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+|my\s+)?([^.!?,;\n]+?)\s+workflow\b")
+_MAX_NAME_WORDS = 6
+
+
+def id_key(text: str) -> str:
+    """How ids are compared: case-insensitive, with '-', ' ' and '_' alike."""
+    return re.sub(r"[\s_-]+", "_", text.strip(_QUOTES + " ").casefold())
+
+
+def explicit_workflow_id(message: str, workflow_ids: Collection[str]) -> str | None:
+    """The id the message names explicitly, when it names one of ``workflow_ids``."""
+    text = message.strip().casefold()
+    if "workflow" not in text:
+        return None
+    by_key = {id_key(w): w for w in workflow_ids}
+    for pattern in _AFTER:
+        for found in pattern.finditer(text):
+            words = found.group(1).split()[:_MAX_NAME_WORDS]
+            for end in range(len(words), 0, -1):  # longest name first
+                named = by_key.get(id_key(" ".join(words[:end])))
+                if named:
+                    return named
+    for found in _BEFORE.finditer(text):
+        words = found.group(1).split()[-_MAX_NAME_WORDS:]
+        for start in range(len(words)):  # longest name first
+            named = by_key.get(id_key(" ".join(words[start:])))
+            if named:
+                return named
+    return None

@@ -1,0 +1,174 @@
+"""The lexical matcher: an inverted index over stemmed terms, then rapidfuzz on the best few.
+
+Scoring a document (an intent pattern, a title or a description) against a message:
+
+* ``coverage`` - the IDF-weighted share of the document's terms found in the message
+  (typos are forgiven: an unknown message word is mapped to the closest indexed term when
+  rapidfuzz rates them at least ``TYPO_CUTOFF``);
+* ``precision`` - the IDF-weighted share of the message's terms found in the document;
+* ``fuzzy`` - rapidfuzz's ratio between the two stemmed texts;
+* a whole intent pattern found verbatim in the message scores at least ``PHRASE_SCORE``.
+
+``score = weight * (0.6 coverage + 0.25 precision + 0.15 fuzzy)``, in [0, 1]. A workflow
+scores as its best document.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from rapidfuzz import fuzz, process
+
+from aptix.workflows.matching.text import normalise, terms
+
+__all__ = ["LexicalMatcher", "MatchDocument"]
+
+TYPO_CUTOFF = 84.0
+PHRASE_SCORE = 0.9
+SINGLE_TERM_FACTOR = 0.7
+#: Documents rescored with rapidfuzz after the index has ranked them.
+RESCORE_LIMIT = 64
+
+
+@dataclass(frozen=True, slots=True)
+class MatchDocument:
+    """One piece of text describing a workflow, with how much a hit on it counts."""
+
+    owner: str
+    text: str
+    weight: float = 1.0
+
+
+class LexicalMatcher:
+    """Ranks workflows for a message without any model; rebuilt when the catalog changes."""
+
+    def __init__(self, documents: Sequence[MatchDocument] = ()) -> None:
+        self._owners: list[str] = []
+        self._weights: list[float] = []
+        self._terms: list[frozenset[str]] = []
+        self._stemmed: list[str] = []
+        self._phrases: list[str] = []
+        self._norms: list[float] = []
+        self._idf: dict[str, float] = {}
+        self._postings: dict[str, NDArray[np.intp]] = {}
+        self._norm_array: NDArray[np.float64] = np.zeros(0)
+        self._by_initial: dict[str, list[str]] = {}
+        self._termless: list[int] = []
+        self.build(documents)
+
+    def build(self, documents: Sequence[MatchDocument]) -> None:
+        """Index ``documents`` (replacing what was indexed before)."""
+        self._owners = [d.owner for d in documents]
+        self._weights = [d.weight for d in documents]
+        self._phrases = [normalise(d.text) for d in documents]
+        term_lists = [terms(d.text) for d in documents]
+        self._terms = [frozenset(t) for t in term_lists]
+        self._stemmed = [" ".join(sorted(t)) for t in self._terms]
+        postings: dict[str, list[int]] = defaultdict(list)
+        for doc, doc_terms in enumerate(self._terms):
+            for term in doc_terms:
+                postings[term].append(doc)
+        self._postings = {t: np.asarray(p, dtype=np.intp) for t, p in postings.items()}
+        count = len(documents)
+        self._idf = {t: math.log((count + 1) / (len(p) + 0.5)) + 0.1 for t, p in postings.items()}
+        self._norms = [sum(self._idf[t] for t in doc_terms) for doc_terms in self._terms]
+        self._norm_array = np.asarray([n or 1.0 for n in self._norms], dtype=np.float64)
+        initials: dict[str, list[str]] = defaultdict(list)
+        for term in sorted(self._idf):
+            initials[term[0]].append(term)
+        self._by_initial = dict(initials)
+        self._termless = [i for i, t in enumerate(self._terms) if not t and self._phrases[i]]
+
+    def __len__(self) -> int:
+        return len(self._owners)
+
+    def match(self, message: str, limit: int = 10) -> list[tuple[str, float]]:
+        """The ``limit`` best ``(owner, score)`` pairs, best first, scores in [0, 1]."""
+        query = self._query_terms(message)
+        phrase = normalise(message)
+        best: dict[str, float] = {}
+        if query:
+            hits = self._accumulate(query)
+            found = np.flatnonzero(hits)
+            if len(found) > RESCORE_LIMIT:
+                # Rank by coverage with vectorised arithmetic; rescore only the best few.
+                coverage = hits[found] / self._norm_array[found]
+                found = found[np.argpartition(-coverage, RESCORE_LIMIT - 1)[:RESCORE_LIMIT]]
+            query_norm = sum(query.values()) or 1.0
+            query_stemmed = " ".join(sorted(query))
+            query_set = frozenset(query)
+            padded = f" {phrase} "
+            for doc in found.tolist():
+                score = self._score(
+                    doc, float(hits[doc]), query_set, query_norm, query_stemmed, padded
+                )
+                owner = self._owners[doc]
+                if score > best.get(owner, 0.0):
+                    best[owner] = score
+        for doc in self._termless:
+            score = self._termless_score(doc, phrase)
+            if score > best.get(self._owners[doc], 0.0):
+                best[self._owners[doc]] = score
+        return heapq.nlargest(limit, best.items(), key=lambda item: (item[1], item[0]))
+
+    def _query_terms(self, message: str) -> dict[str, float]:
+        query: dict[str, float] = {}
+        for term in terms(message):
+            if term in self._idf:
+                query[term] = 1.0
+                continue
+            if len(term) < 5 or term in query:
+                continue
+            found = process.extractOne(
+                term,
+                self._by_initial.get(term[0], ()),
+                scorer=fuzz.ratio,
+                score_cutoff=TYPO_CUTOFF,
+            )
+            if found is not None:
+                query[found[0]] = max(query.get(found[0], 0.0), found[1] / 100.0)
+        return query
+
+    def _accumulate(self, query: dict[str, float]) -> NDArray[np.float64]:
+        """IDF-weighted hits per document: one vectorised add per query term."""
+        hits = np.zeros(len(self._owners), dtype=np.float64)
+        for term, strength in query.items():
+            # A term occurs at most once per posting list, so fancy-index += is exact.
+            hits[self._postings[term]] += self._idf[term] * strength
+        return hits
+
+    def _score(
+        self,
+        doc: int,
+        hit: float,
+        query_terms: frozenset[str],
+        query_norm: float,
+        query_stemmed: str,
+        padded: str,
+    ) -> float:
+        coverage = min(1.0, hit / (self._norms[doc] or 1.0))
+        precision = min(1.0, hit / query_norm)
+        fuzzy = fuzz.ratio(self._stemmed[doc], query_stemmed) / 100.0
+        score = 0.6 * coverage + 0.25 * precision + 0.15 * fuzzy
+        if len(self._terms[doc] & query_terms) < 2 and precision < 0.99:
+            # One shared word is weak evidence unless it is all the message says.
+            score *= SINGLE_TERM_FACTOR
+        if self._phrases[doc] and f" {self._phrases[doc]} " in padded:
+            score = max(score, PHRASE_SCORE + 0.1 * precision)
+        return min(1.0, score * self._weights[doc])
+
+    def _termless_score(self, doc: int, phrase: str) -> float:
+        # Patterns made only of common words ("what can you do") match as whole phrases.
+        text = self._phrases[doc]
+        if phrase == text:
+            return self._weights[doc]
+        if re.search(rf"\b{re.escape(text)}\b", phrase):
+            return PHRASE_SCORE * self._weights[doc]
+        return 0.0

@@ -1,0 +1,117 @@
+"""The authoring envelope (TUL-006 §10.3) and the fields ``update_workflow`` may change."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic.alias_generators import to_camel
+
+from aptix.workflows.validation import FieldProblem
+
+__all__ = [
+    "MANDATORY_FIELDS",
+    "UPDATABLE_FIELDS",
+    "AuthoringOutcome",
+    "is_empty",
+    "normalise_fields",
+]
+
+#: The fields ``update_workflow`` may set (camelCase; PascalCase and snake_case accepted).
+UPDATABLE_FIELDS = (
+    "title",
+    "description",
+    "userIntentPatterns",
+    "requiredInputs",
+    "instructionText",
+    "permittedTools",
+    "completionCriteria",
+    "followUpOptions",
+    "preconditions",
+    "notes",
+    "version",
+    "status",
+    "visibility",
+    "autoStart",
+    "requiresApproval",
+    "destructiveActions",
+    "allowedTransitions",
+)
+#: Fields that, once given, cannot be emptied again.
+MANDATORY_FIELDS = frozenset(
+    {"title", "description", "userIntentPatterns", "instructionText", "completionCriteria"}
+)
+_KEYS = {k.casefold(): k for k in UPDATABLE_FIELDS} | {
+    "user_intent_patterns": "userIntentPatterns",
+    "required_inputs": "requiredInputs",
+    "instruction_text": "instructionText",
+    "permitted_tools": "permittedTools",
+    "completion_criteria": "completionCriteria",
+    "follow_up_options": "followUpOptions",
+    "auto_start": "autoStart",
+    "requires_approval": "requiresApproval",
+    "destructive_actions": "destructiveActions",
+    "allowed_transitions": "allowedTransitions",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AuthoringOutcome:
+    """The TUL-006 §10.3 envelope: ``{ok, workflow?, workflows?, messages?}`` or errors."""
+
+    ok: bool
+    workflow: dict[str, Any] | None = None
+    workflows: list[dict[str, Any]] | None = None
+    messages: tuple[str, ...] = ()
+    errors: tuple[FieldProblem, ...] = field(default=())
+
+    @classmethod
+    def fail(cls, field_name: str, message: str) -> AuthoringOutcome:
+        """A failure with one error."""
+        return cls(ok=False, errors=(FieldProblem(field_name, message),))
+
+    @classmethod
+    def failures(cls, problems: list[FieldProblem]) -> AuthoringOutcome:
+        """A failure with several errors."""
+        return cls(ok=False, errors=tuple(problems))
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object the tool returns."""
+        if not self.ok:
+            return {"ok": False, "errors": [e.to_wire() for e in self.errors]}
+        out: dict[str, Any] = {"ok": True}
+        if self.workflow is not None:
+            out["workflow"] = self.workflow
+        if self.workflows is not None:
+            out["workflows"] = self.workflows
+        if self.messages:
+            out["messages"] = list(self.messages)
+        return out
+
+
+def normalise_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], list[FieldProblem]]:
+    """Map accepted spellings onto camelCase field names; unknown keys become problems."""
+    changes: dict[str, Any] = {}
+    problems: list[FieldProblem] = []
+    allowed = ", ".join(UPDATABLE_FIELDS)
+    for key, value in fields.items():
+        name = _KEYS.get(str(key).casefold()) or _KEYS.get(to_camel(str(key)).casefold())
+        if name is None:
+            problems.append(
+                FieldProblem(str(key), f"'{key}' cannot be updated. Allowed fields: {allowed}.")
+            )
+        else:
+            changes[name] = value
+    return changes, problems
+
+
+def is_empty(value: Any) -> bool:
+    """True for None, blank strings and empty collections."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, list | tuple | dict):
+        return len(value) == 0
+    return False

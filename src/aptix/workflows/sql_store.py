@@ -1,0 +1,97 @@
+"""``SqlWorkflowStore``: the authoring revision log in the database (SQLite or PostgreSQL).
+
+Rows are only ever inserted, so the full version history of every authored workflow is kept
+(TUL-006 §8.4, §8.9). Revision numbers are per workflow; two concurrent appends to one
+workflow collide on the ``(workflow_id, revision)`` key and the loser retries.
+"""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import IntegrityError
+
+from aptix.db.engine import Database
+from aptix.db.types import utc_now
+from aptix.workflows.manifest import WorkflowManifest
+from aptix.workflows.store import RevisionAction, StoredRevision
+from aptix.workflows.tables import WorkflowRevisionRow
+
+__all__ = ["SqlWorkflowStore"]
+
+APPEND_ATTEMPTS = 5
+
+
+class SqlWorkflowStore:
+    """A ``WorkflowStore`` on the runtime's database."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    async def append(
+        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None
+    ) -> StoredRevision:
+        """Append a revision of ``manifest.workflow_id`` and return it."""
+        for attempt in range(1, APPEND_ATTEMPTS + 1):
+            try:
+                async with self._database.transaction() as session:
+                    if not self._database.is_sqlite:
+                        # Serialise appends per workflow (SQLite's BEGIN IMMEDIATE already
+                        # does); the unique key and the retry remain the backstop.
+                        await session.execute(
+                            text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                            {"key": f"aptix.workflow:{manifest.workflow_id}"},
+                        )
+                    last = await session.scalar(
+                        select(func.max(WorkflowRevisionRow.revision)).where(
+                            WorkflowRevisionRow.workflow_id == manifest.workflow_id
+                        )
+                    )
+                    row = WorkflowRevisionRow(
+                        workflow_id=manifest.workflow_id,
+                        revision=(last or 0) + 1,
+                        action=action.value,
+                        version=manifest.version,
+                        status=manifest.status.value,
+                        manifest_json=json.dumps(manifest.to_wire(), ensure_ascii=False),
+                        created_at=utc_now(),
+                        created_by=actor,
+                    )
+                    session.add(row)
+                return _revision(row)
+            except IntegrityError:
+                if attempt == APPEND_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def history(self, workflow_id: str) -> list[StoredRevision]:
+        """Every revision of ``workflow_id``, oldest first."""
+        async with self._database.transaction() as session:
+            rows = await session.scalars(
+                select(WorkflowRevisionRow)
+                .where(WorkflowRevisionRow.workflow_id == workflow_id)
+                .order_by(WorkflowRevisionRow.revision)
+            )
+            return [_revision(row) for row in rows]
+
+    async def workflow_ids(self) -> list[str]:
+        """The ids with at least one revision, sorted."""
+        async with self._database.transaction() as session:
+            ids = await session.scalars(
+                select(WorkflowRevisionRow.workflow_id)
+                .distinct()
+                .order_by(WorkflowRevisionRow.workflow_id)
+            )
+            return list(ids)
+
+
+def _revision(row: WorkflowRevisionRow) -> StoredRevision:
+    return StoredRevision(
+        workflow_id=row.workflow_id,
+        revision=row.revision,
+        action=RevisionAction(row.action),
+        manifest=WorkflowManifest.model_validate(json.loads(row.manifest_json)),
+        created_at=row.created_at,
+        created_by=row.created_by,
+    )

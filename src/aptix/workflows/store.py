@@ -1,0 +1,125 @@
+"""``WorkflowStore``: where authoring keeps drafts and published versions, with full history.
+
+A store is an append-only log of revisions per workflow. What is a draft, what is served and
+what was removed is derived from that log by the functions below, so every backend (memory,
+SQL) only has to append and read back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Protocol
+
+from aptix.workflows.manifest import WorkflowManifest
+
+__all__ = [
+    "InMemoryWorkflowStore",
+    "RevisionAction",
+    "StoredRevision",
+    "WorkflowStore",
+    "current_draft",
+    "last_published",
+    "served_revision",
+]
+
+
+class RevisionAction(StrEnum):
+    """Why a revision was appended."""
+
+    DRAFT = "draft"  # draft_workflow created the workflow
+    UPDATE = "update"  # update_workflow changed the draft
+    PUBLISH = "publish"  # publish_workflow served the draft
+    STATUS = "status"  # the served version was deprecated, disabled or re-published
+    REMOVE = "remove"  # the (disabled) workflow stopped being served
+
+
+_SERVING = (RevisionAction.PUBLISH, RevisionAction.STATUS)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRevision:
+    """One entry of a workflow's history: the manifest as it was after ``action``."""
+
+    workflow_id: str
+    revision: int
+    action: RevisionAction
+    manifest: WorkflowManifest
+    created_at: datetime
+    created_by: str | None = None
+
+
+class WorkflowStore(Protocol):
+    """Persistence for authored workflows: an append-only revision log per workflow id."""
+
+    async def append(
+        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None
+    ) -> StoredRevision:
+        """Append a revision of ``manifest.workflow_id`` and return it."""
+        ...
+
+    async def history(self, workflow_id: str) -> list[StoredRevision]:
+        """Every revision of ``workflow_id``, oldest first (empty when unknown)."""
+        ...
+
+    async def workflow_ids(self) -> list[str]:
+        """The ids that have at least one revision, sorted."""
+        ...
+
+
+def current_draft(history: Sequence[StoredRevision]) -> StoredRevision | None:
+    """The pending draft: the newest revision, if it is a draft or an update of one."""
+    if history and history[-1].action in (RevisionAction.DRAFT, RevisionAction.UPDATE):
+        return history[-1]
+    return None
+
+
+def served_revision(history: Sequence[StoredRevision]) -> StoredRevision | None:
+    """The revision being served: the newest publish/status change, unless removed since."""
+    for entry in reversed(history):
+        if entry.action is RevisionAction.REMOVE:
+            return None
+        if entry.action in _SERVING:
+            return entry
+    return None
+
+
+def last_published(history: Sequence[StoredRevision]) -> StoredRevision | None:
+    """The newest published revision, removed or not (versions must keep growing)."""
+    return next((e for e in reversed(history) if e.action is RevisionAction.PUBLISH), None)
+
+
+class InMemoryWorkflowStore:
+    """A ``WorkflowStore`` in a dict: for tests and for running without a database."""
+
+    def __init__(self) -> None:
+        self._log: dict[str, list[StoredRevision]] = {}
+        self._lock = asyncio.Lock()
+
+    async def append(
+        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None
+    ) -> StoredRevision:
+        """Append a revision and return it."""
+        async with self._lock:
+            entries = self._log.setdefault(manifest.workflow_id, [])
+            entry = StoredRevision(
+                workflow_id=manifest.workflow_id,
+                revision=len(entries) + 1,
+                action=action,
+                manifest=manifest,
+                created_at=datetime.now(UTC),
+                created_by=actor,
+            )
+            entries.append(entry)
+            return entry
+
+    async def history(self, workflow_id: str) -> list[StoredRevision]:
+        """Every revision of ``workflow_id``, oldest first."""
+        return list(self._log.get(workflow_id, ()))
+
+    async def workflow_ids(self) -> list[str]:
+        """The ids with at least one revision, sorted."""
+        return sorted(self._log)

@@ -1,0 +1,30 @@
+"""The ``workflow_revisions`` table: the authoring log, one row per revision, never updated."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from aptix.db.base import Base
+from aptix.db.types import UtcDateTime
+
+__all__ = ["WorkflowRevisionRow"]
+
+
+class WorkflowRevisionRow(Base):
+    """One stored revision of an authored workflow manifest."""
+
+    __tablename__ = "workflow_revisions"
+    __table_args__ = (UniqueConstraint("workflow_id", "revision"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    workflow_id: Mapped[str] = mapped_column(String(64), index=True)
+    revision: Mapped[int] = mapped_column(Integer)
+    action: Mapped[str] = mapped_column(String(16))
+    version: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    manifest_json: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    created_by: Mapped[str | None] = mapped_column(String(200))

@@ -1,0 +1,189 @@
+"""Whether a manifest may be served: the checks of TUL-006 §8.1, §8.8 and §10.2.
+
+The same rules run at start-up (files), in ``aptix workflows validate`` and in the
+authoring tool's ``validate_workflow``/``publish_workflow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
+
+from aptix.workflows.manifest import WorkflowManifest, WorkflowVisibility
+
+__all__ = [
+    "ALWAYS_OFFERED_TOOLS",
+    "FieldProblem",
+    "parse_manifest",
+    "parse_partial",
+    "validate_manifest",
+]
+
+#: Offered to the model in every workflow, whatever its ``permittedTools`` say (DESIGN §6).
+ALWAYS_OFFERED_TOOLS: frozenset[str] = frozenset(
+    {
+        "agent_change_mode",
+        "agent_list_modes",
+        "agent_workflow_registry",
+        "agent_workflow_run",
+        "request_user_approval",
+    }
+)
+
+MIN_PATTERN_LENGTH = 3
+MAX_PATTERN_LENGTH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class FieldProblem:
+    """One thing wrong with a manifest: the camelCase field and a sentence saying what."""
+
+    field: str
+    message: str
+
+    def to_wire(self) -> dict[str, str]:
+        """``{field, message}`` as the authoring tool returns it (TUL-006 §10.3)."""
+        return {"field": self.field, "message": self.message}
+
+
+def parse_manifest(data: Any) -> tuple[WorkflowManifest | None, list[FieldProblem]]:
+    """Build a manifest from a mapping (YAML, JSON); type errors become field problems."""
+    if not isinstance(data, Mapping):
+        return None, [FieldProblem("", "A workflow manifest must be a mapping of fields.")]
+    try:
+        return WorkflowManifest.model_validate(dict(data)), []
+    except ValidationError as exc:
+        return None, [_describe(err) for err in exc.errors(include_url=False)]
+
+
+def parse_partial(data: Any, bad: list[FieldProblem]) -> WorkflowManifest | None:
+    """The manifest without the fields ``bad`` names, to find the remaining problems too."""
+    if not isinstance(data, Mapping):
+        return None
+    broken = {p.field.split(".")[0].casefold() for p in bad}
+    kept = {k: v for k, v in data.items() if str(k).casefold() not in broken}
+    try:
+        return WorkflowManifest.model_validate(kept)
+    except ValidationError:
+        return None
+
+
+def _describe(err: Any) -> FieldProblem:
+    loc = [str(p) for p in err["loc"]]
+    field = to_camel(loc[0]) if loc else ""
+    where = ".".join([field, *loc[1:]]) if loc else ""
+    kind = err["type"]
+    if kind == "missing":
+        return FieldProblem(field, f"{field} is missing.")
+    if kind == "extra_forbidden":
+        return FieldProblem(where, f"'{where}' is not a workflow manifest field.")
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return FieldProblem(field, f"{where}: {message}.")
+
+
+def validate_manifest(
+    manifest: WorkflowManifest, known_tools: Collection[str]
+) -> list[FieldProblem]:
+    """Every reason ``manifest`` may not be served; empty when it is complete and consistent."""
+    problems: list[FieldProblem] = []
+    for name, value in (
+        ("title", manifest.title),
+        ("description", manifest.description),
+        ("instructionText", manifest.instruction_text),
+    ):
+        if not value:
+            problems.append(FieldProblem(name, f"{name} is missing."))
+    if not manifest.user_intent_patterns:
+        problems.append(FieldProblem("userIntentPatterns", "userIntentPatterns is missing."))
+    if not manifest.completion_criteria:
+        problems.append(FieldProblem("completionCriteria", "completionCriteria is missing."))
+    problems.extend(_pattern_problems(manifest.user_intent_patterns))
+    problems.extend(_tool_problems(manifest.permitted_tools, known_tools))
+    problems.extend(_consistency_problems(manifest))
+    return problems
+
+
+def _pattern_problems(patterns: tuple[str, ...]) -> list[FieldProblem]:
+    problems: list[FieldProblem] = []
+    seen: set[str] = set()
+    for i, pattern in enumerate(patterns):
+        where = f"userIntentPatterns.{i}"
+        key = " ".join(pattern.casefold().split())
+        if len(key) < MIN_PATTERN_LENGTH:
+            problems.append(
+                FieldProblem(where, f"Intent pattern '{pattern}' is too short to match anything.")
+            )
+        elif len(key) > MAX_PATTERN_LENGTH:
+            problems.append(
+                FieldProblem(
+                    where, f"Intent pattern {i} is longer than {MAX_PATTERN_LENGTH} characters."
+                )
+            )
+        elif key in seen:
+            problems.append(FieldProblem(where, f"Intent pattern '{pattern}' is repeated."))
+        seen.add(key)
+    return problems
+
+
+def _tool_problems(tools: tuple[str, ...], known_tools: Collection[str]) -> list[FieldProblem]:
+    # The always-offered tools are available in every workflow, so listing one is harmless.
+    known = {t.casefold() for t in (*known_tools, *ALWAYS_OFFERED_TOOLS)}
+    problems: list[FieldProblem] = []
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        if tool.casefold() not in known:
+            problems.append(
+                FieldProblem(
+                    f"permittedTools.{i}", f"permittedTools names an unknown tool '{tool}'."
+                )
+            )
+        elif tool.casefold() in seen:
+            problems.append(
+                FieldProblem(f"permittedTools.{i}", f"permittedTools lists '{tool}' twice.")
+            )
+        seen.add(tool.casefold())
+    return problems
+
+
+def _consistency_problems(manifest: WorkflowManifest) -> list[FieldProblem]:
+    problems: list[FieldProblem] = []
+    if manifest.visibility is WorkflowVisibility.HIDDEN and manifest.auto_start:
+        problems.append(
+            FieldProblem(
+                "autoStart",
+                "A hidden workflow cannot be autoStart: it may only start when named by id.",
+            )
+        )
+    if manifest.destructive_actions and not manifest.requires_approval:
+        problems.append(
+            FieldProblem(
+                "requiresApproval",
+                "A workflow with destructiveActions must set requiresApproval: true.",
+            )
+        )
+    for field, values in (
+        ("preconditions", manifest.preconditions),
+        ("followUpOptions", manifest.follow_up_options),
+        ("destructiveActions", manifest.destructive_actions),
+        ("completionCriteria", manifest.completion_criteria),
+    ):
+        for i, value in enumerate(values):
+            if not value:
+                problems.append(FieldProblem(f"{field}.{i}", f"{field} has an empty entry."))
+    if len({p.casefold() for p in manifest.preconditions}) != len(manifest.preconditions):
+        problems.append(FieldProblem("preconditions", "preconditions repeat an entry."))
+    if manifest.workflow_id in manifest.allowed_transitions:
+        problems.append(
+            FieldProblem(
+                "allowedTransitions",
+                "allowedTransitions must not name the workflow itself.",
+            )
+        )
+    names = [i.name.casefold() for i in manifest.required_inputs]
+    if len(set(names)) != len(names):
+        problems.append(FieldProblem("requiredInputs", "requiredInputs repeat an input name."))
+    return problems

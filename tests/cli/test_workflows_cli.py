@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from aptix.cli.main import app
+
+runner = CliRunner()
+
+BROKEN = """\
+workflowId: broken_flow
+title: Broken
+description: Broken on purpose.
+version: 1.0.0
+userIntentPatterns: [break things]
+instructionText: Break.
+permittedTools: [agent_does_not_exist]
+completionCriteria: [Broken.]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("APTIX_SEMANTIC_MATCHING", "false")
+    monkeypatch.delenv("APTIX_WORKFLOWS_PATH", raising=False)
+
+
+def test_list_json_shows_public_workflows_but_not_hidden_ones() -> None:
+    result = runner.invoke(app, ["workflows", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    ids = [row["workflowId"] for row in json.loads(result.stdout)]
+    assert "author_workflow" in ids
+    assert "workflow_diagnostics" not in ids
+
+
+def test_list_all_includes_hidden_ones() -> None:
+    result = runner.invoke(app, ["workflows", "list", "--all", "--json"])
+    rows = {row["workflowId"]: row for row in json.loads(result.stdout)}
+    assert rows["workflow_diagnostics"]["visibility"] == "hidden"
+
+
+def test_list_table_is_readable() -> None:
+    result = runner.invoke(app, ["workflows", "list"])
+    assert result.exit_code == 0
+    assert "guided_calculation" in result.stdout
+
+
+def test_show_a_hidden_workflow_by_id() -> None:
+    result = runner.invoke(app, ["workflows", "show", "workflow_diagnostics", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["workflow"]["visibility"] == "hidden"
+    assert payload["source"] == "builtin:workflow_diagnostics.yaml"
+    table = runner.invoke(app, ["workflows", "show", "workflow_diagnostics"])
+    assert "Workflow registry diagnostics" in table.stdout
+
+
+def test_show_unknown_workflow_fails_cleanly() -> None:
+    result = runner.invoke(app, ["workflows", "show", "nope"])
+    assert result.exit_code == 1
+    assert "Unknown workflow 'nope'." in result.stderr
+
+
+def test_match_ranks_the_authoring_workflow_first() -> None:
+    result = runner.invoke(
+        app, ["workflows", "match", "I'd like to write a new workflow for onboarding", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    matches = json.loads(result.stdout)["matches"]
+    assert matches[0]["workflowId"] == "author_workflow"
+    table = runner.invoke(app, ["workflows", "match", "what time is it"])
+    assert "No workflow matches." in table.stdout
+
+
+def test_match_with_the_semantic_matcher_ranks_the_authoring_workflow_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("APTIX_SEMANTIC_MATCHING")  # default: on, the extra is installed
+    result = runner.invoke(
+        app, ["workflows", "match", "I'd like to write a new workflow for onboarding", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["matches"][0]["workflowId"] == "author_workflow"
+
+
+def test_validate_passes_on_the_builtin_catalog() -> None:
+    result = runner.invoke(app, ["workflows", "validate", "--json"])
+    assert result.exit_code == 0
+    payload = json.loads(result.stdout)
+    assert payload["valid"] is True
+    assert payload["workflows"] >= 4
+
+
+def test_validate_a_broken_folder_exits_non_zero_naming_the_problem(tmp_path: Path) -> None:
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    (folder / "broken.yaml").write_text(BROKEN, encoding="utf-8")
+    result = runner.invoke(app, ["workflows", "validate", str(folder)])
+    assert result.exit_code == 1
+    assert "broken.yaml" in result.stdout
+    assert "workflow 'broken_flow', field 'permittedTools.0'" in result.stdout
+    assert "unknown tool 'agent_does_not_exist'" in result.stdout
+    as_json = runner.invoke(app, ["workflows", "validate", str(folder), "--json"])
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout)["problems"][0]["workflowId"] == "broken_flow"
+
+
+def test_validate_a_missing_path_fails_cleanly(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["workflows", "validate", str(tmp_path / "missing")])
+    assert result.exit_code == 1
+    assert "does not exist" in result.stderr
+
+
+def test_a_broken_workflows_path_stops_every_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "broken.yaml").write_text(BROKEN, encoding="utf-8")
+    monkeypatch.setenv("APTIX_WORKFLOWS_PATH", str(tmp_path))
+    result = runner.invoke(app, ["workflows", "list"])
+    assert result.exit_code == 2
+    assert "unknown tool 'agent_does_not_exist'" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_authoring_tool_is_callable_from_the_cli() -> None:
+    result = runner.invoke(
+        app,
+        ["tools", "call", "agent_workflow_authoring", '{"operation": "list_authoring_workflows"}'],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ok"] is True

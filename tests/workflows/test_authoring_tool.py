@@ -1,0 +1,447 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from aptix.testing import RecordingLogger
+from aptix.tools import AgentToolExecutionContext
+from aptix.tools.builtin.workflow_authoring import WorkflowAuthoringTool
+from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
+from aptix.workflows.authoring import WorkflowAuthoring
+from aptix.workflows.registry import WorkflowRegistry
+from aptix.workflows.store import InMemoryWorkflowStore, RevisionAction
+
+COMPLETE = {
+    "UserIntentPatterns": ["onboard a new employee", "a new hire starts monday"],
+    "requiredInputs": [{"name": "employeeName", "description": "Who is starting."}],
+    "instructionText": "1. Ask for the name.\n2. Greet them with agent_hello_world.",
+    "permittedTools": ["agent_hello_world"],
+    "completionCriteria": ["The new hire was greeted."],
+}
+
+
+@pytest.fixture
+def store() -> InMemoryWorkflowStore:
+    return InMemoryWorkflowStore()
+
+
+@pytest.fixture
+def tool(store, registry: WorkflowRegistry, logger: RecordingLogger) -> WorkflowAuthoringTool:
+    return WorkflowAuthoringTool(WorkflowAuthoring(store, registry), logger)
+
+
+async def run(tool: WorkflowAuthoringTool, context: AgentToolExecutionContext, **args: Any) -> Any:
+    outcome = await tool.execute(json.dumps(args), context)
+    assert outcome.successful, outcome.error_message
+    assert outcome.result is not None
+    return json.loads(outcome.result)
+
+
+async def draft(tool, context, workflow_id: str = "onboard_hire") -> Any:
+    return await run(
+        tool,
+        context,
+        operation="draft_workflow",
+        workflowId=workflow_id,
+        title="Onboard a new hire",
+        description="Welcomes a new employee.",
+    )
+
+
+async def test_round_trip_draft_update_validate_publish_and_serve(
+    tool, registry, logger, context
+) -> None:
+    drafted = await draft(tool, context)
+    assert drafted["ok"] is True
+    assert drafted["workflow"]["status"] == "draft"
+    assert drafted["workflow"]["version"] == "0.1.0"
+    assert set(drafted) == {"ok", "workflow", "messages"}
+    assert registry.get("onboard_hire") is None  # drafts are not served
+
+    failing = await run(tool, context, operation="validate_workflow", workflowId="onboard_hire")
+    assert failing["ok"] is False
+    fields = {e["field"] for e in failing["errors"]}
+    assert {"instructionText", "userIntentPatterns", "completionCriteria"} <= fields
+    assert {"field": "instructionText", "message": "instructionText is missing."} in failing[
+        "errors"
+    ]
+    assert set(failing) == {"ok", "errors"}
+
+    refused = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    assert refused["ok"] is False
+
+    updated = await run(
+        tool, context, operation="update_workflow", workflowId="onboard_hire", fields=COMPLETE
+    )
+    assert updated["ok"] is True
+    assert updated["workflow"]["userIntentPatterns"] == COMPLETE["UserIntentPatterns"]
+
+    passing = await run(tool, context, operation="validate_workflow", workflowId="onboard_hire")
+    assert passing == {
+        "ok": True,
+        "workflow": passing["workflow"],
+        "messages": ["Workflow 'onboard_hire' 0.1.0 is valid."],
+    }
+
+    published = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    assert published["ok"] is True
+    assert published["workflow"]["status"] == "published"
+
+    registry_tool = WorkflowRegistryTool(registry, logger)
+    listed = json.loads(
+        (await registry_tool.execute('{"operation":"list_workflows"}', context)).result or ""
+    )
+    assert "onboard_hire" in [w["workflowId"] for w in listed["workflows"]]
+    matched = json.loads(
+        (
+            await registry_tool.execute(
+                '{"operation":"match_workflow","userMessage":"we have a new hire starting monday"}',
+                context,
+            )
+        ).result
+        or ""
+    )
+    assert matched["matches"][0]["workflowId"] == "onboard_hire"
+
+
+async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
+    tool, registry, store, context
+) -> None:
+    await draft(tool, context)
+    await run(
+        tool, context, operation="update_workflow", workflowId="onboard_hire", fields=COMPLETE
+    )
+    await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+
+    edited = await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={"title": "Onboard a new colleague"},
+    )
+    assert edited["workflow"]["status"] == "draft"
+    assert any("stays served" in m for m in edited["messages"])
+    served = registry.get("onboard_hire")
+    assert served is not None
+    assert served.title == "Onboard a new hire"
+
+    fetched = await run(tool, context, operation="get_workflow", workflowId="onboard_hire")
+    assert fetched["workflow"]["title"] == "Onboard a new colleague"
+    listed = await run(tool, context, operation="list_authoring_workflows")
+    row = next(r for r in listed["workflows"] if r["workflowId"] == "onboard_hire")
+    assert row == {
+        "workflowId": "onboard_hire",
+        "title": "Onboard a new colleague",
+        "status": "draft",
+        "version": "0.1.0",
+        "visibility": "public",
+        "publishedVersion": "0.1.0",
+    }
+
+    same_version = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    assert same_version == {
+        "ok": False,
+        "errors": [
+            {
+                "field": "version",
+                "message": "version 0.1.0 must be greater than the published version 0.1.0.",
+            }
+        ],
+    }
+    await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={"Version": "0.2.0"},
+    )
+    again = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    assert again["ok"] is True
+    served = registry.get("onboard_hire")
+    assert served is not None
+    assert (served.title, served.version) == ("Onboard a new colleague", "0.2.0")
+
+    history = await store.history("onboard_hire")
+    assert [h.action for h in history] == [
+        RevisionAction.DRAFT,
+        RevisionAction.UPDATE,
+        RevisionAction.PUBLISH,
+        RevisionAction.UPDATE,
+        RevisionAction.UPDATE,
+        RevisionAction.PUBLISH,
+    ]
+    assert [h.revision for h in history] == [1, 2, 3, 4, 5, 6]
+    assert history[2].manifest.version == "0.1.0"
+    assert history[0].created_by == "ann"
+
+
+async def test_editing_a_built_in_workflow_leaves_it_served(tool, registry, context) -> None:
+    edited = await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="create_report",
+        fields={"notes": ["New note."]},
+    )
+    assert edited["workflow"]["status"] == "draft"
+    served = registry.get("create_report")
+    assert served is not None
+    assert served.notes == ()
+
+
+async def test_update_rejects_unknown_fields_and_wrong_types(tool, context) -> None:
+    await draft(tool, context)
+    unknown = await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={"workflowId": "x", "colour": "red"},
+    )
+    assert unknown["ok"] is False
+    assert [e["field"] for e in unknown["errors"]] == ["workflowId", "colour"]
+    assert unknown["errors"][1]["message"].startswith(
+        "'colour' cannot be updated. Allowed fields: title"
+    )
+    typed = await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={"permittedTools": 5, "version": "one"},
+    )
+    assert typed["ok"] is False
+    assert {e["field"] for e in typed["errors"]} == {"permittedTools", "version"}
+
+
+async def test_mandatory_fields_cannot_be_removed(tool, context) -> None:
+    await draft(tool, context)
+    await run(
+        tool, context, operation="update_workflow", workflowId="onboard_hire", fields=COMPLETE
+    )
+    removed = await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={"instructionText": "", "title": None},
+    )
+    assert removed["ok"] is False
+    assert {
+        "field": "instructionText",
+        "message": "instructionText is mandatory and cannot be removed.",
+    } in removed["errors"]
+
+
+async def test_validation_reports_unknown_tools_invalid_patterns_and_inconsistencies(
+    tool, context
+) -> None:
+    await draft(tool, context)
+    await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={
+            **COMPLETE,
+            "userIntentPatterns": ["ok", "onboard someone", "Onboard  someone"],
+            "permittedTools": ["agent_teleport"],
+            "destructiveActions": ["deletes the old account"],
+            "preconditions": ["HR approved", "hr approved"],
+            "visibility": "hidden",
+            "autoStart": True,
+        },
+    )
+    result = await run(tool, context, operation="validate_workflow", workflowId="onboard_hire")
+    messages = {e["field"]: e["message"] for e in result["errors"]}
+    assert messages["userIntentPatterns.0"] == "Intent pattern 'ok' is too short to match anything."
+    assert messages["userIntentPatterns.2"] == "Intent pattern 'Onboard  someone' is repeated."
+    assert messages["permittedTools.0"] == "permittedTools names an unknown tool 'agent_teleport'."
+    assert "requiresApproval" in messages
+    assert messages["preconditions"] == "preconditions repeat an entry."
+    assert messages["autoStart"].startswith("A hidden workflow cannot be autoStart")
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "message"),
+    [
+        ({}, "operation", "Missing 'operation'."),
+        ({"operation": "delete_everything"}, "operation", "Unknown operation 'delete_everything'."),
+        (
+            {"operation": "get_workflow"},
+            "workflowId",
+            "Operation 'get_workflow' requires a non-empty 'workflowId'.",
+        ),
+        (
+            {"operation": "get_workflow", "workflowId": "nope"},
+            "workflowId",
+            "Unknown workflow 'nope'.",
+        ),
+        (
+            {"operation": "update_workflow", "workflowId": "create_report"},
+            "fields",
+            "fields must name at least one field to set.",
+        ),
+        (
+            {
+                "operation": "draft_workflow",
+                "workflowId": "Bad Id",
+                "title": "t",
+                "description": "d",
+            },
+            "workflowId",
+            "workflowId: must be 1-64",
+        ),
+        ({"operation": "draft_workflow", "workflowId": "fine_id"}, "title", "title is missing."),
+        (
+            {
+                "operation": "draft_workflow",
+                "workflowId": "create_report",
+                "title": "t",
+                "description": "d",
+            },
+            "workflowId",
+            "Workflow 'create_report' already exists",
+        ),
+        (
+            {"operation": "publish_workflow", "workflowId": "create_report"},
+            "status",
+            "has no draft to publish",
+        ),
+    ],
+)
+async def test_refusals_use_the_error_envelope(tool, context, args, field, message) -> None:
+    result = await run(tool, context, **args)
+    assert result["ok"] is False
+    assert result["errors"][0]["field"] == field
+    assert message in result["errors"][0]["message"]
+
+
+async def test_bad_json_uses_the_error_envelope(tool, context) -> None:
+    outcome = await tool.execute("{", context)
+    payload = json.loads(outcome.result or "")
+    assert payload["ok"] is False
+    assert "valid JSON object" in payload["errors"][0]["message"]
+
+
+async def test_deprecate_then_disable_then_remove(tool, registry, store, context) -> None:
+    await draft(tool, context)
+    await run(
+        tool, context, operation="update_workflow", workflowId="onboard_hire", fields=COMPLETE
+    )
+    await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+
+    not_yet = await run(tool, context, operation="remove_workflow", workflowId="onboard_hire")
+    assert not_yet["errors"] == [
+        {
+            "field": "status",
+            "message": "Workflow 'onboard_hire' must be disabled before it is removed.",
+        }
+    ]
+    mixed = await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={"status": "deprecated", "title": "x"},
+    )
+    assert mixed["errors"][0]["message"] == "Change status in an update_workflow call of its own."
+    deprecated = await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={"Status": "deprecated"},
+    )
+    assert deprecated["workflow"]["status"] == "deprecated"
+    served = registry.get("onboard_hire")
+    assert served is not None
+    assert served.status.value == "deprecated"
+    await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={"status": "disabled"},
+    )
+    removed = await run(tool, context, operation="remove_workflow", workflowId="onboard_hire")
+    assert removed == {
+        "ok": True,
+        "messages": ["Workflow 'onboard_hire' was removed; its history is kept."],
+    }
+    assert registry.get("onboard_hire") is None
+    assert [h.action for h in await store.history("onboard_hire")][-3:] == [
+        RevisionAction.STATUS,
+        RevisionAction.STATUS,
+        RevisionAction.REMOVE,
+    ]
+
+
+async def test_workflows_from_files_cannot_be_removed(tool, context) -> None:
+    await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="create_report",
+        fields={"status": "disabled"},
+    )
+    result = await run(tool, context, operation="remove_workflow", workflowId="create_report")
+    assert (
+        result["errors"][0]["message"]
+        == "Workflow 'create_report' is defined in test; remove it from there."
+    )
+
+
+async def test_re_publishing_after_removal_needs_a_greater_version(tool, context) -> None:
+    await draft(tool, context)
+    await run(
+        tool, context, operation="update_workflow", workflowId="onboard_hire", fields=COMPLETE
+    )
+    await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={"status": "disabled"},
+    )
+    await run(tool, context, operation="remove_workflow", workflowId="onboard_hire")
+    again = await draft(tool, context)
+    assert again["workflow"]["version"] == "0.2.0"
+
+
+async def test_list_authoring_workflows_has_shallow_rows(tool, context) -> None:
+    await draft(tool, context)
+    listed = await run(tool, context, operation="list_authoring_workflows")
+    assert set(listed) == {"ok", "workflows"}
+    row = next(r for r in listed["workflows"] if r["workflowId"] == "onboard_hire")
+    assert row == {
+        "workflowId": "onboard_hire",
+        "title": "Onboard a new hire",
+        "status": "draft",
+        "version": "0.1.0",
+        "visibility": "public",
+    }
+    hidden = next(r for r in listed["workflows"] if r["workflowId"] == "secret_cleanup")
+    assert hidden["visibility"] == "hidden"
+
+
+async def test_unexpected_exceptions_are_logged(
+    store, registry, logger, context, monkeypatch
+) -> None:
+    async def boom(*_: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store, "history", boom)
+    tool = WorkflowAuthoringTool(WorkflowAuthoring(store, registry), logger)
+    outcome = await tool.execute('{"operation": "get_workflow", "workflowId": "zzz"}', context)
+    assert (
+        outcome.error_message
+        == "The workflow authoring tool failed unexpectedly. The error has been logged."
+    )
+    assert (
+        logger.of_kind("exception")[0].tag == "[agent_workflow_authoring_ExecuteAsync__Exception]"
+    )

@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aptix.workflows.matching.combined import MATCH_THRESHOLD, WorkflowMatcher, calibrate
+from aptix.workflows.matching.explicit import explicit_workflow_id
+from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
+from aptix.workflows.matching.semantic import SemanticMatcher
+from aptix.workflows.matching.text import stem, terms
+from aptix.workflows.registry import WorkflowRegistry
+from tests.workflows.conftest import make_manifest
+
+
+class HashingEmbedder:
+    """Bag of stemmed words hashed into 64 dimensions: a deterministic stand-in model."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        out = np.zeros((len(texts), 64), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for term in terms(text) or ["<empty>"]:
+                out[row, int(hashlib.sha1(term.encode()).hexdigest(), 16) % 64] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1, norms)
+
+
+def test_stemming_meets_word_forms() -> None:
+    assert stem("publishing") == stem("published") == stem("publishes") == "publish"
+    assert terms("Creating new Workflows!") == terms("create new workflow")
+    assert terms("the and of") == []
+
+
+def test_lexical_ranks_by_overlap_and_forgives_typos() -> None:
+    matcher = LexicalMatcher(
+        [
+            MatchDocument("reports", "write the monthly sales report"),
+            MatchDocument("travel", "book a flight to a conference"),
+        ]
+    )
+    assert matcher.match("I need to write our sales report")[0][0] == "reports"
+    assert matcher.match("book a fligth")[0][0] == "travel"
+    assert matcher.match("completely unrelated words") == []
+
+
+def test_whole_phrases_of_common_words_still_match() -> None:
+    matcher = LexicalMatcher([MatchDocument("greet", "what can you do")])
+    assert matcher.match("so, what can you do?") == [("greet", pytest.approx(0.9))]
+
+
+@given(st.text(max_size=200))
+def test_scores_stay_in_range_for_any_message(message: str) -> None:
+    matcher = WorkflowMatcher()
+    matcher.rebuild([make_manifest("a"), make_manifest("b_c", userIntentPatterns=["b c d e"])])
+    for _, score in matcher.score(message):
+        assert 0.0 <= score <= 1.0
+
+
+def test_rank_drops_candidates_below_the_threshold() -> None:
+    matcher = WorkflowMatcher()
+    matcher.rebuild([make_manifest("create_report", userIntentPatterns=["create a sales report"])])
+    assert all(score >= MATCH_THRESHOLD for _, score in matcher.rank("report"))
+    assert matcher.rank("what's the weather") == []
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("Use workflow: create_ddr", "create_ddr"),
+        ("use workflow create-ddr please", "create_ddr"),
+        ("Start the code-refinement workflow.", "code_refinement"),
+        ("can you start the code refinement workflow for me", "code_refinement"),
+        ("workflow: `create_ddr`", "create_ddr"),
+        ("start a new workflow", None),
+        ("Use workflow: xyz", None),
+        ("create a ddr", None),
+    ],
+)
+def test_explicit_initiation_forms(message: str, expected: str | None) -> None:
+    assert explicit_workflow_id(message, ["create_ddr", "code_refinement"]) == expected
+
+
+def test_calibration_maps_cosines_onto_the_unit_interval() -> None:
+    assert calibrate(-0.5) == 0.0
+    assert calibrate(0.99) == 1.0
+    assert 0.0 < calibrate(0.5) < 1.0
+
+
+def test_semantic_embeddings_are_recomputed_only_for_changed_workflows() -> None:
+    embedder = HashingEmbedder()
+    registry = WorkflowRegistry(
+        [make_manifest("create_report"), make_manifest("plan_trip")],
+        matcher=WorkflowMatcher(SemanticMatcher(embedder)),
+    )
+    registry.match("please create report")
+    semantic = registry.matcher.semantic
+    assert semantic is not None
+    first = semantic.encoded_texts
+    assert first == 6  # one pattern, the title and the description of each
+
+    registry.match("please plan trip")  # nothing changed: no document is encoded again
+    assert semantic.encoded_texts == first
+
+    registry.publish(make_manifest("plan_trip", userIntentPatterns=["organise a journey"]))
+    registry.match("organise a journey")
+    assert semantic.encoded_texts == first + 1
+    assert embedder.batches[-2] == ["organise a journey"]
+
+
+def test_semantic_query_embeddings_are_cached() -> None:
+    embedder = HashingEmbedder()
+    matcher = SemanticMatcher(embedder, [MatchDocument("a", "alpha beta")])
+    matcher.match("alpha")
+    matcher.match("alpha")
+    assert embedder.batches == [["alpha beta"], ["alpha"]]
+
+
+def test_semantic_match_orders_by_similarity() -> None:
+    matcher = SemanticMatcher(
+        HashingEmbedder(),
+        [
+            MatchDocument("a", "alpha beta"),
+            MatchDocument("b", "gamma delta"),
+            MatchDocument("a", "epsilon"),
+        ],
+    )
+    ranked = matcher.match("gamma delta", limit=2)
+    assert [owner for owner, _ in ranked] == ["b", "a"]
+    assert ranked[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert matcher.rank("gamma", 1, also=["a"]).keys() == {"a", "b"}
+
+
+def test_the_centroid_prefilter_agrees_with_exact_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
+    import aptix.workflows.matching.semantic as semantic_module
+
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta", "zeta", "iota"]
+    docs = [
+        MatchDocument(
+            f"w{i:03d}", f"{words[i % 10]} {words[(i * 3) % 10]} {words[(i * 7) % 10]} {j}"
+        )
+        for i in range(120)
+        for j in range(3)
+    ]
+    exact = SemanticMatcher(HashingEmbedder(), docs)
+    monkeypatch.setattr(semantic_module, "PREFILTER_DOCUMENTS", 10)
+    monkeypatch.setattr(semantic_module, "PREFILTER_WORKFLOWS", 120)
+    filtered = SemanticMatcher(HashingEmbedder(), docs)
+    for query in ("alpha beta", "omega kappa 2", "zeta"):
+        want = exact.rank(query, 5, also=["w007"])
+        got = filtered.rank(query, 5, also=["w007"])
+        # Ties may resolve to different owners; the scores and the named owner must agree.
+        assert sorted(got.values()) == pytest.approx(sorted(want.values()), abs=1e-5)
+        assert got["w007"] == pytest.approx(want["w007"], abs=1e-5)
