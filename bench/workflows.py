@@ -21,13 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import platformdirs
-from tests.workflows.evalset import (
-    EVAL_MESSAGES,
-    eval_catalog,
-    evaluate,
-    synthetic_catalog,
-    synthetic_messages,
-)
 
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.manifest import WorkflowManifest
@@ -35,6 +28,13 @@ from aptix.workflows.matching.combined import MATCH_THRESHOLD, WorkflowMatcher
 from aptix.workflows.matching.semantic import SemanticMatcher, SentenceTransformerEmbedder, Vectors
 from aptix.workflows.registry import WorkflowRegistry
 from bench._table import print_table
+from tests.workflows.evalset import (
+    EVAL_MESSAGES,
+    eval_catalog,
+    evaluate,
+    synthetic_catalog,
+    synthetic_messages,
+)
 
 
 class DiskCachedEmbedder:
