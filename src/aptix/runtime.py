@@ -7,8 +7,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from aptix.db.engine import Database, open_database
+from aptix.errors import ConfigurationError
+from aptix.llm.types import LlmClient
 from aptix.logger import AdminLogger, StdlibAdminLogger, configure_logging
 from aptix.modes.catalog import ModeCatalog, check_mode_tools, load_mode_catalog
+from aptix.reasoner.loop import AgentReasoner
+from aptix.reasoner.sql_turns import SqlTurnStore
+from aptix.reasoner.turns import TurnStore
 from aptix.sessions.sql import SqlSessionManager
 from aptix.settings import AptixSettings
 from aptix.tools.base import AgentTool
@@ -24,7 +29,8 @@ from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.executor import AgentToolExecutor
 from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
-from aptix.workflows.guard import workflow_guard
+from aptix.workflows.boot import build_boot_message
+from aptix.workflows.guard import offered_tools, workflow_guard
 from aptix.workflows.services import (
     WorkflowServices,
     build_workflow_services,
@@ -67,6 +73,7 @@ class Runtime:
     executor: AgentToolExecutor
     database: Database
     workflows: WorkflowServices
+    turns: TurnStore
 
     @property
     def logger(self) -> AdminLogger:
@@ -78,6 +85,42 @@ class Runtime:
     ) -> AgentToolExecutionContext:
         """A context for a tool call made outside a model turn."""
         return AgentToolExecutionContext(session_id=session_id, org=org, user=user)
+
+    def reasoner(self, model: LlmClient | None = None) -> AgentReasoner:
+        """The agent loop on ``model`` (default: the configured OpenAI-compatible endpoint)."""
+        registry = self.workflows.registry
+        return AgentReasoner(
+            model=model or self.default_model(),
+            executor=self.executor,
+            sessions=self.services.sessions,
+            modes=self.services.modes,
+            turns=self.turns,
+            logger=self.logger,
+            boot_message=lambda: build_boot_message(registry),
+            offered_tools=lambda workflow, tools: offered_tools(registry, workflow, tools),
+            max_iterations=self.settings.max_iterations,
+            token_budget=self.settings.turn_token_budget,
+        )
+
+    def default_model(self) -> LlmClient:
+        """The configured model client; :class:`ConfigurationError` when none is configured."""
+        settings = self.settings
+        if not settings.model_configured or settings.llm_model is None:
+            raise ConfigurationError(
+                "No model is configured: set APTIX_LLM_MODEL (and APTIX_LLM_BASE_URL and "
+                "APTIX_LLM_API_KEY for an endpoint other than OpenAI's)."
+            )
+        from aptix.llm.openai_client import OpenAiLlmClient
+
+        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+        return OpenAiLlmClient(
+            base_url=settings.llm_base_url,
+            api_key=key,
+            model=settings.llm_model,
+            api=settings.llm_api,
+            timeout_seconds=settings.llm_timeout_seconds,
+            max_retries=settings.llm_max_retries,
+        )
 
     async def aclose(self) -> None:
         """Release what the runtime holds (database connections, model clients)."""
@@ -134,7 +177,9 @@ async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[R
             timeout_seconds=settings.tool_timeout_seconds,
             guard=workflow_guard(workflows.registry),
         )
-        runtime = Runtime(settings, services, registry, executor, database, workflows)
+        runtime = Runtime(
+            settings, services, registry, executor, database, workflows, SqlTurnStore(database)
+        )
     except BaseException:
         await database.close()
         raise

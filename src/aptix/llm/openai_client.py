@@ -1,0 +1,169 @@
+"""``OpenAiLlmClient``: any OpenAI-compatible endpoint through the official ``openai`` package."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import openai
+from openai import AsyncOpenAI
+
+from aptix.errors import LlmError
+from aptix.llm.types import LlmRequest, LlmResponse, Message, ToolCallRequest, Usage
+
+__all__ = ["OpenAiLlmClient", "to_chat_tool", "to_responses_input"]
+
+Api = Literal["chat", "responses"]
+
+
+class OpenAiLlmClient:
+    """Chat Completions by default, the Responses API when ``api="responses"``.
+
+    The ``openai`` package retries 408/409/429/5xx and connection errors with exponential
+    backoff (``max_retries``); whatever still fails becomes one :class:`LlmError` whose
+    message says what to check.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        api: Api = "chat",
+        timeout_seconds: float = 60.0,
+        max_retries: int = 2,
+    ) -> None:
+        self.model = model
+        self.api = api
+        self._timeout = timeout_seconds
+        self._where = base_url or "https://api.openai.com/v1"
+        self._client = AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=timeout_seconds,
+            max_retries=max_retries,
+        )
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        """Send the request; every failure is raised as :class:`LlmError`."""
+        try:
+            if self.api == "responses":
+                return await self._responses(request)
+            return await self._chat(request)
+        except openai.AuthenticationError as exc:
+            raise LlmError(
+                f"The model endpoint at {self._where} refused the API key (HTTP 401); "
+                "check APTIX_LLM_API_KEY.",
+                status_code=401,
+            ) from exc
+        except openai.NotFoundError as exc:
+            raise LlmError(
+                f"The model endpoint at {self._where} does not know model '{self.model}' or "
+                "this API (HTTP 404); check APTIX_LLM_MODEL and APTIX_LLM_BASE_URL.",
+                status_code=404,
+            ) from exc
+        except openai.APITimeoutError as exc:
+            raise LlmError(
+                f"The model endpoint at {self._where} timed out after {self._timeout:g} s.",
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise LlmError(
+                f"Cannot reach the model endpoint at {self._where}; is it running and is "
+                "APTIX_LLM_BASE_URL right?",
+            ) from exc
+        except openai.APIStatusError as exc:
+            raise LlmError(
+                f"The model endpoint at {self._where} answered HTTP {exc.status_code}: "
+                f"{_short(exc.message)}",
+                status_code=exc.status_code,
+            ) from exc
+        except (openai.OpenAIError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise LlmError(
+                f"The model endpoint at {self._where} sent a response Aptix cannot read: {exc}"
+            ) from exc
+
+    async def close(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()
+
+    async def _chat(self, request: LlmRequest) -> LlmResponse:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": list(request.messages)}
+        if request.tools:
+            kwargs["tools"] = [to_chat_tool(t) for t in request.tools]
+        completion = await self._client.chat.completions.create(**kwargs)
+        choice = completion.choices[0]
+        calls = tuple(
+            ToolCallRequest(c.id, c.function.name, c.function.arguments or "")
+            for c in (choice.message.tool_calls or ())
+            if getattr(c, "function", None) is not None
+        )
+        usage = completion.usage
+        return LlmResponse(
+            text=choice.message.content,
+            tool_calls=calls,
+            usage=Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage(),
+            finish_reason=choice.finish_reason,
+            model_id=completion.model,
+        )
+
+    async def _responses(self, request: LlmRequest) -> LlmResponse:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "input": to_responses_input(request.messages),
+        }
+        if request.tools:
+            kwargs["tools"] = [{**t, "strict": False} for t in request.tools]
+        response = await self._client.responses.create(**kwargs)
+        texts: list[str] = []
+        calls: list[ToolCallRequest] = []
+        for item in response.output:
+            if item.type == "message":
+                texts.extend(c.text for c in item.content if c.type == "output_text")
+            elif item.type == "function_call":
+                calls.append(ToolCallRequest(item.call_id, item.name, item.arguments or ""))
+        usage = response.usage
+        return LlmResponse(
+            text="".join(texts) or None,
+            tool_calls=tuple(calls),
+            usage=Usage(usage.input_tokens, usage.output_tokens) if usage else Usage(),
+            finish_reason="tool_calls" if calls else (response.status or "stop"),
+            model_id=response.model,
+        )
+
+
+def to_chat_tool(schema: dict[str, Any]) -> dict[str, Any]:
+    """Convert the flat TUL-011 schema to the nested Chat Completions tool shape."""
+    function = {k: schema[k] for k in ("name", "description", "parameters") if k in schema}
+    return {"type": "function", "function": function}
+
+
+def to_responses_input(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
+    """Convert Chat Completions messages into Responses API input items."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message["tool_call_id"],
+                    "output": message.get("content") or "",
+                }
+            )
+            continue
+        if message.get("content"):
+            items.append({"role": role, "content": message["content"]})
+        for call in message.get("tool_calls") or ():
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call["id"],
+                    "name": call["function"]["name"],
+                    "arguments": call["function"]["arguments"],
+                }
+            )
+    return items
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,210 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1, for exercising real clients.
+
+It answers ``POST /v1/chat/completions`` and ``POST /v1/responses`` from a script of
+:class:`~aptix.llm.types.LlmResponse` values (see :func:`aptix.testing.reply`), scripted
+HTTP failures (:class:`Fail`) and delays (:class:`Delay`), and records every request body.
+It uses only the standard library, so it starts in milliseconds in any test.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from aptix.llm.types import LlmResponse
+
+__all__ = ["Delay", "Fail", "ScriptedOpenAIServer"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """Answer with HTTP ``status`` and an OpenAI-style error body."""
+
+    status: int
+    message: str = "scripted failure"
+
+
+@dataclass(frozen=True, slots=True)
+class Delay:
+    """Wait ``seconds`` before answering with ``then``."""
+
+    seconds: float
+    then: LlmResponse | Fail
+
+
+Step = LlmResponse | Fail | Delay
+
+
+@dataclass
+class ScriptedOpenAIServer:
+    """Start with ``with ScriptedOpenAIServer([...]) as server:``; use ``server.base_url``."""
+
+    script: list[Step] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    api_key: str | None = None
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def base_url(self) -> str:
+        """The ``/v1`` base URL to give an OpenAI client."""
+        assert self._server is not None, "the server is not running"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def add(self, *steps: Step) -> None:
+        """Queue more scripted answers."""
+        with self._lock:
+            self.script.extend(steps)
+
+    def assert_complete(self) -> None:
+        """Fail if scripted answers were never requested."""
+        if self.script:
+            raise AssertionError(f"{len(self.script)} scripted answer(s) were not used.")
+
+    def start(self) -> ScriptedOpenAIServer:
+        """Bind a free port on 127.0.0.1 and serve in a background thread."""
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and free the port."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> ScriptedOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _next(self, path: str, body: dict[str, Any]) -> Step:
+        with self._lock:
+            self.paths.append(path)
+            self.requests.append(body)
+            if not self.script:
+                return Fail(500, "the scripted server ran out of answers")
+            return self.script.pop(0)
+
+
+def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # quiet in tests
+            return
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if owner.api_key and self.headers.get("Authorization") != f"Bearer {owner.api_key}":
+                self._send(401, _error("Incorrect API key provided.", "invalid_api_key"))
+                return
+            if self.path not in ("/v1/chat/completions", "/v1/responses"):
+                self._send(404, _error(f"Unknown path {self.path}", "not_found"))
+                return
+            step = owner._next(self.path, body)
+            if isinstance(step, Delay):
+                time.sleep(step.seconds)
+                step = step.then
+            if isinstance(step, Fail):
+                self._send(step.status, _error(step.message, "scripted"))
+            elif self.path == "/v1/chat/completions":
+                self._send(200, _chat_body(step, body.get("model", "scripted")))
+            else:
+                self._send(200, _responses_body(step, body.get("model", "scripted")))
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                pass
+
+    return Handler
+
+
+def _error(message: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+
+
+def _chat_body(response: LlmResponse, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": response.text}
+    if response.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in response.tool_calls
+        ]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": response.model_id or model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if response.tool_calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": response.usage.prompt_tokens,
+            "completion_tokens": response.usage.completion_tokens,
+            "total_tokens": response.usage.total_tokens,
+        },
+    }
+
+
+def _responses_body(response: LlmResponse, model: str) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if response.text:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{uuid.uuid4().hex[:12]}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": response.text, "annotations": []}],
+            }
+        )
+    for c in response.tool_calls:
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{uuid.uuid4().hex[:12]}",
+                "call_id": c.id,
+                "name": c.name,
+                "arguments": c.arguments,
+                "status": "completed",
+            }
+        )
+    return {
+        "id": f"resp_{uuid.uuid4().hex[:12]}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": response.model_id or model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": response.usage.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": response.usage.completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": response.usage.total_tokens,
+        },
+    }
