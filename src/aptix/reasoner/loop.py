@@ -201,9 +201,9 @@ class AgentReasoner:
             self._note_model_call(turn, response, time.perf_counter() - started)
             record.messages.append(_assistant_message(response))
             if response.text:
+                record.text = response.text  # text beside tool calls is shown too
                 await _emit(on_event, "text", {"text": response.text})
             if not response.tool_calls:
-                record.text = response.text
                 return await self._finish(turn, on_event)
             pending = await self._run_tools(turn, response, iteration, on_event)
             if pending:

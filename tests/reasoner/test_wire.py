@@ -1,0 +1,143 @@
+"""The real ``openai`` client over HTTP against the scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from aptix.errors import LlmError
+from aptix.llm.openai_client import OpenAiLlmClient
+from aptix.llm.types import LlmRequest
+from aptix.runtime import Runtime
+from aptix.testing import call, reply
+from aptix.testing.server import Delay, Fail, ScriptedOpenAIServer
+
+REQUEST = LlmRequest(
+    messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}),
+    tools=(
+        {
+            "type": "function",
+            "name": "agent_calculator",
+            "description": "Calculates.",
+            "parameters": {
+                "type": "object",
+                "properties": {"expression": {"type": "string", "description": "Expr."}},
+                "required": ["expression"],
+            },
+        },
+    ),
+)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer(api_key="sk-test") as running:
+        yield running
+
+
+def _client(server: ScriptedOpenAIServer, api: str = "chat", **kw: object) -> OpenAiLlmClient:
+    return OpenAiLlmClient(
+        base_url=server.base_url,
+        api_key="sk-test",
+        model="m-1",
+        api=api,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_text_and_tool_calls_round_trip(server: ScriptedOpenAIServer, api: str) -> None:
+    server.add(
+        reply("Hello"), reply(None, call("agent_calculator", {"expression": "1+1"}, id="c9"))
+    )
+    client = _client(server, api)
+    first = await client.complete(REQUEST)
+    second = await client.complete(REQUEST)
+    assert (first.text, first.usage.total_tokens, first.model_id) == ("Hello", 15, "scripted-model")
+    [tool_call] = second.tool_calls
+    assert (tool_call.id, tool_call.name, json.loads(tool_call.arguments)) == (
+        "c9",
+        "agent_calculator",
+        {"expression": "1+1"},
+    )
+    assert second.finish_reason == "tool_calls"
+    body = server.requests[0]
+    assert body["model"] == "m-1"
+    if api == "chat":
+        assert server.paths[0] == "/v1/chat/completions"
+        assert body["tools"][0] == {
+            "type": "function",
+            "function": {**{k: REQUEST.tools[0][k] for k in ("name", "description", "parameters")}},
+        }
+    else:
+        assert server.paths[0] == "/v1/responses"
+        assert body["tools"][0]["name"] == "agent_calculator"
+        assert body["input"][1] == {"role": "user", "content": "Hi"}
+    await client.close()
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_500_is_retried_then_succeeds(server: ScriptedOpenAIServer, api: str) -> None:
+    server.add(Fail(500), reply("recovered"))
+    client = _client(server, api, max_retries=2)
+    assert (await client.complete(REQUEST)).text == "recovered"
+    assert len(server.requests) == 2
+
+
+async def test_a_timeout_is_reported_in_seconds(server: ScriptedOpenAIServer) -> None:
+    server.add(Delay(1.5, reply("late")))
+    client = _client(server, timeout_seconds=0.3, max_retries=0)
+    with pytest.raises(LlmError, match=r"timed out after 0\.3 s"):
+        await client.complete(REQUEST)
+
+
+async def test_a_401_says_the_key_was_refused(server: ScriptedOpenAIServer) -> None:
+    client = OpenAiLlmClient(base_url=server.base_url, api_key="wrong", model="m")
+    with pytest.raises(LlmError) as raised:
+        await client.complete(REQUEST)
+    assert f"The model endpoint at {server.base_url} refused the API key" in str(raised.value)
+    assert raised.value.status_code == 401
+
+
+async def test_persistent_5xx_is_reported_with_status(server: ScriptedOpenAIServer) -> None:
+    server.add(Fail(503, "overloaded"), Fail(503, "overloaded"))
+    client = _client(server, max_retries=1)
+    with pytest.raises(LlmError, match="answered HTTP 503"):
+        await client.complete(REQUEST)
+
+
+async def test_unreachable_endpoint_says_so() -> None:
+    client = OpenAiLlmClient(
+        base_url="http://127.0.0.1:9/v1", api_key="k", model="m", max_retries=0
+    )
+    with pytest.raises(
+        LlmError, match=r"Cannot reach the model endpoint at http://127\.0\.0\.1:9/v1"
+    ):
+        await client.complete(REQUEST)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_full_turn_over_the_wire(
+    server: ScriptedOpenAIServer, runtime: Runtime, api: str
+) -> None:
+    server.add(
+        reply(None, call("agent_calculator", {"expression": "2*21"}, id="c1")),
+        reply("The answer is 42."),
+    )
+    session = await runtime.services.sessions.create_session(org="acme", user="ann")
+    assert session.result is not None
+    result = await runtime.reasoner(_client(server, api)).execute(
+        session_id=session.result.id, org="acme", user="ann", instruction="2*21?"
+    )
+    assert (result.kind, result.text) == ("ok", "The answer is 42.")
+    if api == "chat":
+        tool_message = server.requests[1]["messages"][-1]
+        assert tool_message["role"] == "tool"
+        assert json.loads(tool_message["content"])["result"] == 42
+    else:
+        item = server.requests[1]["input"][-1]
+        assert item["type"] == "function_call_output"
+        assert json.loads(item["output"])["result"] == 42
+    server.assert_complete()
