@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
 import platformdirs
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 __all__ = ["AptixSettings", "default_data_dir"]
 
@@ -49,6 +55,45 @@ class AptixSettings(BaseSettings):
     load_plugins: bool = Field(True, description="Load tools from the aptix.tools entry points.")
     log_level: str = Field("WARNING", description="Level of the aptix logger.")
     log_json: bool = Field(False, description="Write logs as JSON lines.")
+    host: str = Field("127.0.0.1", description="Address `aptix serve` binds to.")
+    port: int = Field(8000, ge=0, le=65535, description="Port `aptix serve` listens on.")
+    api_keys: SecretStr | None = Field(
+        None,
+        description="Bearer keys and who they are: 'key1=org:user,key2=org2:user2'. "
+        "Without keys the server runs as one local user on 127.0.0.1 only.",
+    )
+    max_body_bytes: int = Field(1_048_576, gt=0, description="Largest accepted request body.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then ``APTIX_*`` variables, then the optional TOML file."""
+        path = os.environ.get("APTIX_CONFIG_FILE") or "aptix.toml"
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if Path(path).is_file():
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        elif os.environ.get("APTIX_CONFIG_FILE"):
+            raise ValueError(f"APTIX_CONFIG_FILE names a file that does not exist: {path}")
+        return tuple(sources)
+
+    def api_key_map(self) -> dict[str, tuple[str, str]]:
+        """``APTIX_API_KEYS`` parsed into key -> (org, user); ValueError when malformed."""
+        if self.api_keys is None or not self.api_keys.get_secret_value().strip():
+            return {}
+        keys: dict[str, tuple[str, str]] = {}
+        for index, item in enumerate(self.api_keys.get_secret_value().split(","), 1):
+            key, _, who = item.strip().partition("=")
+            org, _, user = who.partition(":")
+            if not key or not org or not user:
+                raise ValueError(f"APTIX_API_KEYS entry #{index} must look like 'key=org:user'.")
+            keys[key] = (org, user)
+        return keys
 
     @property
     def model_configured(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from aptix.cli import db, modes, sessions, tools, workflows
+from aptix.cli import db, modes, serve, sessions, tools, workflows
 
 app = typer.Typer(
     name="aptix",
@@ -16,6 +16,8 @@ app.add_typer(tools.app, name="tools")
 app.add_typer(modes.app, name="modes")
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(db.app, name="db")
+app.add_typer(serve.config_app, name="config")
+app.command("serve")(serve.serve)
 app.add_typer(workflows.app, name="workflows")
 
 

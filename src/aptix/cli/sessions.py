@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from aptix.cli.output import console, fail, print_json
 from aptix.cli.runtime import run_with_runtime
+from aptix.sessions.wire import session_to_json
 
 if TYPE_CHECKING:
     from aptix.results import InvokeResult
@@ -20,34 +21,6 @@ app = typer.Typer(help="Create, list and inspect sessions.", no_args_is_help=Tru
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 OrgOption = Annotated[str, typer.Option(help="Organisation of the caller.")]
 UserOption = Annotated[str, typer.Option(help="User of the caller.")]
-
-
-def session_to_json(session: AgentSession) -> dict[str, Any]:
-    """The camelCase JSON shape of a session (as the HTTP API shows it)."""
-    return {
-        "sessionId": session.id,
-        "org": session.org,
-        "user": session.user,
-        "title": session.title,
-        "mode": session.mode,
-        "modeReason": session.mode_reason,
-        "modeSetAt": session.mode_set_at.isoformat() if session.mode_set_at else None,
-        "modeHistory": [
-            {
-                "previousMode": h.previous_mode,
-                "mode": h.mode,
-                "reason": h.reason,
-                "changedAt": h.changed_at.isoformat(),
-                "changedBy": h.changed_by,
-            }
-            for h in session.mode_history
-        ],
-        "parentSessionId": session.parent_session_id,
-        "activeWorkflowId": session.active_workflow_id,
-        "createdAt": session.created_at.isoformat(),
-        "updatedAt": session.updated_at.isoformat(),
-        "version": session.version,
-    }
 
 
 @app.command("create")

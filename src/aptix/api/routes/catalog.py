@@ -1,0 +1,62 @@
+"""``/v1/modes`` and ``/v1/workflows``: the catalogs the model works with."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter
+
+from aptix.api.errors import ApiError
+from aptix.api.routes.deps import CallerDep, RuntimeDep
+from aptix.api.schemas import MatchRequest
+from aptix.runtime import Runtime
+
+router = APIRouter(tags=["catalogs"])
+
+
+@router.get("/v1/modes")
+async def list_modes(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
+    """Every mode with the tools it offers."""
+    catalog = runtime.services.modes
+    return [
+        {
+            **mode.model_dump(mode="json", by_alias=True),
+            "offeredTools": catalog.tools_for_mode(mode.key),
+        }
+        for mode in await catalog.get_all_modes()
+    ]
+
+
+async def _registry(runtime: Runtime, caller_org: str, arguments: dict[str, Any]) -> Any:
+    # The HTTP routes go through the registry tool so that its guardrails apply unchanged.
+    context = runtime.tool_context(org=caller_org)
+    outcome = await runtime.executor.invoke(
+        "agent_workflow_registry", json.dumps(arguments), context
+    )
+    if outcome.result is None:
+        message = outcome.error_message or "The workflow registry failed."
+        raise ApiError(404 if message.startswith("Unknown workflow") else 409, message)
+    return json.loads(outcome.result)
+
+
+@router.get("/v1/workflows")
+async def list_workflows(runtime: RuntimeDep, caller: CallerDep) -> Any:
+    """Public and experimental runnable workflows."""
+    return await _registry(runtime, caller.org, {"operation": "list_workflows"})
+
+
+@router.get("/v1/workflows/{workflow_id}")
+async def get_workflow(workflow_id: str, runtime: RuntimeDep, caller: CallerDep) -> Any:
+    """One workflow's manifest (hidden ones by explicit id only)."""
+    return await _registry(
+        runtime, caller.org, {"operation": "get_workflow_manifest", "workflowId": workflow_id}
+    )
+
+
+@router.post("/v1/workflows/match")
+async def match_workflows(body: MatchRequest, runtime: RuntimeDep, caller: CallerDep) -> Any:
+    """Workflows ranked by how well they fit the message."""
+    return await _registry(
+        runtime, caller.org, {"operation": "match_workflow", "userMessage": body.user_message}
+    )

@@ -1,0 +1,37 @@
+"""``/healthz`` and ``/metrics``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from aptix.api.errors import ApiError
+from aptix.api.routes.deps import RuntimeDep
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz")
+async def healthz(runtime: RuntimeDep) -> dict[str, Any]:
+    """Liveness and database reachability."""
+    try:
+        async with runtime.database.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+    except Exception as exc:
+        raise ApiError(503, f"The database is not reachable: {type(exc).__name__}.") from exc
+    return {
+        "status": "ok",
+        "tools": len(runtime.registry.registered_tools),
+        "modelConfigured": runtime.settings.model_configured,
+    }
+
+
+@router.get("/metrics", response_class=Response)
+async def metrics(request: Request) -> Response:
+    """Prometheus metrics of this process."""
+    return Response(
+        generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST
+    )

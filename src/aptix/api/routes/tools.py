@@ -1,0 +1,61 @@
+"""``/v1/tools``: list tools and invoke one outside a model turn."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter
+
+from aptix.api.errors import ApiError
+from aptix.api.routes.deps import CallerDep, RuntimeDep
+from aptix.api.schemas import InvokeRequest, InvokeResponse
+
+router = APIRouter(prefix="/v1/tools", tags=["tools"])
+
+
+@router.get("")
+async def list_tools(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
+    """Every registered tool with its schema and usage guidance."""
+    registry = runtime.registry
+    rows = []
+    for schema in registry.schemas():
+        tool_cls = registry.get_tool_type(schema["name"])
+        assert tool_cls is not None
+        rows.append(
+            {
+                "name": schema["name"],
+                "serverFinal": tool_cls.is_fully_executed_on_server,
+                "usage": tool_cls.TOOL_USAGE_METADATA,
+                "schema": schema,
+            }
+        )
+    return rows
+
+
+@router.post("/{name}/invoke", response_model=InvokeResponse)
+async def invoke_tool(
+    name: str, body: InvokeRequest, runtime: RuntimeDep, caller: CallerDep
+) -> InvokeResponse:
+    """Run one tool as the caller; a tool's own failure is a 200 with ``successful: false``."""
+    if not runtime.registry.has_tool(name):
+        raise ApiError(404, f"Unknown tool '{name}'.")
+    if body.session_id is not None:
+        session = await runtime.services.sessions.get_session(body.session_id, caller.org)
+        if session is None or session.user != caller.user:
+            raise ApiError(404, f"Unknown session '{body.session_id}'.")
+    arguments = body.arguments if isinstance(body.arguments, str) else json.dumps(body.arguments)
+    context = runtime.tool_context(session_id=body.session_id, org=caller.org, user=caller.user)
+    outcome = await runtime.executor.invoke(name, arguments, context)
+    wire = outcome.to_wire()
+    wire["result"] = _decode(outcome.result)
+    return InvokeResponse.model_validate(wire)
+
+
+def _decode(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

@@ -1,0 +1,101 @@
+"""``aptix serve`` and ``aptix config show``."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Any
+
+import typer
+
+from aptix.cli.output import console, err_console, fail, print_json
+
+config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
+
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+
+
+def _is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to bind (default APTIX_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default APTIX_PORT, 8000).")] = None,
+    reload: Annotated[
+        bool, typer.Option(help="Restart when the code changes (development).")
+    ] = False,
+) -> None:
+    """Start the HTTP API (and MCP at /mcp) on the embedded default or the configured database."""
+    import uvicorn
+
+    from aptix.settings import AptixSettings
+
+    try:
+        settings = AptixSettings()
+        keys = settings.api_key_map()
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    bind = host or settings.host
+    if not keys:
+        if not _is_loopback(bind):
+            fail(
+                f"Refusing to serve on {bind} without APTIX_API_KEYS: with no keys every caller "
+                "is the single local user, so only 127.0.0.1 is allowed.",
+                code=2,
+            )
+        err_console.print(
+            "No APTIX_API_KEYS set: serving one local user (org 'local'), on loopback only."
+        )
+    if not settings.model_configured:
+        err_console.print(
+            "No model configured (APTIX_LLM_MODEL): /v1/agent/execute answers 503; "
+            "every other route works."
+        )
+    listen_port = port if port is not None else settings.port
+    err_console.print(f"Aptix API on http://{bind}:{listen_port} (OpenAPI at /docs). Ctrl-C stops.")
+    uvicorn.run(
+        "aptix.api.app:create_app",
+        factory=True,
+        host=bind,
+        port=listen_port,
+        reload=reload,
+        log_level=settings.log_level.lower(),
+        timeout_graceful_shutdown=30,
+    )
+
+
+@config_app.command("show")
+def show(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Print the effective settings, secrets masked."""
+    from aptix.settings import AptixSettings
+
+    try:
+        settings = AptixSettings()
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    values: dict[str, Any] = settings.model_dump(mode="json")
+    for secret in ("llm_api_key", "api_keys"):
+        if values.get(secret):
+            values[secret] = "********"
+    values["effective_database_url"] = _mask_url(settings.effective_database_url)
+    if values.get("database_url"):
+        values["database_url"] = _mask_url(values["database_url"])
+    if as_json:
+        print_json(values)
+        return
+    for key, value in values.items():
+        console.print(f"[bold]{key}[/] = {value}")
+
+
+def _mask_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "********"
