@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from aptix.api import create_app
+from aptix.runtime import Runtime, open_runtime
+from aptix.settings import AptixSettings
+from aptix.testing import ScriptedModel
+
+KEYS = "key-a=acme:ann,key-b=globex:bob"
+A = {"Authorization": "Bearer key-a"}
+B = {"Authorization": "Bearer key-b"}
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return ScriptedModel()
+
+
+@pytest.fixture
+async def keyed_runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
+    settings = AptixSettings(
+        data_dir=tmp_path, load_plugins=False, api_keys=KEYS, max_body_bytes=10_000
+    )
+    async with open_runtime(settings) as runtime:
+        yield runtime
+
+
+@pytest.fixture
+async def client(keyed_runtime: Runtime, model: ScriptedModel) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(runtime=keyed_runtime, model=model)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=A) as c:
+        yield c
+
+
+@pytest.fixture
+async def no_model_client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(runtime=runtime)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        yield c
