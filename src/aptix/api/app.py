@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from aptix.api.errors import install_error_handlers
-from aptix.api.metrics import Metrics, install_middleware
+from aptix.api.metrics import Metrics, ObserveMiddleware
 from aptix.api.routes import agent, catalog, health, sessions, tools
 from aptix.llm.types import LlmClient
 from aptix.runtime import Runtime, open_runtime
@@ -52,7 +52,9 @@ def create_app(
     if runtime is not None:
         _attach(app, runtime, model)
     install_error_handlers(app)
-    install_middleware(app, settings.max_body_bytes)
+    app.add_middleware(
+        ObserveMiddleware, metrics=app.state.metrics, max_body_bytes=settings.max_body_bytes
+    )
     for router in (health.router, tools.router, sessions.router, catalog.router, agent.router):
         app.include_router(router)
     return app

@@ -1,0 +1,150 @@
+"""Served API under load: req/s and latency at 1, 16 and 64 connections, RSS, ``--help`` time.
+
+Run: ``python -m bench.http``. The server is ``bench.http_server`` (uvicorn, one process, a
+zero-latency in-process model) on 127.0.0.1 with a fresh data directory. The load generator
+is ``wrk`` when installed (Debian package ``wrk``), otherwise an httpx async client in this
+process; on a two-core machine generator and server share the CPU either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench._table import print_table
+from tests.api.live import free_port
+
+DURATION = float(os.environ.get("BENCH_SECONDS", "4"))
+
+
+async def _load(url: str, body: dict[str, object], connections: int) -> tuple[float, float, float]:
+    latencies: list[float] = []
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+        stop = time.perf_counter() + DURATION
+
+        async def worker() -> None:
+            while time.perf_counter() < stop:
+                started = time.perf_counter()
+                response = await client.post(url, json=body)
+                latencies.append(time.perf_counter() - started)
+                assert response.status_code == 200, response.text
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(connections)))
+        elapsed = time.perf_counter() - began
+    latencies.sort()
+    p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
+    return len(latencies) / elapsed, statistics.median(latencies) * 1000, p99 * 1000
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _help_ms() -> float:
+    runs = []
+    for _ in range(5):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "aptix", "--help"], capture_output=True, check=True)
+        runs.append((time.perf_counter() - started) * 1000)
+    return statistics.median(runs)
+
+
+def _wrk_unit(text: str) -> float:
+    for unit, factor in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * factor
+    return float(text)
+
+
+def _wrk(url: str, body: dict[str, object], connections: int) -> tuple[float, float, float]:
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(
+            'wrk.method = "POST"\n'
+            f"wrk.body = {json.dumps(json.dumps(body))}\n"
+            'wrk.headers["Content-Type"] = "application/json"\n'
+        )
+    threads = min(2, connections)
+    out = subprocess.run(
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{DURATION:g}s", "--latency", "-s",
+         script.name, url],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    os.unlink(script.name)
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p50 = _wrk_unit(re.search(r"\s50%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    p99 = _wrk_unit(re.search(r"\s99%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    assert errors is None, out
+    return rate, p50, p99
+
+
+async def main() -> None:
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "APTIX_DATA_DIR": tmp}
+        env.pop("APTIX_API_KEYS", None)
+        command = [sys.executable, "-m", "bench.http_server", str(port)]
+        server = subprocess.Popen(command, env=env)  # noqa: ASYNC220
+        base = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(300):
+                try:
+                    if httpx.get(f"{base}/healthz").status_code == 200:  # noqa: ASYNC210
+                        break
+                except httpx.HTTPError:
+                    await asyncio.sleep(0.1)
+            rows = []
+            scenarios = (
+                (
+                    "invoke agent_hello_world",
+                    "/v1/tools/agent_hello_world/invoke",
+                    {"arguments": {"name": "Ann"}},
+                ),
+                ("agent/execute (new session each)", "/v1/agent/execute", {"instruction": "hi"}),
+            )
+            for label, path, body in scenarios:
+                for connections in (1, 16, 64):
+                    if shutil.which("wrk"):
+                        rate, p50, p99 = await asyncio.to_thread(
+                            _wrk, base + path, body, connections
+                        )
+                    else:
+                        rate, p50, p99 = await _load(base + path, body, connections)
+                    rows.append((label, connections, f"{rate:,.0f}", f"{p50:.1f}", f"{p99:.1f}"))
+            rss = _rss_mb(server.pid)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    print_table(
+        f"HTTP API under load ({DURATION:g} s per row; targets: invoke ≥ 2,000 req/s, p99 ≤ 20 ms)",
+        ["route", "connections", "req/s", "p50 ms", "p99 ms"],
+        rows,
+    )
+    print_table(
+        "Process figures (targets: RSS ≤ 150 MB, aptix --help ≤ 300 ms)",
+        ["figure", "value"],
+        [
+            ("server RSS after the run", f"{rss:.0f} MB"),
+            ("aptix --help (median of 5)", f"{_help_ms():.0f} ms"),
+        ],
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
