@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from aptix.api.errors import install_error_handlers
 from aptix.api.metrics import Metrics, ObserveMiddleware
@@ -38,7 +39,13 @@ def create_app(
             return
         async with open_runtime(settings) as opened:
             _attach(app, opened, model)
-            yield
+            from aptix.mcp.http import mcp_http_app
+
+            async with mcp_http_app(opened, api_keys) as mcp_endpoint:
+                app.router.routes.append(
+                    Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"])
+                )
+                yield
 
     app = FastAPI(
         title="Aptix",

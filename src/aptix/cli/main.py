@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from aptix.cli import chat, db, modes, serve, sessions, tools, workflows
+from aptix.cli import chat, db, mcp, modes, serve, sessions, tools, workflows
 
 app = typer.Typer(
     name="aptix",
@@ -19,6 +19,7 @@ app.add_typer(db.app, name="db")
 app.add_typer(serve.config_app, name="config")
 app.command("serve")(serve.serve)
 app.command("chat")(chat.chat)
+app.command("mcp")(mcp.mcp)
 app.add_typer(workflows.app, name="workflows")
 
 
