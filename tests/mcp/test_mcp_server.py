@@ -7,11 +7,11 @@ import os
 import sys
 from pathlib import Path
 
+from mcp import StdioServerParameters
 from mcp.client.client import Client
 
 from aptix.mcp import build_mcp_server
 from aptix.runtime import Runtime
-from mcp import StdioServerParameters
 from tests.api.live import serve
 
 
