@@ -168,15 +168,12 @@ async def test_batch_runs_concurrently_in_call_order_and_one_failure_disturbs_no
         _call("slow", '{"seconds": 0.2}', "c"),
         _call("agent_hello_world", '{"name": "Bo"}', "d"),
     ]
-    began = time.perf_counter()
     done = await executor.execute_many(calls, context)
-    elapsed = time.perf_counter() - began
     assert [c.call_id for c in done] == ["a", "b", "c", "d"]
     assert [c.was_executed for c in done] == [True, False, True, True]
     # Both slow calls started before either finished: they ran concurrently.
     assert len(SlowTool.started) == 2
     assert SlowTool.started[1] - SlowTool.started[0] < 0.15
-    assert elapsed < 0.39
 
 
 async def test_cancellation_propagates(
