@@ -136,11 +136,18 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
         "workflowId": "onboard_hire",
         "title": "Onboard a new colleague",
         "status": "draft",
-        "version": "0.1.0",
+        "version": "0.1.1",
         "visibility": "public",
         "publishedVersion": "0.1.0",
     }
 
+    await run(
+        tool,
+        context,
+        operation="update_workflow",
+        workflowId="onboard_hire",
+        fields={"version": "0.1.0"},
+    )
     same_version = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
     assert same_version == {
         "ok": False,
@@ -171,9 +178,10 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
         RevisionAction.PUBLISH,
         RevisionAction.UPDATE,
         RevisionAction.UPDATE,
+        RevisionAction.UPDATE,
         RevisionAction.PUBLISH,
     ]
-    assert [h.revision for h in history] == [1, 2, 3, 4, 5, 6]
+    assert [h.revision for h in history] == [1, 2, 3, 4, 5, 6, 7]
     assert history[2].manifest.version == "0.1.0"
     assert history[0].created_by == "ann"
 

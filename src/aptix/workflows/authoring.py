@@ -129,7 +129,12 @@ class WorkflowAuthoring:
             if found is None:
                 return _unknown(workflow_id)
             base, served = found
+            new_draft = base.status is not WorkflowStatus.DRAFT
             merged = {**base.to_wire(), **changes, "status": "draft"}
+            if new_draft and "version" not in changes:
+                # A new draft is a new version: propose the next patch; the author raises
+                # minor or major for additions or behaviour changes (TUL-006 §8.4).
+                merged["version"] = _bump_patch(base.semver)
             manifest, problems = parse_manifest(merged)
             problems += [
                 FieldProblem(name, f"{name} is mandatory and cannot be removed.")
@@ -140,10 +145,11 @@ class WorkflowAuthoring:
                 return AuthoringOutcome.failures(problems)
             await self._store.append(manifest, RevisionAction.UPDATE, actor)
         messages = [f"Updated {', '.join(sorted(changes))} of draft '{manifest.workflow_id}'."]
-        if base.status is not WorkflowStatus.DRAFT and served is not None:
+        if new_draft and served is not None:
             messages.append(
-                f"A new draft was created; version {served.version} stays served until the "
-                "draft is published."
+                f"A new draft version {manifest.version} was created; version "
+                f"{served.version} stays served until the draft is published. Raise the minor "
+                "or major version for additions or behaviour changes."
             )
         return AuthoringOutcome(ok=True, workflow=manifest.to_wire(), messages=tuple(messages))
 
@@ -318,6 +324,10 @@ class WorkflowAuthoring:
             if current_draft(history) or served_revision(history):
                 ids.append(wid)
         return ids
+
+
+def _bump_patch(version: SemVer) -> str:
+    return f"{version.major}.{version.minor}.{version.patch + 1}"
 
 
 def _bump_minor(version: SemVer) -> str:
