@@ -211,6 +211,7 @@ async def test_sse_stream_of_a_turn_with_a_server_and_a_client_tool(
             elif line.startswith("data: "):
                 events.append((kind, json.loads(line.removeprefix("data: "))))
     assert [k for k, _ in events] == [
+        "text_delta",
         "text",
         "tool_call_started",
         "tool_call_started",

@@ -333,12 +333,18 @@ async def test_events_are_emitted_in_order(harness: Harness) -> None:
         session_id=harness.session_id, org="acme", user="ann", instruction="1+1?", on_event=sink
     )
     assert [e.type for e in events] == [
+        "text_delta",
+        "text_delta",
+        "text_delta",
         "text",
         "tool_call_started",
         "tool_call_finished",
+        "text_delta",
         "text",
         "turn_finished",
     ]
+    deltas = [e.data["delta"] for e in events if e.type == "text_delta"]
+    assert deltas == ["Let ", "me ", "compute.", "2"]
     assert events[-1].data["text"] == "2"
 
 

@@ -141,3 +141,29 @@ async def test_a_full_turn_over_the_wire(
         assert item["type"] == "function_call_output"
         assert json.loads(item["output"])["result"] == 42
     server.assert_complete()
+
+
+async def test_chat_streaming_passes_text_on_and_assembles_tool_calls(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.add(
+        reply(
+            "Let me check that.",
+            call("agent_calculator", {"expression": "12*12"}, id="s1"),
+            call("agent_hello_world", {"name": "Ann"}, id="s2"),
+        )
+    )
+    pieces: list[str] = []
+
+    async def on_text(piece: str) -> None:
+        pieces.append(piece)
+
+    response = await _client(server).complete(REQUEST, on_text)
+    assert pieces == ["Let ", "me ", "check ", "that."]
+    assert response.text == "Let me check that."
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in response.tool_calls] == [
+        ("s1", "agent_calculator", {"expression": "12*12"}),
+        ("s2", "agent_hello_world", {"name": "Ann"}),
+    ]
+    assert response.usage.total_tokens == 15
+    assert server.requests[0]["stream"] is True

@@ -8,7 +8,7 @@ import openai
 from openai import AsyncOpenAI
 
 from aptix.errors import LlmError
-from aptix.llm.types import LlmRequest, LlmResponse, Message, ToolCallRequest, Usage
+from aptix.llm.types import LlmRequest, LlmResponse, Message, TextSink, ToolCallRequest, Usage
 
 __all__ = ["OpenAiLlmClient", "to_chat_tool", "to_responses_input"]
 
@@ -44,11 +44,13 @@ class OpenAiLlmClient:
             max_retries=max_retries,
         )
 
-    async def complete(self, request: LlmRequest) -> LlmResponse:
-        """Send the request; every failure is raised as :class:`LlmError`."""
+    async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
+        """Send the request (streaming when ``on_text`` is given); failures raise LlmError."""
         try:
             if self.api == "responses":
-                return await self._responses(request)
+                return await self._responses(request, on_text)
+            if on_text is not None:
+                return await self._chat_stream(request, on_text)
             return await self._chat(request)
         except openai.AuthenticationError as exc:
             raise LlmError(
@@ -106,7 +108,51 @@ class OpenAiLlmClient:
             model_id=completion.model,
         )
 
-    async def _responses(self, request: LlmRequest) -> LlmResponse:
+    async def _chat_stream(self, request: LlmRequest, on_text: TextSink) -> LlmResponse:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            kwargs["tools"] = [to_chat_tool(t) for t in request.tools]
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        usage = Usage()
+        finish: str | None = None
+        model_id: str | None = None
+        stream = await self._client.chat.completions.create(**kwargs)
+        async for chunk in stream:
+            model_id = chunk.model or model_id
+            if chunk.usage is not None:
+                usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+            for choice in chunk.choices:
+                finish = choice.finish_reason or finish
+                delta = choice.delta
+                if delta.content:
+                    text.append(delta.content)
+                    await on_text(delta.content)
+                for part in delta.tool_calls or ():
+                    # Tool calls arrive in pieces keyed by index: id and name first, then
+                    # the arguments JSON in fragments.
+                    call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                    call["id"] = part.id or call["id"]
+                    if part.function is not None:
+                        call["name"] = part.function.name or call["name"]
+                        call["arguments"] += part.function.arguments or ""
+        return LlmResponse(
+            text="".join(text) or None,
+            tool_calls=tuple(
+                ToolCallRequest(c["id"], c["name"], c["arguments"])
+                for _, c in sorted(calls.items())
+            ),
+            usage=usage,
+            finish_reason=finish,
+            model_id=model_id,
+        )
+
+    async def _responses(self, request: LlmRequest, on_text: TextSink | None) -> LlmResponse:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "input": to_responses_input(request.messages),
@@ -114,6 +160,7 @@ class OpenAiLlmClient:
         if request.tools:
             kwargs["tools"] = [{**t, "strict": False} for t in request.tools]
         response = await self._client.responses.create(**kwargs)
+        # The Responses API is not streamed here: its text is passed on whole.
         texts: list[str] = []
         calls: list[ToolCallRequest] = []
         for item in response.output:
@@ -122,6 +169,8 @@ class OpenAiLlmClient:
             elif item.type == "function_call":
                 calls.append(ToolCallRequest(item.call_id, item.name, item.arguments or ""))
         usage = response.usage
+        if on_text is not None and texts:
+            await on_text("".join(texts))
         return LlmResponse(
             text="".join(texts) or None,
             tool_calls=tuple(calls),

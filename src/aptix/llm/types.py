@@ -7,12 +7,24 @@ another API converts them.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["LlmClient", "LlmRequest", "LlmResponse", "Message", "ToolCallRequest", "Usage"]
+__all__ = [
+    "LlmClient",
+    "LlmRequest",
+    "LlmResponse",
+    "Message",
+    "TextSink",
+    "ToolCallRequest",
+    "Usage",
+]
 
 Message = dict[str, Any]
+
+#: Receives pieces of the model's text as they arrive (streaming).
+TextSink = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +77,10 @@ class LlmResponse:
 class LlmClient(Protocol):
     """A model endpoint; raises :class:`~aptix.errors.LlmError` on every failure."""
 
-    async def complete(self, request: LlmRequest) -> LlmResponse:
-        """Send the request and return the model's response."""
+    async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
+        """Send the request and return the model's response.
+
+        With ``on_text`` the client streams: each piece of text is passed on as it arrives,
+        and the returned response is still complete.
+        """
         ...

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aptix.errors import LlmError, NotFoundError, TurnError
-from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, Usage
+from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, TextSink, Usage
 from aptix.logger import AdminLogger, LogLevel
 from aptix.modes.catalog import ModeCatalog
 from aptix.reasoner.prompt import system_message
@@ -195,7 +195,7 @@ class AgentReasoner:
             )
             started = time.perf_counter()
             try:
-                response = await self._model.complete(request)
+                response = await self._model.complete(request, _text_sink(on_event))
             except LlmError as exc:
                 return await self._fail(turn, exc, on_event)
             self._note_model_call(turn, response, time.perf_counter() - started)
@@ -427,6 +427,16 @@ def _wire_call(call: AgentToolCall) -> dict[str, Any]:
         "resultJson": call.result_json,
         "errorMessage": call.error_message,
     }
+
+
+def _text_sink(sink: EventSink | None) -> TextSink | None:
+    if sink is None:
+        return None
+
+    async def on_text(piece: str) -> None:
+        await sink(TurnEvent("text_delta", {"delta": piece}))
+
+    return on_text
 
 
 async def _emit(sink: EventSink | None, kind: str, data: dict[str, Any]) -> None:

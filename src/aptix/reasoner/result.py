@@ -93,6 +93,7 @@ class TurnEvent:
     """Progress of a running turn, for streaming (SSE) and the interactive CLI."""
 
     type: Literal[
+        "text_delta",
         "text",
         "tool_call_started",
         "tool_call_finished",

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aptix.errors import LlmError
-from aptix.llm.types import LlmRequest, LlmResponse, ToolCallRequest, Usage
+from aptix.llm.types import LlmRequest, LlmResponse, TextSink, ToolCallRequest, Usage
 
 __all__ = ["FunctionModel", "ScriptedModel", "call", "reply"]
 
@@ -60,7 +61,7 @@ class ScriptedModel:
         """Queue more responses."""
         self.responses.extend(responses)
 
-    async def complete(self, request: LlmRequest) -> LlmResponse:
+    async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
         """Record the request and return (or raise) the next scripted response."""
         self.requests.append(request)
         if not self.responses:
@@ -70,6 +71,7 @@ class ScriptedModel:
         response = self.responses.pop(0)
         if isinstance(response, LlmError):
             raise response
+        await _stream_words(response, on_text)
         return response
 
     def assert_complete(self) -> None:
@@ -89,13 +91,21 @@ class FunctionModel:
     function: Callable[[LlmRequest], LlmResponse | Awaitable[LlmResponse]]
     requests: list[LlmRequest] = field(default_factory=list)
 
-    async def complete(self, request: LlmRequest) -> LlmResponse:
+    async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
         """Record the request and return what the function answers."""
         self.requests.append(request)
         answer = self.function(request)
-        if isinstance(answer, LlmResponse):
-            return answer
-        return await answer
+        response = answer if isinstance(answer, LlmResponse) else await answer
+        await _stream_words(response, on_text)
+        return response
+
+
+async def _stream_words(response: LlmResponse, on_text: TextSink | None) -> None:
+    # Fake models stream word by word, so streaming consumers are exercised too.
+    if on_text is None or not response.text:
+        return
+    for piece in re.findall(r"\S+\s*|\s+", response.text):
+        await on_text(piece)
 
 
 def tool_results(request: LlmRequest) -> Iterable[dict[str, Any]]:

@@ -9,6 +9,7 @@ It uses only the standard library, so it starts in milliseconds in any test.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -117,10 +118,22 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 step = step.then
             if isinstance(step, Fail):
                 self._send(step.status, _error(step.message, "scripted"))
+            elif self.path == "/v1/chat/completions" and body.get("stream"):
+                self._stream(_chat_chunks(step, body.get("model", "scripted")))
             elif self.path == "/v1/chat/completions":
                 self._send(200, _chat_body(step, body.get("model", "scripted")))
             else:
                 self._send(200, _responses_body(step, body.get("model", "scripted")))
+
+        def _stream(self, chunks: list[dict[str, Any]]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for chunk in chunks:
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.close_connection = True
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
@@ -165,6 +178,51 @@ def _chat_body(response: LlmResponse, model: str) -> dict[str, Any]:
             "total_tokens": response.usage.total_tokens,
         },
     }
+
+
+def _chat_chunks(response: LlmResponse, model: str) -> list[dict[str, Any]]:
+    """The chunks a streaming Chat Completions server sends: words, then call fragments."""
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": response.model_id or model,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    for piece in re.findall(r"\S+\s*|\s+", response.text or ""):
+        chunks.append(chunk({"content": piece}))
+    for index, c in enumerate(response.tool_calls):
+        half = len(c.arguments) // 2
+        head = {"index": index, "id": c.id, "type": "function"}
+        chunks.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {**head, "function": {"name": c.name, "arguments": c.arguments[:half]}}
+                    ]
+                }
+            )
+        )
+        chunks.append(
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": c.arguments[half:]}}]})
+        )
+    chunks.append(chunk({}, "tool_calls" if response.tool_calls else "stop"))
+    chunks.append(
+        {
+            **base,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": response.usage.prompt_tokens,
+                "completion_tokens": response.usage.completion_tokens,
+                "total_tokens": response.usage.total_tokens,
+            },
+        }
+    )
+    return chunks
 
 
 def _responses_body(response: LlmResponse, model: str) -> dict[str, Any]:
