@@ -94,30 +94,25 @@ def _wrk(url: str, body: dict[str, object], connections: int) -> tuple[float, fl
     return rate, p50, p99
 
 
-async def main() -> None:
+async def _serve_and_load(
+    scenarios: tuple[tuple[str, str, dict[str, object]], ...], *extra: str
+) -> tuple[list[tuple[object, ...]], float]:
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "APTIX_DATA_DIR": tmp}
         env.pop("APTIX_API_KEYS", None)
-        command = [sys.executable, "-m", "bench.http_server", str(port)]
+        command = [sys.executable, "-m", "bench.http_server", str(port), *extra]
         server = subprocess.Popen(command, env=env)  # noqa: ASYNC220
         base = f"http://127.0.0.1:{port}"
         try:
-            for _ in range(300):
-                try:
-                    if httpx.get(f"{base}/healthz").status_code == 200:  # noqa: ASYNC210
+            async with httpx.AsyncClient() as client:
+                for _ in range(300):
+                    try:
+                        await client.post(f"{base}{scenarios[0][1]}", json=scenarios[0][2])
                         break
-                except httpx.HTTPError:
-                    await asyncio.sleep(0.1)
-            rows = []
-            scenarios = (
-                (
-                    "invoke agent_hello_world",
-                    "/v1/tools/agent_hello_world/invoke",
-                    {"arguments": {"name": "Ann"}},
-                ),
-                ("agent/execute (new session each)", "/v1/agent/execute", {"instruction": "hi"}),
-            )
+                    except httpx.HTTPError:
+                        await asyncio.sleep(0.1)
+            rows: list[tuple[object, ...]] = []
             for label, path, body in scenarios:
                 for connections in (1, 16, 64):
                     if shutil.which("wrk"):
@@ -131,10 +126,22 @@ async def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=30)
+    return rows, rss
+
+
+async def main() -> None:
+    invoke = ("/v1/tools/agent_hello_world/invoke", {"arguments": {"name": "Ann"}})
+    floor_rows, _ = await _serve_and_load((("floor: bare FastAPI POST", *invoke),), "floor")
+    rows, rss = await _serve_and_load(
+        (
+            ("invoke agent_hello_world", *invoke),
+            ("agent/execute (new session each)", "/v1/agent/execute", {"instruction": "hi"}),
+        )
+    )
     print_table(
         f"HTTP API under load ({DURATION:g} s per row; targets: invoke ≥ 2,000 req/s, p99 ≤ 20 ms)",
         ["route", "connections", "req/s", "p50 ms", "p99 ms"],
-        rows,
+        floor_rows + rows,
     )
     print_table(
         "Process figures (targets: RSS ≤ 150 MB, aptix --help ≤ 300 ms)",

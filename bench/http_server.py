@@ -5,6 +5,9 @@ from __future__ import annotations
 import sys
 
 import uvicorn
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from aptix.api import create_app
 from aptix.llm.types import LlmRequest, LlmResponse
@@ -16,7 +19,25 @@ def _answer(request: LlmRequest) -> LlmResponse:
     return reply("ok")
 
 
+class _Body(BaseModel):
+    arguments: dict[str, str]
+
+
+def _floor_app() -> FastAPI:
+    """A bare FastAPI app with one POST route: the framework's own cost, for comparison."""
+    floor = FastAPI()
+
+    @floor.post("/v1/tools/{name}/invoke")
+    async def invoke(name: str, body: _Body) -> JSONResponse:
+        return JSONResponse({"successful": True, "result": {"message": name}, "errors": []})
+
+    return floor
+
+
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    app = create_app(AptixSettings(semantic_matching=False), model=FunctionModel(_answer))
+    if sys.argv[2:] == ["floor"]:
+        app = _floor_app()
+    else:
+        app = create_app(AptixSettings(semantic_matching=False), model=FunctionModel(_answer))
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)

@@ -23,7 +23,7 @@ class Caller:
 LOCAL_CALLER = Caller("local", "local")
 
 
-def caller(request: Request) -> Caller:
+async def caller(request: Request) -> Caller:
     """FastAPI dependency: the authenticated caller (401 on a missing or wrong key)."""
     keys: dict[str, tuple[str, str]] = request.app.state.api_keys
     if not keys:

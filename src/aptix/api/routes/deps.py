@@ -12,8 +12,8 @@ from aptix.runtime import Runtime
 __all__ = ["CallerDep", "RuntimeDep", "get_runtime"]
 
 
-def get_runtime(request: Request) -> Runtime:
-    """The runtime the app was started with."""
+async def get_runtime(request: Request) -> Runtime:
+    """The runtime the app was started with (async: sync dependencies cost a thread hop)."""
     runtime: Runtime = request.app.state.runtime
     return runtime
 
