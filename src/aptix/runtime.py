@@ -15,7 +15,7 @@ from aptix.reasoner.loop import AgentReasoner
 from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.turns import TurnStore
 from aptix.sessions.sql import SqlSessionManager
-from aptix.settings import AptixSettings
+from aptix.settings import AptixSettings, load_settings
 from aptix.tools.base import AgentTool
 from aptix.tools.builtin.calculator import CalculatorTool
 from aptix.tools.builtin.change_mode import ModeChangeTool
@@ -156,7 +156,7 @@ async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[R
     Any configuration problem raises :class:`~aptix.errors.ConfigurationError` before the
     block runs, with a message naming the setting, file or tool at fault.
     """
-    settings = settings or AptixSettings()
+    settings = settings or load_settings()
     configure_logging(settings.log_level, json_lines=settings.log_json)
     logger = StdlibAdminLogger()
     modes = load_mode_catalog(settings.modes_path)

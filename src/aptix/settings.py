@@ -15,7 +15,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["AptixSettings", "default_data_dir"]
+__all__ = ["AptixSettings", "default_data_dir", "load_settings"]
 
 
 def default_data_dir() -> Path:
@@ -106,3 +106,21 @@ class AptixSettings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite+aiosqlite:///{self.data_dir / 'aptix.db'}"
+
+
+def load_settings() -> AptixSettings:
+    """Read the settings; a bad value or file is a :class:`ConfigurationError` naming it."""
+    from pydantic import ValidationError
+
+    from aptix.errors import ConfigurationError
+
+    try:
+        return AptixSettings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"APTIX_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        )
+        raise ConfigurationError(f"Invalid settings: {problems}.") from None
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None

@@ -13,7 +13,7 @@ from aptix.api.metrics import Metrics, ObserveMiddleware
 from aptix.api.routes import agent, catalog, health, sessions, tools
 from aptix.llm.types import LlmClient
 from aptix.runtime import Runtime, open_runtime
-from aptix.settings import AptixSettings
+from aptix.settings import AptixSettings, load_settings
 
 __all__ = ["create_app"]
 
@@ -28,7 +28,7 @@ def create_app(
 
     ``model`` replaces the configured model endpoint (tests pass a scripted model).
     """
-    settings = runtime.settings if runtime is not None else (settings or AptixSettings())
+    settings = runtime.settings if runtime is not None else (settings or load_settings())
     api_keys = settings.api_key_map()
 
     @asynccontextmanager

@@ -7,6 +7,7 @@ import asyncio
 import typer
 
 from aptix.cli.output import console, fail
+from aptix.cli.runtime import settings_or_exit
 from aptix.errors import ConfigurationError
 
 app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
@@ -17,9 +18,8 @@ def upgrade() -> None:
     """Apply pending migrations to the configured database (also done on first use)."""
     from aptix.db.engine import open_database
     from aptix.db.migrate import current_revision, head_revision
-    from aptix.settings import AptixSettings
 
-    settings = AptixSettings()
+    settings = settings_or_exit()
 
     async def work() -> str | None:
         database = await open_database(settings.effective_database_url)

@@ -11,8 +11,9 @@ from aptix.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from aptix.runtime import Runtime
+    from aptix.settings import AptixSettings
 
-__all__ = ["run_with_runtime"]
+__all__ = ["run_with_runtime", "settings_or_exit"]
 
 T = TypeVar("T")
 
@@ -27,5 +28,15 @@ def run_with_runtime(work: Callable[[Runtime], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(main())
+    except ConfigurationError as exc:
+        fail(str(exc), code=2)
+
+
+def settings_or_exit() -> AptixSettings:
+    """The settings; an invalid value ends the command with its message (exit code 2)."""
+    from aptix.settings import load_settings
+
+    try:
+        return load_settings()
     except ConfigurationError as exc:
         fail(str(exc), code=2)

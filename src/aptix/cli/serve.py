@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from aptix.cli.output import console, err_console, fail, print_json
+from aptix.cli.runtime import settings_or_exit
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 
@@ -33,10 +34,8 @@ def serve(
     """Start the HTTP API (and MCP at /mcp) on the embedded default or the configured database."""
     import uvicorn
 
-    from aptix.settings import AptixSettings
-
+    settings = settings_or_exit()
     try:
-        settings = AptixSettings()
         keys = settings.api_key_map()
     except ValueError as exc:
         fail(str(exc), code=2)
@@ -72,12 +71,7 @@ def serve(
 @config_app.command("show")
 def show(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Print the effective settings, secrets masked."""
-    from aptix.settings import AptixSettings
-
-    try:
-        settings = AptixSettings()
-    except ValueError as exc:
-        fail(str(exc), code=2)
+    settings = settings_or_exit()
     values: dict[str, Any] = settings.model_dump(mode="json")
     for secret in ("llm_api_key", "api_keys"):
         if values.get(secret):

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from aptix.cli.output import console, fail, print_json
-from aptix.cli.runtime import run_with_runtime
+from aptix.cli.runtime import run_with_runtime, settings_or_exit
 
 if TYPE_CHECKING:
     from aptix.runtime import Runtime
@@ -142,10 +142,9 @@ def validate_workflows(
     as_json: JsonFlag = False,
 ) -> None:
     """Check the built-in workflows and PATH as start-up does; exit 1 on any problem."""
-    from aptix.settings import AptixSettings
     from aptix.workflows.loader import collect_catalog
 
-    settings = AptixSettings()
+    settings = settings_or_exit()
     target = path or settings.workflows_path
     if target is not None and not target.exists():
         fail(f"{target} does not exist.")
