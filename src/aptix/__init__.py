@@ -13,12 +13,22 @@ if TYPE_CHECKING:
     from aptix.errors import (
         AptixError,
         ConfigurationError,
+        LlmError,
         NotFoundError,
         PluginLoadError,
         ToolContractError,
+        TurnError,
     )
+    from aptix.llm.types import LlmClient
     from aptix.logger import AdminLogger, LogLevel, StdlibAdminLogger
+    from aptix.modes.catalog import ModeCatalog
+    from aptix.modes.models import ModeDefinition
+    from aptix.reasoner.loop import AgentReasoner
+    from aptix.reasoner.result import ToolResultInput, TurnResult
+    from aptix.reasoner.turns import TurnStore
     from aptix.results import ErrorMessage, InvokeResult
+    from aptix.sessions.manager import SessionManager
+    from aptix.sessions.models import AgentSession
     from aptix.tools.args import ToolArgs, ToolResult, function_schema, parse_arguments
     from aptix.tools.base import AgentTool
     from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
@@ -32,6 +42,8 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "AdminLogger": "aptix.logger",
+    "AgentReasoner": "aptix.reasoner.loop",
+    "AgentSession": "aptix.sessions.models",
     "AgentTool": "aptix.tools.base",
     "AgentToolCall": "aptix.tools.context",
     "AgentToolExecutionContext": "aptix.tools.context",
@@ -41,13 +53,22 @@ _EXPORTS = {
     "ConfigurationError": "aptix.errors",
     "ErrorMessage": "aptix.results",
     "InvokeResult": "aptix.results",
+    "LlmClient": "aptix.llm.types",
+    "LlmError": "aptix.errors",
     "LogLevel": "aptix.logger",
+    "ModeCatalog": "aptix.modes.catalog",
+    "ModeDefinition": "aptix.modes.models",
     "NotFoundError": "aptix.errors",
     "PluginLoadError": "aptix.errors",
+    "SessionManager": "aptix.sessions.manager",
     "StdlibAdminLogger": "aptix.logger",
     "ToolArgs": "aptix.tools.args",
     "ToolContractError": "aptix.errors",
     "ToolResult": "aptix.tools.args",
+    "ToolResultInput": "aptix.reasoner.result",
+    "TurnError": "aptix.errors",
+    "TurnResult": "aptix.reasoner.result",
+    "TurnStore": "aptix.reasoner.turns",
     "WorkflowManifest": "aptix.workflows.manifest",
     "WorkflowRegistry": "aptix.workflows.registry",
     "WorkflowStore": "aptix.workflows.store",
@@ -57,6 +78,8 @@ _EXPORTS = {
 
 __all__ = [
     "AdminLogger",
+    "AgentReasoner",
+    "AgentSession",
     "AgentTool",
     "AgentToolCall",
     "AgentToolExecutionContext",
@@ -66,13 +89,22 @@ __all__ = [
     "ConfigurationError",
     "ErrorMessage",
     "InvokeResult",
+    "LlmClient",
+    "LlmError",
     "LogLevel",
+    "ModeCatalog",
+    "ModeDefinition",
     "NotFoundError",
     "PluginLoadError",
+    "SessionManager",
     "StdlibAdminLogger",
     "ToolArgs",
     "ToolContractError",
     "ToolResult",
+    "ToolResultInput",
+    "TurnError",
+    "TurnResult",
+    "TurnStore",
     "WorkflowManifest",
     "WorkflowRegistry",
     "WorkflowStore",
