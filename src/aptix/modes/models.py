@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel, to_pascal
+from pydantic import AliasGenerator, BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from aptix.casing import any_case
 
 __all__ = ["ModeDefinition"]
 
@@ -14,15 +16,11 @@ MODE_ID = re.compile(r"^[0-9a-f]{32}$")
 MODE_KEY = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
 
-def _aliases(name: str) -> AliasChoices:
-    return AliasChoices(to_camel(name), to_pascal(name), name)
-
-
 class ModeDefinition(BaseModel):
     """A mode: what it is for, how the model should behave in it, and which tools it offers."""
 
     model_config = ConfigDict(
-        alias_generator=AliasGenerator(validation_alias=_aliases, serialization_alias=to_camel),
+        alias_generator=AliasGenerator(validation_alias=any_case, serialization_alias=to_camel),
         extra="forbid",
         frozen=True,
     )

@@ -6,9 +6,10 @@ import copy
 import functools
 from typing import Any, TypeVar
 
-from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, ValidationError
-from pydantic.alias_generators import to_camel, to_pascal
+from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
 
+from aptix.casing import any_case
 from aptix.results import InvokeResult
 
 __all__ = ["ToolArgs", "ToolResult", "function_schema", "parse_arguments"]
@@ -18,15 +19,11 @@ SIMPLE_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "a
 A = TypeVar("A", bound="ToolArgs")
 
 
-def _validation_alias(name: str) -> AliasChoices:
-    return AliasChoices(to_camel(name), to_pascal(name), name)
-
-
 class ToolArgs(BaseModel):
     """Base of every tool's private argument model: camelCase, PascalCase or snake_case keys."""
 
     model_config = ConfigDict(
-        alias_generator=AliasGenerator(validation_alias=_validation_alias, alias=to_camel),
+        alias_generator=AliasGenerator(validation_alias=any_case, alias=to_camel),
         populate_by_name=True,
         extra="ignore",
         frozen=True,

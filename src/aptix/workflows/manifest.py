@@ -8,14 +8,15 @@ from functools import total_ordering
 from typing import Any
 
 from pydantic import (
-    AliasChoices,
     AliasGenerator,
     BaseModel,
     ConfigDict,
     Field,
     field_validator,
 )
-from pydantic.alias_generators import to_camel, to_pascal
+from pydantic.alias_generators import to_camel
+
+from aptix.casing import any_case
 
 __all__ = [
     "MANIFEST_FIELDS",
@@ -93,15 +94,11 @@ class SemVer:
         return f"{core}-{self.pre}" if self.pre else core
 
 
-def _aliases(name: str) -> AliasChoices:
-    return AliasChoices(to_camel(name), to_pascal(name), name)
-
-
 class _WireModel(BaseModel):
     """camelCase out; camelCase, PascalCase or snake_case in."""
 
     model_config = ConfigDict(
-        alias_generator=AliasGenerator(validation_alias=_aliases, serialization_alias=to_camel),
+        alias_generator=AliasGenerator(validation_alias=any_case, serialization_alias=to_camel),
         populate_by_name=True,
         extra="forbid",
         frozen=True,
