@@ -20,6 +20,13 @@ class AgentToolExecutionContext:
     active_workflow_id: str | None = None
     request: Any = field(default=None, compare=False)
 
+    def log_pairs(self) -> tuple[tuple[str, str], ...]:
+        """The ids every log record of a tool call carries (AGN-005 §7)."""
+        return (
+            ("SessionId", self.session_id or ""),
+            ("ConversationId", self.conversation_id or ""),
+        )
+
 
 @dataclass(slots=True)
 class AgentToolCall:

@@ -122,7 +122,7 @@ class AgentToolExecutor:
             self._logger.add_error(
                 f"[{tool.TOOL_NAME}_ExecuteAsync__Timeout]",
                 f"timed out after {limit:g} s",
-                *_ids(context),
+                *context.log_pairs(),
             )
             return InvokeResult.from_error(
                 f"The tool '{tool.TOOL_NAME}' timed out after {limit:g} seconds."
@@ -134,7 +134,7 @@ class AgentToolExecutor:
         self, tool: AgentTool, exc: Exception, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
         self._logger.add_exception(
-            f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *_ids(context)
+            f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *context.log_pairs()
         )
         return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
 
@@ -148,7 +148,7 @@ class AgentToolExecutor:
         self._logger.add_error(
             f"[{tool.TOOL_NAME}_ExecuteAsync__Contract]",
             f"execute() returned {type(outcome).__name__}, not InvokeResult[str]",
-            *_ids(context),
+            *context.log_pairs(),
         )
         return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
 
@@ -180,13 +180,6 @@ class _Resumed:
                     to_yield = coro.send(sent)
                 except StopIteration as stop:
                     return stop.value
-
-
-def _ids(context: AgentToolExecutionContext) -> tuple[tuple[str, str], ...]:
-    return (
-        ("SessionId", context.session_id or ""),
-        ("ConversationId", context.conversation_id or ""),
-    )
 
 
 def _unknown_tool_message(name: str, registry: AgentToolRegistry) -> str:

@@ -86,10 +86,7 @@ class ModeChangeTool(AgentTool):
             return InvokeResult.from_error(EMPTY_ARGUMENTS)
         if context is None:
             return InvokeResult.from_error(NO_CONTEXT)
-        ids = (
-            ("SessionId", context.session_id or ""),
-            ("ConversationId", context.conversation_id or ""),
-        )
+        ids = context.log_pairs()
         if not context.session_id:
             self._logger.add_error(f"[{self.TOOL_NAME}_ExecuteAsync]", NO_SESSION, *ids)
             return InvokeResult.from_error(NO_SESSION)

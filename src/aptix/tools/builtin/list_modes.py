@@ -73,10 +73,7 @@ class ListModesTool(AgentTool):
         if parsed.result is None:
             return InvokeResult(errors=parsed.errors)
         include_examples = bool(parsed.result.include_examples)
-        ids = (
-            ("SessionId", context.session_id or ""),
-            ("ConversationId", context.conversation_id or ""),
-        )
+        ids = context.log_pairs()
         try:
             modes = await self._catalog.get_all_modes() if self._catalog else None
         except Exception as exc:

@@ -115,8 +115,7 @@ class WorkflowRunTool(AgentTool):
             self._logger.add_exception(
                 f"[{self.TOOL_NAME}_ExecuteAsync__Exception]",
                 exc,
-                ("SessionId", context.session_id or ""),
-                ("ConversationId", context.conversation_id or ""),
+                *context.log_pairs(),
                 ("Operation", operation),
             )
             return InvokeResult.from_error(
