@@ -47,7 +47,7 @@ async def _per_turn_us(runtime: Runtime, k: int, persistent: bool) -> float:
             executor=runtime.executor,
             sessions=memory,
             modes=runtime.services.modes,
-            turns=InMemoryTurnStore(),
+            turns=InMemoryTurnStore(memory),
             logger=runtime.logger,
             boot_message=lambda: "",
         )

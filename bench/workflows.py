@@ -1,19 +1,25 @@
-"""``match_workflow`` latency over synthetic catalogs, and accuracy on the labelled set.
+"""Workflow matching: held-out accuracy (k-fold, leave-one-workflow-out), distractors, latency.
 
-Run: ``python -m bench.workflows [--sizes 100,1000,10000] [--queries 300] [--no-semantic]``.
+Run: ``python -m bench.workflows [--sizes 100,1000,10000] [--queries 300] [--no-semantic]
+[--fit] [--misses]``.
+
+Accuracy is measured only on messages the fusion model was not fitted on (see
+:mod:`bench.match_eval`). ``--fit`` refits the shipped weights (``fusion.json``) on every
+labelled message, after the folds have been reported.
 
 Latency is per ``WorkflowRegistry.match`` call with a distinct message each time (no query
 cache hits), after the index is built. The semantic row includes encoding the message
-("encode p50" shows that part alone: it does not depend on the catalog size; "search p50"
-is the rest, measured with the message already encoded). Pattern
-embeddings of the synthetic catalogs are cached on disk (in the user cache directory), since
-encoding 10,000 workflows' texts takes minutes on a CPU; only the first run pays for it.
+("encode p50" is that part alone; "search p50" is the rest, with the message already
+encoded). Pattern embeddings of the synthetic catalogs are cached on disk in the user cache
+directory, so only the first run pays for encoding 10,000 workflows' texts.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -23,24 +29,40 @@ import numpy as np
 import platformdirs
 
 from aptix.workflows.loader import load_builtin
-from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.matching.combined import MATCH_THRESHOLD, WorkflowMatcher
-from aptix.workflows.matching.semantic import SemanticMatcher, SentenceTransformerEmbedder, Vectors
+from aptix.workflows.matching.fusion import FUSED_FEATURES, LEXICAL_FEATURES, WEIGHTS_FILE
+from aptix.workflows.matching.semantic import (
+    DEFAULT_MODEL,
+    MODELS,
+    Embedder,
+    SemanticMatcher,
+    Vectors,
+    load_embedder,
+)
 from aptix.workflows.registry import WorkflowRegistry
 from bench._table import print_table
-from tests.workflows.evalset import (
-    EVAL_MESSAGES,
+from bench.match_eval import (
+    Fold,
+    Scores,
+    collect,
     eval_catalog,
-    evaluate,
-    synthetic_catalog,
-    synthetic_messages,
+    fit_model,
+    kfold,
+    leave_one_workflow_out,
+    registry_for,
+    run_folds,
 )
+from tests.workflows.evalset import EVAL_MESSAGES, evaluate, synthetic_catalog, synthetic_messages
+from tests.workflows.evalset import eval_catalog as legacy_catalog
+from tests.workflows.matchset import labelled
+
+SEMANTIC_ONLY = ("sem", "sem_margin", "sem_top", "negated", "info_question", "short")
 
 
 class DiskCachedEmbedder:
-    """Wraps the real embedder with a text -> vector cache kept in one ``.npz`` file."""
+    """Wraps an embedder with a text -> vector cache kept in one ``.npz`` file."""
 
-    def __init__(self, inner: SentenceTransformerEmbedder, path: Path) -> None:
+    def __init__(self, inner: Embedder, path: Path) -> None:
         self._inner = inner
         self._path = path
         self._cache: dict[str, Vectors] = {}
@@ -49,7 +71,8 @@ class DiskCachedEmbedder:
                 self._cache = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
 
     def encode(self, texts: Sequence[str]) -> Vectors:
-        if len(texts) == 1:  # queries: never cached, always the real cost
+        """Encode ``texts``; single texts (queries) always pay the real cost."""
+        if len(texts) == 1:
             return self._inner.encode(texts)
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if missing:
@@ -68,14 +91,23 @@ class DiskCachedEmbedder:
         tmp.replace(self._path)
 
 
+def cached_embedder(model: str) -> DiskCachedEmbedder:
+    """The named model with its on-disk cache of catalog texts."""
+    cache = Path(platformdirs.user_cache_dir("aptix")) / "bench"
+    key = hashlib.sha1(f"onnx:{model}".encode()).hexdigest()[:8]
+    return DiskCachedEmbedder(load_embedder(model), cache / f"emb-{key}.npz")
+
+
 def percentiles(samples: list[float]) -> tuple[float, float]:
+    """p50 and p99 of ``samples``."""
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     return statistics.median(ordered), p99
 
 
 def time_calls(fn: Callable[[str], object], messages: Sequence[str]) -> list[float]:
-    for message in messages[:10]:  # warm-up (first call builds the index)
+    """Milliseconds per call of ``fn`` on each message, after a short warm-up."""
+    for message in messages[:10]:
         fn(message + " warm")
     samples = []
     for message in messages:
@@ -85,16 +117,124 @@ def time_calls(fn: Callable[[str], object], messages: Sequence[str]) -> list[flo
     return samples
 
 
+def _rates(s: Scores) -> list[str]:
+    correct = s.top1 + s.rejected
+    total = s.on_topic + s.off_topic
+    return [
+        f"{s.top1_rate:.3f}",
+        f"{s.top3_rate:.3f}",
+        f"{s.rejection_rate:.3f}",
+        f"{correct / total:.3f}",
+    ]
+
+
+def fold_rows(
+    embedders: dict[str, DiskCachedEmbedder], show_misses: bool
+) -> tuple[list[list[object]], list[list[object]]]:
+    """Summary rows per protocol and configuration, and per-fold rows of the default model."""
+    rows = labelled()
+    catalog = eval_catalog()
+    lexical = WorkflowMatcher()
+    registry_for(catalog, lexical)
+    configs: list[tuple[str, list[object], tuple[str, ...]]] = [
+        ("lexical", collect(lexical, rows), LEXICAL_FEATURES)  # type: ignore[list-item]
+    ]
+    for name, embedder in embedders.items():
+        fused = WorkflowMatcher(SemanticMatcher(embedder))
+        registry_for(catalog, fused)
+        found = collect(fused, rows)
+        configs.append((f"semantic only ({name})", found, SEMANTIC_ONLY))  # type: ignore[arg-type]
+        configs.append((f"fused ({name})", found, FUSED_FEATURES))  # type: ignore[arg-type]
+    protocols: list[tuple[str, list[Fold]]] = [
+        ("5-fold", kfold(rows)),
+        ("leave-one-workflow-out", leave_one_workflow_out(rows)),
+    ]
+    summary: list[list[object]] = []
+    per_fold: dict[tuple[str, str], dict[str, Scores]] = {}
+    for protocol, folds in protocols:
+        for label, cands, features in configs:
+            scores = {}
+
+            def keep(fold: Fold, result: Scores, into: dict[str, Scores] = scores) -> None:
+                into[fold.name] = result
+
+            total = run_folds(folds, cands, rows, features, keep)  # type: ignore[arg-type]
+            per_fold[(protocol, label)] = scores
+            summary.append([protocol, label, *_rates(total)])
+            if show_misses and label.startswith("fused") and protocol == "5-fold":
+                for miss in total.misses:
+                    print("   miss:", miss)
+    detail: list[list[object]] = []
+    fused_label = f"fused ({DEFAULT_MODEL})"
+    for protocol, folds in protocols:
+        if (protocol, fused_label) not in per_fold:
+            break
+        worse = 0
+        for fold in folds:
+            lex = per_fold[(protocol, "lexical")][fold.name]
+            both = per_fold[(protocol, fused_label)][fold.name]
+            lex_ok, both_ok = lex.top1 + lex.rejected, both.top1 + both.rejected
+            worse += both_ok < lex_ok
+            if protocol == "5-fold" or both_ok < lex_ok:
+                detail.append(
+                    [protocol, fold.name, *_rates(lex)[::2], *_rates(both)[::2], both_ok - lex_ok]
+                )
+        detail.append([protocol, f"folds where fused < lexical: {worse}", "", "", "", "", ""])
+    return summary, detail
+
+
+def distractor_rows(embedder: DiskCachedEmbedder | None) -> list[list[object]]:
+    """5-fold figures with 1,000 synthetic workflows served beside the evaluation catalog."""
+    rows = labelled()
+    catalog = eval_catalog() + synthetic_catalog(1000)
+    configs: list[tuple[str, WorkflowMatcher, tuple[str, ...]]] = [
+        ("lexical", WorkflowMatcher(), LEXICAL_FEATURES)
+    ]
+    if embedder is not None:
+        configs.append(("fused", WorkflowMatcher(SemanticMatcher(embedder)), FUSED_FEATURES))
+    out: list[list[object]] = []
+    for label, matcher, features in configs:
+        registry_for(catalog, matcher)
+        total = run_folds(kfold(rows), collect(matcher, rows), rows, features)
+        out.append([f"{len(catalog):,} workflows, 5-fold", label, *_rates(total)])
+    return out
+
+
+def legacy_rows(embedder: DiskCachedEmbedder | None) -> list[list[object]]:
+    """The shipped weights on the older 40-workflow set, which they were never fitted on."""
+    builtin = [item.manifest for item in load_builtin()[0]]
+    configs: list[tuple[str, WorkflowMatcher]] = [("lexical", WorkflowMatcher())]
+    if embedder is not None:
+        configs.append(("fused", WorkflowMatcher(SemanticMatcher(embedder))))
+    out: list[list[object]] = []
+    for label, matcher in configs:
+        registry = WorkflowRegistry(builtin + legacy_catalog(), matcher=matcher)
+        report = evaluate(lambda m, r=registry: [x.workflow_id for x in r.match(m)])
+        total = report.on_topic + report.off_topic
+        out.append(
+            [
+                f"{len(EVAL_MESSAGES)} messages, 46 workflows",
+                label,
+                f"{report.top1_accuracy:.3f}",
+                f"{report.top3_accuracy:.3f}",
+                f"{report.rejection_rate:.3f}",
+                f"{(report.top1 + report.rejected) / total:.3f}",
+            ]
+        )
+    return out
+
+
 def latency_rows(
     sizes: Sequence[int], queries: int, embedder: DiskCachedEmbedder | None
 ) -> list[list[object]]:
+    """p50/p99 per match call at each catalog size, lexical and fused."""
     rows: list[list[object]] = []
     for size in sizes:
         catalog = synthetic_catalog(size)
         messages = synthetic_messages(catalog, queries)
         kinds: list[tuple[str, WorkflowMatcher]] = [("lexical", WorkflowMatcher())]
         if embedder is not None:
-            kinds.append(("lexical+semantic", WorkflowMatcher(SemanticMatcher(embedder))))
+            kinds.append(("fused", WorkflowMatcher(SemanticMatcher(embedder))))
         for kind, matcher in kinds:
             registry = WorkflowRegistry(catalog, matcher=matcher)
             started = time.perf_counter()
@@ -108,67 +248,125 @@ def latency_rows(
                 enc_p50, _ = percentiles(time_calls(lambda m: embedder.encode([m]), sample))
                 for message in sample:
                     semantic.embed_query(message)
-                # The same messages again hit the query cache: what is left is the search.
                 search_p50, _ = percentiles(time_calls(registry.match, sample))
                 encode, search = f"{enc_p50:.2f}", f"{search_p50:.2f}"
             rows.append(
                 [f"{size:,}", kind, f"{p50:.2f}", f"{p99:.2f}", encode, search, f"{build_s:.2f}"]
             )
-            print(f"  {size:>6} {kind:<17} p50 {p50:.2f} ms  p99 {p99:.2f} ms")
     return rows
 
 
-def accuracy_rows(embedder: DiskCachedEmbedder | None) -> list[list[object]]:
-    builtin = [item.manifest for item in load_builtin()[0]]
-    catalogs: list[tuple[str, list[WorkflowManifest]]] = [
-        ("built-in + 40 hand-written", builtin + eval_catalog()),
-        ("same + 1,000 synthetic distractors", builtin + eval_catalog() + synthetic_catalog(1000)),
-    ]
-    rows: list[list[object]] = []
-    for label, catalog in catalogs:
-        kinds: list[tuple[str, WorkflowMatcher]] = [("lexical", WorkflowMatcher())]
-        if embedder is not None:
-            kinds.append(("lexical+semantic", WorkflowMatcher(SemanticMatcher(embedder))))
-        for kind, matcher in kinds:
-            registry = WorkflowRegistry(catalog, matcher=matcher)
-            report = evaluate(lambda m, r=registry: [x.workflow_id for x in r.match(m)])
-            rows.append(
-                [
-                    label,
-                    kind,
-                    f"{report.top1_accuracy:.3f}",
-                    f"{report.top3_accuracy:.3f}",
-                    f"{report.rejection_rate:.3f}",
-                    f"{report.on_topic}/{report.off_topic}",
-                ]
-            )
-    return rows
+def model_rows(names: Sequence[str]) -> list[list[object]]:
+    """Load time and single-message encoding time of each model."""
+    out: list[list[object]] = []
+    for name in names:
+        started = time.perf_counter()
+        embedder = load_embedder(name)
+        embedder.encode(["warm up"])
+        load_s = time.perf_counter() - started
+        messages = [f"please fix the bug in module {i}" for i in range(100)]
+        p50, p99 = percentiles(time_calls(lambda m, e=embedder: e.encode([m]), messages))
+        out.append([name, MODELS[name].description, f"{load_s:.2f}", f"{p50:.2f}", f"{p99:.2f}"])
+    return out
+
+
+def first_match_ms(semantic: bool) -> float:
+    """Start-up as the server does it (model load, index, warm-up), then one new message."""
+    from aptix.workflows.services import build_workflow_services
+
+    services = build_workflow_services(semantic=semantic)
+    services.registry.reset([item.manifest for item in load_builtin()[0]] + list(eval_catalog()))
+    services.warm_up()
+    started = time.perf_counter_ns()
+    services.registry.match("new decision record please, topic is rate limiting")
+    return (time.perf_counter_ns() - started) / 1e6
 
 
 def main() -> None:
+    """Print every table; with ``--fit``, refit ``fusion.json`` afterwards."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--no-semantic", action="store_true")
+    parser.add_argument("--fit", action="store_true", help="refit fusion.json on all messages")
+    parser.add_argument("--misses", action="store_true", help="print held-out misses")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    embedder = None
-    if not args.no_semantic:
-        cache = Path(platformdirs.user_cache_dir("aptix")) / "bench"
-        key = hashlib.sha1(b"all-MiniLM-L6-v2").hexdigest()[:8]
-        embedder = DiskCachedEmbedder(SentenceTransformerEmbedder(), cache / f"emb-{key}.npz")
-    print(f"match threshold {MATCH_THRESHOLD}; {len(EVAL_MESSAGES)} labelled messages")
-    latency = latency_rows(sizes, args.queries, embedder)
+    embedders = {} if args.no_semantic else {name: cached_embedder(name) for name in MODELS}
+    default = embedders.get(DEFAULT_MODEL)
+    rows = labelled()
+    # Latency depends on what else runs: the load average says how busy the machine was.
+    print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} at start")
+    print(
+        f"match threshold {MATCH_THRESHOLD} (a calibrated probability); {len(rows)} labelled "
+        f"messages ({sum(r.expected is None for r in rows)} off-topic) over "
+        f"{len({r.expected for r in rows} - {None})} workflows"
+    )
+    header = ["top-1", "top-3", "off-topic rejected", "all decisions"]
+    summary, detail = fold_rows(embedders, args.misses)
+    print_table(
+        "held-out accuracy (fusion fitted on training folds only)",
+        ["protocol", "matcher", *header],
+        summary,
+    )
+    if detail:
+        print_table(
+            "per fold: lexical vs fused (default model)",
+            [
+                "protocol",
+                "fold",
+                "lex top-1",
+                "lex rejected",
+                "fused top-1",
+                "fused rejected",
+                "decisions +/-",
+            ],
+            detail,
+        )
+    print_table(
+        "with 1,000 synthetic distractor workflows",
+        ["catalog", "matcher", *header],
+        distractor_rows(default),
+    )
+    print_table(
+        "shipped weights on the older labelled set (never fitted on it)",
+        ["set", "matcher", *header],
+        legacy_rows(default),
+    )
+    if embedders:
+        print_table(
+            "semantic models compared",
+            ["model", "what", "load (s)", "encode p50 ms", "encode p99 ms"],
+            model_rows(list(embedders)),
+        )
     print_table(
         "match_workflow latency (ms, distinct messages)",
         ["workflows", "matcher", "p50", "p99", "encode p50", "search p50", "index build (s)"],
-        latency,
+        latency_rows(sizes, args.queries, default),
     )
-    print_table(
-        "accuracy on the labelled evaluation set",
-        ["catalog", "matcher", "top-1", "top-3", "off-topic rejected", "on/off-topic"],
-        accuracy_rows(embedder),
-    )
+    first = [["lexical", f"{first_match_ms(False):.2f}"]]
+    if default is not None:
+        first.append(["fused", f"{first_match_ms(True):.2f}"])
+    print_table("first match after start-up is ready (ms)", ["matcher", "first match"], first)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    if args.fit:
+        fit(default)
+
+
+def fit(embedder: DiskCachedEmbedder | None) -> None:
+    """Refit the shipped weights on every labelled message and write ``fusion.json``."""
+    if embedder is None:
+        raise SystemExit("--fit needs the semantic model (drop --no-semantic)")
+    rows = labelled()
+    lexical, fused = WorkflowMatcher(), WorkflowMatcher(SemanticMatcher(embedder))
+    registry_for(eval_catalog(), lexical)
+    registry_for(eval_catalog(), fused)
+    payload = {
+        "lexical": fit_model(collect(lexical, rows), rows, LEXICAL_FEATURES).to_json(),
+        "fused": fit_model(collect(fused, rows), rows, FUSED_FEATURES).to_json(),
+    }
+    WEIGHTS_FILE.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {WEIGHTS_FILE}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ def test_public_api_is_pinned() -> None:
         "StdlibAdminLogger",
         "ToolArgs",
         "ToolContractError",
+        "ToolError",
         "ToolResult",
         "ToolResultInput",
         "TurnError",
@@ -37,6 +38,7 @@ def test_public_api_is_pinned() -> None:
         "__version__",
         "function_schema",
         "parse_arguments",
+        "tool",
     }
 
 

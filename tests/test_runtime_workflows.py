@@ -17,7 +17,7 @@ def settings(tmp_path: Path, **extra: object) -> AptixSettings:
 async def test_the_runtime_serves_the_builtin_workflows_and_their_tools(tmp_path: Path) -> None:
     async with open_runtime(settings(tmp_path)) as runtime:
         assert runtime.workflows is not None
-        assert runtime.workflows.registry.get("author_workflow") is not None
+        assert runtime.workflows.registry.get("author_workflow", "acme") is not None
         for name in ("agent_workflow_registry", "agent_workflow_authoring"):
             assert runtime.registry.has_tool(name)
 
@@ -50,7 +50,7 @@ async def test_a_broken_workflows_path_refuses_to_start(tmp_path: Path) -> None:
 async def call(runtime, name: str, args: dict[str, object], **context: object) -> dict:
     import json
 
-    ctx = dataclasses.replace(runtime.tool_context(org="acme", user="ann"), **context)
+    ctx = dataclasses.replace(runtime.tool_context(org="acme", user="ann", role="admin"), **context)
     outcome = await runtime.executor.invoke(name, json.dumps(args), ctx)
     assert outcome.successful, outcome.error_message
     return json.loads(outcome.result or "")
@@ -95,7 +95,7 @@ async def test_published_workflows_survive_a_restart_with_their_history(tmp_path
         )
 
     async with open_runtime(settings(tmp_path)) as runtime:
-        served = runtime.workflows.registry.get("offsite")
+        served = runtime.workflows.registry.get("offsite", "acme")
         assert served is not None
         assert (served.title, served.status.value) == ("Plan an offsite", "published")
         fetched = await call(
@@ -104,7 +104,7 @@ async def test_published_workflows_survive_a_restart_with_their_history(tmp_path
             {"operation": "get_workflow", "workflowId": "offsite"},
         )
         assert fetched["workflow"]["title"] == "Plan a retreat"
-        history = await runtime.workflows.store.history("offsite")
+        history = await runtime.workflows.store.history("offsite", "acme")
         assert [h.action.value for h in history] == ["draft", "update", "publish", "update"]
         matched = await call(
             runtime,
@@ -124,10 +124,11 @@ async def test_a_stored_workflow_that_no_longer_validates_refuses_to_start(tmp_p
             make_manifest("legacy", permittedTools=["agent_removed_plugin"]),
             RevisionAction.PUBLISH,
             "ann",
+            "acme",
         )
     with pytest.raises(
         ConfigurationError,
-        match=r"store revision 1 \(workflow 'legacy', field 'permittedTools.0'\)",
+        match=r"store \(org acme\) revision 1 \(workflow 'legacy', field 'permittedTools.0'\)",
     ):
         async with open_runtime(settings(tmp_path)):
             pass
@@ -151,7 +152,9 @@ async def test_workflow_run_uses_the_sql_session_store(tmp_path: Path) -> None:
         refused = await runtime.executor.invoke(
             "agent_workflow_run",
             '{"operation": "start_workflow", "workflowId": "choose_mode"}',
-            dataclasses.replace(runtime.tool_context(org="acme", user="ann"), session_id=sid),
+            dataclasses.replace(
+                runtime.tool_context(org="acme", user="ann", role="admin"), session_id=sid
+            ),
         )
         assert refused.error_message is not None
         assert "is active; complete or cancel it" in refused.error_message

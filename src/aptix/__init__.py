@@ -7,6 +7,7 @@ imported on first use so that ``aptix --help`` does not pay for pydantic and SQL
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
         NotFoundError,
         PluginLoadError,
         ToolContractError,
+        ToolError,
         TurnError,
     )
     from aptix.llm.types import LlmClient
@@ -32,13 +34,17 @@ if TYPE_CHECKING:
     from aptix.tools.args import ToolArgs, ToolResult, function_schema, parse_arguments
     from aptix.tools.base import AgentTool
     from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
+    from aptix.tools.decorator import tool
     from aptix.tools.executor import AgentToolExecutor
     from aptix.tools.registry import AgentToolRegistry
     from aptix.workflows.manifest import WorkflowManifest
     from aptix.workflows.registry import WorkflowRegistry
     from aptix.workflows.store import WorkflowStore
 
-__version__ = "0.1.0"
+try:  # pyproject.toml is the one place the version is written
+    __version__ = importlib.metadata.version("aptix")
+except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree, not installed
+    __version__ = "0+unknown"
 
 _EXPORTS = {
     "AdminLogger": "aptix.logger",
@@ -64,6 +70,7 @@ _EXPORTS = {
     "StdlibAdminLogger": "aptix.logger",
     "ToolArgs": "aptix.tools.args",
     "ToolContractError": "aptix.errors",
+    "ToolError": "aptix.errors",
     "ToolResult": "aptix.tools.args",
     "ToolResultInput": "aptix.reasoner.result",
     "TurnError": "aptix.errors",
@@ -74,6 +81,7 @@ _EXPORTS = {
     "WorkflowStore": "aptix.workflows.store",
     "function_schema": "aptix.tools.args",
     "parse_arguments": "aptix.tools.args",
+    "tool": "aptix.tools.decorator",
 }
 
 __all__ = [
@@ -100,6 +108,7 @@ __all__ = [
     "StdlibAdminLogger",
     "ToolArgs",
     "ToolContractError",
+    "ToolError",
     "ToolResult",
     "ToolResultInput",
     "TurnError",
@@ -111,6 +120,7 @@ __all__ = [
     "__version__",
     "function_schema",
     "parse_arguments",
+    "tool",
 ]
 
 

@@ -9,8 +9,11 @@ Exceptions are kept for the two other kinds of failure:
     │   ├── ToolContractError        a tool class breaks the TUL-011 contract (registry checks)
     │   └── PluginLoadError          a third-party ``aptix.tools`` entry point failed to load
     ├── NotFoundError                a named thing (tool, mode, session, workflow) does not exist
+    ├── ToolError                    raised inside a tool function: a failed result whose
+    │                                message the model sees (``@aptix.tool``)
     ├── LlmError                     the model endpoint failed; the message says what to do
     └── TurnError                    a turn request is invalid (e.g. results for unknown calls)
+        └── SessionBusyError         the session is running another turn (409 session_busy)
 
 Unexpected exceptions raised inside a tool never escape: the executor logs them with the
 ``[<ToolName>_ExecuteAsync__Exception]`` tag and turns them into a generic failed result.
@@ -24,7 +27,9 @@ __all__ = [
     "LlmError",
     "NotFoundError",
     "PluginLoadError",
+    "SessionBusyError",
     "ToolContractError",
+    "ToolError",
     "TurnError",
 ]
 
@@ -34,7 +39,19 @@ class AptixError(Exception):
 
 
 class ConfigurationError(AptixError):
-    """Start-up configuration or catalog data is invalid; the message says where and why."""
+    """Start-up configuration or catalog data is invalid; the message says where and why.
+
+    ``hint`` says how to fix it; the CLI prints ``error: <message> — <hint>`` on one line.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def one_line(self) -> str:
+        """The message and, when known, how to fix it, as one line."""
+        text = " ".join(str(self).split())
+        return f"{text} — {self.hint}" if self.hint else text
 
 
 class ToolContractError(ConfigurationError):
@@ -49,13 +66,36 @@ class NotFoundError(AptixError):
     """A requested tool, mode, session or workflow does not exist for this caller."""
 
 
+class ToolError(AptixError):
+    """Raised by a tool function to fail the call with this message, shown to the model."""
+
+
 class LlmError(AptixError):
     """The model endpoint failed: unreachable, refused, timed out or answered nonsense."""
 
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
-        super().__init__(message)
+        from aptix.urls import mask_credentials
+
+        # The message reaches API clients, stored turns and logs: no URL credentials in it.
+        super().__init__(mask_credentials(message))
         self.status_code = status_code
 
 
 class TurnError(AptixError):
-    """A turn request cannot be carried out as asked; nothing was executed."""
+    """A turn request cannot be carried out as asked; nothing was executed.
+
+    ``code`` is the stable error code the HTTP API answers with (status 409).
+    """
+
+    code = "conflict"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class SessionBusyError(TurnError):
+    """The session is running another turn; only one runs at a time."""
+
+    code = "session_busy"

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from aptix.urls import mask_credentials
+
 __all__ = [
     "AdminLogger",
     "JsonLinesFormatter",
@@ -74,7 +76,7 @@ class StdlibAdminLogger:
             "%s %s: %s",
             tag,
             type(exc).__name__,
-            exc,
+            mask_credentials(str(exc)),
             exc_info=(type(exc), exc, exc.__traceback__),
             extra=_extra(tag, pairs),
         )

@@ -11,9 +11,12 @@ from aptix.errors import ConfigurationError
 from aptix.llm.types import LlmClient
 from aptix.logger import AdminLogger, StdlibAdminLogger, configure_logging
 from aptix.modes.catalog import ModeCatalog, check_mode_tools, load_mode_catalog
+from aptix.reasoner.caps import ResponseCaps
+from aptix.reasoner.context import ContextBudget
 from aptix.reasoner.loop import AgentReasoner
 from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.turns import TurnStore
+from aptix.sessions.access import session_tool_context
 from aptix.sessions.sql import SqlSessionManager
 from aptix.settings import AptixSettings, load_settings
 from aptix.tools.base import AgentTool
@@ -25,8 +28,9 @@ from aptix.tools.builtin.user_approval import UserApprovalTool
 from aptix.tools.builtin.workflow_authoring import WorkflowAuthoringTool
 from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
 from aptix.tools.builtin.workflow_run import WorkflowRunTool
-from aptix.tools.context import AgentToolExecutionContext
+from aptix.tools.context import AgentToolExecutionContext, context_for
 from aptix.tools.executor import AgentToolExecutor
+from aptix.tools.mcp_source.source import McpToolSource
 from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
 from aptix.workflows.boot import build_boot_message
@@ -74,6 +78,7 @@ class Runtime:
     database: Database
     workflows: WorkflowServices
     turns: TurnStore
+    mcp: McpToolSource | None = None
 
     @property
     def logger(self) -> AdminLogger:
@@ -81,10 +86,21 @@ class Runtime:
         return self.services.logger
 
     def tool_context(
-        self, *, session_id: str | None = None, org: str = "local", user: str = "local"
+        self, *, org: str = "local", user: str = "local", role: str = "user"
     ) -> AgentToolExecutionContext:
-        """A context for a tool call made outside a model turn."""
-        return AgentToolExecutionContext(session_id=session_id, org=org, user=user)
+        """A context for a call that names no session (no mode, no active workflow)."""
+        return context_for(None, org=org, user=user, role=role)
+
+    async def session_context(
+        self, *, org: str, user: str, role: str, session_id: str | None = None
+    ) -> AgentToolExecutionContext:
+        """The context for a call outside a model turn, from the caller's stored session.
+
+        Raises :class:`~aptix.errors.NotFoundError` when ``session_id`` is not the caller's.
+        """
+        return await session_tool_context(
+            self.services.sessions, org=org, user=user, role=role, session_id=session_id
+        )
 
     def reasoner(self, model: LlmClient | None = None) -> AgentReasoner:
         """The agent loop on ``model`` (default: the configured OpenAI-compatible endpoint)."""
@@ -96,10 +112,20 @@ class Runtime:
             modes=self.services.modes,
             turns=self.turns,
             logger=self.logger,
-            boot_message=lambda: build_boot_message(registry),
-            offered_tools=lambda workflow, tools: offered_tools(registry, workflow, tools),
+            boot_message=lambda org: build_boot_message(registry, org),
+            offered_tools=lambda workflow, tools, org: offered_tools(
+                registry, workflow, tools, self.registry.registered_tools, org
+            ),
             max_iterations=self.settings.max_iterations,
             token_budget=self.settings.turn_token_budget,
+            lease_seconds=self.settings.turn_lease_seconds,
+            history_turns=self.settings.history_turns,
+            caps=ResponseCaps(
+                self.settings.max_tool_calls_per_response, self.settings.max_model_text_chars
+            ),
+            context=ContextBudget(
+                self.settings.llm_context_tokens, strategy=self.settings.context_strategy
+            ),
         )
 
     def default_model(self) -> LlmClient:
@@ -107,8 +133,9 @@ class Runtime:
         settings = self.settings
         if not settings.model_configured or settings.llm_model is None:
             raise ConfigurationError(
-                "No model is configured: set APTIX_LLM_MODEL (and APTIX_LLM_BASE_URL and "
-                "APTIX_LLM_API_KEY for an endpoint other than OpenAI's)."
+                "No model is configured.",
+                hint="set APTIX_LLM_MODEL (and APTIX_LLM_BASE_URL and APTIX_LLM_API_KEY for an "
+                "endpoint other than OpenAI's; docs/providers.md has examples)",
             )
         from aptix.llm.openai_client import OpenAiLlmClient
 
@@ -123,7 +150,9 @@ class Runtime:
         )
 
     async def aclose(self) -> None:
-        """Release what the runtime holds (database connections, model clients)."""
+        """Release what the runtime holds (MCP sessions, database connections, model clients)."""
+        if self.mcp is not None:
+            await self.mcp.aclose()
         await self.database.close()
 
 
@@ -140,6 +169,7 @@ def build_registry(services: Services, *, plugins: bool = True) -> AgentToolRegi
         services.workflows.register_tools(registry, logger, services.sessions)
     if plugins:
         register_plugins(registry)
+    registry.build_all()  # a constructor that fails stops start-up, naming the tool
     return registry
 
 
@@ -161,26 +191,35 @@ async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[R
     logger = StdlibAdminLogger()
     modes = load_mode_catalog(settings.modes_path)
     database = await open_database(settings.effective_database_url)
+    mcp = McpToolSource(settings.mcp_servers, logger) if settings.mcp_servers else None
     try:
         workflows = build_workflow_services(
             SqlWorkflowStore(database), semantic=_semantic_matching(settings)
         )
         services = Services(logger, modes, SqlSessionManager(database, modes), workflows)
         registry = build_registry(services, plugins=settings.load_plugins)
-        check_mode_tools(modes, registry.registered_tools)
+        if mcp is not None:
+            await mcp.start(registry)
+        # A server that is down still lends its `<prefix>_*` to modes and workflows.
+        known = [*registry.registered_tools, *(mcp.patterns if mcp else ())]
+        check_mode_tools(modes, known)
         # After every tool is registered: permitted tools are checked against the real registry.
-        workflows.load_files(registry.registered_tools, settings.workflows_path)
+        workflows.load_files(known, settings.workflows_path)
         await workflows.load_published()
+        workflows.warm_up()
         executor = AgentToolExecutor(
             registry,
             logger,
             timeout_seconds=settings.tool_timeout_seconds,
+            timeouts=mcp.tool_timeouts() if mcp else None,
             guard=workflow_guard(workflows.registry),
         )
-        runtime = Runtime(
-            settings, services, registry, executor, database, workflows, SqlTurnStore(database)
-        )
+        turns = SqlTurnStore(database)
+        await turns.sweep()  # turns left running by a process that died are interrupted
+        runtime = Runtime(settings, services, registry, executor, database, workflows, turns, mcp)
     except BaseException:
+        if mcp is not None:
+            await mcp.aclose()
         await database.close()
         raise
     try:

@@ -3,19 +3,46 @@
 from __future__ import annotations
 
 import os
+import re
+import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, NamedTuple
 
 import platformdirs
-from pydantic import Field, SecretStr
+from pydantic import BeforeValidator, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
-__all__ = ["AptixSettings", "default_data_dir", "load_settings"]
+from aptix.errors import ConfigurationError
+from aptix.tools.mcp_source.config import McpServerConfig
+
+__all__ = ["ROLES", "AptixSettings", "KeyOwner", "default_data_dir", "load_settings"]
+
+#: API key roles, weakest first: ``user`` runs tools, ``author`` also drafts, updates and
+#: validates workflows, ``admin`` also publishes, deprecates, disables and removes them.
+ROLES = ("user", "author", "admin")
+
+
+class KeyOwner(NamedTuple):
+    """Who an API key belongs to, and what it may do."""
+
+    org: str
+    user: str
+    role: str = "user"
+
+
+SETTINGS_HINT = "fix the variable (or the same key in aptix.toml); docs/settings.md lists them all"
+
+#: Level names of :mod:`logging`, accepted in any case.
+LogLevelName = Annotated[
+    Literal["CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG"],
+    BeforeValidator(lambda v: v.strip().upper() if isinstance(v, str) else v),
+]
 
 
 def default_data_dir() -> Path:
@@ -44,6 +71,31 @@ class AptixSettings(BaseSettings):
     turn_token_budget: int | None = Field(
         None, gt=0, description="Tokens per turn before stopping (default: no budget)."
     )
+    turn_lease_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="Lease of a running turn, renewed while its process lives; after it "
+        "expires the turn is marked interrupted.",
+    )
+    llm_context_tokens: int = Field(
+        32_000,
+        ge=256,
+        description="Token budget of every request to the model; older turns are left out to fit.",
+    )
+    context_strategy: Literal["drop", "summarize"] = Field(
+        "drop",
+        description="What happens to turns left out of the context budget: dropped, or "
+        "replaced by a summary the model writes.",
+    )
+    max_tool_calls_per_response: int = Field(
+        32, ge=1, description="Tool calls run from one model response; the rest are refused."
+    )
+    max_model_text_chars: int = Field(
+        100_000, ge=1, description="Characters of one model response's text that are kept."
+    )
+    history_turns: int = Field(
+        50, ge=0, description="Most recent completed turns read to build a turn's transcript."
+    )
     modes_path: Path | None = Field(None, description="A deployment's own mode catalog (YAML).")
     workflows_path: Path | None = Field(None, description="A folder of workflow manifests.")
     semantic_matching: bool | None = Field(
@@ -53,16 +105,35 @@ class AptixSettings(BaseSettings):
     )
     tool_timeout_seconds: float = Field(30.0, gt=0, description="Per-tool execution time limit.")
     load_plugins: bool = Field(True, description="Load tools from the aptix.tools entry points.")
-    log_level: str = Field("WARNING", description="Level of the aptix logger.")
+    log_level: LogLevelName = Field(
+        "WARNING", description="Level of the aptix logger: DEBUG, INFO, WARNING, ERROR or CRITICAL."
+    )
     log_json: bool = Field(False, description="Write logs as JSON lines.")
-    host: str = Field("127.0.0.1", description="Address `aptix serve` binds to.")
+    host: str = Field("127.0.0.1", min_length=1, description="Address `aptix serve` binds to.")
     port: int = Field(8000, ge=0, le=65535, description="Port `aptix serve` listens on.")
     api_keys: SecretStr | None = Field(
         None,
-        description="Bearer keys and who they are: 'key1=org:user,key2=org2:user2'. "
-        "Without keys the server runs as one local user on 127.0.0.1 only.",
+        description="Bearer keys and who they are: 'key1=org:user[:role],key2=org2:user2'; "
+        "role user (default), author or admin. Without keys the server runs as one local "
+        "admin user on 127.0.0.1 only.",
     )
     max_body_bytes: int = Field(1_048_576, gt=0, description="Largest accepted request body.")
+    mcp_servers: dict[str, McpServerConfig] = Field(
+        default_factory=dict,
+        description="MCP servers whose tools are offered as '<prefix>_<tool>': TOML tables "
+        "[mcp_servers.NAME] or APTIX_MCP_SERVERS as JSON (command/args/env or url/headers, "
+        "prefix, timeout_seconds, approval, enabled).",
+    )
+    public_metrics: bool = Field(
+        False, description="With API keys: serve /metrics, /docs and /openapi.json without a key."
+    )
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip().lower().startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL such as http://localhost:11434/v1")
+        return value
 
     @classmethod
     def settings_customise_sources(
@@ -77,22 +148,41 @@ class AptixSettings(BaseSettings):
         path = os.environ.get("APTIX_CONFIG_FILE") or "aptix.toml"
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         if Path(path).is_file():
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+            try:
+                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigurationError(
+                    f"{path} is not valid TOML ({exc}).",
+                    hint=f"fix the syntax in {path}, or point APTIX_CONFIG_FILE at another file",
+                ) from None
         elif os.environ.get("APTIX_CONFIG_FILE"):
-            raise ValueError(f"APTIX_CONFIG_FILE names a file that does not exist: {path}")
+            raise ConfigurationError(
+                f"APTIX_CONFIG_FILE names a file that does not exist: {path}.",
+                hint="create the file, or unset APTIX_CONFIG_FILE",
+            )
         return tuple(sources)
 
-    def api_key_map(self) -> dict[str, tuple[str, str]]:
-        """``APTIX_API_KEYS`` parsed into key -> (org, user); ValueError when malformed."""
+    def api_key_map(self) -> dict[str, KeyOwner]:
+        """``APTIX_API_KEYS`` parsed into key -> (org, user, role); ValueError when malformed."""
         if self.api_keys is None or not self.api_keys.get_secret_value().strip():
             return {}
-        keys: dict[str, tuple[str, str]] = {}
+        keys: dict[str, KeyOwner] = {}
         for index, item in enumerate(self.api_keys.get_secret_value().split(","), 1):
             key, _, who = item.strip().partition("=")
-            org, _, user = who.partition(":")
+            org, _, rest = who.partition(":")
+            user, _, role = rest.partition(":")
             if not key or not org or not user:
-                raise ValueError(f"APTIX_API_KEYS entry #{index} must look like 'key=org:user'.")
-            keys[key] = (org, user)
+                raise ValueError(
+                    f"APTIX_API_KEYS entry #{index} must look like 'key=org:user' or "
+                    "'key=org:user:role'."
+                )
+            role = role.strip() or "user"
+            if role not in ROLES:
+                raise ValueError(
+                    f"APTIX_API_KEYS entry #{index} has the unknown role '{role}'; "
+                    f"use one of: {', '.join(ROLES)}."
+                )
+            keys[key] = KeyOwner(org, user, role)
         return keys
 
     @property
@@ -112,8 +202,6 @@ def load_settings() -> AptixSettings:
     """Read the settings; a bad value or file is a :class:`ConfigurationError` naming it."""
     from pydantic import ValidationError
 
-    from aptix.errors import ConfigurationError
-
     try:
         return AptixSettings()
     except ValidationError as exc:
@@ -121,6 +209,11 @@ def load_settings() -> AptixSettings:
             f"APTIX_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
             for e in exc.errors(include_url=False)
         )
-        raise ConfigurationError(f"Invalid settings: {problems}.") from None
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
+        raise ConfigurationError(f"Invalid settings: {problems}.", hint=SETTINGS_HINT) from None
+    except SettingsError as exc:
+        # A complex value (APTIX_MCP_SERVERS) that is not JSON: name the variable, not the parser.
+        found = re.search(r'field "(\w+)"', str(exc))
+        name = f"APTIX_{found.group(1).upper()}" if found else "a setting"
+        raise ConfigurationError(
+            f"Invalid settings: {name}: not valid JSON.", hint=SETTINGS_HINT
+        ) from None

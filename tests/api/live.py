@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -20,27 +22,51 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running ``aptix serve``: its base URL and process id."""
+
+    url: str
+    pid: int
+    log: Path
+
+
+def peak_rss_kib(pid: int) -> int:
+    """The process's peak resident set size (``VmHWM``) in KiB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"^VmHWM:\s+(\d+) kB", status, re.M).group(1))  # type: ignore[union-attr]
+
+
 @contextmanager
 def serve(data_dir: Path, **env: str) -> Iterator[str]:
     """Run ``aptix serve`` until the block ends; yields its base URL."""
+    with served(data_dir, **env) as running:
+        yield running.url
+
+
+@contextmanager
+def served(data_dir: Path, **env: str) -> Iterator[Served]:
+    """Run ``aptix serve`` until the block ends; yields its URL and pid."""
     port = free_port()
-    environment = {**os.environ, "APTIX_DATA_DIR": str(data_dir), **env}
+    environment = {**os.environ, "APTIX_DATA_DIR": str(data_dir)}
     environment.pop("APTIX_API_KEYS", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "aptix", "serve", "--port", str(port)],
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    environment.update(env)
+    log = data_dir / f"serve-{port}.log"
+    # A file, not a pipe: a server writing more than a pipe holds would block on it.
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "aptix", "serve", "--port", str(port)],
+            env=environment,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
-                raise RuntimeError(
-                    f"aptix serve exited: {process.stdout.read() if process.stdout else ''}"
-                )
+                raise RuntimeError(f"aptix serve exited: {log.read_text()}")
             try:
                 if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
                     break
@@ -49,7 +75,7 @@ def serve(data_dir: Path, **env: str) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError("aptix serve did not become healthy within 60 s")
             time.sleep(0.2)
-        yield base
+        yield Served(base, process.pid, log)
     finally:
         process.terminate()
         try:
@@ -57,5 +83,3 @@ def serve(data_dir: Path, **env: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        if process.stdout is not None:
-            process.stdout.close()

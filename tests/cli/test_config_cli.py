@@ -57,9 +57,19 @@ def test_malformed_api_keys_are_refused(keys: str) -> None:
         AptixSettings(api_keys=keys).api_key_map()
 
 
-def test_api_keys_map_to_org_and_user() -> None:
-    keys = AptixSettings(api_keys="k1=acme:ann, k2=globex:bob").api_key_map()
-    assert keys == {"k1": ("acme", "ann"), "k2": ("globex", "bob")}
+def test_api_keys_map_to_org_user_and_role() -> None:
+    settings = AptixSettings(api_keys="k1=acme:ann, k2=globex:bob:admin,k3=acme:cy:author")
+    keys = settings.api_key_map()
+    assert keys == {
+        "k1": ("acme", "ann", "user"),
+        "k2": ("globex", "bob", "admin"),
+        "k3": ("acme", "cy", "author"),
+    }
+
+
+def test_an_unknown_role_is_refused() -> None:
+    with pytest.raises(ValueError, match="entry #1 has the unknown role 'root'"):
+        AptixSettings(api_keys="k1=acme:ann:root").api_key_map()
 
 
 def test_serve_refuses_a_public_host_without_keys() -> None:

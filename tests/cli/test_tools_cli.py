@@ -56,11 +56,27 @@ def test_tools_call_json_prints_the_invoke_result() -> None:
 
 
 def test_tools_call_passes_the_session_id() -> None:
+    created = runner.invoke(app, ["sessions", "create", "--json"])
+    session_id = json.loads(created.stdout)["sessionId"]
     result = runner.invoke(
-        app, ["tools", "call", "agent_hello_world", '{"name": "Ann"}', "--session-id", "s-9"]
+        app, ["tools", "call", "agent_hello_world", '{"name": "Ann"}', "--session-id", session_id]
     )
     assert result.exit_code == 0
-    assert json.loads(result.stdout)["sessionId"] == "s-9"
+    assert json.loads(result.stdout)["sessionId"] == session_id
+
+
+def test_tools_call_refuses_a_session_that_is_not_the_callers() -> None:
+    created = runner.invoke(app, ["sessions", "create", "--json"])
+    session_id = json.loads(created.stdout)["sessionId"]
+    for who in (["--org", "globex"], ["--user", "eve"], []):
+        result = runner.invoke(
+            app,
+            ["tools", "call", "agent_hello_world", "{}", "--session-id", session_id, *who]
+            if who
+            else ["tools", "call", "agent_hello_world", "{}", "--session-id", "f" * 32],
+        )
+        assert result.exit_code == 1
+        assert "Unknown session" in result.stderr
 
 
 def test_tools_call_with_bad_json_fails_without_traceback() -> None:

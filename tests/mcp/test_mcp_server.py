@@ -77,3 +77,26 @@ async def test_mcp_over_http_on_the_served_app(tmp_path: Path) -> None:
             result = await client.call_tool("agent_calculator", {"expression": "1+1"})
     assert "agent_list_modes" in names
     assert json.loads(result.content[0].text)["result"] == 2  # type: ignore[union-attr]
+
+
+async def test_listing_carries_title_annotations_output_schema_and_session_id(
+    runtime: Runtime,
+) -> None:
+    async with Client(build_mcp_server(runtime)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        greeted = await client.call_tool("agent_hello_world", {"name": "Ann"})
+    calculator = tools["agent_calculator"]
+    assert calculator.title == "Calculator"
+    assert calculator.annotations is not None
+    assert calculator.annotations.read_only_hint is True
+    authoring = tools["agent_workflow_authoring"].annotations
+    assert authoring is not None
+    assert authoring.destructive_hint is True
+    for tool in tools.values():
+        assert tool.input_schema["properties"]["sessionId"]["type"] == "string"
+        assert "sessionId" not in tool.input_schema["required"]
+    hello = tools["agent_hello_world"]
+    assert hello.output_schema is not None
+    assert set(hello.output_schema["properties"]) == {"message", "conversationId", "sessionId"}
+    assert greeted.structured_content is not None
+    assert greeted.structured_content["message"] == "Hello, Ann! Welcome to Aptix."

@@ -151,3 +151,17 @@ class FakeSessionManager:
 @pytest.fixture
 def sessions() -> FakeSessionManager:
     return FakeSessionManager()
+
+
+@pytest.fixture
+def context() -> Any:
+    """An admin of ``acme``: authoring needs the author or admin role."""
+    from aptix.tools import AgentToolExecutionContext
+
+    return AgentToolExecutionContext(
+        session_id="0123456789abcdef0123456789abcdef",
+        conversation_id="conv-1",
+        org="acme",
+        user="ann",
+        role="admin",
+    )

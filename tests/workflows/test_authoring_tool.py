@@ -58,7 +58,7 @@ async def test_round_trip_draft_update_validate_publish_and_serve(
     assert drafted["workflow"]["status"] == "draft"
     assert drafted["workflow"]["version"] == "0.1.0"
     assert set(drafted) == {"ok", "workflow", "messages"}
-    assert registry.get("onboard_hire") is None  # drafts are not served
+    assert registry.get("onboard_hire", "acme") is None  # drafts are not served
 
     failing = await run(tool, context, operation="validate_workflow", workflowId="onboard_hire")
     assert failing["ok"] is False
@@ -124,7 +124,7 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
     )
     assert edited["workflow"]["status"] == "draft"
     assert any("stays served" in m for m in edited["messages"])
-    served = registry.get("onboard_hire")
+    served = registry.get("onboard_hire", "acme")
     assert served is not None
     assert served.title == "Onboard a new hire"
 
@@ -167,11 +167,11 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
     )
     again = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
     assert again["ok"] is True
-    served = registry.get("onboard_hire")
+    served = registry.get("onboard_hire", "acme")
     assert served is not None
     assert (served.title, served.version) == ("Onboard a new colleague", "0.2.0")
 
-    history = await store.history("onboard_hire")
+    history = await store.history("onboard_hire", "acme")
     assert [h.action for h in history] == [
         RevisionAction.DRAFT,
         RevisionAction.UPDATE,
@@ -186,18 +186,25 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
     assert history[0].created_by == "ann"
 
 
-async def test_editing_a_built_in_workflow_leaves_it_served(tool, registry, context) -> None:
-    edited = await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="create_report",
-        fields={"notes": ["New note."]},
-    )
-    assert edited["workflow"]["status"] == "draft"
-    served = registry.get("create_report")
-    assert served is not None
-    assert served.notes == ()
+READ_ONLY = (
+    "Workflow 'create_report' is defined in test for the whole deployment and is read-only to "
+    "authoring; it changes through its file and a review (TUL-006 §8.2)."
+)
+
+
+async def test_a_built_in_workflow_is_read_only_to_authoring(tool, registry, context) -> None:
+    before = registry.get("create_report", "acme")
+    for fields in ({"notes": ["New note."]}, {"status": "disabled"}):
+        edited = await run(
+            tool, context, operation="update_workflow", workflowId="create_report", fields=fields
+        )
+        assert edited == {"ok": False, "errors": [{"field": "workflowId", "message": READ_ONLY}]}
+    assert registry.get("create_report", "acme") is before
+    readable = await run(tool, context, operation="get_workflow", workflowId="create_report")
+    assert readable["workflow"]["workflowId"] == "create_report"
+    listed = await run(tool, context, operation="list_authoring_workflows")
+    row = next(r for r in listed["workflows"] if r["workflowId"] == "create_report")
+    assert row["readOnly"] is True
 
 
 async def test_update_rejects_unknown_fields_and_wrong_types(tool, context) -> None:
@@ -312,7 +319,7 @@ async def test_validation_reports_unknown_tools_invalid_patterns_and_inconsisten
                 "description": "d",
             },
             "workflowId",
-            "Workflow 'create_report' already exists",
+            "Workflow 'create_report' is defined in test for the whole deployment",
         ),
         (
             {"operation": "publish_workflow", "workflowId": "create_report"},
@@ -365,7 +372,7 @@ async def test_deprecate_then_disable_then_remove(tool, registry, store, context
         fields={"Status": "deprecated"},
     )
     assert deprecated["workflow"]["status"] == "deprecated"
-    served = registry.get("onboard_hire")
+    served = registry.get("onboard_hire", "acme")
     assert served is not None
     assert served.status.value == "deprecated"
     await run(
@@ -380,8 +387,8 @@ async def test_deprecate_then_disable_then_remove(tool, registry, store, context
         "ok": True,
         "messages": ["Workflow 'onboard_hire' was removed; its history is kept."],
     }
-    assert registry.get("onboard_hire") is None
-    assert [h.action for h in await store.history("onboard_hire")][-3:] == [
+    assert registry.get("onboard_hire", "acme") is None
+    assert [h.action for h in await store.history("onboard_hire", "acme")][-3:] == [
         RevisionAction.STATUS,
         RevisionAction.STATUS,
         RevisionAction.REMOVE,
@@ -389,18 +396,8 @@ async def test_deprecate_then_disable_then_remove(tool, registry, store, context
 
 
 async def test_workflows_from_files_cannot_be_removed(tool, context) -> None:
-    await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="create_report",
-        fields={"status": "disabled"},
-    )
     result = await run(tool, context, operation="remove_workflow", workflowId="create_report")
-    assert (
-        result["errors"][0]["message"]
-        == "Workflow 'create_report' is defined in test; remove it from there."
-    )
+    assert result["errors"][0]["message"] == READ_ONLY
 
 
 async def test_re_publishing_after_removal_needs_a_greater_version(tool, context) -> None:

@@ -135,15 +135,19 @@ def test_builtin_loading_has_no_problems() -> None:
 
 async def test_published_workflows_are_served_at_start_up() -> None:
     store = InMemoryWorkflowStore()
-    await store.append(make_manifest("authored", status="draft"), RevisionAction.DRAFT, "ann")
-    await store.append(make_manifest("authored"), RevisionAction.PUBLISH, "ann")
-    await store.append(make_manifest("pending", status="draft"), RevisionAction.DRAFT, "ann")
+    draft = make_manifest("authored", status="draft")
+    await store.append(draft, RevisionAction.DRAFT, "ann", "acme")
+    await store.append(make_manifest("authored"), RevisionAction.PUBLISH, "ann", "acme")
+    pending = make_manifest("pending", status="draft")
+    await store.append(pending, RevisionAction.DRAFT, "ann", "acme")
     services = build_workflow_services(store)
     services.load_files(KNOWN_TOOLS, None)
     await services.load_published()
-    assert services.registry.get("authored") is not None
-    assert services.registry.source_of("authored") == "store"
-    assert services.registry.get("pending") is None
+    assert services.registry.get("authored", "acme") is not None
+    assert services.registry.get("authored", "globex") is None
+    assert services.registry.get("authored") is None
+    assert services.registry.source_of("authored", "acme") == "store"
+    assert services.registry.get("pending", "acme") is None
 
 
 async def test_a_published_workflow_that_no_longer_validates_stops_start_up() -> None:
@@ -152,12 +156,13 @@ async def test_a_published_workflow_that_no_longer_validates_stops_start_up() ->
         make_manifest("authored", permittedTools=["agent_uninstalled"]),
         RevisionAction.PUBLISH,
         "ann",
+        "acme",
     )
     services = build_workflow_services(store)
     services.load_files(KNOWN_TOOLS, None)
     with pytest.raises(ConfigurationError) as caught:
         await services.load_published()
     assert (
-        "store revision 1 (workflow 'authored', field 'permittedTools.0'): "
+        "store (org acme) revision 1 (workflow 'authored', field 'permittedTools.0'): "
         "permittedTools names an unknown tool 'agent_uninstalled'." in str(caught.value)
     )

@@ -1,71 +1,90 @@
-"""The labelled evaluation set, with floors set from measurements (see bench/workflows.py).
+"""The evaluation protocol and the packaged model, with floors from held-out folds.
 
-Measured on this set: lexical top-1 0.972, top-3 1.000, off-topic rejection 0.80;
-lexical + semantic top-1 0.972, top-3 0.982, rejection 0.95. The floors leave a small margin.
+Figures (``python -m bench.workflows``) are measured on folds the fusion model was not fitted
+on; the floors below sit a little under them, so a regression fails, not noise.
 """
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
 
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.matching.combined import WorkflowMatcher
-from aptix.workflows.matching.semantic import SemanticMatcher, SentenceTransformerEmbedder
+from aptix.workflows.matching.fusion import FUSED_FEATURES, LEXICAL_FEATURES
+from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
 from aptix.workflows.registry import WorkflowRegistry
-from tests.workflows.evalset import EVAL_MESSAGES, EvalReport, eval_catalog, evaluate
-
-
-def eval_registry(matcher: WorkflowMatcher) -> WorkflowRegistry:
-    builtin, _ = load_builtin()
-    return WorkflowRegistry([i.manifest for i in builtin] + eval_catalog(), matcher=matcher)
-
-
-def run_eval(registry: WorkflowRegistry) -> EvalReport:
-    return evaluate(lambda message: [m.workflow_id for m in registry.match(message)])
+from bench.match_eval import (
+    collect,
+    eval_catalog,
+    kfold,
+    leave_one_workflow_out,
+    registry_for,
+    run_folds,
+)
+from tests.workflows.evalset import EVAL_MESSAGES, evaluate
+from tests.workflows.evalset import eval_catalog as legacy_catalog
+from tests.workflows.matchset import labelled
 
 
 @pytest.fixture(scope="module")
-def embedder() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
+def embedder() -> OnnxEmbedder:
+    return load_embedder()
 
 
-def test_the_evaluation_set_is_large_and_labelled_against_real_workflows() -> None:
-    ids = {m.workflow_id for m in eval_catalog()} | {
-        i.manifest.workflow_id for i in load_builtin()[0]
-    }
+def test_folds_hold_out_every_message_exactly_once() -> None:
+    rows = labelled()
+    for folds in (kfold(rows), leave_one_workflow_out(rows)):
+        tested = sorted(i for fold in folds for i in fold.test)
+        assert tested == list(range(len(rows)))
+        assert all(not set(fold.train) & set(fold.test) for fold in folds)
+    lowo = leave_one_workflow_out(rows)
+    for fold in lowo:  # no phrasing aimed at the held-out workflow is trained on
+        assert all(rows[i].expected != fold.name for i in fold.train)
+
+
+def test_fused_matching_is_not_below_lexical_on_held_out_folds(
+    embedder: OnnxEmbedder,
+) -> None:
+    rows = labelled()
+    lexical, fused = WorkflowMatcher(), WorkflowMatcher(SemanticMatcher(embedder))
+    registry_for(eval_catalog(), lexical)
+    registry_for(eval_catalog(), fused)
+    lex_cands, fused_cands = collect(lexical, rows), collect(fused, rows)
+    for fold in kfold(rows):
+        lex = run_folds([fold], lex_cands, rows, LEXICAL_FEATURES)
+        both = run_folds([fold], fused_cands, rows, FUSED_FEATURES)
+        assert both.top1 + both.rejected >= lex.top1 + lex.rejected, fold.name
+    lowo = leave_one_workflow_out(rows)
+    lex = run_folds(lowo, lex_cands, rows, LEXICAL_FEATURES)
+    both = run_folds(lowo, fused_cands, rows, FUSED_FEATURES)
+    assert both.top1 + both.rejected > lex.top1 + lex.rejected
+    total = run_folds(kfold(rows), fused_cands, rows, FUSED_FEATURES)
+    assert total.top1_rate >= 0.72, total.misses
+    assert total.rejection_rate >= 0.75, total.misses
+
+
+def test_the_shipped_model_generalises_to_another_catalog(embedder: OnnxEmbedder) -> None:
+    # The legacy set's 40 workflows and messages were never used to fit the fusion weights.
+    builtin = [item.manifest for item in load_builtin()[0]]
+    registry = WorkflowRegistry(
+        builtin + legacy_catalog(), matcher=WorkflowMatcher(SemanticMatcher(embedder))
+    )
+    report = evaluate(lambda m: [x.workflow_id for x in registry.match(m)])
     assert len(EVAL_MESSAGES) >= 100
-    assert sum(expected is None for _, expected in EVAL_MESSAGES) >= 15
-    assert all(expected in ids for _, expected in EVAL_MESSAGES if expected is not None)
+    assert report.top1_accuracy >= 0.80, report.misses
+    assert report.rejection_rate >= 0.85, report.misses
 
 
-def test_lexical_matching_meets_its_floors() -> None:
-    report = run_eval(eval_registry(WorkflowMatcher()))
-    assert report.top1_accuracy >= 0.93, report.misses
-    assert report.top3_accuracy >= 0.97, report.misses
-    assert report.rejection_rate >= 0.75, report.misses
-
-
-def test_semantic_matching_meets_its_floors(embedder: SentenceTransformerEmbedder) -> None:
-    report = run_eval(eval_registry(WorkflowMatcher(SemanticMatcher(embedder))))
-    assert report.top1_accuracy >= 0.93, report.misses
-    assert report.top3_accuracy >= 0.95, report.misses
-    assert report.rejection_rate >= 0.90, report.misses
-
-
-def test_the_packaged_model_loads_offline_and_embeds(embedder: SentenceTransformerEmbedder) -> None:
+def test_the_packaged_model_loads_offline_and_embeds(embedder: OnnxEmbedder) -> None:
     vectors = embedder.encode(["create a workflow", "write a new workflow", "what time is it"])
-    assert os.environ["HF_HUB_OFFLINE"] == "1"
     assert vectors.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
 
 
-def test_semantic_matching_ranks_the_authoring_workflow_first(
-    embedder: SentenceTransformerEmbedder,
-) -> None:
-    registry = eval_registry(WorkflowMatcher(SemanticMatcher(embedder)))
-    top = registry.match("I'd like to write a new workflow for onboarding")[0]
-    assert top.workflow_id == "author_workflow"
+def test_both_compared_models_load(embedder: OnnxEmbedder) -> None:
+    other = load_embedder("paraphrase-minilm-l3")
+    a, b = other.encode(["fix this bug", "repair the defect"])
+    assert a @ b > 0.3
+    assert embedder.name != other.name

@@ -8,13 +8,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aptix.workflows.matching.combined import MATCH_THRESHOLD, WorkflowMatcher, calibrate
+from aptix.workflows.matching.combined import MATCH_THRESHOLD, WorkflowMatcher
 from aptix.workflows.matching.explicit import explicit_workflow_id
+from aptix.workflows.matching.fusion import LEXICAL_FEATURES, FusionModel, message_cues
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
-from aptix.workflows.matching.semantic import SemanticMatcher
+from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
 from aptix.workflows.matching.text import stem, terms
 from aptix.workflows.registry import WorkflowRegistry
 from tests.workflows.conftest import make_manifest
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder() -> OnnxEmbedder:
+    return load_embedder()
 
 
 class HashingEmbedder:
@@ -88,10 +94,66 @@ def test_explicit_initiation_forms(message: str, expected: str | None) -> None:
     assert explicit_workflow_id(message, ["create_ddr", "code_refinement"]) == expected
 
 
-def test_calibration_maps_cosines_onto_the_unit_interval() -> None:
-    assert calibrate(-0.5) == 0.0
-    assert calibrate(0.99) == 1.0
-    assert 0.0 < calibrate(0.5) < 1.0
+def test_the_fusion_model_fits_a_separable_signal_and_round_trips() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(400, len(LEXICAL_FEATURES)))
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(float)
+    model = FusionModel.fit(LEXICAL_FEATURES, x, y)
+    p = model.probability(x)
+    assert ((p >= 0.5) == (y == 1)).mean() > 0.95
+    assert model.weights[0] > model.weights[1] > abs(model.weights[2])
+    again = FusionModel.from_json(model.to_json())
+    assert np.allclose(again.probability(x), p)
+    assert model.probability(np.zeros((0, len(LEXICAL_FEATURES)))).shape == (0,)
+
+
+def test_message_cues_flag_mentions_that_ask_for_something_else() -> None:
+    assert message_cues("don't create a DDR, just explain what one is", 4)[0] == 1.0
+    assert message_cues("what does DDR stand for?", 2)[1] == 1.0
+    assert message_cues("who fixed the login bug last week?", 4)[1] == 1.0
+    assert message_cues("create a new DDR for caching", 4) == (0.0, 0.0, 0.0)
+    assert message_cues("ok", 0)[2] == 1.0
+
+
+def test_matches_say_why() -> None:
+    registry = WorkflowRegistry(
+        [make_manifest("create_report", userIntentPatterns=["create a sales report"])],
+        matcher=WorkflowMatcher(SemanticMatcher(HashingEmbedder())),
+    )
+    [row] = registry.match("please create the sales report")
+    wire = row.to_wire()
+    assert set(wire) == {"workflowId", "title", "matchScore", "runnable", "why"}
+    assert "sales" in wire["why"]
+    assert "report" in wire["why"]
+    assert 'closest to "create a sales report"' in wire["why"]
+    [explicit] = registry.match("use workflow: create_report")
+    assert (explicit.match_score, explicit.why) == (1.0, "named explicitly")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "",
+        "   \n\t ",
+        "x" * 100_000,
+        "the weather was lovely on our walk. " * 3_000,
+        "今天天气怎么样",
+        "Как дела?",
+        "مرحبا كيف حالك",
+        "👍🎉🎉",
+        "\u0000\u200b",
+        "🙂" * 5000,
+    ],
+)
+@pytest.mark.parametrize("semantic", [False, True])
+def test_bad_input_gets_an_empty_list_not_an_exception(
+    message: str, semantic: bool, onnx_embedder: OnnxEmbedder
+) -> None:
+    matcher = WorkflowMatcher(SemanticMatcher(onnx_embedder) if semantic else None)
+    registry = WorkflowRegistry(
+        [make_manifest("create_report"), make_manifest("plan_trip")], matcher=matcher
+    )
+    assert registry.match(message) == []
 
 
 def test_semantic_embeddings_are_recomputed_only_for_changed_workflows() -> None:

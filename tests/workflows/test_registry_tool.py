@@ -230,6 +230,7 @@ async def test_hidden_workflows_match_only_on_explicit_initiation(tool, context)
             "title": "Title of secret_cleanup",
             "matchScore": 1.0,
             "runnable": True,
+            "why": "named explicitly",
         }
     ]
 

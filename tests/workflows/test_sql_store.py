@@ -47,29 +47,35 @@ async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
 async def test_revisions_are_numbered_and_read_back(database: Database) -> None:
     store = SqlWorkflowStore(database)
     draft = make_manifest("trip", status="draft", version="0.1.0", notes=["ünïcode ✓"])
-    first = await store.append(draft, RevisionAction.DRAFT, "ann")
+    first = await store.append(draft, RevisionAction.DRAFT, "ann", "acme")
     published = make_manifest("trip", version="0.1.0")
-    second = await store.append(published, RevisionAction.PUBLISH, None)
-    await store.append(make_manifest("other"), RevisionAction.PUBLISH, "bob")
+    second = await store.append(published, RevisionAction.PUBLISH, None, "acme")
+    await store.append(make_manifest("other"), RevisionAction.PUBLISH, "bob", "acme")
+    # Another org's workflow of the same id is its own, numbered from 1.
+    theirs = await store.append(make_manifest("trip"), RevisionAction.DRAFT, "eve", "globex")
 
-    assert (first.revision, second.revision) == (1, 2)
-    history = await store.history("trip")
+    assert (first.revision, second.revision, theirs.revision) == (1, 2, 1)
+    history = await store.history("trip", "acme")
     assert [h.revision for h in history] == [1, 2]
     assert history[0].manifest == draft
     assert history[0].created_by == "ann"
+    assert history[0].org == "acme"
     assert history[0].created_at.tzinfo is not None
     assert history[1].action is RevisionAction.PUBLISH
     assert served_revision(history) == history[1]
     assert current_draft(history) is None
-    assert await store.workflow_ids() == ["other", "trip"]
-    assert await store.history("nope") == []
+    assert await store.workflow_ids("acme") == ["other", "trip"]
+    assert await store.workflow_ids("globex") == ["trip"]
+    assert await store.orgs() == ["acme", "globex"]
+    assert await store.history("nope", "acme") == []
+    assert await store.change_marker() == 4
 
 
 async def test_concurrent_appends_get_distinct_revisions(database: Database) -> None:
     store = SqlWorkflowStore(database)
     manifest = make_manifest("busy", status="draft")
     done = await asyncio.gather(
-        *(store.append(manifest, RevisionAction.UPDATE, f"u{i}") for i in range(8))
+        *(store.append(manifest, RevisionAction.UPDATE, f"u{i}", "acme") for i in range(8))
     )
     assert sorted(r.revision for r in done) == list(range(1, 9))
-    assert [h.revision for h in await store.history("busy")] == list(range(1, 9))
+    assert [h.revision for h in await store.history("busy", "acme")] == list(range(1, 9))

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from pydantic.alias_generators import to_camel
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
-from aptix.api.errors import install_error_handlers
+from aptix import __version__
+from aptix.api.auth import ApiKeyVerifier
+from aptix.api.edge import RefuseNulInUrl
+from aptix.api.errors import EnvelopeErrors, install_error_handlers
 from aptix.api.metrics import Metrics, ObserveMiddleware
 from aptix.api.routes import agent, catalog, health, sessions, tools
+from aptix.api.schemas import ERROR_RESPONSES
 from aptix.llm.types import LlmClient
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings, load_settings
@@ -29,7 +37,7 @@ def create_app(
     ``model`` replaces the configured model endpoint (tests pass a scripted model).
     """
     settings = runtime.settings if runtime is not None else (settings or load_settings())
-    api_keys = settings.api_key_map()
+    verifier = ApiKeyVerifier(settings.api_key_map())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -41,29 +49,32 @@ def create_app(
             _attach(app, opened, model)
             from aptix.mcp.http import mcp_http_app
 
-            async with mcp_http_app(opened, api_keys) as mcp_endpoint:
-                app.router.routes.append(
-                    Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"])
-                )
+            async with mcp_http_app(opened, verifier) as mcp_endpoint:
+                # Stateless: no event stream to GET and no session to DELETE, so POST only
+                # (Starlette answers the rest 405 with ``Allow``).
+                app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["POST"]))
                 yield
 
-    app = FastAPI(
+    app = _AptixApp(
         title="Aptix",
-        version="0.1.0",
+        version=__version__,
         summary="A governed runtime for LLM agent tools.",
+        # Operation ids are the route functions' names in camelCase (``invokeTool``).
+        generate_unique_id_function=_operation_id,
         lifespan=lifespan,
+        # Counted on the stream (chunked bodies too) before parsing or auth, /mcp included.
+        max_body_size=settings.max_body_bytes,
     )
-    app.state.api_keys = api_keys
+    app.state.key_verifier = verifier
     app.state.metrics = Metrics()
     app.state.reasoner = None
     if runtime is not None:
         _attach(app, runtime, model)
     install_error_handlers(app)
-    app.add_middleware(
-        ObserveMiddleware, metrics=app.state.metrics, max_body_bytes=settings.max_body_bytes
-    )
+    app.add_middleware(RefuseNulInUrl)
+    app.add_middleware(ObserveMiddleware, metrics=app.state.metrics)
     for router in (health.router, tools.router, sessions.router, catalog.router, agent.router):
-        app.include_router(router)
+        app.include_router(router, responses=ERROR_RESPONSES)
     return app
 
 
@@ -71,3 +82,31 @@ def _attach(app: FastAPI, runtime: Runtime, model: LlmClient | None) -> None:
     app.state.runtime = runtime
     if model is not None or runtime.settings.model_configured:
         app.state.reasoner = runtime.reasoner(model)
+
+
+def _operation_id(route: APIRoute) -> str:
+    return to_camel(route.name)
+
+
+class _AptixApp(FastAPI):
+    """FastAPI whose plain-text refusals (Starlette's 413, the MCP SDK's 421...) are enveloped."""
+
+    def openapi(self) -> dict[str, Any]:
+        """The document, with the mode fields listing this deployment's modes."""
+        if self.openapi_schema is not None:
+            return self.openapi_schema
+        document = super().openapi()
+        runtime: Runtime | None = getattr(self.state, "runtime", None)
+        if runtime is not None:
+            keys = list(runtime.services.modes.keys)
+            schemas = document.get("components", {}).get("schemas", {})
+            for name in ("SessionCreate", "ExecuteRequest"):
+                mode = schemas.get(name, {}).get("properties", {}).get("mode")
+                if mode is not None:
+                    mode["anyOf"] = [{"type": "string", "enum": keys}, {"type": "null"}]
+        return document
+
+    def build_middleware_stack(self) -> ASGIApp:
+        """The usual stack inside :class:`EnvelopeErrors`."""
+        # Outermost, because the body limit answers 413 from outside every user middleware.
+        return EnvelopeErrors(super().build_middleware_stack(), max_body_size=self.max_body_size)

@@ -1,38 +1,115 @@
-"""Bearer API keys mapped to an org and a user; without keys, one local user."""
+"""Bearer API keys: one verifier serves the HTTP API (FastAPI ``HTTPBearer``) and ``/mcp``.
+
+``ApiKeyVerifier`` implements the ``mcp`` SDK's ``TokenVerifier``: ``/mcp`` authenticates with
+the SDK's ``BearerAuthBackend`` on it, and the API's ``caller`` dependency asks the same
+verifier. Without keys every caller is the one local user, an admin.
+"""
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from mcp.server.auth.provider import AccessToken
 
 from aptix.api.errors import ApiError
+from aptix.settings import KeyOwner
 
-__all__ = ["LOCAL_CALLER", "Caller", "caller"]
+__all__ = [
+    "BEARER_CHALLENGE",
+    "LOCAL_CALLER",
+    "ApiKeyVerifier",
+    "Caller",
+    "bearer_scheme",
+    "caller",
+    "caller_from_token",
+    "unauthorized",
+]
+
+#: The ``WWW-Authenticate`` value of every 401: a bearer key, not an interactive OAuth flow.
+BEARER_CHALLENGE = 'Bearer realm="aptix"'
 
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is calling: every session-bearing query is scoped to ``org`` (and ``user``)."""
+    """Who is calling: sessions are scoped to ``org`` and ``user``; ``role`` gates authoring."""
 
     org: str
     user: str
+    role: str = "user"
 
 
-LOCAL_CALLER = Caller("local", "local")
+LOCAL_CALLER = Caller("local", "local", "admin")
 
 
-async def caller(request: Request) -> Caller:
+class ApiKeyVerifier:
+    """Maps a bearer key onto its caller; an ``mcp`` ``TokenVerifier`` as well."""
+
+    def __init__(self, keys: Mapping[str, KeyOwner]) -> None:
+        self._keys = [(key.encode(), owner) for key, owner in keys.items()]
+
+    @property
+    def enabled(self) -> bool:
+        """True when keys are configured (otherwise every caller is the local admin)."""
+        return bool(self._keys)
+
+    def caller_for(self, token: str) -> Caller | None:
+        """The caller a key belongs to, or None (every key is compared in constant time)."""
+        presented = token.strip().encode()
+        found: KeyOwner | None = None
+        for key, owner in self._keys:
+            if hmac.compare_digest(key, presented):
+                found = owner
+        return Caller(found.org, found.user, found.role) if found is not None else None
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """``TokenVerifier``: the key's access token, its caller in the claims."""
+        found = self.caller_for(token)
+        if found is None:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=f"{found.org}:{found.user}",
+            scopes=[found.role],
+            claims={"org": found.org, "user": found.user, "role": found.role},
+        )
+
+
+def caller_from_token(token: AccessToken | None) -> Caller | None:
+    """The caller recorded in an access token made by :class:`ApiKeyVerifier`."""
+    claims = token.claims if token is not None else None
+    if not claims:
+        return None
+    return Caller(str(claims["org"]), str(claims["user"]), str(claims["role"]))
+
+
+def unauthorized(message: str) -> ApiError:
+    """A 401 with the bearer challenge, so clients ask for a key, not an OAuth login."""
+    return ApiError(401, message, headers={"WWW-Authenticate": BEARER_CHALLENGE})
+
+
+bearer_scheme = HTTPBearer(
+    auto_error=False,
+    scheme_name="ApiKey",
+    description="An API key from APTIX_API_KEYS (not needed when the server has no keys).",
+)
+
+
+async def caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Caller:
     """FastAPI dependency: the authenticated caller (401 on a missing or wrong key)."""
-    keys: dict[str, tuple[str, str]] = request.app.state.api_keys
-    if not keys:
+    verifier: ApiKeyVerifier = request.app.state.key_verifier
+    if not verifier.enabled:
         return LOCAL_CALLER
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        raise ApiError(401, "Send an API key as 'Authorization: Bearer <key>'.")
-    for key, (org, user) in keys.items():
-        if hmac.compare_digest(key.encode(), token.strip().encode()):
-            return Caller(org, user)
-    raise ApiError(401, "The API key is not valid.")
+    if credentials is None:
+        raise unauthorized("Send an API key as 'Authorization: Bearer <key>'.")
+    found = verifier.caller_for(credentials.credentials)
+    if found is None:
+        raise unauthorized("The API key is not valid.")
+    return found

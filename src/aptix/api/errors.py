@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from aptix.api.outage import OUTAGE_TYPES, RETRY_AFTER_SECONDS, OutageLog, is_database_outage
 from aptix.errors import ConfigurationError, LlmError, NotFoundError, TurnError
 from aptix.logger import StdlibAdminLogger
 
-__all__ = ["ApiError", "error_body", "install_error_handlers"]
+__all__ = ["ApiError", "EnvelopeErrors", "error_body", "install_error_handlers", "too_large"]
 
 _CODES = {
     400: "bad_request",
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",
+    421: "misdirected_request",
     405: "method_not_allowed",
     409: "conflict",
     413: "payload_too_large",
@@ -29,14 +34,25 @@ _CODES = {
 }
 
 
+_METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+
 class ApiError(Exception):
     """An expected failure with its HTTP status, stable code and readable message."""
 
-    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code or _CODES.get(status, "error")
         self.message = message
+        self.headers = headers
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -44,8 +60,15 @@ def error_body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-def _response(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse(error_body(code, message), status_code=status)
+def _response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+
+
+def too_large(limit: int | None) -> str:
+    """The 413 message naming the limit."""
+    return f"The request body is larger than {limit} bytes."
 
 
 def _describe(exc: RequestValidationError) -> str:
@@ -58,24 +81,44 @@ def _describe(exc: RequestValidationError) -> str:
     return "Invalid request: " + "; ".join(problems) + "."
 
 
+def _allowed_methods(request: Request) -> str | None:
+    # Starlette names only the first route matching the path, and FastAPI has one route per
+    # method: the OpenAPI paths know every method of a path.
+    path = request.scope["path"]
+    # A literal path (``/v1/workflows/match``) wins over a template that also matches it.
+    paths = sorted(request.app.openapi()["paths"].items(), key=lambda item: item[0].count("{"))
+    for template, operations in paths:
+        if compile_path(template)[0].match(path):
+            methods = {m.upper() for m in operations if m.upper() in _METHODS}
+            if "GET" in methods:
+                methods.add("HEAD")
+            return ", ".join(sorted(methods))
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map every exception kind to the envelope and a fitting status."""
     logger = StdlibAdminLogger()
 
     @app.exception_handler(ApiError)
     async def _api(_: Request, exc: ApiError) -> JSONResponse:
-        return _response(exc.status, exc.code, exc.message)
+        return _response(exc.status, exc.code, exc.message, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         return _response(422, "invalid_request", _describe(exc))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         message = exc.detail if isinstance(exc.detail, str) else "Request failed."
         if exc.status_code == 404 and message == "Not Found":
             message = "No such route."
-        return _response(exc.status_code, _CODES.get(exc.status_code, "error"), message)
+        elif exc.status_code == 413:
+            message = too_large(request.app.max_body_size)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405 and (allowed := _allowed_methods(request)):
+            headers["Allow"] = allowed
+        return _response(exc.status_code, _CODES.get(exc.status_code, "error"), message, headers)
 
     @app.exception_handler(NotFoundError)
     async def _missing(_: Request, exc: NotFoundError) -> JSONResponse:
@@ -83,7 +126,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(TurnError)
     async def _turn(_: Request, exc: TurnError) -> JSONResponse:
-        return _response(409, "conflict", str(exc))
+        return _response(409, exc.code, str(exc))
 
     @app.exception_handler(LlmError)
     async def _llm(_: Request, exc: LlmError) -> JSONResponse:
@@ -92,6 +135,24 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ConfigurationError)
     async def _config(_: Request, exc: ConfigurationError) -> JSONResponse:
         return _response(503, "unavailable", str(exc))
+
+    outages = OutageLog()
+
+    async def _database(request: Request, exc: Exception) -> JSONResponse:
+        # Handled here rather than by the catch-all, which re-raises after answering: uvicorn
+        # then logs a second traceback and drops the keep-alive connection.
+        if not is_database_outage(exc):
+            return await _unexpected(request, exc)
+        outages.failed(exc, request.url.path)
+        return _response(
+            503,
+            "database_unavailable",
+            "The database is not reachable right now; retry shortly.",
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+
+    for kind in OUTAGE_TYPES:
+        app.add_exception_handler(kind, _database)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -102,3 +163,59 @@ def install_error_handlers(app: FastAPI) -> None:
             ("RequestId", getattr(request.state, "request_id", "")),
         )
         return _response(500, "internal_error", "The server failed unexpectedly; it was logged.")
+
+
+class EnvelopeErrors:
+    """Re-render plain-text error answers (413, 421, 400...) as the envelope.
+
+    Starlette's body limit and the MCP SDK answer refusals in plain text; clients get one shape.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_body_size: int | None) -> None:
+        self.app = app
+        self.max_body_size = max_body_size
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request through, holding back a plain-text error answer to rewrite it."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        text = b""
+
+        async def rewrite(message: Message) -> None:
+            nonlocal held, text
+            if message["type"] == "http.response.start":
+                headers = dict(message.get("headers", ()))
+                # The MCP SDK's refusals are bare ``Response("...")``: no content type at all.
+                kind = headers.get(b"content-type")
+                plain = kind is None or kind.startswith(b"text/plain")
+                if message["status"] >= 400 and plain:
+                    held = message
+                    return
+            elif message["type"] == "http.response.body" and held is not None:
+                text += message.get("body", b"")
+                if message.get("more_body", False):
+                    return
+                await self._send_envelope(send, held, text.decode("utf-8", "replace"))
+                return
+            await send(message)
+
+        await self.app(scope, receive, rewrite)
+
+    async def _send_envelope(self, send: Send, start: Message, text: str) -> None:
+        status: int = start["status"]
+        message = too_large(self.max_body_size) if status == 413 else text.strip() or "Refused."
+        body = json.dumps(error_body(_CODES.get(status, "error"), message)).encode()
+        kept = [
+            (k, v)
+            for k, v in start.get("headers", ())
+            if k.lower() not in (b"content-type", b"content-length")
+        ]
+        headers = [
+            *kept,
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from aptix.nul import NUL_REFUSED, find_nul, find_nul_in_json
+
 __all__ = [
+    "ERROR_RESPONSES",
+    "ErrorBody",
     "ExecuteRequest",
     "InvokeRequest",
     "InvokeResponse",
@@ -19,9 +23,21 @@ __all__ = [
 
 
 class WireModel(BaseModel):
-    """camelCase JSON, field names accepted too."""
+    """camelCase JSON, field names accepted too; no NUL in any string (see ``aptix.nul``)."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_nul(cls, data: Any) -> Any:
+        found = find_nul(data)
+        if found is None and isinstance(data, dict):
+            # Tool arguments may come as JSON text: what it decodes to is stored too.
+            text = data.get("arguments")
+            found = find_nul_in_json(text) if isinstance(text, str) else None
+        if found is not None:
+            raise ValueError(f"{NUL_REFUSED} (found in '{found}')")
+        return data
 
 
 class InvokeRequest(WireModel):
@@ -67,9 +83,34 @@ class ExecuteRequest(WireModel):
 
     session_id: str | None = Field(None, max_length=64, description="None creates a session.")
     mode: str | None = Field(None, max_length=100, description="Mode of a new session.")
-    instruction: str | None = Field(None, max_length=100_000)
-    tool_results: list[ToolResultBody] | None = Field(None, max_length=100)
+    instruction: str | None = Field(
+        None, max_length=100_000, pattern=r"\S", description="Not blank."
+    )
+    tool_results: list[ToolResultBody] | None = Field(None, min_length=1, max_length=100)
     stream: bool = Field(False, description="Answer with Server-Sent Events as the turn runs.")
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            # The route's own rule, said in the schema: an instruction, or results for the
+            # calls a session is waiting on.
+            "anyOf": [
+                {
+                    "required": ["instruction"],
+                    "properties": {
+                        "instruction": {"type": "string"},
+                        "toolResults": {"type": "null"},
+                    },
+                },
+                {
+                    "required": ["toolResults", "sessionId"],
+                    "properties": {
+                        "toolResults": {"type": "array"},
+                        "sessionId": {"type": "string"},
+                    },
+                },
+            ]
+        }
+    )
 
 
 class MatchRequest(WireModel):
@@ -89,3 +130,32 @@ class ModeOut(WireModel):
     welcome_message: str
     tools: list[str]
     status: Literal["active", "experimental", "deprecated"]
+
+
+class ErrorDetail(BaseModel):
+    """What failed: a stable ``code`` and a readable ``message``."""
+
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """The envelope of every error answer."""
+
+    error: ErrorDetail
+
+
+_ERRORS = {
+    400: "The request is malformed.",
+    401: "A missing or invalid API key (see the `WWW-Authenticate` header).",
+    404: "No such route, or no such thing for this caller.",
+    409: "The request conflicts with the current state.",
+    413: "The body is larger than the limit (`APTIX_MAX_BODY_BYTES`).",
+    422: "The request is invalid; the message says which part and why.",
+    503: "The database (or the model configuration) is unavailable; see `Retry-After`.",
+}
+
+#: The error answers every operation documents, all with the envelope.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": text} for status, text in _ERRORS.items()
+}

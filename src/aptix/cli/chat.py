@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.prompt import Confirm
 
-from aptix.cli.output import console, fail
+from aptix.cli.output import console, fail, say
+from aptix.cli.runtime import config_failed
 
 if TYPE_CHECKING:
     from aptix.reasoner import AgentReasoner, TurnEvent, TurnResult
@@ -31,7 +32,7 @@ def chat(
     try:
         asyncio.run(_main(session_id, mode))
     except ConfigurationError as exc:
-        fail(str(exc), code=2)
+        config_failed(exc)
     except AptixError as exc:
         fail(str(exc))
     except (KeyboardInterrupt, EOFError):
@@ -44,9 +45,9 @@ async def _main(session_id: str | None, mode: str | None) -> None:
     async with open_runtime() as runtime:
         reasoner = runtime.reasoner()
         current = await _open_session(runtime, session_id, mode)
-        console.print(f"[bold]Aptix chat[/] — session {current}. {HELP}")
+        say(("Aptix chat", "bold"), f" — session {current}. {HELP}")
         while True:
-            line = (await asyncio.to_thread(console.input, "[bold cyan]you>[/] ")).strip()
+            line = (await asyncio.to_thread(console.input, "you> ")).strip()
             if not line:
                 continue
             if line.startswith("/"):
@@ -70,7 +71,7 @@ async def _open_session(runtime: Runtime, session_id: str | None, mode: str | No
         raise AptixError(created.error_message or "Could not create a session.")
     welcome = runtime.services.modes.get_mode(created.result.mode).welcome_message
     if welcome:
-        console.print(f"[italic]{welcome}[/]")
+        say((welcome, "italic"))
     return created.result.id
 
 
@@ -82,20 +83,20 @@ async def _command(runtime: Runtime, current: str, line: str) -> tuple[bool, str
         return False, await _open_session(runtime, None, argument.strip() or None)
     if command == "/modes":
         for m in await runtime.services.modes.get_all_modes():
-            console.print(f"  [bold]{m.key}[/] — {m.description}")
+            say("  ", (m.key, "bold"), f" — {m.description}")
     elif command == "/workflows":
         for w in runtime.workflows.registry.listed():
-            console.print(f"  [bold]{w.workflow_id}[/] — {w.title}")
+            say("  ", (w.workflow_id, "bold"), f" — {w.title}")
     elif command == "/mode":
         changed = await runtime.services.sessions.set_session_mode(
             current, argument.strip(), "Changed by the user in aptix chat.", "local", "local"
         )
         if changed.result is None:
-            console.print(f"[red]{changed.error_message}[/]")
+            say((changed.error_message or "", "red"))
         else:
-            console.print(f"Mode is now [bold]{changed.result.mode}[/].")
+            say("Mode is now ", (changed.result.mode, "bold"), ".")
     else:
-        console.print(HELP)
+        say(HELP)
     return False, current
 
 
@@ -124,34 +125,43 @@ async def _turn(
 async def _show(event: TurnEvent) -> None:
     data = event.data
     if event.type == "text":
-        console.print(f"[bold green]agent>[/] {data['text']}")
+        say(("agent>", "bold green"), f" {data['text']}")
     elif event.type == "tool_call_finished" and not data["requiresClientExecution"]:
         outcome = data["resultJson"] if data["wasExecuted"] else f"error: {data['errorMessage']}"
-        console.print(f"  [dim]⚙ {data['name']}({data['argumentsJson']}) → {outcome}[/]")
+        say((f"  ⚙ {data['name']}({data['argumentsJson']}) → {outcome}", "dim"))
     elif event.type == "mode_changed":
-        console.print(f"[yellow]mode → {data['mode']}[/]")
+        say((f"mode → {data['mode']}", "yellow"))
         if data.get("welcomeMessage"):
-            console.print(f"[italic]{data['welcomeMessage']}[/]")
+            say((data["welcomeMessage"], "italic"))
 
 
 def _client_result(call: dict[str, Any]) -> Any:
     from aptix.reasoner import ToolResultInput
 
-    if call["name"] != APPROVAL_TOOL:
+    if call["name"] != APPROVAL_TOOL and not _asks_approval(call):
         message = {"error": f"aptix chat cannot run the client tool '{call['name']}'."}
         return ToolResultInput(call["callId"], json.dumps(message), is_error=True)
     request = json.loads(call["resultJson"])
-    console.print(f"[bold magenta]approval needed:[/] {request['prompt']}")
+    say(("approval needed:", "bold magenta"), f" {request['prompt']}")
     if request.get("details"):
-        console.print(f"  {request['details']}")
+        say(f"  {request['details']}")
     approved = Confirm.ask("approve?", console=console)
     return ToolResultInput(call["callId"], json.dumps({"approved": approved}))
 
 
+def _asks_approval(call: dict[str, Any]) -> bool:
+    """True for a call that waits for approval (an MCP tool under an approval policy)."""
+    try:
+        request = json.loads(call.get("resultJson") or "null")
+    except ValueError:
+        return False
+    return isinstance(request, dict) and request.get("kind") == "approval_request"
+
+
 def _show_result(result: TurnResult) -> None:
     if result.kind == "error":
-        console.print(f"[red]{result.error}[/]")
+        say((result.error or "", "red"))
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        say(("warning:", "yellow"), f" {warning}")
     if result.branched_session_id:
-        console.print(f"New branched session: {result.branched_session_id}")
+        say(f"New branched session: {result.branched_session_id}")

@@ -6,8 +6,8 @@ import asyncio
 
 import typer
 
-from aptix.cli.output import console, fail
-from aptix.cli.runtime import settings_or_exit
+from aptix.cli.output import fail, say
+from aptix.cli.runtime import config_failed, settings_or_exit
 from aptix.errors import ConfigurationError
 
 app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
@@ -31,7 +31,7 @@ def upgrade() -> None:
     try:
         revision = asyncio.run(work())
     except ConfigurationError as exc:
-        fail(str(exc), code=2)
+        config_failed(exc)
     if revision != head_revision():
         fail(f"The database is at {revision}, expected {head_revision()}.")
-    console.print(f"Database is at the newest revision ({revision}).")
+    say(f"Database is at the newest revision ({revision}).")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from aptix.cli import chat, db, mcp, modes, serve, sessions, tools, workflows
@@ -12,6 +14,28 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from aptix import __version__
+
+        typer.echo(f"aptix {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Aptix: a governed runtime for LLM agent tools."""
+
+
 app.add_typer(tools.app, name="tools")
 app.add_typer(modes.app, name="modes")
 app.add_typer(sessions.app, name="sessions")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from aptix.cli.output import fail
+from aptix.cli.runtime import config_failed
 
 
 def mcp() -> None:
@@ -15,6 +15,6 @@ def mcp() -> None:
     try:
         asyncio.run(run_stdio())
     except ConfigurationError as exc:
-        fail(str(exc), code=2)
+        config_failed(exc)
     except KeyboardInterrupt:
         pass

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from aptix.cli.output import console, print_json
+from aptix.cli.output import add_row, console, new_table, print_json
 from aptix.cli.runtime import run_with_runtime
 
 if TYPE_CHECKING:
@@ -33,14 +32,12 @@ def list_modes(
             [{**m.model_dump(mode="json", by_alias=True), "offeredTools": t} for m, t in modes]
         )
         return
-    table = Table(title="Aptix modes")
-    table.add_column("key", style="bold")
-    table.add_column("name")
-    table.add_column("default")
-    table.add_column("description")
-    table.add_column("tools offered")
+    table = new_table(
+        "Aptix modes", "key", "name", "default", "description", "tools offered", bold_first=True
+    )
     for mode, tools in modes:
-        table.add_row(
+        add_row(
+            table,
             mode.key,
             mode.display_name,
             "yes" if mode.is_default else "",

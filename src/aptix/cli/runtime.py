@@ -1,10 +1,10 @@
-"""Running CLI commands on the runtime, with configuration errors shown as messages."""
+"""Running CLI commands on the runtime, with configuration errors shown as one line."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from aptix.cli.output import fail
 from aptix.errors import ConfigurationError
@@ -13,30 +13,46 @@ if TYPE_CHECKING:
     from aptix.runtime import Runtime
     from aptix.settings import AptixSettings
 
-__all__ = ["run_with_runtime", "settings_or_exit"]
+__all__ = ["check_runtime", "config_failed", "run_with_runtime", "settings_or_exit"]
 
 T = TypeVar("T")
 
 
-def run_with_runtime(work: Callable[[Runtime], Awaitable[T]]) -> T:
+def config_failed(exc: ConfigurationError) -> NoReturn:
+    """End the command with ``error: <what> — <how to fix>`` and exit code 2."""
+    fail(exc.one_line(), code=2)
+
+
+def run_with_runtime(
+    work: Callable[[Runtime], Awaitable[T]], settings: AptixSettings | None = None
+) -> T:
     """Open the runtime, run ``work`` on it and close it; configuration errors end the command."""
     from aptix.runtime import open_runtime
 
     async def main() -> T:
-        async with open_runtime() as runtime:
+        async with open_runtime(settings or settings_or_exit()) as runtime:
             return await work(runtime)
 
     try:
         return asyncio.run(main())
     except ConfigurationError as exc:
-        fail(str(exc), code=2)
+        config_failed(exc)
+
+
+def check_runtime(settings: AptixSettings) -> None:
+    """Open and close the runtime once: a bad database, catalog or tool ends the command early."""
+
+    async def nothing(_runtime: Runtime) -> None:
+        return None
+
+    run_with_runtime(nothing, settings)
 
 
 def settings_or_exit() -> AptixSettings:
-    """The settings; an invalid value ends the command with its message (exit code 2)."""
+    """The settings; an invalid value ends the command with one line (exit code 2)."""
     from aptix.settings import load_settings
 
     try:
         return load_settings()
     except ConfigurationError as exc:
-        fail(str(exc), code=2)
+        config_failed(exc)

@@ -7,8 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from aptix.cli.output import console, err_console, fail, print_json
-from aptix.cli.runtime import settings_or_exit
+from aptix.cli.output import fail, print_json, say, warn
+from aptix.cli.runtime import check_runtime, settings_or_exit
+from aptix.urls import mask_credentials
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 
@@ -38,25 +39,26 @@ def serve(
     try:
         keys = settings.api_key_map()
     except ValueError as exc:
-        fail(str(exc), code=2)
+        fail(f"{exc} — fix APTIX_API_KEYS, or unset it for one local user", code=2)
     bind = host or settings.host
-    if not keys:
-        if not _is_loopback(bind):
-            fail(
-                f"Refusing to serve on {bind} without APTIX_API_KEYS: with no keys every caller "
-                "is the single local user, so only 127.0.0.1 is allowed.",
-                code=2,
-            )
-        err_console.print(
-            "No APTIX_API_KEYS set: serving one local user (org 'local'), on loopback only."
+    if not keys and not _is_loopback(bind):
+        fail(
+            f"Refusing to serve on {bind} without APTIX_API_KEYS: with no keys every caller "
+            "is the single local user — set APTIX_API_KEYS, or bind 127.0.0.1.",
+            code=2,
         )
+    # Everything the app opens at start-up is opened once here first, so that a bad
+    # database URL, catalog or manifest is one line before "Aptix API on ..." is printed.
+    check_runtime(settings)
+    if not keys:
+        warn("No APTIX_API_KEYS set: serving one local user (org 'local'), on loopback only.")
     if not settings.model_configured:
-        err_console.print(
+        warn(
             "No model configured (APTIX_LLM_MODEL): /v1/agent/execute answers 503; "
             "every other route works."
         )
     listen_port = port if port is not None else settings.port
-    err_console.print(f"Aptix API on http://{bind}:{listen_port} (OpenAPI at /docs). Ctrl-C stops.")
+    warn(f"Aptix API on http://{bind}:{listen_port} (OpenAPI at /docs). Ctrl-C stops.")
     uvicorn.run(
         "aptix.api.app:create_app",
         factory=True,
@@ -79,11 +81,13 @@ def show(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = 
     values["effective_database_url"] = _mask_url(settings.effective_database_url)
     if values.get("database_url"):
         values["database_url"] = _mask_url(values["database_url"])
+    if values.get("llm_base_url"):
+        values["llm_base_url"] = mask_credentials(values["llm_base_url"])
     if as_json:
         print_json(values)
         return
     for key, value in values.items():
-        console.print(f"[bold]{key}[/] = {value}")
+        say((key, "bold"), f" = {value}")
 
 
 def _mask_url(url: str) -> str:

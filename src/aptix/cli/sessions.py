@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from aptix.cli.output import console, fail, print_json
+from aptix.cli.output import add_row, console, fail, new_table, print_json, say
 from aptix.cli.runtime import run_with_runtime
 from aptix.sessions.wire import session_to_json
 
@@ -44,9 +43,7 @@ def create(
     if as_json:
         print_json(session_to_json(created.result))
     else:
-        console.print(
-            f"Created session [bold]{created.result.id}[/] in mode {created.result.mode}."
-        )
+        say("Created session ", (created.result.id, "bold"), f" in mode {created.result.mode}.")
 
 
 @app.command("list")
@@ -66,13 +63,9 @@ def list_sessions(
     if as_json:
         print_json([session_to_json(s) for s in sessions])
         return
-    table = Table(title=f"Sessions of {user} in {org}")
-    for column in ("id", "mode", "title", "parent", "updated"):
-        table.add_column(column)
+    table = new_table(f"Sessions of {user} in {org}", "id", "mode", "title", "parent", "updated")
     for s in sessions:
-        table.add_row(
-            s.id, s.mode, s.title or "", s.parent_session_id or "", f"{s.updated_at:%Y-%m-%d %H:%M}"
-        )
+        add_row(table, s.id, s.mode, s.title, s.parent_session_id, f"{s.updated_at:%Y-%m-%d %H:%M}")
     console.print(table)
 
 
@@ -96,22 +89,22 @@ def show(
     if as_json:
         print_json({**session_to_json(session), "childSessionIds": [c.id for c in children]})
         return
-    console.print(f"[bold]Session {session.id}[/]  ({session.org}/{session.user})")
-    console.print(
-        f"mode: [bold]{session.mode}[/]"
-        + (f" — {session.mode_reason}" if session.mode_reason else "")
+    say((f"Session {session.id}", "bold"), f"  ({session.org}/{session.user})")
+    say(
+        "mode: ", (session.mode, "bold"), f" — {session.mode_reason}" if session.mode_reason else ""
     )
+    if session.title:
+        say(f"title: {session.title}")
     if session.parent_session_id:
-        console.print(f"branched from: {session.parent_session_id}")
+        say(f"branched from: {session.parent_session_id}")
     if session.active_workflow_id:
-        console.print(f"active workflow: {session.active_workflow_id}")
-    table = Table(title="Mode history")
-    for column in ("#", "from", "to", "reason", "by", "at"):
-        table.add_column(column)
+        say(f"active workflow: {session.active_workflow_id}")
+    table = new_table("Mode history", "#", "from", "to", "reason", "by", "at")
     for i, h in enumerate(session.mode_history, 1):
-        table.add_row(
-            str(i),
-            h.previous_mode or "",
+        add_row(
+            table,
+            i,
+            h.previous_mode,
             h.mode,
             h.reason,
             h.changed_by,
@@ -119,4 +112,4 @@ def show(
         )
     console.print(table)
     for child in children:
-        console.print(f"branched session: {child.id} (mode {child.mode})")
+        say(f"branched session: {child.id} (mode {child.mode})")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
-from aptix.cli.output import console, fail, print_json
+from aptix.cli.output import add_row, console, fail, new_table, print_json
 from aptix.cli.runtime import run_with_runtime
 
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ def list_tools(as_json: JsonFlag = False) -> None:
                 "name": schema["name"],
                 "serverFinal": _server_final(runtime, schema["name"]),
                 "description": schema["description"],
+                "annotations": _annotations(runtime, schema["name"]),
             }
             for schema in runtime.registry.schemas()
         ]
@@ -38,12 +41,15 @@ def list_tools(as_json: JsonFlag = False) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table(title="Aptix tools")
-    table.add_column("name", style="bold")
-    table.add_column("runs")
-    table.add_column("description")
+    table = new_table("Aptix tools", "name", "runs", "hints", "description", bold_first=True)
     for row in rows:
-        table.add_row(row["name"], "server" if row["serverFinal"] else "client", row["description"])
+        add_row(
+            table,
+            row["name"],
+            "server" if row["serverFinal"] else "client",
+            _hints(row["annotations"]),
+            row["description"],
+        )
     console.print(table)
 
 
@@ -73,13 +79,33 @@ def call_tool(
     ] = None,
     org: Annotated[str, typer.Option(help="Organisation of the caller.")] = "local",
     user: Annotated[str, typer.Option(help="User of the caller.")] = "local",
+    role: Annotated[str, typer.Option(help="Role of the caller: user, author or admin.")] = "admin",
     as_json: JsonFlag = False,
 ) -> None:
     """Call a tool once and print its InvokeResult; exits 1 when the call fails."""
+    from aptix.settings import ROLES
+
+    if role not in ROLES:
+        fail(f"--role must be one of: {', '.join(ROLES)}.", code=2)
 
     async def work(runtime: Runtime) -> InvokeResult[str]:
-        context = runtime.tool_context(session_id=session_id, org=org, user=user)
-        return await runtime.executor.invoke(name, arguments, context)
+        from aptix.errors import NotFoundError
+        from aptix.results import InvokeResult
+
+        try:
+            context = await runtime.session_context(
+                org=org, user=user, role=role, session_id=session_id
+            )
+        except NotFoundError as exc:
+            return InvokeResult.from_error(str(exc))
+        with _held_logs() as held:
+            outcome = await runtime.executor.invoke(name, arguments, context)
+        # The failure is printed below as the command's message; a log line saying the same
+        # would show it twice. Every other record is passed on as it was.
+        for record in held:
+            if outcome.error_message is None or outcome.error_message not in record.getMessage():
+                logging.getLogger(record.name).handle(record)
+        return outcome
 
     outcome = run_with_runtime(work)
     result = _decode(outcome.result)
@@ -91,6 +117,43 @@ def call_tool(
         fail(outcome.error_message or "The tool call failed.")
     if not outcome.successful:
         raise typer.Exit(1)
+
+
+def _annotations(runtime: Runtime, name: str) -> dict[str, Any] | None:
+    tool_cls = runtime.registry.get_tool_type(name)
+    return tool_cls.TOOL_ANNOTATIONS if tool_cls is not None else None
+
+
+def _hints(annotations: dict[str, Any] | None) -> str:
+    """Short words for the MCP hints that are set (``read-only``, ``destructive``, ...)."""
+    hints = annotations or {}
+    words = {
+        "readOnlyHint": "read-only",
+        "destructiveHint": "destructive",
+        "idempotentHint": "idempotent",
+        "openWorldHint": "open-world",
+    }
+    return ", ".join(word for key, word in words.items() if hints.get(key) is True)
+
+
+@contextmanager
+def _held_logs() -> Iterator[list[logging.LogRecord]]:
+    """Hold back the ``aptix`` log records emitted inside the block (yielded as a list)."""
+    held: list[logging.LogRecord] = []
+    handlers = logging.getLogger("aptix").handlers
+
+    def hold(record: logging.LogRecord) -> bool:
+        if not any(r is record for r in held):  # one record passes every handler
+            held.append(record)
+        return False
+
+    for handler in handlers:
+        handler.addFilter(hold)
+    try:
+        yield held
+    finally:
+        for handler in handlers:
+            handler.removeFilter(hold)
 
 
 def _decode(text: str | None) -> Any:

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
-from aptix.cli.output import console, fail, print_json
+from aptix.cli.output import add_row, console, fail, new_table, print_json, say
 from aptix.cli.runtime import run_with_runtime, settings_or_exit
 
 if TYPE_CHECKING:
@@ -18,6 +17,12 @@ if TYPE_CHECKING:
 app = typer.Typer(help="List, show, match and validate workflows.", no_args_is_help=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+OrgOption = Annotated[
+    str,
+    typer.Option(
+        "--org", help="Whose authored workflows to include (deployment-wide ones always are)."
+    ),
+]
 
 
 @app.command("list")
@@ -26,12 +31,13 @@ def list_workflows(
     show_all: Annotated[
         bool, typer.Option("--all", help="Include hidden and disabled workflows.")
     ] = False,
+    org: OrgOption = "local",
 ) -> None:
     """List the workflows the model can discover (public and experimental, runnable)."""
 
     async def work(runtime: Runtime) -> list[dict[str, Any]]:
         registry = runtime.workflows.registry
-        manifests = registry.all() if show_all else registry.listed()
+        manifests = registry.all(org) if show_all else registry.listed(org)
         return [
             {
                 "workflowId": m.workflow_id,
@@ -39,7 +45,7 @@ def list_workflows(
                 "version": m.version,
                 "status": m.status.value,
                 "visibility": m.visibility.value,
-                "source": registry.source_of(m.workflow_id),
+                "source": registry.source_of(m.workflow_id, org),
             }
             for m in manifests
         ]
@@ -48,13 +54,10 @@ def list_workflows(
     if as_json:
         print_json(rows)
         return
-    table = Table(title="Aptix workflows")
-    for column in ("workflowId", "title", "version", "status", "visibility"):
-        table.add_column(column, style="bold" if column == "workflowId" else None)
+    columns = ("workflowId", "title", "version", "status", "visibility")
+    table = new_table("Aptix workflows", *columns, bold_first=True)
     for row in rows:
-        table.add_row(
-            *(str(row[c]) for c in ("workflowId", "title", "version", "status", "visibility"))
-        )
+        add_row(table, *(row[c] for c in columns))
     console.print(table)
 
 
@@ -62,18 +65,19 @@ def list_workflows(
 def show_workflow(
     workflow_id: Annotated[str, typer.Argument(help="Workflow id (hidden ones too).")],
     as_json: JsonFlag = False,
+    org: OrgOption = "local",
 ) -> None:
     """Print one workflow's manifest; hidden workflows are shown only this way, by id."""
     from aptix.workflows.registry import status_note
 
     async def work(runtime: Runtime) -> dict[str, Any] | None:
         registry = runtime.workflows.registry
-        manifest = registry.get(workflow_id)
+        manifest = registry.get(workflow_id, org)
         if manifest is None:
             return None
         out: dict[str, Any] = {
             "workflow": manifest.to_wire(),
-            "source": registry.source_of(manifest.workflow_id),
+            "source": registry.source_of(manifest.workflow_id, org),
         }
         note = status_note(manifest)
         if note:
@@ -87,16 +91,14 @@ def show_workflow(
         print_json(found)
         return
     manifest = found["workflow"]
-    console.print(f"[bold]{manifest['workflowId']}[/] {manifest['version']} — {manifest['title']}")
-    console.print(
-        f"status {manifest['status']}, visibility {manifest['visibility']}, from {found['source']}"
-    )
+    say((manifest["workflowId"], "bold"), f" {manifest['version']} — {manifest['title']}")
+    say(f"status {manifest['status']}, visibility {manifest['visibility']}, from {found['source']}")
     for warning in found.get("warnings", ()):
-        console.print(f"[yellow]warning:[/] {warning}")
-    console.print(f"\n{manifest['description']}\n")
-    console.print("[bold]Intent patterns[/]: " + "; ".join(manifest["userIntentPatterns"]))
-    console.print("[bold]Permitted tools[/]: " + (", ".join(manifest["permittedTools"]) or "-"))
-    console.print("[bold]Instructions[/]:\n" + manifest["instructionText"])
+        say(("warning:", "yellow"), f" {warning}")
+    say(f"\n{manifest['description']}\n")
+    say(("Intent patterns", "bold"), ": " + "; ".join(manifest["userIntentPatterns"]))
+    say(("Permitted tools", "bold"), ": " + (", ".join(manifest["permittedTools"]) or "-"))
+    say(("Instructions", "bold"), ":\n" + manifest["instructionText"])
 
 
 @app.command("match")
@@ -104,26 +106,26 @@ def match_workflows(
     message: Annotated[str, typer.Argument(help="A user message.")],
     limit: Annotated[int, typer.Option(min=1, max=20, help="Most matches to show.")] = 5,
     as_json: JsonFlag = False,
+    org: OrgOption = "local",
 ) -> None:
     """Rank the workflows that fit a user message (as match_workflow does)."""
     if not message.strip():
         fail("The message must not be empty.")
 
     async def work(runtime: Runtime) -> list[dict[str, Any]]:
-        return [m.to_wire() for m in runtime.workflows.registry.match(message, limit)]
+        return [m.to_wire() for m in runtime.workflows.registry.match(message, limit, org)]
 
     rows = run_with_runtime(work)
     if as_json:
         print_json({"matches": rows})
         return
     if not rows:
-        console.print("No workflow matches.")
+        say("No workflow matches.")
         return
-    table = Table(title="Matching workflows")
-    for column in ("workflowId", "title", "matchScore", "runnable", "note"):
-        table.add_column(column)
+    table = new_table("Matching workflows", "workflowId", "title", "matchScore", "runnable", "note")
     for row in rows:
-        table.add_row(
+        add_row(
+            table,
             row["workflowId"],
             row["title"],
             f"{row['matchScore']:.2f}",
@@ -167,10 +169,10 @@ def validate_workflows(
         )
     elif problems:
         for problem in problems:
-            console.print(f"[red]✗[/] {problem}", markup=True, highlight=False, soft_wrap=True)
-        console.print(f"{len(problems)} problem(s) in the workflow catalog.")
+            say(("✗", "red"), f" {problem}")
+        say(f"{len(problems)} problem(s) in the workflow catalog.")
     else:
-        console.print(f"[green]✓[/] {len(loaded)} workflows are valid.")
+        say(("✓", "green"), f" {len(loaded)} workflows are valid.")
     if problems:
         raise typer.Exit(1)
 

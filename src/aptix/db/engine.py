@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from aptix.errors import ConfigurationError
+from aptix.urls import mask_credentials
 
 __all__ = ["Database", "open_database"]
 
@@ -28,6 +30,11 @@ class Database:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        # Every SQLite transaction takes the write lock (BEGIN IMMEDIATE). Waiting for it in
+        # SQLite's busy handler means sleeping and polling: under concurrency, turns queued
+        # for seconds. Queueing on an asyncio lock first hands the lock over at once, in
+        # order; other processes still meet the busy timeout.
+        self._write_lock = asyncio.Lock() if self.is_sqlite else None
 
     @property
     def is_sqlite(self) -> bool:
@@ -37,7 +44,11 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction: committed on success, rolled back on error."""
-        async with self._sessions() as session, session.begin():
+        if self._write_lock is None:
+            async with self._sessions() as session, session.begin():
+                yield session
+            return
+        async with self._write_lock, self._sessions() as session, session.begin():
             yield session
 
     async def close(self) -> None:
@@ -45,25 +56,45 @@ class Database:
         await self.engine.dispose()
 
 
+URL_HINT = (
+    "set APTIX_DATABASE_URL to sqlite+aiosqlite:///PATH or "
+    "postgresql+asyncpg://USER:PASSWORD@HOST/DB, or unset it for the embedded SQLite file"
+)
+
+
 def create_engine(url: str) -> AsyncEngine:
     """Create the async engine for ``url``; SQLite gets WAL, a busy timeout and write locks."""
+    # hide_parameters: statement parameters are user text (instructions, titles); errors and
+    # echo must not carry them into logs.
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
-        raise ConfigurationError(f"APTIX_DATABASE_URL is not a database URL: {url!r}.") from exc
+        raise ConfigurationError(
+            f"APTIX_DATABASE_URL is not a database URL: {mask_credentials(url)!r}.", hint=URL_HINT
+        ) from exc
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
         if database and database != ":memory:":
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(parsed, connect_args={"timeout": 30})
+            folder = Path(database).expanduser().parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigurationError(
+                    f"Cannot create the folder {folder} for the SQLite database ({exc}).",
+                    hint="set APTIX_DATA_DIR (or APTIX_DATABASE_URL) to a writable place",
+                ) from exc
+        engine = create_async_engine(parsed, connect_args={"timeout": 30}, hide_parameters=True)
         _configure_sqlite(engine)
         return engine
     if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() != "asyncpg":
         parsed = parsed.set(drivername="postgresql+asyncpg")
     try:
-        return create_async_engine(parsed, pool_pre_ping=True)
+        return create_async_engine(parsed, pool_pre_ping=True, hide_parameters=True)
     except Exception as exc:  # unknown dialect or a missing driver
-        raise ConfigurationError(f"Cannot use database URL {url!r}: {exc}") from exc
+        raise ConfigurationError(
+            f"Cannot use database URL {mask_credentials(url)!r}: {mask_credentials(str(exc))}",
+            hint=URL_HINT,
+        ) from exc
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
@@ -98,5 +129,8 @@ async def open_database(url: str, *, migrate: bool = True) -> Database:
         except (OperationalError, DBAPIError, OSError) as exc:
             await database.close()
             safe = make_url(url).render_as_string(hide_password=True)
-            raise ConfigurationError(f"Cannot open the database at {safe}: {exc}") from exc
+            raise ConfigurationError(
+                f"Cannot open the database at {safe}: {exc}",
+                hint="check that the database server is running and APTIX_DATABASE_URL is right",
+            ) from exc
     return database

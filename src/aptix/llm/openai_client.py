@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 import openai
@@ -9,6 +10,8 @@ from openai import AsyncOpenAI
 
 from aptix.errors import LlmError
 from aptix.llm.types import LlmRequest, LlmResponse, Message, TextSink, ToolCallRequest, Usage
+from aptix.nul import without_nul, without_nul_in_json
+from aptix.urls import mask_credentials
 
 __all__ = ["OpenAiLlmClient", "to_chat_tool", "to_responses_input"]
 
@@ -36,7 +39,7 @@ class OpenAiLlmClient:
         self.model = model
         self.api = api
         self._timeout = timeout_seconds
-        self._where = base_url or "https://api.openai.com/v1"
+        self._where = mask_credentials(base_url or "https://api.openai.com/v1")
         self._client = AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or "not-needed",
@@ -46,12 +49,14 @@ class OpenAiLlmClient:
 
     async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
         """Send the request (streaming when ``on_text`` is given); failures raise LlmError."""
+        if on_text is not None:
+            on_text = _nul_free_sink(on_text)
         try:
             if self.api == "responses":
-                return await self._responses(request, on_text)
+                return _nul_free(await self._responses(request, on_text))
             if on_text is not None:
-                return await self._chat_stream(request, on_text)
-            return await self._chat(request)
+                return _nul_free(await self._chat_stream(request, on_text))
+            return _nul_free(await self._chat(request))
         except openai.AuthenticationError as exc:
             raise LlmError(
                 f"The model endpoint at {self._where} refused the API key (HTTP 401); "
@@ -212,6 +217,28 @@ def to_responses_input(messages: tuple[Message, ...] | list[Message]) -> list[di
                 }
             )
     return items
+
+
+def _nul_free(response: LlmResponse) -> LlmResponse:
+    # The model is the one source of text that cannot be refused: NUL becomes U+FFFD here,
+    # before the turn stores it (see aptix.nul).
+    return replace(
+        response,
+        text=None if response.text is None else without_nul(response.text),
+        tool_calls=tuple(
+            ToolCallRequest(
+                without_nul(c.id), without_nul(c.name), without_nul_in_json(c.arguments)
+            )
+            for c in response.tool_calls
+        ),
+    )
+
+
+def _nul_free_sink(sink: TextSink) -> TextSink:
+    async def clean(text: str) -> None:
+        await sink(without_nul(text))
+
+    return clean
 
 
 def _short(text: str, limit: int = 300) -> str:

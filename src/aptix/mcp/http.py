@@ -1,4 +1,10 @@
-"""MCP over streamable HTTP at ``/mcp`` on the API's app, behind the same bearer keys."""
+"""MCP over streamable HTTP at ``/mcp`` on the API's app, behind the same bearer keys.
+
+Authentication is the ``mcp`` SDK's own: Starlette's ``AuthenticationMiddleware`` with the
+SDK's ``BearerAuthBackend`` on the API's :class:`~aptix.api.auth.ApiKeyVerifier`, and the
+SDK's ``AuthContextMiddleware`` so that the tool handler reads the caller with
+``get_access_token()``. Only the refusal is ours: the API's error envelope and challenge.
+"""
 
 from __future__ import annotations
 
@@ -6,51 +12,59 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
+from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from aptix.api.auth import BEARER_CHALLENGE, ApiKeyVerifier
 from aptix.api.errors import error_body
-from aptix.mcp.server import build_mcp_server, current_caller
+from aptix.mcp.server import build_mcp_server
 from aptix.runtime import Runtime
 
 __all__ = ["mcp_http_app"]
 
 
 @asynccontextmanager
-async def mcp_http_app(
-    runtime: Runtime, api_keys: dict[str, tuple[str, str]]
-) -> AsyncIterator[ASGIApp]:
+async def mcp_http_app(runtime: Runtime, verifier: ApiKeyVerifier) -> AsyncIterator[ASGIApp]:
     """The ``/mcp`` ASGI app for the lifetime of the block (its session manager runs inside)."""
     server = build_mcp_server(runtime)
     inner = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=True, json_response=True
     )
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        caller = ("local", "local")
-        if scope["type"] == "http" and api_keys:
-            header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-            scheme, _, token = header.partition(" ")
-            found = api_keys.get(token.strip()) if scheme.lower() == "bearer" else None
-            if found is None:
-                body = json.dumps(error_body("unauthorized", "Send a valid API key.")).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"application/json")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-            caller = found
-        token_var = current_caller.set(caller)
-        try:
-            await inner(scope, receive, send)
-        finally:
-            current_caller.reset(token_var)
+    app: ASGIApp = inner
+    if verifier.enabled:
+        app = AuthenticationMiddleware(
+            _RequireKey(AuthContextMiddleware(inner)), backend=BearerAuthBackend(verifier)
+        )
 
     async with server.session_manager.run():
         yield _Endpoint(app)
+
+
+class _RequireKey:
+    """Refuses a request the bearer backend did not authenticate (401, envelope, challenge)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not isinstance(scope.get("user"), AuthenticatedUser):
+            body = json.dumps(error_body("unauthorized", "Send a valid API key.")).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"www-authenticate", BEARER_CHALLENGE.encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self._app(scope, receive, send)
 
 
 class _Endpoint:

@@ -3,31 +3,36 @@
 from __future__ import annotations
 
 import json
-from contextvars import ContextVar
 from typing import Any
 
 from mcp import types
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.lowlevel import Server
 
+from aptix import __version__
+from aptix.errors import NotFoundError
+from aptix.nul import NUL_REFUSED, find_nul
 from aptix.runtime import Runtime
 from aptix.settings import AptixSettings
+from aptix.tools.base import AgentTool
 
-__all__ = ["build_mcp_server", "current_caller", "run_stdio"]
-
-
-#: The caller of the current MCP request over HTTP (set by the API's auth wrapper).
-current_caller: ContextVar[tuple[str, str] | None] = ContextVar("aptix_mcp_caller", default=None)
+__all__ = ["build_mcp_server", "run_stdio"]
 
 
-def build_mcp_server(runtime: Runtime, *, org: str = "local", user: str = "local") -> Server[Any]:
+def build_mcp_server(
+    runtime: Runtime, *, org: str = "local", user: str = "local", role: str = "admin"
+) -> Server[Any]:
     """An MCP server exposing the runtime's server-final tools.
 
-    Calls run as (``org``, ``user``), or as the HTTP caller when ``current_caller`` is set.
-    Client-final tools are left out: an MCP client cannot post their results back. A call's
-    optional ``sessionId`` argument selects a session, which must belong to the caller's org.
+    Calls run as (``org``, ``user``, ``role``), the local admin by default, or as the caller
+    whose API key authenticated the HTTP request. Client-final tools are left out: an MCP
+    client cannot post their results back. A call's optional ``sessionId`` argument selects a
+    session, which must belong to the caller (org and user), exactly as over HTTP.
     """
+    from aptix.api.auth import Caller, caller_from_token
+
     registry = runtime.registry
-    default_caller = (org, user)
+    default_caller = Caller(org, user, role)
 
     def tools() -> list[types.Tool]:
         listed = []
@@ -35,32 +40,30 @@ def build_mcp_server(runtime: Runtime, *, org: str = "local", user: str = "local
             tool_cls = registry.get_tool_type(schema["name"])
             if tool_cls is None or not tool_cls.is_fully_executed_on_server:
                 continue
-            listed.append(
-                types.Tool(
-                    name=schema["name"],
-                    description=f"{schema['description']}\n\n{tool_cls.TOOL_USAGE_METADATA}",
-                    inputSchema=schema["parameters"],
-                )
-            )
+            listed.append(_mcp_tool(schema, tool_cls))
         return listed
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools())
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        org, user = current_caller.get() or default_caller
+        caller = caller_from_token(get_access_token()) or default_caller
         arguments = dict(params.arguments or {})
+        if (nul := find_nul(arguments)) is not None:
+            return _error(f"{NUL_REFUSED} (found in '{nul}').")
         session_id = arguments.pop("sessionId", None)
         tool_cls = registry.get_tool_type(params.name)
         if tool_cls is None or not tool_cls.is_fully_executed_on_server:
             return _error(f"Unknown tool '{params.name}'.")
-        if session_id is not None:
-            session = await runtime.services.sessions.get_session(str(session_id), org)
-            if session is None:
-                return _error(f"Unknown session '{session_id}'.")
-        context = runtime.tool_context(
-            session_id=str(session_id) if session_id else None, org=org, user=user
-        )
+        try:
+            context = await runtime.session_context(
+                org=caller.org,
+                user=caller.user,
+                role=caller.role,
+                session_id=str(session_id) if session_id is not None else None,
+            )
+        except NotFoundError as exc:
+            return _error(str(exc))
         outcome = await runtime.executor.invoke(params.name, json.dumps(arguments), context)
         if outcome.result is None:
             return _error(outcome.error_message or "The tool call failed.")
@@ -71,10 +74,35 @@ def build_mcp_server(runtime: Runtime, *, org: str = "local", user: str = "local
 
     return Server(
         "aptix",
-        version="0.1.0",
+        version=__version__,
         instructions="Aptix tools. Each tool's description says when to call it.",
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+    )
+
+
+#: Documented in docs/mcp.md: every tool takes it, so it is part of every input schema.
+SESSION_ID_PROPERTY = {
+    "type": "string",
+    "description": "Optional: the id of one of your Aptix sessions to run the tool in "
+    "(its mode and active workflow apply).",
+}
+
+
+def _mcp_tool(schema: dict[str, Any], tool_cls: type[AgentTool]) -> types.Tool:
+    """The MCP listing of one tool: input schema with ``sessionId``, annotations, output."""
+    params = schema["parameters"]
+    properties = dict(params.get("properties", {}))
+    properties.setdefault("sessionId", SESSION_ID_PROPERTY)
+    hints = dict(tool_cls.TOOL_ANNOTATIONS or {})
+    title = hints.get("title")
+    return types.Tool(
+        name=schema["name"],
+        title=title if isinstance(title, str) else None,
+        description=f"{schema['description']}\n\n{tool_cls.TOOL_USAGE_METADATA}",
+        input_schema={**params, "properties": properties},
+        output_schema=tool_cls.TOOL_OUTPUT_SCHEMA,
+        annotations=types.ToolAnnotations.model_validate(hints) if hints else None,
     )
 
 
@@ -96,9 +124,10 @@ async def run_stdio(settings: AptixSettings | None = None) -> None:
     """Open the runtime and serve MCP over stdin/stdout until the client disconnects."""
     from mcp.server.stdio import stdio_server
 
+    from aptix.mcp.stdio import answering_bad_lines
     from aptix.runtime import open_runtime
 
     async with open_runtime(settings) as runtime:
         server = build_mcp_server(runtime)
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        async with stdio_server() as (read, write), answering_bad_lines(read, write) as checked:
+            await server.run(checked, write, server.create_initialization_options())

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from aptix.errors import ConfigurationError, NotFoundError
 from aptix.modes.models import ModeDefinition
+from aptix.tools.names import is_known
 
 __all__ = [
     "ALWAYS_OFFERED_TOOLS",
@@ -116,10 +117,15 @@ def load_mode_catalog(
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigurationError(
-                f"Mode catalog {source}: cannot read the file ({exc})."
+                f"Mode catalog {source}: cannot read the file ({exc}).",
+                hint="check APTIX_MODES_PATH, or unset it for the built-in modes",
             ) from exc
-    modes = _parse(text, source)
-    _check_catalog(modes, source)
+    try:
+        modes = _parse(text, source)
+        _check_catalog(modes, source)
+    except ConfigurationError as exc:
+        exc.hint = exc.hint or f"fix {source}, or unset APTIX_MODES_PATH for the built-in modes"
+        raise
     catalog = YamlModeCatalog(modes, source)
     if registered_tools is not None:
         check_mode_tools(catalog, registered_tools)
@@ -130,11 +136,12 @@ def check_mode_tools(catalog: YamlModeCatalog, registered_tools: Iterable[str]) 
     """Refuse a catalog whose modes list tools that are not registered."""
     registered = set(registered_tools)
     for mode in catalog.modes:
-        unknown = [t for t in mode.tools if t not in registered]
+        unknown = [t for t in mode.tools if t not in registered and not is_known(t, registered)]
         if unknown:
             raise ConfigurationError(
                 f"Mode catalog {catalog.source}, mode '{mode.key}': unknown tool(s) "
-                f"{', '.join(unknown)} (registered: {', '.join(sorted(registered))})."
+                f"{', '.join(unknown)} (registered: {', '.join(sorted(registered))}).",
+                hint="list only registered tools, or install the plugin that provides them",
             )
 
 

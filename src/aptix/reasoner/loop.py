@@ -1,48 +1,61 @@
-"""``AgentReasoner``: one instruction in, a finished (or handed-off) turn out (AGN-005 §6)."""
+"""``AgentReasoner``: one instruction in, a finished (or handed-off) turn out (AGN-005 §6).
+
+A turn is claimed under the session's lock (see :mod:`aptix.reasoner.claims`), then
+checkpointed after every model response and every tool batch while a lease heartbeat says
+its process is alive. Cancelling the task that runs it marks it ``cancelled``.
+"""
 
 from __future__ import annotations
 
-import json
+import asyncio
 import time
 import uuid
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from aptix.errors import LlmError, NotFoundError, TurnError
-from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, TextSink, Usage
+from aptix.errors import LlmError, TurnError
+from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, Usage
 from aptix.logger import AdminLogger, LogLevel
 from aptix.modes.catalog import ModeCatalog
+from aptix.reasoner.approvals import settle_approvals
+from aptix.reasoner.caps import ResponseCaps
+from aptix.reasoner.claims import Lease, resume_plan, start_plan
+from aptix.reasoner.context import ContextBudget, ContextOverflowError
+from aptix.reasoner.endings import TurnEndings
 from aptix.reasoner.prompt import system_message
-from aptix.reasoner.result import EventSink, ToolResultInput, TurnEvent, TurnResult
-from aptix.reasoner.turns import TurnRecord, TurnStore
+from aptix.reasoner.record import TurnRecord
+from aptix.reasoner.result import EventSink, ToolResultInput, TurnResult
+from aptix.reasoner.running import (
+    Heartbeat,
+    PreparedTurn,
+    RunningTurn,
+    TurnLost,
+    emit,
+    result_of,
+    text_sink,
+)
+from aptix.reasoner.tool_batch import (
+    MODE_CHANGE_TOOL,
+    WORKFLOW_RUN_TOOL,
+    assistant_message,
+    branched_id,
+    not_offered,
+    tool_message,
+    wire_call,
+)
+from aptix.reasoner.turns import TurnStore
 from aptix.sessions.manager import SessionManager
 from aptix.sessions.models import AgentSession
-from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
+from aptix.tools.context import AgentToolCall, AgentToolExecutionContext, context_for
 from aptix.tools.executor import AgentToolExecutor
 
-__all__ = ["AgentReasoner"]
+__all__ = ["AgentReasoner", "PreparedTurn"]
 
-MODE_CHANGE_TOOL = "agent_change_mode"
-WORKFLOW_RUN_TOOL = "agent_workflow_run"
+#: Chooses the tools to offer: (active workflow id, the mode's tools, org) -> tool names.
+OfferedTools = Callable[[str | None, Collection[str], str], list[str]]
 
-#: Chooses the tools to offer: (active workflow id, the mode's tools) -> tool names.
-OfferedTools = Callable[[str | None, Collection[str]], list[str]]
-
-
-@dataclass(slots=True)
-class _Turn:
-    """The mutable state of the turn being run."""
-
-    record: TurnRecord
-    session: AgentSession
-    usage: Usage
-    executed: list[dict[str, Any]]
-    resume_key: str | None = None
-    branched_session_id: str | None = None
-    welcome_message: str | None = None
-    finish_reason: str | None = None
-    model_id: str | None = None
+#: Tools that change the session itself: they run in call order, never concurrently.
+SESSION_TOOLS = frozenset({MODE_CHANGE_TOOL, WORKFLOW_RUN_TOOL})
 
 
 class AgentReasoner:
@@ -57,10 +70,14 @@ class AgentReasoner:
         modes: ModeCatalog,
         turns: TurnStore,
         logger: AdminLogger,
-        boot_message: Callable[[], str] = lambda: "",
+        boot_message: Callable[[str], str] = lambda _org: "",
         offered_tools: OfferedTools | None = None,
         max_iterations: int = 10,
         token_budget: int | None = None,
+        lease_seconds: float = 30.0,
+        history_turns: int = 50,
+        context: ContextBudget | None = None,
+        caps: ResponseCaps | None = None,
     ) -> None:
         self._model = model
         self._executor = executor
@@ -68,10 +85,17 @@ class AgentReasoner:
         self._modes = modes
         self._turns = turns
         self._logger = logger
+        self._end = TurnEndings(turns, logger)
         self._boot_message = boot_message
-        self._offered = offered_tools or (lambda _workflow, tools: list(tools))
+        self._offered = offered_tools or (lambda _workflow, tools, _org: list(tools))
         self._max_iterations = max_iterations
         self._token_budget = token_budget
+        self._lease = Lease(lease_seconds)
+        self._history_turns = history_turns
+        self._context = context or ContextBudget(32_000)
+        self._caps = caps or ResponseCaps()
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._stopping: set[str] = set()
 
     async def execute(
         self,
@@ -82,150 +106,198 @@ class AgentReasoner:
         instruction: str | None = None,
         tool_results: Sequence[ToolResultInput] | None = None,
         on_event: EventSink | None = None,
+        role: str = "user",
     ) -> TurnResult:
         """Run a new instruction, or resume the pending turn with the client's tool results.
 
-        Raises :class:`NotFoundError` for an unknown session and :class:`TurnError` for a
-        request that cannot be honoured (nothing is executed then). A model failure ends the
-        turn with ``kind="error"``.
+        Raises :class:`NotFoundError` for an unknown session, :class:`SessionBusyError` while
+        another turn of the session runs, and :class:`TurnError` for a request that cannot be
+        honoured (nothing is executed then). A model failure ends the attempt with
+        ``kind="error"``; a resume that failed so stays retryable with the stored results.
         """
-        session = await self._sessions.get_session(session_id, org)
-        if session is None:
-            raise NotFoundError(f"Unknown session '{session_id}'.")
-        history = await self._turns.list_turns(session_id, org)
+        prepared = await self.prepare(
+            session_id=session_id,
+            org=org,
+            user=user,
+            instruction=instruction,
+            tool_results=tool_results,
+            role=role,
+        )
+        return await self.run(prepared, on_event)
+
+    async def prepare(
+        self,
+        *,
+        session_id: str,
+        org: str,
+        user: str,
+        instruction: str | None = None,
+        tool_results: Sequence[ToolResultInput] | None = None,
+        role: str = "user",
+    ) -> PreparedTurn:
+        """Claim the session's next turn (or find the stored answer) without running it.
+
+        Raises exactly what :meth:`execute` raises before anything runs, so a streaming
+        caller can answer 404/409 before it starts streaming.
+        """
         if tool_results:
             if instruction:
                 raise TurnError("Send either an instruction or toolResults, not both.")
-            prior, turn = await self._resume(session, history, tool_results)
-            if prior is not None:
-                return prior
-            assert turn is not None
+            decide = resume_plan(tool_results, self._lease)
         else:
-            turn = await self._start(session, history, user, instruction)
-        transcript = [m for t in history if t.status == "completed" for m in t.messages]
-        return await self._run(turn, transcript, on_event)
-
-    async def _start(
-        self, session: AgentSession, history: list[TurnRecord], user: str, instruction: str | None
-    ) -> _Turn:
-        text = (instruction or "").strip()
-        if not text:
-            raise TurnError("The request needs a non-empty instruction or toolResults.")
-        pending = _pending_turn(history)
-        if pending is not None:
-            ids = ", ".join(c["callId"] for c in pending.pending_calls)
-            raise TurnError(
-                f"The session is waiting for the results of tool call(s) {ids}; "
-                "post them as toolResults before a new instruction."
+            text = (instruction or "").strip()
+            if not text:
+                raise TurnError("The request needs a non-empty instruction or toolResults.")
+            decide = start_plan(
+                session_id=session_id,
+                org=org,
+                user=user,
+                instruction=text,
+                lease=self._lease,
+                turn_id=uuid.uuid4().hex,
             )
-        record = TurnRecord(
-            id=uuid.uuid4().hex,
-            session_id=session.id,
-            org=session.org,
-            user=user,
-            seq=(history[-1].seq + 1) if history else 1,
-            instruction=text,
-            messages=[{"role": "user", "content": text}],
+        # One transaction: the owner check, the session's lock, the latest turns, the claim.
+        session, plan, history = await self._turns.claim(
+            session_id, org, user, decide, history=self._history_turns
         )
-        await self._turns.add(record)
-        return _Turn(record, session, Usage(), [])
+        if plan.replay is not None:
+            return PreparedTurn(replay=TurnResult.from_wire(plan.replay))
+        assert plan.run is not None
+        turn = RunningTurn(
+            plan.run, session, Usage(), [], resume_key=plan.run.resume_key, role=role
+        )
+        return PreparedTurn(turn=turn, history=history)
 
-    async def _resume(
-        self,
-        session: AgentSession,
-        history: list[TurnRecord],
-        results: Sequence[ToolResultInput],
-    ) -> tuple[TurnResult | None, _Turn | None]:
-        ids = [r.call_id for r in results]
-        if len(set(ids)) != len(ids):
-            raise TurnError("toolResults lists the same call id more than once.")
-        key = ",".join(sorted(ids))
-        for past in reversed(history):
-            if key in past.answers:  # the same resume posted again: same outcome
-                return TurnResult.from_wire(past.answers[key]), None
-        pending = _pending_turn(history)
-        waiting = {c["callId"] for c in pending.pending_calls} if pending else set()
-        unknown = sorted(set(ids) - waiting)
-        if unknown:
-            raise TurnError(
-                f"Unknown or already answered tool call id(s): {', '.join(unknown)}. "
-                + (
-                    f"Waiting for: {', '.join(sorted(waiting))}."
-                    if waiting
-                    else "No tool calls are waiting in this session."
-                )
-            )
-        missing = sorted(waiting - set(ids))
-        if missing:
-            raise TurnError(f"Results are missing for pending tool call(s): {', '.join(missing)}.")
-        assert pending is not None
-        calls = {c["callId"]: c for c in pending.pending_calls}
-        pending.status = "running"
-        pending.pending_calls = []
-        if not await self._turns.update(pending):
-            raise TurnError("These tool results are already being processed; retry shortly.")
-        for result in results:
-            pending.messages.append(
-                {"role": "tool", "tool_call_id": result.call_id, "content": result.output}
-            )
-            pending.tool_calls.append(
-                {
-                    **calls[result.call_id],
-                    "clientResult": result.output,
-                    "clientError": result.is_error,
-                }
-            )
-        return None, _Turn(pending, session, Usage(), [], resume_key=key)
+    async def run(self, prepared: PreparedTurn, on_event: EventSink | None = None) -> TurnResult:
+        """Run a turn claimed by :meth:`prepare` to its end (or its hand-off)."""
+        if prepared.replay is not None:
+            return prepared.replay
+        assert prepared.turn is not None
+        return await self._drive(prepared.turn, prepared.history, on_event)
+
+    def cancel(self, turn_id: str) -> bool:
+        """Cancel the task running ``turn_id`` in this process; False when none does."""
+        task = self._running.get(turn_id)
+        if task is None or task.done():
+            return False
+        self._stopping.add(turn_id)
+        task.cancel()
+        return True
+
+    async def _drive(
+        self, turn: RunningTurn, history: list[TurnRecord], on_event: EventSink | None
+    ) -> TurnResult:
+        turn_id = turn.record.id
+        task = asyncio.current_task()
+        assert task is not None
+        self._running[turn_id] = task
+        heartbeat = Heartbeat(self._turns, turn.record, self._lease)
+        try:
+            return await self._run(turn, history, on_event)
+        except TurnLost:
+            return result_of(turn, "cancelled", turn.executed)
+        except asyncio.CancelledError:
+            result = await asyncio.shield(self._end.cancelled(turn))
+            if turn_id in self._stopping and task.uncancel() == 0:
+                return result  # cancelled through cancel(): the caller gets the outcome
+            raise
+        finally:
+            heartbeat.stop()
+            self._running.pop(turn_id, None)
+            self._stopping.discard(turn_id)
 
     async def _run(
-        self, turn: _Turn, transcript: list[Message], on_event: EventSink | None
+        self, turn: RunningTurn, history: list[TurnRecord], on_event: EventSink | None
     ) -> TurnResult:
         record = turn.record
+        if turn.resume_key is not None:  # approval-gated calls run now, if approved
+            await settle_approvals(self._executor, record, self._tool_context(turn))
         for iteration in range(1, self._max_iterations + 1):
             if self._token_budget is not None and turn.usage.total_tokens >= self._token_budget:
                 record.warnings.append(
                     f"Stopped: the turn used {turn.usage.total_tokens} tokens, over its budget "
                     f"of {self._token_budget}."
                 )
-                return await self._finish(turn, on_event)
+                return await self._end.finish(turn, on_event)
             tool_names = self._tool_names(turn.session)
-            request = LlmRequest(
-                messages=(self._system(turn.session, tool_names), *transcript, *record.messages),
-                tools=tuple(self._executor.registry.schemas(set(tool_names))),
-            )
+            tools = tuple(self._executor.registry.schemas(set(tool_names)))
+            system = self._system(turn.session, tool_names)
+            try:
+                messages = await self._context.prepare(
+                    record, system, history, tools, self._model, self._summary_noter(turn)
+                )
+            except ContextOverflowError as exc:
+                return await self._end.overflow(turn, exc, on_event)
+            request = LlmRequest(messages=messages, tools=tools)
             started = time.perf_counter()
             try:
-                response = await self._model.complete(request, _text_sink(on_event))
+                response = await self._model.complete(request, text_sink(on_event))
             except LlmError as exc:
-                return await self._fail(turn, exc, on_event)
+                return await self._end.fail(turn, exc, on_event)
             self._note_model_call(turn, response, time.perf_counter() - started)
-            record.messages.append(_assistant_message(response))
+            response = self._capped(turn, response)
+            record.messages.append(assistant_message(response))
             if response.text:
                 record.text = response.text  # text beside tool calls is shown too
-                await _emit(on_event, "text", {"text": response.text})
+                await emit(on_event, "text", {"text": response.text})
             if not response.tool_calls:
-                return await self._finish(turn, on_event)
+                return await self._end.finish(turn, on_event)
+            await self._end.checkpoint(turn)  # the calls are on record before any of them runs
             pending = await self._run_tools(turn, response, iteration, on_event)
             if pending:
-                return await self._hand_off(turn, pending, on_event)
+                return await self._end.hand_off(turn, pending, on_event)
+            await self._end.checkpoint(turn)
         record.warnings.append(
             f"Stopped after {self._max_iterations} model calls without a final answer "
             "(the iteration cap)."
         )
-        return await self._finish(turn, on_event)
+        return await self._end.finish(turn, on_event)
 
     def _tool_names(self, session: AgentSession) -> list[str]:
         mode_tools = self._modes.tools_for_mode(session.mode)
         registry = self._executor.registry
         return [
-            t for t in self._offered(session.active_workflow_id, mode_tools) if registry.has_tool(t)
+            t
+            for t in self._offered(session.active_workflow_id, mode_tools, session.org)
+            if registry.has_tool(t)
         ]
 
     def _system(self, session: AgentSession, tool_names: list[str]) -> Message:
         mode = self._modes.get_mode(session.mode)
-        return system_message(mode, tool_names, self._executor.registry, self._boot_message())
+        return system_message(
+            mode, tool_names, self._executor.registry, self._boot_message(session.org)
+        )
 
-    def _note_model_call(self, turn: _Turn, response: LlmResponse, seconds: float) -> None:
+    def _capped(self, turn: RunningTurn, response: LlmResponse) -> LlmResponse:
+        capped, warnings = self._caps.apply(response)
+        for warning in warnings:
+            turn.record.warnings.append(warning)
+            self._logger.add_custom_event(
+                LogLevel.WARNING,
+                "[AgentReasoner_ResponseCaps]",
+                warning,
+                ("SessionId", turn.session.id),
+                ("ConversationId", turn.record.id),
+            )
+        return capped
+
+    def _summary_noter(self, turn: RunningTurn) -> Callable[[LlmResponse], None]:
+        def note(response: LlmResponse) -> None:
+            turn.usage = turn.usage + response.usage
+            turn.record.model_calls.append(
+                {
+                    "purpose": "contextSummary",
+                    "promptTokens": response.usage.prompt_tokens,
+                    "completionTokens": response.usage.completion_tokens,
+                    "finishReason": response.finish_reason,
+                    "modelId": response.model_id,
+                    "toolCalls": 0,
+                }
+            )
+
+        return note
+
+    def _note_model_call(self, turn: RunningTurn, response: LlmResponse, seconds: float) -> None:
         turn.usage = turn.usage + response.usage
         turn.finish_reason = response.finish_reason
         turn.model_id = response.model_id
@@ -240,57 +312,69 @@ class AgentReasoner:
             }
         )
 
+    def _tool_context(self, turn: RunningTurn) -> AgentToolExecutionContext:
+        session = turn.session
+        return context_for(
+            session,
+            org=session.org,
+            user=turn.record.user,
+            role=turn.role,
+            conversation_id=turn.record.id,
+        )
+
     async def _run_tools(
-        self, turn: _Turn, response: LlmResponse, iteration: int, on_event: EventSink | None
+        self, turn: RunningTurn, response: LlmResponse, iteration: int, on_event: EventSink | None
     ) -> list[AgentToolCall]:
         """Run every call of the response; return the client-final calls to hand off."""
         session = turn.session
-        context = AgentToolExecutionContext(
-            session_id=session.id,
-            conversation_id=turn.record.id,
-            org=session.org,
-            user=turn.record.user,
-            mode=session.mode,
-            active_workflow_id=session.active_workflow_id,
-        )
+        context = self._tool_context(turn)
         offered = set(self._tool_names(session))
+        registry = self._executor.registry
         calls = [AgentToolCall(c.id, c.name, c.arguments) for c in response.tool_calls]
         for call in calls:
-            await _emit(on_event, "tool_call_started", {"callId": call.call_id, "name": call.name})
+            await emit(on_event, "tool_call_started", {"callId": call.call_id, "name": call.name})
         started = time.perf_counter()
+        # While a workflow is active the executor's guard refuses what it does not permit, with
+        # the workflow error the model must see (TUL-006 §7.2); so those calls go through.
+        runnable = [
+            c
+            for c in calls
+            if c.name in offered
+            or not registry.has_tool(c.name)
+            or (session.active_workflow_id and self._executor.guarded)
+        ]
+        # Calls that change the session are not independent: they run one after another, in
+        # the model's order, so the last mode change of a response is the one that holds.
+        ordered = [c for c in runnable if c.name in SESSION_TOOLS]
         done = await self._executor.execute_many(
-            [c for c in calls if c.name in offered or not self._executor.registry.has_tool(c.name)],
-            context,
+            [c for c in runnable if c.name not in SESSION_TOOLS], context
         )
+        for call in ordered:
+            done.append(await self._executor.execute(call, context))
         by_id = {c.call_id: c for c in done}
         seconds = time.perf_counter() - started
-        results = [by_id.get(c.call_id) or _not_offered(c) for c in calls]
+        results = [by_id.get(c.call_id) or not_offered(c) for c in calls]
         handed_off: list[AgentToolCall] = []
         session_changed = False
         for call in results:
             self._audit(turn, call, iteration, seconds)
-            await _emit(on_event, "tool_call_finished", _wire_call(call))
+            await emit(on_event, "tool_call_finished", wire_call(call))
             if call.requires_client_execution and call.was_executed:
                 handed_off.append(call)
                 continue
-            content = (
-                call.result_json if call.was_executed else json.dumps({"error": call.error_message})
-            )
-            turn.record.messages.append(
-                {"role": "tool", "tool_call_id": call.call_id, "content": content}
-            )
-            if call.was_executed and call.name in (MODE_CHANGE_TOOL, WORKFLOW_RUN_TOOL):
+            turn.record.messages.append(tool_message(call))
+            if call.was_executed and call.name in SESSION_TOOLS:
                 session_changed = True
                 if call.name == MODE_CHANGE_TOOL:
-                    turn.branched_session_id = _branched_id(call) or turn.branched_session_id
+                    turn.branched_session_id = branched_id(call) or turn.branched_session_id
         turn.executed.extend(
-            _wire_call(c) for c in results if not c.requires_client_execution or not c.was_executed
+            wire_call(c) for c in results if not c.requires_client_execution or not c.was_executed
         )
         if session_changed:
             await self._reload_session(turn, on_event)
         return handed_off
 
-    async def _reload_session(self, turn: _Turn, on_event: EventSink | None) -> None:
+    async def _reload_session(self, turn: RunningTurn, on_event: EventSink | None) -> None:
         before = turn.session.mode
         fresh = await self._sessions.get_session(turn.session.id, turn.session.org)
         if fresh is None:
@@ -299,16 +383,18 @@ class AgentReasoner:
         if fresh.mode != before:
             welcome = self._modes.get_mode(fresh.mode).welcome_message or None
             turn.welcome_message = welcome
-            await _emit(
+            await emit(
                 on_event,
                 "mode_changed",
                 {"previousMode": before, "mode": fresh.mode, "welcomeMessage": welcome},
             )
 
-    def _audit(self, turn: _Turn, call: AgentToolCall, iteration: int, seconds: float) -> None:
+    def _audit(
+        self, turn: RunningTurn, call: AgentToolCall, iteration: int, seconds: float
+    ) -> None:
         turn.record.tool_calls.append(
             {
-                **_wire_call(call),
+                **wire_call(call),
                 "iteration": iteration,
                 "batchDurationMs": round(seconds * 1000, 3),
             }
@@ -321,124 +407,3 @@ class AgentReasoner:
                 ("SessionId", turn.session.id),
                 ("ConversationId", turn.record.id),
             )
-
-    async def _hand_off(
-        self, turn: _Turn, pending: list[AgentToolCall], on_event: EventSink | None
-    ) -> TurnResult:
-        record = turn.record
-        record.status = "pending"
-        record.pending_calls = [_wire_call(c) for c in pending]
-        result = self._result(turn, "tool-only", [*turn.executed, *record.pending_calls])
-        await _emit(on_event, "client_calls_pending", {"toolCalls": record.pending_calls})
-        return await self._save(turn, result, on_event)
-
-    async def _finish(self, turn: _Turn, on_event: EventSink | None) -> TurnResult:
-        turn.record.status = "completed"
-        kind = "ok" if turn.record.text else "empty"
-        return await self._save(turn, self._result(turn, kind, turn.executed), on_event)
-
-    async def _fail(self, turn: _Turn, exc: LlmError, on_event: EventSink | None) -> TurnResult:
-        self._logger.add_exception(
-            "[AgentReasoner_ExecuteAsync__Exception]",
-            exc,
-            ("SessionId", turn.session.id),
-            ("ConversationId", turn.record.id),
-        )
-        turn.record.status = "error"
-        result = self._result(turn, "error", turn.executed, error=str(exc))
-        return await self._save(turn, result, on_event)
-
-    def _result(
-        self, turn: _Turn, kind: str, calls: list[dict[str, Any]], error: str | None = None
-    ) -> TurnResult:
-        return TurnResult(
-            session_id=turn.session.id,
-            turn_id=turn.record.id,
-            kind=kind,  # type: ignore[arg-type]
-            mode=turn.session.mode,
-            text=turn.record.text,
-            tool_calls=tuple(calls),
-            warnings=tuple(turn.record.warnings),
-            usage=turn.usage,
-            finish_reason=turn.finish_reason,
-            model_id=turn.model_id,
-            branched_session_id=turn.branched_session_id,
-            welcome_message=turn.welcome_message,
-            error=error,
-        )
-
-    async def _save(
-        self, turn: _Turn, result: TurnResult, on_event: EventSink | None
-    ) -> TurnResult:
-        record = turn.record
-        record.result = result.to_wire()
-        if turn.resume_key is not None:
-            record.answers[turn.resume_key] = record.result
-        if not await self._turns.update(record):
-            raise TurnError(f"Turn {record.id} was changed by another request meanwhile.")
-        self._logger.trace(
-            f"turn {record.id} {result.kind}",
-            ("SessionId", turn.session.id),
-            ("ConversationId", record.id),
-        )
-        await _emit(on_event, "turn_finished", record.result)
-        return result
-
-
-def _pending_turn(history: list[TurnRecord]) -> TurnRecord | None:
-    return next((t for t in reversed(history) if t.status == "pending"), None)
-
-
-def _assistant_message(response: LlmResponse) -> Message:
-    message: Message = {"role": "assistant", "content": response.text}
-    if response.tool_calls:
-        message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in response.tool_calls
-        ]
-    return message
-
-
-def _not_offered(call: AgentToolCall) -> AgentToolCall:
-    return AgentToolCall(
-        call.call_id,
-        call.name,
-        call.arguments_json,
-        error_message=f"The tool '{call.name}' is not offered in this mode or workflow.",
-    )
-
-
-def _branched_id(call: AgentToolCall) -> str | None:
-    try:
-        value = json.loads(call.result_json or "{}").get("branchedSessionId")
-    except (ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
-
-
-def _wire_call(call: AgentToolCall) -> dict[str, Any]:
-    return {
-        "callId": call.call_id,
-        "name": call.name,
-        "argumentsJson": call.arguments_json,
-        "isServerTool": call.is_server_tool,
-        "wasExecuted": call.was_executed,
-        "requiresClientExecution": call.requires_client_execution,
-        "resultJson": call.result_json,
-        "errorMessage": call.error_message,
-    }
-
-
-def _text_sink(sink: EventSink | None) -> TextSink | None:
-    if sink is None:
-        return None
-
-    async def on_text(piece: str) -> None:
-        await sink(TurnEvent("text_delta", {"delta": piece}))
-
-    return on_text
-
-
-async def _emit(sink: EventSink | None, kind: str, data: dict[str, Any]) -> None:
-    if sink is not None:
-        await sink(TurnEvent(kind, data))  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from aptix.llm.types import Usage
 
 __all__ = ["EventSink", "ToolResultInput", "TurnEvent", "TurnKind", "TurnResult"]
 
-TurnKind = Literal["ok", "tool-only", "empty", "error"]
+TurnKind = Literal["ok", "tool-only", "empty", "error", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,29 @@
-"""``SqlTurnStore``: turn records in the shared database."""
+"""``SqlTurnStore``: turn records in the shared database.
+
+Every step is one short transaction of a few Core statements (no ORM unit of work): a claim
+locks the session row (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's ``BEGIN IMMEDIATE``
+already serializes writers), reads the latest turns, and writes the decision; a checkpoint is
+one conditional ``UPDATE`` that only succeeds while the turn still runs at the version read.
+"""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, Row, Table, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from aptix.db.engine import Database
 from aptix.db.types import utc_now
+from aptix.errors import NotFoundError
+from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
+from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.tables import TurnRow
-from aptix.reasoner.turns import TurnRecord
+from aptix.sessions.access import is_owner
+from aptix.sessions.models import AgentSession
+from aptix.sessions.tables import SessionRow
 
 __all__ = ["SqlTurnStore"]
 
@@ -21,75 +35,211 @@ _JSON_FIELDS = (
     "warnings",
     "result",
     "answers",
+    "resume_key",
+    "context_dropped",
+    "context_summary",
 )
+_TURNS = cast(Table, TurnRow.__table__)
+_C = _TURNS.c
+#: Every column but the JSON: enough to decide, and cheap to read for every recent turn.
+_HEAD_COLUMNS = [c for c in _TURNS.c if c.name != "data"]
+_SESSIONS = cast(Table, SessionRow.__table__)
+_SESSION_COLUMNS = list(_SESSIONS.c)
 
 
 class SqlTurnStore:
-    """Turns as rows; the transcript and audit lists live in one JSON column."""
+    """Turns as rows; the transcript and audit lists live in one JSON column.
 
-    def __init__(self, database: Database) -> None:
+    A completed turn never changes again, so the transcripts of completed turns are kept in a
+    bounded per-process cache: a claim decodes the JSON of a turn at most once, and a turn's
+    cost does not grow with the session's length (the history read is bounded too).
+    """
+
+    def __init__(self, database: Database, *, cache_turns: int = 20_000) -> None:
         self._db = database
+        self._lock_sessions = not database.is_sqlite
+        self._cache: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._cache_turns = cache_turns
 
-    async def list_turns(self, session_id: str, org: str) -> list[TurnRecord]:
-        """The session's turns, oldest first."""
-        query = (
-            select(TurnRow)
-            .where(TurnRow.session_id == session_id, TurnRow.org == org)
-            .order_by(TurnRow.seq)
+    async def claim(
+        self, session_id: str, org: str, user: str, decide: Decide, *, history: int
+    ) -> tuple[AgentSession, Plan, list[TurnRecord]]:
+        """Lock the caller's session, apply ``decide`` to its latest turn, store the outcome."""
+        session_query = select(*_SESSION_COLUMNS).where(
+            _SESSIONS.c.id == session_id, _SESSIONS.c.org == org
+        )
+        if self._lock_sessions:
+            session_query = session_query.with_for_update()
+        heads = (
+            select(*_HEAD_COLUMNS)
+            .where(_C.session_id == session_id, _C.org == org)
+            .order_by(_C.seq.desc())
+            .limit(history + 1)
         )
         async with self._db.transaction() as tx:
-            return [_to_record(row) for row in (await tx.scalars(query)).all()]
+            found = (await tx.execute(session_query)).one_or_none()
+            session = _session_view(found) if found is not None else None
+            if session is None or not is_owner(session, org, user):
+                raise NotFoundError(f"Unknown session '{session_id}'.")
+            rows = (await tx.execute(heads)).all()
+            data = await self._data_of(tx, rows)
+            records = [_to_record(row, data[row.id]) for row in rows]
+            plan = decide(records[0] if records else None)
+            now = utc_now()
+            for record in plan.writes():
+                record.updated_at = now
+                if plan.new and record is plan.run:
+                    await tx.execute(insert(_TURNS).values(_row(record)))
+                else:
+                    record.version += 1
+                    await tx.execute(
+                        update(_TURNS).where(_C.id == record.id).values(_changes(record))
+                    )
+        run_id = plan.run.id if plan.run else None
+        done = [t for t in reversed(records) if t.status == "completed" and t.id != run_id]
+        return session, plan, done[-history:] if history else []
 
-    async def add(self, turn: TurnRecord) -> None:
-        """Store a new turn."""
-        async with self._db.transaction() as tx:
-            tx.add(
-                TurnRow(
-                    id=turn.id,
-                    session_id=turn.session_id,
-                    org=turn.org,
-                    user_id=turn.user,
-                    seq=turn.seq,
-                    status=turn.status,
-                    instruction=turn.instruction,
-                    text=turn.text,
-                    data=_data(turn),
-                    created_at=turn.created_at,
-                    updated_at=turn.updated_at,
-                    version=turn.version,
-                )
-            )
+    async def _data_of(self, tx: AsyncSession, rows: Sequence[Row[Any]]) -> dict[str, Any]:
+        """The JSON of each row: from the cache for completed turns, else from the database."""
+        data = {row.id: self._cache.get(row.id) for row in rows if row.status == "completed"}
+        wanted = [row.id for row in rows if data.get(row.id) is None]
+        if wanted:
+            loaded = await tx.execute(select(_C.id, _C.status, _C.data).where(_C.id.in_(wanted)))
+            for turn_id, status, value in loaded.all():
+                data[turn_id] = found = value or {}
+                if status == "completed":
+                    self._remember(turn_id, found)
+        return data
 
-    async def update(self, turn: TurnRecord) -> bool:
-        """Save ``turn`` if its version is still current (optimistic concurrency)."""
+    def _remember(self, turn_id: str, data: dict[str, Any]) -> None:
+        self._cache[turn_id] = data
+        if len(self._cache) > self._cache_turns:
+            self._cache.popitem(last=False)
+
+    async def save(self, turn: TurnRecord) -> bool:
+        """Checkpoint ``turn`` if it still runs at the version this run holds."""
         now = utc_now()
+        if turn.status != "running":
+            turn.lease_until = None
         statement = (
-            update(TurnRow)
-            .where(TurnRow.id == turn.id, TurnRow.version == turn.version)
-            .values(
-                status=turn.status,
-                text=turn.text,
-                data=_data(turn),
-                updated_at=now,
-                version=turn.version + 1,
-            )
+            update(_TURNS)
+            .where(_C.id == turn.id, _C.version == turn.version, _C.status == "running")
+            .values(_changes(turn, version=turn.version + 1, now=now))
         )
         async with self._db.transaction() as tx:
-            outcome = await tx.execute(statement)
-            changed = cast(CursorResult[Any], outcome).rowcount
+            changed = cast(CursorResult[Any], await tx.execute(statement)).rowcount
         if changed != 1:
             return False
         turn.version += 1
         turn.updated_at = now
+        if turn.status == "completed":  # final: the next turn reads it from here
+            self._remember(turn.id, {**_data(turn), "messages": list(turn.messages)})
         return True
+
+    async def heartbeat(self, turn: TurnRecord, until: Any) -> bool:
+        """Extend the lease of a running turn still held by ``turn.owner``."""
+        statement = (
+            update(_TURNS)
+            .where(_C.id == turn.id, _C.status == "running", _C.owner == turn.owner)
+            .values(lease_until=until)
+        )
+        async with self._db.transaction() as tx:
+            return cast(CursorResult[Any], await tx.execute(statement)).rowcount == 1
+
+    async def cancel(self, session_id: str, org: str, turn_id: str) -> TurnRecord:
+        """Mark a running or pending turn ``cancelled``."""
+        query = select(_TURNS).where(_C.id == turn_id, _C.session_id == session_id, _C.org == org)
+        async with self._db.transaction() as tx:
+            if self._lock_sessions:
+                query = query.with_for_update()
+            row = (await tx.execute(query)).one_or_none()
+            if row is None:
+                raise NotFoundError(f"Unknown turn '{turn_id}' in session '{session_id}'.")
+            record = cancel_turn(_to_record(row))
+            await tx.execute(update(_TURNS).where(_C.id == turn_id).values(_changes(record)))
+            return record
+
+    async def sweep(self) -> int:
+        """Mark running turns of dead processes (expired lease, or gone on this host)."""
+        now = utc_now()
+        async with self._db.transaction() as tx:
+            rows = (await tx.execute(select(_TURNS).where(_C.status == "running"))).all()
+            dead = [r for r in map(_to_record, rows) if mark_dead(r, now)]
+            for record in dead:
+                record.version += 1
+                await tx.execute(
+                    update(_TURNS)
+                    .where(_C.id == record.id, _C.status == "running")
+                    .values(_changes(record))
+                )
+        return len(dead)
+
+    async def list_turns(
+        self, session_id: str, org: str, *, limit: int | None = None, before: int | None = None
+    ) -> list[TurnRecord]:
+        """The session's turns, oldest first: the newest ``limit`` with ``seq < before``."""
+        query = (
+            select(_TURNS).where(_C.session_id == session_id, _C.org == org).order_by(_C.seq.desc())
+        )
+        if before is not None:
+            query = query.where(_C.seq < before)
+        if limit is not None:
+            query = query.limit(limit)
+        async with self._db.transaction() as tx:
+            rows = (await tx.execute(query)).all()
+        return [_to_record(row) for row in reversed(rows)]
+
+
+def _session_view(row: Row[Any]) -> AgentSession:
+    """The session as a turn needs it; its mode history is not read (no turn uses it)."""
+    return AgentSession(
+        id=row.id,
+        org=row.org,
+        user=row.user_id,
+        title=row.title,
+        mode=row.mode,
+        mode_reason=row.mode_reason,
+        mode_set_at=row.mode_set_at,
+        mode_history=(),
+        parent_session_id=row.parent_session_id,
+        active_workflow_id=row.active_workflow_id,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        version=row.version,
+    )
 
 
 def _data(turn: TurnRecord) -> dict[str, Any]:
     return {name: getattr(turn, name) for name in _JSON_FIELDS}
 
 
-def _to_record(row: TurnRow) -> TurnRecord:
-    data = row.data or {}
+def _changes(turn: TurnRecord, *, version: int | None = None, now: Any = None) -> dict[str, Any]:
+    return {
+        "status": turn.status,
+        "text": turn.text,
+        "data": _data(turn),
+        "updated_at": now or turn.updated_at,
+        "version": turn.version if version is None else version,
+        "lease_until": turn.lease_until,
+        "owner": turn.owner,
+    }
+
+
+def _row(turn: TurnRecord) -> dict[str, Any]:
+    return {
+        **_changes(turn),
+        "id": turn.id,
+        "session_id": turn.session_id,
+        "org": turn.org,
+        "user_id": turn.user,
+        "seq": turn.seq,
+        "instruction": turn.instruction,
+        "created_at": turn.created_at,
+    }
+
+
+def _to_record(row: Row[Any], data: dict[str, Any] | None = None) -> TurnRecord:
+    data = (row.data if data is None else data) or {}
     return TurnRecord(
         id=row.id,
         session_id=row.session_id,
@@ -97,14 +247,18 @@ def _to_record(row: TurnRow) -> TurnRecord:
         user=row.user_id,
         seq=row.seq,
         instruction=row.instruction,
-        status=row.status,  # type: ignore[arg-type]
+        status=row.status,
         text=row.text,
         created_at=row.created_at,
         updated_at=row.updated_at,
         version=row.version,
+        lease_until=row.lease_until,
+        owner=row.owner,
         **{name: data.get(name) or _empty(name) for name in _JSON_FIELDS},
     )
 
 
 def _empty(name: str) -> Any:
-    return None if name == "result" else {} if name == "answers" else []
+    if name in ("result", "resume_key", "context_dropped", "context_summary"):
+        return None
+    return {} if name == "answers" else []

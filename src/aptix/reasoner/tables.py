@@ -18,7 +18,10 @@ class TurnRow(Base):
     """One turn of a session, with its transcript slice and audit trail as JSON."""
 
     __tablename__ = "turns"
-    __table_args__ = (Index("ix_turns_session_seq", "session_id", "seq", unique=True),)
+    __table_args__ = (
+        Index("ix_turns_session_seq", "session_id", "seq", unique=True),
+        Index("ix_turns_status", "status"),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     session_id: Mapped[str] = mapped_column(
@@ -34,3 +37,5 @@ class TurnRow(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
     version: Mapped[int] = mapped_column(Integer)
+    lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    owner: Mapped[str | None] = mapped_column(String(200))

@@ -1,92 +1,160 @@
-"""Turn records: what one instruction did, kept for resuming and for audit."""
+"""Turn records: what one instruction did, kept for resuming, for checkpoints and for audit."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
 from aptix.db.types import utc_now
-from aptix.llm.types import Message
+from aptix.errors import NotFoundError
+from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
+from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
+from aptix.sessions.access import owned_session
+from aptix.sessions.manager import SessionManager
+from aptix.sessions.models import AgentSession
 
-__all__ = ["InMemoryTurnStore", "TurnRecord", "TurnStatus", "TurnStore"]
-
-TurnStatus = Literal["running", "pending", "completed", "error"]
-
-
-@dataclass(slots=True)
-class TurnRecord:
-    """One turn of a session.
-
-    ``messages`` holds the turn's non-system messages (the instruction, the model's messages
-    and tool results) so that later turns can replay the transcript. ``pending_calls`` are
-    the client-final calls waiting for results; ``answers`` maps each answered set of call
-    ids to the response it produced, so a resume posted twice returns the first outcome.
-    """
-
-    id: str
-    session_id: str
-    org: str
-    user: str
-    seq: int
-    instruction: str | None
-    status: TurnStatus = "running"
-    messages: list[Message] = field(default_factory=list)
-    pending_calls: list[dict[str, Any]] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    model_calls: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    text: str | None = None
-    result: dict[str, Any] | None = None
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    created_at: datetime = field(default_factory=utc_now)
-    updated_at: datetime = field(default_factory=utc_now)
-    version: int = 1
+__all__ = ["OPEN", "InMemoryTurnStore", "TurnRecord", "TurnStatus", "TurnStore"]
 
 
 class TurnStore(Protocol):
-    """Persistence of turn records, scoped to the caller's org."""
+    """Persistence of turn records, scoped to the caller's org.
 
-    async def list_turns(self, session_id: str, org: str) -> list[TurnRecord]:
-        """The session's turns, oldest first."""
+    ``claim`` is the only way a turn starts or resumes: it reads the session's latest turns,
+    lets ``decide`` choose, and writes the choice, all under the session's lock in one
+    transaction, so two requests (or two processes) never both win.
+    """
+
+    async def claim(
+        self, session_id: str, org: str, user: str, decide: Decide, *, history: int
+    ) -> tuple[AgentSession, Plan, list[TurnRecord]]:
+        """Apply ``decide`` to the latest turn of ``user``'s session; store the outcome.
+
+        Returns the session, the plan and at most ``history`` completed turns before the
+        claimed one, oldest first. :class:`NotFoundError` when the session is not the
+        caller's (nothing is written then).
+        """
         ...
 
-    async def add(self, turn: TurnRecord) -> None:
-        """Store a new turn."""
+    async def save(self, turn: TurnRecord) -> bool:
+        """Checkpoint a running turn (bumping its version).
+
+        False when it is no longer this run's: cancelled, interrupted or saved by another.
+        """
         ...
 
-    async def update(self, turn: TurnRecord) -> bool:
-        """Save ``turn`` if nobody saved it since it was read; bumps its version."""
+    async def heartbeat(self, turn: TurnRecord, until: datetime) -> bool:
+        """Extend the lease of a running turn held by ``turn.owner``."""
+        ...
+
+    async def cancel(self, session_id: str, org: str, turn_id: str) -> TurnRecord:
+        """Mark a running or pending turn ``cancelled``.
+
+        :class:`NotFoundError` for an unknown turn, :class:`TurnError` for a finished one.
+        """
+        ...
+
+    async def sweep(self) -> int:
+        """Mark running turns whose process is gone ``interrupted``; return how many."""
+        ...
+
+    async def list_turns(
+        self, session_id: str, org: str, *, limit: int | None = None, before: int | None = None
+    ) -> list[TurnRecord]:
+        """The session's turns, oldest first: the newest ``limit`` with ``seq < before``."""
         ...
 
 
 class InMemoryTurnStore:
     """Turns in a dict: for tests, benchmarks and embedding without persistence."""
 
-    def __init__(self) -> None:
+    def __init__(self, sessions: SessionManager) -> None:
+        self._sessions = sessions
         self._turns: dict[str, list[TurnRecord]] = {}
+        self._lock = asyncio.Lock()
 
-    async def list_turns(self, session_id: str, org: str) -> list[TurnRecord]:
-        """The session's turns, oldest first."""
-        return [_copy(t) for t in self._turns.get(session_id, []) if t.org == org]
+    async def claim(
+        self, session_id: str, org: str, user: str, decide: Decide, *, history: int
+    ) -> tuple[AgentSession, Plan, list[TurnRecord]]:
+        """Apply ``decide`` to the latest turn, as the SQL store does under its lock."""
+        session = await owned_session(self._sessions, session_id, org, user)
+        if session is None:
+            raise NotFoundError(f"Unknown session '{session_id}'.")
+        async with self._lock:
+            turns = self._turns.setdefault(session_id, [])
+            recent = [_copy(t) for t in turns[-(history + 1) :] if t.org == org]
+            plan = decide(recent[-1] if recent else None)
+            for record in plan.writes():
+                if not (plan.new and record is plan.run):
+                    record.version += 1
+                self._put(turns, record)
+            run_id = plan.run.id if plan.run else None
+            done = [t for t in recent if t.status == "completed" and t.id != run_id]
+            return session, plan, done[-history:] if history else []
 
-    async def add(self, turn: TurnRecord) -> None:
-        """Store a new turn."""
-        self._turns.setdefault(turn.session_id, []).append(_copy(turn))
-
-    async def update(self, turn: TurnRecord) -> bool:
-        """Save ``turn`` unless its version is stale."""
-        turns = self._turns.get(turn.session_id, [])
-        for i, stored in enumerate(turns):
+    async def save(self, turn: TurnRecord) -> bool:
+        """Save ``turn`` unless it changed since it was read or no longer runs."""
+        for stored in self._turns.get(turn.session_id, []):
             if stored.id == turn.id:
-                if stored.version != turn.version:
+                if stored.version != turn.version or stored.status != "running":
                     return False
                 turn.version += 1
                 turn.updated_at = utc_now()
-                turns[i] = _copy(turn)
+                if turn.status != "running":
+                    turn.lease_until = None
+                self._put(self._turns[turn.session_id], turn)
                 return True
         return False
+
+    async def heartbeat(self, turn: TurnRecord, until: datetime) -> bool:
+        """Extend the lease while the turn still runs under the same owner."""
+        for stored in self._turns.get(turn.session_id, []):
+            if stored.id == turn.id and stored.status == "running" and stored.owner == turn.owner:
+                stored.lease_until = until
+                return True
+        return False
+
+    async def cancel(self, session_id: str, org: str, turn_id: str) -> TurnRecord:
+        """Mark an open turn ``cancelled``."""
+        async with self._lock:
+            turns = self._turns.get(session_id, [])
+            for stored in turns:
+                if stored.id == turn_id and stored.org == org:
+                    record = cancel_turn(_copy(stored))
+                    self._put(turns, record)
+                    return _copy(record)
+        raise NotFoundError(f"Unknown turn '{turn_id}' in session '{session_id}'.")
+
+    async def sweep(self) -> int:
+        """Mark running turns of dead processes ``interrupted``."""
+        count = 0
+        for turns in self._turns.values():
+            for i, stored in enumerate(turns):
+                if mark_dead(stored, utc_now()):
+                    stored.version += 1
+                    turns[i] = stored
+                    count += 1
+        return count
+
+    async def list_turns(
+        self, session_id: str, org: str, *, limit: int | None = None, before: int | None = None
+    ) -> list[TurnRecord]:
+        """The session's turns, oldest first."""
+        turns = [
+            _copy(t)
+            for t in self._turns.get(session_id, [])
+            if t.org == org and (before is None or t.seq < before)
+        ]
+        return turns[-limit:] if limit else turns
+
+    @staticmethod
+    def _put(turns: list[TurnRecord], record: TurnRecord) -> None:
+        for i, stored in enumerate(turns):
+            if stored.id == record.id:
+                turns[i] = _copy(record)
+                return
+        turns.append(_copy(record))
 
 
 def _copy(turn: TurnRecord) -> TurnRecord:

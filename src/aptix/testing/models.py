@@ -69,7 +69,7 @@ class ScriptedModel:
                 f"ScriptedModel ran out of responses at request #{len(self.requests)}."
             )
         response = self.responses.pop(0)
-        if isinstance(response, LlmError):
+        if isinstance(response, BaseException):  # LlmError, or a stand-in for a crash
             raise response
         await _stream_words(response, on_text)
         return response

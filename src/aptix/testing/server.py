@@ -2,7 +2,8 @@
 
 It answers ``POST /v1/chat/completions`` and ``POST /v1/responses`` from a script of
 :class:`~aptix.llm.types.LlmResponse` values (see :func:`aptix.testing.reply`), scripted
-HTTP failures (:class:`Fail`) and delays (:class:`Delay`), and records every request body.
+HTTP failures (:class:`Fail`) and delays (:class:`Delay`), then from an optional ``respond``
+function, and records every request body.
 It uses only the standard library, so it starts in milliseconds in any test.
 """
 
@@ -13,6 +14,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -49,6 +51,8 @@ class ScriptedOpenAIServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     api_key: str | None = None
+    #: Answers requests once the script is used up (called in the server's threads).
+    respond: Callable[[dict[str, Any]], Step] | None = None
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -93,9 +97,11 @@ class ScriptedOpenAIServer:
         with self._lock:
             self.paths.append(path)
             self.requests.append(body)
-            if not self.script:
-                return Fail(500, "the scripted server ran out of answers")
-            return self.script.pop(0)
+            if self.script:
+                return self.script.pop(0)
+        if self.respond is not None:
+            return self.respond(body)
+        return Fail(500, "the scripted server ran out of answers")
 
 
 def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:

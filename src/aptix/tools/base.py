@@ -25,6 +25,13 @@ class AgentTool(ABC):
     #: True when the tool's result is final; False when a client performs the final step.
     is_fully_executed_on_server: ClassVar[bool] = True
 
+    #: MCP-style hints (``title``, ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
+    #: ``openWorldHint``) shown in listings and to MCP clients; None when unknown.
+    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = None
+
+    #: The JSON schema of the result object, when known (MCP ``outputSchema``).
+    TOOL_OUTPUT_SCHEMA: ClassVar[dict[str, Any] | None] = None
+
     @property
     def name(self) -> str:
         """The stable tool name (``TOOL_NAME``)."""

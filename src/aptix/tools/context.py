@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["AgentToolCall", "AgentToolExecutionContext"]
+if TYPE_CHECKING:
+    from aptix.sessions.models import AgentSession
+
+__all__ = ["AgentToolCall", "AgentToolExecutionContext", "context_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +22,8 @@ class AgentToolExecutionContext:
     mode: str | None = None
     active_workflow_id: str | None = None
     request: Any = field(default=None, compare=False)
+    #: The caller's API key role: ``user``, ``author`` or ``admin`` (authoring rights).
+    role: str = "user"
 
     def log_pairs(self) -> tuple[tuple[str, str], ...]:
         """The ids every log record of a tool call carries (AGN-005 §7)."""
@@ -26,6 +31,33 @@ class AgentToolExecutionContext:
             ("SessionId", self.session_id or ""),
             ("ConversationId", self.conversation_id or ""),
         )
+
+
+def context_for(
+    session: AgentSession | None,
+    *,
+    org: str,
+    user: str,
+    role: str,
+    conversation_id: str | None = None,
+    request: Any = None,
+) -> AgentToolExecutionContext:
+    """THE way a tool context is built: from the stored session, on every surface.
+
+    The session's mode and active workflow (and with it the workflow guard) come along.
+
+    The caller must already own ``session`` (see :func:`aptix.sessions.access.owned_session`).
+    """
+    return AgentToolExecutionContext(
+        session_id=session.id if session is not None else None,
+        conversation_id=conversation_id,
+        org=org,
+        user=user,
+        mode=session.mode if session is not None else None,
+        active_workflow_id=session.active_workflow_id if session is not None else None,
+        request=request,
+        role=role,
+    )
 
 
 @dataclass(slots=True)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Generator, Sequence
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +17,7 @@ from aptix.tools.registry import AgentToolRegistry
 __all__ = ["GENERIC_FAILURE", "AgentToolExecutor", "CallGuard"]
 
 GENERIC_FAILURE = "The tool '{name}' failed unexpectedly. The error has been logged."
+BUILD_FAILURE = "The tool '{name}' could not be started. The error has been logged."
 
 #: Decides whether a call may run in this context; returns a refusal message or None.
 CallGuard = Callable[[AgentTool, AgentToolExecutionContext], str | None]
@@ -25,7 +27,11 @@ class AgentToolExecutor:
     """Resolves tool calls against a registry and runs them safely.
 
     Nothing escapes but cancellation: unknown tools, failures, exceptions and timeouts all
-    come back as an ``AgentToolCall`` with ``error_message`` set.
+    come back as an ``AgentToolCall`` with ``error_message`` set. A tool whose ``execute`` is
+    a plain function runs in a worker thread. The time limit holds even for a tool that
+    swallows cancellation (it is left behind and reported as timed out at its limit) and a
+    tool that blocks the event loop past its limit is reported as timed out, never as a
+    success.
     """
 
     def __init__(
@@ -42,26 +48,60 @@ class AgentToolExecutor:
         self._timeout = timeout_seconds
         self._timeouts = {k.casefold(): v for k, v in (timeouts or {}).items()}
         self._guard = guard
+        # Tools abandoned at their time limit: kept referenced until they really end.
+        self._stray: set[asyncio.Future[Any]] = set()
 
     @property
     def registry(self) -> AgentToolRegistry:
         """The registry calls are resolved against."""
         return self._registry
 
+    @property
+    def guarded(self) -> bool:
+        """True when a ``CallGuard`` checks every call (the runtime's workflow guard)."""
+        return self._guard is not None
+
     async def execute(
-        self, call: AgentToolCall, context: AgentToolExecutionContext
+        self, call: AgentToolCall, context: AgentToolExecutionContext, *, approved: bool = False
     ) -> AgentToolCall:
-        """Run one call and return it with the execution fields filled in."""
-        tool = self._registry.get_tool(call.name) if call.name else None
+        """Run one call and return it with the execution fields filled in.
+
+        ``approved`` runs a call that waited for the user's approval (a tool with
+        ``run_approved``, such as an MCP tool under an approval policy) for real.
+        """
+        try:
+            tool = self._registry.get_tool(call.name) if call.name else None
+        except Exception as exc:
+            self._logger.add_exception(
+                f"[{call.name}_Construct__Exception]", exc, *context.log_pairs()
+            )
+            return replace(
+                call, is_server_tool=True, error_message=BUILD_FAILURE.format(name=call.name)
+            )
         if tool is None:
             return replace(call, error_message=_unknown_tool_message(call.name, self._registry))
         if self._guard is not None:
             refusal = self._guard(tool, context)
             if refusal is not None:
                 return replace(call, is_server_tool=True, error_message=refusal)
-        started = self._start(tool, call.arguments_json, context)
-        if type(started) is _Resumed:
-            started = await self._finish(tool, started, context)
+        limit = self._timeouts.get(tool.TOOL_NAME.casefold(), self._timeout)
+        if approved:
+            return await self._execute_approved(tool, call, context, limit)
+        clock = time.perf_counter()
+        if self._registry.runs_in_thread(tool.TOOL_NAME):
+            work: Any = asyncio.to_thread(tool.execute, call.arguments_json, context)
+            started = await self._finish(tool, work, context, limit)
+        else:
+            started = self._start(tool, call.arguments_json, context)
+            if type(started) is _Resumed:
+                started = await self._continue(tool, started, context, limit)
+        if (
+            limit is not None
+            and time.perf_counter() - clock > limit
+            and getattr(started, "successful", False)
+        ):
+            # It blocked the event loop (no await let the timer fire): not a success.
+            started = self._timed_out(tool, context, limit, "blocked the event loop")
         outcome = self._checked(tool, started, context)
         if outcome.errors:
             return replace(call, is_server_tool=True, error_message=outcome.error_message)
@@ -110,25 +150,99 @@ class AgentToolExecutor:
             return self._crashed(tool, exc, context)
 
     async def _finish(
-        self, tool: AgentTool, resumed: _Resumed, context: AgentToolExecutionContext
+        self,
+        tool: AgentTool,
+        work: Awaitable[Any],
+        context: AgentToolExecutionContext,
+        limit: float | None,
     ) -> Any:
-        limit = self._timeouts.get(tool.TOOL_NAME.casefold(), self._timeout)
+        if limit is None:
+            try:
+                return await work
+            except Exception as exc:
+                return self._crashed(tool, exc, context)
+        # A task of its own, so the limit holds even when the tool swallows cancellation.
+        task = asyncio.ensure_future(work)
+        try:
+            done, _ = await asyncio.wait((task,), timeout=limit)
+        except asyncio.CancelledError:
+            task.cancel()
+            self._abandon(task)
+            raise
+        if not done:
+            task.cancel()
+            self._abandon(task)
+            return self._timed_out(tool, context, limit, "did not finish")
+        if task.cancelled():
+            return self._crashed(tool, RuntimeError("the tool cancelled itself"), context)
+        error = task.exception()
+        if error is None:
+            return task.result()
+        if isinstance(error, Exception):
+            return self._crashed(tool, error, context)
+        raise error
+
+    async def _continue(
+        self,
+        tool: AgentTool,
+        resumed: _Resumed,
+        context: AgentToolExecutionContext,
+        limit: float | None,
+    ) -> Any:
+        """Finish, in this task, a tool begun in this task.
+
+        Its anyio cancel scopes and context-variable tokens (httpx, the mcp SDK) belong to
+        this task, so it must not be moved to another one. A tool that swallows the time
+        limit's cancellation is the exception: it is left to finish in a task of its own.
+        """
         try:
             if limit is None:
                 return await resumed
-            async with asyncio.timeout(limit):
-                return await resumed
+            async with asyncio.timeout(limit) as scope:
+                resumed.limit = scope
+                resumed.abandon = self._abandon
+                value = await resumed
         except TimeoutError:
-            self._logger.add_error(
-                f"[{tool.TOOL_NAME}_ExecuteAsync__Timeout]",
-                f"timed out after {limit:g} s",
-                *context.log_pairs(),
-            )
-            return InvokeResult.from_error(
-                f"The tool '{tool.TOOL_NAME}' timed out after {limit:g} seconds."
-            )
+            return self._timed_out(tool, context, limit or 0, "did not finish")
         except Exception as exc:
             return self._crashed(tool, exc, context)
+        if value is _ABANDONED:
+            return self._timed_out(tool, context, limit, "ignored cancellation")
+        return value
+
+    async def _execute_approved(
+        self,
+        tool: AgentTool,
+        call: AgentToolCall,
+        context: AgentToolExecutionContext,
+        limit: float | None,
+    ) -> AgentToolCall:
+        run = getattr(tool, "run_approved", None)
+        if run is None:
+            return replace(call, error_message=f"The tool '{tool.name}' takes no approval.")
+        finished = await self._finish(tool, run(call.arguments_json, context), context, limit)
+        outcome = self._checked(tool, finished, context)
+        if outcome.errors:
+            return replace(call, is_server_tool=True, error_message=outcome.error_message)
+        return AgentToolCall(
+            call.call_id, call.name, call.arguments_json, True, True, False, outcome.result
+        )
+
+    def _abandon(self, task: asyncio.Future[Any]) -> None:
+        self._stray.add(task)
+        task.add_done_callback(_forget(self._stray))
+
+    def _timed_out(
+        self, tool: AgentTool, context: AgentToolExecutionContext, limit: float, why: str
+    ) -> InvokeResult[str]:
+        self._logger.add_error(
+            f"[{tool.TOOL_NAME}_ExecuteAsync__Timeout]",
+            f"timed out after {limit:g} s ({why})",
+            *context.log_pairs(),
+        )
+        return InvokeResult.from_error(
+            f"The tool '{tool.TOOL_NAME}' timed out after {limit:g} seconds."
+        )
 
     def _crashed(
         self, tool: AgentTool, exc: Exception, context: AgentToolExecutionContext
@@ -153,14 +267,20 @@ class AgentToolExecutor:
         return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
 
 
+#: What a continuation returns when its tool ignored the time limit and was left running.
+_ABANDONED = object()
+
+
 class _Resumed:
     """Awaitable that continues a coroutine already advanced to its first suspension point."""
 
-    __slots__ = ("_coro", "_pending")
+    __slots__ = ("_coro", "_pending", "abandon", "limit")
 
     def __init__(self, coro: Coroutine[Any, Any, Any], pending: Any) -> None:
         self._coro = coro
         self._pending = pending
+        self.limit: asyncio.Timeout | None = None
+        self.abandon: Callable[[asyncio.Future[Any]], None] | None = None
 
     def __await__(self) -> Generator[Any, Any, Any]:
         coro, to_yield = self._coro, self._pending
@@ -175,11 +295,24 @@ class _Resumed:
                     to_yield = coro.throw(exc)
                 except StopIteration as stop:
                     return stop.value
+                if self.limit is not None and self.abandon and self.limit.expired():
+                    # It swallowed the time limit: let it run on elsewhere, report a timeout.
+                    self.abandon(asyncio.ensure_future(_Resumed(coro, to_yield)))
+                    return _ABANDONED
             else:
                 try:
                     to_yield = coro.send(sent)
                 except StopIteration as stop:
                     return stop.value
+
+
+def _forget(strays: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], None]:
+    def done(task: asyncio.Future[Any]) -> None:
+        strays.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: an abandoned tool's late failure is not an error here
+
+    return done
 
 
 def _unknown_tool_message(name: str, registry: AgentToolRegistry) -> str:

@@ -15,7 +15,7 @@ from aptix.tools.base import AgentTool
 
 __all__ = ["AgentToolRegistry", "ToolFactory"]
 
-TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
+TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")
 _LOG_TAG = "[AgentToolRegistry_Register]"
 
 ToolFactory = Callable[[], AgentTool]
@@ -26,6 +26,7 @@ class _Entry:
     tool_cls: type[AgentTool]
     factory: ToolFactory
     schema: dict[str, Any]
+    in_thread: bool
     instance: AgentTool | None = None
 
 
@@ -45,12 +46,41 @@ class AgentToolRegistry:
         :class:`ToolContractError` is raised; nothing is registered.
         """
         try:
-            name, schema = self._check(tool_cls)
+            try:
+                name, schema = self._check(tool_cls)
+            except ToolContractError:
+                raise
+            except Exception as exc:  # a malformed class must not surface as a bare TypeError
+                raise ToolContractError(
+                    f"{_describe(tool_cls)} could not be checked against the tool contract: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
         except ToolContractError as exc:
             self._logger.add_error(_LOG_TAG, str(exc), ("Tool", _describe(tool_cls)))
             raise
         build = factory or (lambda: tool_cls(self._logger))  # type: ignore[call-arg]
-        self._entries[name.casefold()] = _Entry(tool_cls, build, schema)
+        in_thread = not inspect.iscoroutinefunction(tool_cls.execute)
+        self._entries[name.casefold()] = _Entry(tool_cls, build, schema, in_thread)
+
+    def build_all(self) -> None:
+        """Build every registered tool now, so a failing constructor stops start-up.
+
+        Raises :class:`ToolContractError` naming the first tool whose factory raised (and logs
+        it); the tools built before it stay built.
+        """
+        for entry in self._entries.values():
+            name = entry.tool_cls.TOOL_NAME
+            try:
+                self.get_tool(name)
+            except Exception as exc:
+                message = f"Tool {name!r} could not be built: {type(exc).__name__}: {exc}"
+                self._logger.add_error(_LOG_TAG, message, ("Tool", _describe(entry.tool_cls)))
+                raise ToolContractError(message) from exc
+
+    def runs_in_thread(self, name: str) -> bool:
+        """True when the tool's ``execute`` is a plain function, run in a worker thread."""
+        entry = self._entries.get(name.casefold())
+        return entry is not None and entry.in_thread
 
     def _check(self, tool_cls: Any) -> tuple[str, dict[str, Any]]:
         who = _describe(tool_cls)
@@ -63,7 +93,7 @@ class AgentToolRegistry:
             raise ToolContractError(f"{who}: TOOL_NAME must be a str, not {type(name).__name__}.")
         if not name:
             raise ToolContractError(f"{who}: TOOL_NAME must not be empty.")
-        if not TOOL_NAME_PATTERN.match(name):
+        if not TOOL_NAME_PATTERN.fullmatch(name):
             raise ToolContractError(
                 f"{who}: TOOL_NAME {name!r} must match {TOOL_NAME_PATTERN.pattern}."
             )
@@ -169,11 +199,33 @@ def schema_problem(schema: Any) -> str | None:
     if not isinstance(props, dict) or not isinstance(required, list):
         return "must have 'parameters.properties' (object) and 'parameters.required' (array)."
     for key, prop in props.items():
-        if not isinstance(prop, dict) or prop.get("type") not in SIMPLE_TYPES:
-            return f"property {key!r} must declare a simple JSON type."
+        if not isinstance(prop, dict) or not _declares_type(prop):
+            return (
+                f"property {key!r} must declare a simple JSON type (or a list of them with 'null')."
+            )
         if not isinstance(prop.get("description"), str) or not prop["description"].strip():
             return f"property {key!r} must have a description."
     unknown = [r for r in required if r not in props]
     if unknown:
         return f"lists required properties that are not defined: {unknown}."
     return None
+
+
+def _declares_type(prop: dict[str, Any]) -> bool:
+    """True when ``prop`` names JSON types: one, a nullable list, or ``anyOf`` alternatives."""
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        return kind in SIMPLE_TYPES
+    if isinstance(kind, list):
+        # Only strings are looked up: a nested list would be an unhashable TypeError.
+        return (
+            all(isinstance(k, str) for k in kind)
+            and any(k in SIMPLE_TYPES for k in kind)
+            and all(k in SIMPLE_TYPES or k == "null" for k in kind)
+        )
+    options = prop.get("anyOf")
+    if not isinstance(options, list) or not options:
+        return False
+    return all(
+        isinstance(o, dict) and (o.get("type") == "null" or _declares_type(o)) for o in options
+    )

@@ -5,7 +5,10 @@
 * Editing a served workflow creates a new draft; the served version stays until the draft is
   published.
 * ``status`` ``deprecated``/``disabled`` changes the served version immediately (governance,
-  not content); removal requires ``disabled`` first (§8.9) and keeps the history.
+  not content), but never while a draft is pending: the draft is published or discarded
+  first; removal requires ``disabled`` first (§8.9) and keeps the history.
+* Authored workflows belong to the org that drafted them (every method takes ``org``);
+  built-in and file workflows are deployment-wide and read-only here (TUL-006 §8.2).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ class WorkflowAuthoring:
         self._lock = asyncio.Lock()
 
     async def draft(
-        self, workflow_id: str, title: str, description: str, actor: str | None
+        self, workflow_id: str, title: str, description: str, actor: str | None, org: str
     ) -> AuthoringOutcome:
         """Create a draft with the minimal fields (TUL-006 §10.2 ``draft_workflow``)."""
         manifest, problems = parse_manifest(
@@ -70,8 +73,10 @@ class WorkflowAuthoring:
         if manifest is None or problems:
             return AuthoringOutcome.failures(problems)
         async with self._lock:
-            history = await self._store.history(manifest.workflow_id)
-            if self._registry.get(manifest.workflow_id) is not None or current_draft(history):
+            if self._registry.is_deployment_wide(manifest.workflow_id):
+                return self._read_only(manifest.workflow_id)
+            history = await self._store.history(manifest.workflow_id, org)
+            if self._registry.get(manifest.workflow_id, org) is not None or current_draft(history):
                 return AuthoringOutcome.fail(
                     "workflowId",
                     f"Workflow '{manifest.workflow_id}' already exists; use get_workflow and "
@@ -82,7 +87,7 @@ class WorkflowAuthoring:
                 manifest = manifest.model_copy(
                     update={"version": _bump_minor(published.manifest.semver)}
                 )
-            await self._store.append(manifest, RevisionAction.DRAFT, actor)
+            await self._store.append(manifest, RevisionAction.DRAFT, actor, org)
         return AuthoringOutcome(
             ok=True,
             workflow=manifest.to_wire(),
@@ -93,9 +98,9 @@ class WorkflowAuthoring:
             ),
         )
 
-    async def get(self, workflow_id: str) -> AuthoringOutcome:
+    async def get(self, workflow_id: str, org: str) -> AuthoringOutcome:
         """The pending draft, or else the served manifest (``get_workflow``)."""
-        found = await self._working_copy(workflow_id)
+        found = await self._working_copy(workflow_id, org)
         if found is None:
             return _unknown(workflow_id)
         manifest, served = found
@@ -108,7 +113,7 @@ class WorkflowAuthoring:
         return AuthoringOutcome(ok=True, workflow=manifest.to_wire(), messages=tuple(messages))
 
     async def update(
-        self, workflow_id: str, fields: Mapping[str, Any] | None, actor: str | None
+        self, workflow_id: str, fields: Mapping[str, Any] | None, actor: str | None, org: str
     ) -> AuthoringOutcome:
         """Change fields of the draft, creating one from the served version if needed."""
         if not fields:
@@ -122,13 +127,15 @@ class WorkflowAuthoring:
                 return AuthoringOutcome.fail(
                     "status", "Change status in an update_workflow call of its own."
                 )
-            return await self._change_status(workflow_id, status.strip().lower(), actor)
+            return await self._change_status(workflow_id, status.strip().lower(), actor, org)
         changes.pop("status", None)
         async with self._lock:
-            found = await self._working_copy(workflow_id)
+            found = await self._working_copy(workflow_id, org)
             if found is None:
                 return _unknown(workflow_id)
             base, served = found
+            if self._registry.is_deployment_wide(base.workflow_id):
+                return self._read_only(base.workflow_id)
             new_draft = base.status is not WorkflowStatus.DRAFT
             merged = {**base.to_wire(), **changes, "status": "draft"}
             if new_draft and "version" not in changes:
@@ -143,7 +150,7 @@ class WorkflowAuthoring:
             ]
             if manifest is None or problems:
                 return AuthoringOutcome.failures(problems)
-            await self._store.append(manifest, RevisionAction.UPDATE, actor)
+            await self._store.append(manifest, RevisionAction.UPDATE, actor, org)
         messages = [f"Updated {', '.join(sorted(changes))} of draft '{manifest.workflow_id}'."]
         if new_draft and served is not None:
             messages.append(
@@ -153,13 +160,13 @@ class WorkflowAuthoring:
             )
         return AuthoringOutcome(ok=True, workflow=manifest.to_wire(), messages=tuple(messages))
 
-    async def validate(self, workflow_id: str) -> AuthoringOutcome:
+    async def validate(self, workflow_id: str, org: str) -> AuthoringOutcome:
         """Check the draft (or served version) the way publishing will (``validate_workflow``)."""
-        found = await self._working_copy(workflow_id)
+        found = await self._working_copy(workflow_id, org)
         if found is None:
             return _unknown(workflow_id)
         manifest, _ = found
-        problems = await self._publish_problems(manifest)
+        problems = await self._publish_problems(manifest, org)
         if problems:
             return AuthoringOutcome.failures(problems)
         return AuthoringOutcome(
@@ -168,10 +175,13 @@ class WorkflowAuthoring:
             messages=(f"Workflow '{manifest.workflow_id}' {manifest.version} is valid.",),
         )
 
-    async def publish(self, workflow_id: str, actor: str | None) -> AuthoringOutcome:
-        """Serve the draft: it must validate and carry a greater version (``publish_workflow``)."""
+    async def publish(self, workflow_id: str, actor: str | None, org: str) -> AuthoringOutcome:
+        """Serve the draft: it must validate and carry a greater version (``publish_workflow``).
+
+        The publish revision records who published which version, and when.
+        """
         async with self._lock:
-            found = await self._working_copy(workflow_id)
+            found = await self._working_copy(workflow_id, org)
             if found is None:
                 return _unknown(workflow_id)
             draft, _ = found
@@ -181,12 +191,12 @@ class WorkflowAuthoring:
                     f"Workflow '{draft.workflow_id}' has no draft to publish; change it with "
                     "update_workflow first.",
                 )
-            problems = await self._publish_problems(draft)
+            problems = await self._publish_problems(draft, org)
             if problems:
                 return AuthoringOutcome.failures(problems)
             published = draft.model_copy(update={"status": WorkflowStatus.PUBLISHED})
-            await self._store.append(published, RevisionAction.PUBLISH, actor)
-            self._registry.publish(published)
+            await self._store.append(published, RevisionAction.PUBLISH, actor, org)
+            self._registry.publish(published, org=org)
         return AuthoringOutcome(
             ok=True,
             workflow=published.to_wire(),
@@ -196,12 +206,15 @@ class WorkflowAuthoring:
             ),
         )
 
-    async def list_workflows(self) -> AuthoringOutcome:
-        """One shallow row per workflow, drafts included (``list_authoring_workflows``)."""
-        ids = sorted({m.workflow_id for m in self._registry.all()} | set(await self._ids()))
+    async def list_workflows(self, org: str) -> AuthoringOutcome:
+        """One shallow row per workflow ``org`` sees, its drafts included.
+
+        Deployment-wide workflows are listed with ``readOnly: true``.
+        """
+        ids = sorted({m.workflow_id for m in self._registry.all(org)} | set(await self._ids(org)))
         rows: list[dict[str, Any]] = []
         for wid in ids:
-            found = await self._working_copy(wid)
+            found = await self._working_copy(wid, org)
             if found is None:
                 continue
             manifest, served = found
@@ -214,40 +227,68 @@ class WorkflowAuthoring:
             }
             if served is not None and manifest.status is WorkflowStatus.DRAFT:
                 row["publishedVersion"] = served.version
+            if self._registry.is_deployment_wide(wid):
+                row["readOnly"] = True
             rows.append(row)
         return AuthoringOutcome(ok=True, workflows=rows)
 
-    async def history(self, workflow_id: str) -> list[StoredRevision]:
-        """Every stored revision of ``workflow_id``, oldest first."""
-        return await self._store.history(workflow_id)
+    async def history(self, workflow_id: str, org: str) -> list[StoredRevision]:
+        """Every stored revision of ``org``'s ``workflow_id``, oldest first."""
+        return await self._store.history(workflow_id.strip(), org)
 
-    async def remove(self, workflow_id: str, actor: str | None) -> AuthoringOutcome:
+    async def history_outcome(self, workflow_id: str, org: str) -> AuthoringOutcome:
+        """The version history: who drafted, changed, published or retired what, and when."""
+        entries = await self.history(workflow_id, org)
+        if not entries:
+            if self._registry.is_deployment_wide(workflow_id.strip()):
+                return self._read_only(workflow_id.strip())
+            return _unknown(workflow_id)
+        return AuthoringOutcome(ok=True, history=[e.to_wire() for e in entries])
+
+    async def discard(self, workflow_id: str, actor: str | None, org: str) -> AuthoringOutcome:
+        """Drop the pending draft; the served version (if any) stays as it is."""
+        async with self._lock:
+            history = await self._store.history(workflow_id.strip(), org)
+            draft = current_draft(history)
+            if draft is None:
+                return AuthoringOutcome.fail(
+                    "workflowId", f"Workflow '{workflow_id.strip()}' has no pending draft."
+                )
+            await self._store.append(draft.manifest, RevisionAction.DISCARD, actor, org)
+        served = served_revision(history)
+        kept = f"version {served.manifest.version} stays served" if served else "nothing is served"
+        return AuthoringOutcome(
+            ok=True,
+            messages=(
+                f"Draft {draft.manifest.version} of '{draft.workflow_id}' was discarded; {kept}.",
+            ),
+        )
+
+    async def remove(self, workflow_id: str, actor: str | None, org: str) -> AuthoringOutcome:
         """Stop serving a disabled, authored workflow; its history is kept (TUL-006 §8.9)."""
         async with self._lock:
-            served = self._registry.get(workflow_id)
+            served = self._registry.get(workflow_id, org)
             if served is None:
                 return _unknown(workflow_id)
-            source = self._registry.file_source(served.workflow_id)
-            if source is not None:
-                return AuthoringOutcome.fail(
-                    "workflowId",
-                    f"Workflow '{served.workflow_id}' is defined in {source}; "
-                    "remove it from there.",
-                )
+            if self._registry.is_deployment_wide(served.workflow_id):
+                return self._read_only(served.workflow_id)
+            pending = await self._pending(served.workflow_id, org)
+            if pending is not None:
+                return pending
             if served.status is not WorkflowStatus.DISABLED:
                 return AuthoringOutcome.fail(
                     "status",
                     f"Workflow '{served.workflow_id}' must be disabled before it is removed.",
                 )
-            await self._store.append(served, RevisionAction.REMOVE, actor)
-            self._registry.remove(served.workflow_id)
+            await self._store.append(served, RevisionAction.REMOVE, actor, org)
+            self._registry.remove(served.workflow_id, org=org)
         return AuthoringOutcome(
             ok=True,
             messages=(f"Workflow '{served.workflow_id}' was removed; its history is kept.",),
         )
 
     async def _change_status(
-        self, workflow_id: str, status: str, actor: str | None
+        self, workflow_id: str, status: str, actor: str | None, org: str
     ) -> AuthoringOutcome:
         try:
             target = WorkflowStatus("published" if status == "active" else status)
@@ -256,19 +297,24 @@ class WorkflowAuthoring:
                 "status", "status must be draft, published, deprecated or disabled."
             )
         async with self._lock:
-            served = self._registry.get(workflow_id)
+            served = self._registry.get(workflow_id, org)
             if served is None:
                 return AuthoringOutcome.fail(
                     "status",
                     f"Workflow '{workflow_id}' has no published version; use publish_workflow.",
                 )
+            if self._registry.is_deployment_wide(served.workflow_id):
+                return self._read_only(served.workflow_id)
+            pending = await self._pending(served.workflow_id, org)
+            if pending is not None:
+                return pending
             if target is WorkflowStatus.PUBLISHED and served.status is WorkflowStatus.PUBLISHED:
                 return AuthoringOutcome.fail("status", "Use publish_workflow to publish a draft.")
             if target is WorkflowStatus.PUBLISHED and self.problems(served):
                 return AuthoringOutcome.failures(self.problems(served))
             changed = served.model_copy(update={"status": target})
-            await self._store.append(changed, RevisionAction.STATUS, actor)
-            self._registry.publish(changed)
+            await self._store.append(changed, RevisionAction.STATUS, actor, org)
+            self._registry.publish(changed, org=org)
         return AuthoringOutcome(
             ok=True,
             workflow=changed.to_wire(),
@@ -279,10 +325,30 @@ class WorkflowAuthoring:
         """Content problems of ``manifest`` against the registered tools."""
         return validate_manifest(manifest, self._registry.known_tools)
 
-    async def _publish_problems(self, manifest: WorkflowManifest) -> list[FieldProblem]:
+    async def _pending(self, workflow_id: str, org: str) -> AuthoringOutcome | None:
+        """A refusal naming the pending draft, which a status change or removal would bury."""
+        draft = current_draft(await self._store.history(workflow_id, org))
+        if draft is None:
+            return None
+        return AuthoringOutcome.fail(
+            "status",
+            f"Workflow '{workflow_id}' has a pending draft (version {draft.manifest.version}); "
+            "publish it with publish_workflow or drop it with discard_draft first, so that "
+            "it is not lost.",
+        )
+
+    def _read_only(self, workflow_id: str) -> AuthoringOutcome:
+        source = self._registry.file_source(workflow_id) or "the deployment's files"
+        return AuthoringOutcome.fail(
+            "workflowId",
+            f"Workflow '{workflow_id}' is defined in {source} for the whole deployment and is "
+            "read-only to authoring; it changes through its file and a review (TUL-006 §8.2).",
+        )
+
+    async def _publish_problems(self, manifest: WorkflowManifest, org: str) -> list[FieldProblem]:
         problems = self.problems(manifest)
         if manifest.status is WorkflowStatus.DRAFT:
-            floor = await self._highest_published(manifest.workflow_id)
+            floor = await self._highest_published(manifest.workflow_id, org)
             if floor is not None and manifest.semver <= floor:
                 problems.append(
                     FieldProblem(
@@ -293,23 +359,25 @@ class WorkflowAuthoring:
                 )
         return problems
 
-    async def _highest_published(self, workflow_id: str) -> SemVer | None:
+    async def _highest_published(self, workflow_id: str, org: str) -> SemVer | None:
         versions: list[SemVer] = []
-        published = last_published(await self._store.history(workflow_id))
+        published = last_published(await self._store.history(workflow_id, org))
         if published is not None:
             versions.append(published.manifest.semver)
-        served = self._registry.get(workflow_id)
+        served = self._registry.get(workflow_id, org)
         if served is not None:
             versions.append(served.semver)
         return max(versions) if versions else None
 
     async def _working_copy(
-        self, workflow_id: str
+        self, workflow_id: str, org: str
     ) -> tuple[WorkflowManifest, WorkflowManifest | None] | None:
         """The manifest authoring works on (the draft, else the served one) and the served one."""
         wanted = workflow_id.strip()
-        served = self._registry.get(wanted) if wanted else None
-        history = await self._store.history(served.workflow_id if served else wanted)
+        served = self._registry.get(wanted, org) if wanted else None
+        if served is not None and self._registry.is_deployment_wide(served.workflow_id):
+            return served, served
+        history = await self._store.history(served.workflow_id if served else wanted, org)
         draft = current_draft(history)
         if draft is not None:
             return draft.manifest, served
@@ -317,10 +385,10 @@ class WorkflowAuthoring:
             return served, served
         return None
 
-    async def _ids(self) -> list[str]:
+    async def _ids(self, org: str) -> list[str]:
         ids = []
-        for wid in await self._store.workflow_ids():
-            history = await self._store.history(wid)
+        for wid in await self._store.workflow_ids(org):
+            history = await self._store.history(wid, org)
             if current_draft(history) or served_revision(history):
                 ids.append(wid)
         return ids

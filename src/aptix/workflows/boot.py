@@ -27,14 +27,14 @@ NO_WORKFLOWS = (
 )
 
 
-def boot_workflows(registry: WorkflowRegistry) -> list[WorkflowManifest]:
-    """The workflows the boot message lists: public and runnable, by id."""
-    return [m for m in registry.listed() if m.visibility is WorkflowVisibility.PUBLIC]
+def boot_workflows(registry: WorkflowRegistry, org: str | None = None) -> list[WorkflowManifest]:
+    """The workflows ``org``'s boot message lists: public and runnable, by id."""
+    return [m for m in registry.listed(org) if m.visibility is WorkflowVisibility.PUBLIC]
 
 
-def build_boot_message(registry: WorkflowRegistry) -> str:
-    """The boot message text for a new session."""
-    workflows = boot_workflows(registry)
+def build_boot_message(registry: WorkflowRegistry, org: str | None = None) -> str:
+    """The boot message text for a new session of ``org``: never another org's workflows."""
+    workflows = boot_workflows(registry, org)
     if not workflows:
         return NO_WORKFLOWS
     lines = ["# Available workflows", "", BOOT_INSTRUCTION, ""]

@@ -11,38 +11,48 @@ from collections.abc import Collection
 from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.executor import CallGuard
+from aptix.tools.names import expand_names, matches
 from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.validation import ALWAYS_OFFERED_TOOLS
 
 __all__ = ["offered_tools", "permitted_tools", "workflow_guard"]
 
 
-def permitted_tools(registry: WorkflowRegistry, active_workflow_id: str | None) -> frozenset[str]:
-    """Tool names allowed while ``active_workflow_id`` runs; empty when no workflow is active.
+def permitted_tools(
+    registry: WorkflowRegistry, active_workflow_id: str | None, org: str | None = None
+) -> frozenset[str]:
+    """Tool names allowed while ``org``'s ``active_workflow_id`` runs; empty with none active.
 
     When the active workflow is no longer served only the always-offered tools remain, so the
     model can still cancel it.
     """
     if not active_workflow_id:
         return frozenset()
-    manifest = registry.get(active_workflow_id)
+    manifest = registry.get(active_workflow_id, org)
     extra = manifest.permitted_tools if manifest is not None else ()
     return ALWAYS_OFFERED_TOOLS | frozenset(extra)
 
 
 def offered_tools(
-    registry: WorkflowRegistry, active_workflow_id: str | None, mode_tools: Collection[str]
+    registry: WorkflowRegistry,
+    active_workflow_id: str | None,
+    mode_tools: Collection[str],
+    registered: Collection[str] = (),
+    org: str | None = None,
 ) -> list[str]:
-    """The tools to offer the model: the mode's, narrowed by the active workflow if any."""
+    """The tools to offer the model: the mode's, narrowed by the active workflow if any.
+
+    ``<prefix>_*`` patterns, in the mode or the workflow, stand for the ``registered`` tools
+    they match.
+    """
+    mode_tools = expand_names(mode_tools, registered)
     if not active_workflow_id:
         return list(mode_tools)
-    allowed = {t.casefold() for t in permitted_tools(registry, active_workflow_id)}
-    offered = [t for t in mode_tools if t.casefold() in allowed]
+    permitted = permitted_tools(registry, active_workflow_id, org)
+    offered = [t for t in mode_tools if any(matches(t, p) for p in permitted)]
     # A workflow's permitted tools are offered even if the mode does not list them.
     seen = {t.casefold() for t in offered}
-    extra = sorted(
-        t for t in permitted_tools(registry, active_workflow_id) if t.casefold() not in seen
-    )
+    extra = sorted(t for t in expand_names(permitted, registered) if t.casefold() not in seen)
     return offered + extra
 
 
@@ -53,8 +63,8 @@ def workflow_guard(registry: WorkflowRegistry) -> CallGuard:
         active = context.active_workflow_id
         if not active:
             return None
-        allowed = permitted_tools(registry, active)
-        if tool.name.casefold() in {t.casefold() for t in allowed}:
+        allowed = permitted_tools(registry, active, context.org)
+        if any(matches(tool.name, t) for t in allowed):
             return None
         listed = ", ".join(sorted(allowed))
         return (

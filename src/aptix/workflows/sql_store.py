@@ -1,8 +1,9 @@
 """``SqlWorkflowStore``: the authoring revision log in the database (SQLite or PostgreSQL).
 
 Rows are only ever inserted, so the full version history of every authored workflow is kept
-(TUL-006 §8.4, §8.9). Revision numbers are per workflow; two concurrent appends to one
-workflow collide on the ``(workflow_id, revision)`` key and the loser retries.
+(TUL-006 §8.4, §8.9), with the org it belongs to and who made each revision. Revision
+numbers are per (org, workflow); two concurrent appends to one workflow collide on the
+``(org, workflow_id, revision)`` key and the loser retries.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ class SqlWorkflowStore:
         self._database = database
 
     async def append(
-        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None
+        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None, org: str
     ) -> StoredRevision:
-        """Append a revision of ``manifest.workflow_id`` and return it."""
+        """Append a revision of ``org``'s ``manifest.workflow_id`` and return it."""
         for attempt in range(1, APPEND_ATTEMPTS + 1):
             try:
                 async with self._database.transaction() as session:
@@ -41,14 +42,16 @@ class SqlWorkflowStore:
                         # does); the unique key and the retry remain the backstop.
                         await session.execute(
                             text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-                            {"key": f"aptix.workflow:{manifest.workflow_id}"},
+                            {"key": f"aptix.workflow:{org}:{manifest.workflow_id}"},
                         )
                     last = await session.scalar(
                         select(func.max(WorkflowRevisionRow.revision)).where(
-                            WorkflowRevisionRow.workflow_id == manifest.workflow_id
+                            WorkflowRevisionRow.org == org,
+                            WorkflowRevisionRow.workflow_id == manifest.workflow_id,
                         )
                     )
                     row = WorkflowRevisionRow(
+                        org=org,
                         workflow_id=manifest.workflow_id,
                         revision=(last or 0) + 1,
                         action=action.value,
@@ -65,25 +68,43 @@ class SqlWorkflowStore:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def history(self, workflow_id: str) -> list[StoredRevision]:
-        """Every revision of ``workflow_id``, oldest first."""
+    async def history(self, workflow_id: str, org: str) -> list[StoredRevision]:
+        """Every revision of ``org``'s ``workflow_id``, oldest first."""
         async with self._database.transaction() as session:
             rows = await session.scalars(
                 select(WorkflowRevisionRow)
-                .where(WorkflowRevisionRow.workflow_id == workflow_id)
+                .where(
+                    WorkflowRevisionRow.org == org,
+                    WorkflowRevisionRow.workflow_id == workflow_id,
+                )
                 .order_by(WorkflowRevisionRow.revision)
             )
             return [_revision(row) for row in rows]
 
-    async def workflow_ids(self) -> list[str]:
-        """The ids with at least one revision, sorted."""
+    async def workflow_ids(self, org: str) -> list[str]:
+        """The ids ``org`` has revisions of, sorted."""
         async with self._database.transaction() as session:
             ids = await session.scalars(
                 select(WorkflowRevisionRow.workflow_id)
+                .where(WorkflowRevisionRow.org == org)
                 .distinct()
                 .order_by(WorkflowRevisionRow.workflow_id)
             )
             return list(ids)
+
+    async def orgs(self) -> list[str]:
+        """The orgs with revisions, sorted."""
+        async with self._database.transaction() as session:
+            orgs = await session.scalars(
+                select(WorkflowRevisionRow.org).distinct().order_by(WorkflowRevisionRow.org)
+            )
+            return list(orgs)
+
+    async def change_marker(self) -> int:
+        """The newest row id: one index lookup, and it grows with every append."""
+        async with self._database.transaction() as session:
+            newest = await session.scalar(select(func.max(WorkflowRevisionRow.id)))
+            return int(newest or 0)
 
 
 def _revision(row: WorkflowRevisionRow) -> StoredRevision:
@@ -94,4 +115,5 @@ def _revision(row: WorkflowRevisionRow) -> StoredRevision:
         manifest=WorkflowManifest.model_validate(json.loads(row.manifest_json)),
         created_at=row.created_at,
         created_by=row.created_by,
+        org=row.org,
     )

@@ -1,8 +1,9 @@
 """``WorkflowStore``: where authoring keeps drafts and published versions, with full history.
 
-A store is an append-only log of revisions per workflow. What is a draft, what is served and
-what was removed is derived from that log by the functions below, so every backend (memory,
-SQL) only has to append and read back.
+A store is an append-only log of revisions per (org, workflow): authored workflows belong to
+the org that drafted them, so two orgs may each author their own ``offsite``. What is a
+draft, what is served and what was removed is derived from that log by the functions below,
+so every backend (memory, SQL) only has to append and read back.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class RevisionAction(StrEnum):
     PUBLISH = "publish"  # publish_workflow served the draft
     STATUS = "status"  # the served version was deprecated, disabled or re-published
     REMOVE = "remove"  # the (disabled) workflow stopped being served
+    DISCARD = "discard"  # the pending draft was dropped; the served version stays
 
 
 _SERVING = (RevisionAction.PUBLISH, RevisionAction.STATUS)
@@ -50,23 +52,43 @@ class StoredRevision:
     manifest: WorkflowManifest
     created_at: datetime
     created_by: str | None = None
+    org: str = "local"
+
+    def to_wire(self) -> dict[str, object]:
+        """One version-history row: who did what to which version, and when."""
+        return {
+            "revision": self.revision,
+            "action": self.action.value,
+            "version": self.manifest.version,
+            "status": self.manifest.status.value,
+            "at": self.created_at.isoformat(),
+            "by": self.created_by,
+        }
 
 
 class WorkflowStore(Protocol):
     """Persistence for authored workflows: an append-only revision log per workflow id."""
 
     async def append(
-        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None
+        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None, org: str
     ) -> StoredRevision:
-        """Append a revision of ``manifest.workflow_id`` and return it."""
+        """Append a revision of ``org``'s ``manifest.workflow_id`` and return it."""
         ...
 
-    async def history(self, workflow_id: str) -> list[StoredRevision]:
-        """Every revision of ``workflow_id``, oldest first (empty when unknown)."""
+    async def history(self, workflow_id: str, org: str) -> list[StoredRevision]:
+        """Every revision of ``org``'s ``workflow_id``, oldest first (empty when unknown)."""
         ...
 
-    async def workflow_ids(self) -> list[str]:
-        """The ids that have at least one revision, sorted."""
+    async def workflow_ids(self, org: str) -> list[str]:
+        """The ids ``org`` has at least one revision of, sorted."""
+        ...
+
+    async def orgs(self) -> list[str]:
+        """The orgs that have authored anything, sorted."""
+        ...
+
+    async def change_marker(self) -> int:
+        """A number that grows with every append: a cheap "did anything change?" check."""
         ...
 
 
@@ -96,15 +118,16 @@ class InMemoryWorkflowStore:
     """A ``WorkflowStore`` in a dict: for tests and for running without a database."""
 
     def __init__(self) -> None:
-        self._log: dict[str, list[StoredRevision]] = {}
+        self._log: dict[tuple[str, str], list[StoredRevision]] = {}
+        self._appended = 0
         self._lock = asyncio.Lock()
 
     async def append(
-        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None
+        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None, org: str
     ) -> StoredRevision:
         """Append a revision and return it."""
         async with self._lock:
-            entries = self._log.setdefault(manifest.workflow_id, [])
+            entries = self._log.setdefault((org, manifest.workflow_id), [])
             entry = StoredRevision(
                 workflow_id=manifest.workflow_id,
                 revision=len(entries) + 1,
@@ -112,14 +135,24 @@ class InMemoryWorkflowStore:
                 manifest=manifest,
                 created_at=datetime.now(UTC),
                 created_by=actor,
+                org=org,
             )
             entries.append(entry)
+            self._appended += 1
             return entry
 
-    async def history(self, workflow_id: str) -> list[StoredRevision]:
-        """Every revision of ``workflow_id``, oldest first."""
-        return list(self._log.get(workflow_id, ()))
+    async def history(self, workflow_id: str, org: str) -> list[StoredRevision]:
+        """Every revision of ``org``'s ``workflow_id``, oldest first."""
+        return list(self._log.get((org, workflow_id), ()))
 
-    async def workflow_ids(self) -> list[str]:
-        """The ids with at least one revision, sorted."""
-        return sorted(self._log)
+    async def workflow_ids(self, org: str) -> list[str]:
+        """The ids ``org`` has revisions of, sorted."""
+        return sorted(w for o, w in self._log if o == org)
+
+    async def orgs(self) -> list[str]:
+        """The orgs with revisions, sorted."""
+        return sorted({o for o, _ in self._log})
+
+    async def change_marker(self) -> int:
+        """How many revisions were appended."""
+        return self._appended

@@ -17,10 +17,12 @@ class WorkflowRevisionRow(Base):
     """One stored revision of an authored workflow manifest."""
 
     __tablename__ = "workflow_revisions"
-    __table_args__ = (UniqueConstraint("workflow_id", "revision"),)
+    __table_args__ = (UniqueConstraint("org", "workflow_id", "revision"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    workflow_id: Mapped[str] = mapped_column(String(64), index=True)
+    #: The org that drafted the workflow: only it sees, matches and boots with it.
+    org: Mapped[str] = mapped_column(String(200), index=True)
+    workflow_id: Mapped[str] = mapped_column(String(64))
     revision: Mapped[int] = mapped_column(Integer)
     action: Mapped[str] = mapped_column(String(16))
     version: Mapped[str] = mapped_column(String(64))

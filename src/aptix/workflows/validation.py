@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
+from aptix.tools.names import is_known
 from aptix.workflows.manifest import WorkflowManifest, WorkflowVisibility
 
 __all__ = [
@@ -131,11 +132,11 @@ def _pattern_problems(patterns: tuple[str, ...]) -> list[FieldProblem]:
 
 def _tool_problems(tools: tuple[str, ...], known_tools: Collection[str]) -> list[FieldProblem]:
     # The always-offered tools are available in every workflow, so listing one is harmless.
-    known = {t.casefold() for t in (*known_tools, *ALWAYS_OFFERED_TOOLS)}
+    known = [*known_tools, *ALWAYS_OFFERED_TOOLS]
     problems: list[FieldProblem] = []
     seen: set[str] = set()
     for i, tool in enumerate(tools):
-        if tool.casefold() not in known:
+        if not is_known(tool, known):
             problems.append(
                 FieldProblem(
                     f"permittedTools.{i}", f"permittedTools names an unknown tool '{tool}'."

@@ -3,22 +3,36 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from aptix.api.errors import ApiError, error_body
+from aptix.api.responses import TurnResultBody
 from aptix.api.routes.deps import CallerDep, RuntimeDep
-from aptix.api.routes.sessions import owned_session
-from aptix.api.schemas import ExecuteRequest
+from aptix.api.schemas import ErrorBody, ExecuteRequest
 from aptix.errors import AptixError
 from aptix.reasoner import AgentReasoner, ToolResultInput, TurnEvent
+from aptix.reasoner.loop import PreparedTurn
 
 router = APIRouter(tags=["agent"])
+
+#: One Server-Sent Event as the OpenAPI document describes it (``data`` is a JSON document).
+_SSE_EVENT = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {
+            "type": "string",
+            "description": "text_delta, text, tool_call_started, tool_call_finished, "
+            "mode_changed, client_calls_pending or turn_finished (the last event).",
+        },
+        "data": {"type": "string", "contentMediaType": "application/json"},
+    },
+}
 
 NO_MODEL = (
     "No model is configured, so turns cannot run. Set APTIX_LLM_MODEL, and APTIX_LLM_BASE_URL "
@@ -26,10 +40,23 @@ NO_MODEL = (
 )
 
 
-@router.post("/v1/agent/execute", response_model=None)
+@router.post(
+    "/v1/agent/execute",
+    response_model=None,
+    responses={
+        200: {
+            "model": TurnResultBody,
+            "description": "The turn's result as JSON, or with `stream: true` (or `Accept: "
+            "text/event-stream`) its events as Server-Sent Events, the last one "
+            "`turn_finished` carrying the same body.",
+            "content": {"text/event-stream": {"schema": _SSE_EVENT}},
+        },
+        502: {"model": ErrorBody, "description": "The model endpoint failed."},
+    },
+)
 async def execute(
     body: ExecuteRequest, request: Request, runtime: RuntimeDep, caller: CallerDep
-) -> dict[str, Any] | StreamingResponse:
+) -> dict[str, Any] | EventSourceResponse:
     """Run ``instruction`` in the session, or resume it with ``toolResults``."""
     reasoner: AgentReasoner | None = request.app.state.reasoner
     if reasoner is None:
@@ -46,7 +73,7 @@ async def execute(
             raise ApiError(422, created.error_message or "Could not create the session.")
         session_id = created.result.id
     else:
-        session_id = (await owned_session(runtime, caller, body.session_id)).id
+        session_id = body.session_id  # the claim checks the owner (404 like a missing one)
     results = [
         ToolResultInput(
             r.call_id, r.result if isinstance(r.result, str) else json.dumps(r.result), r.is_error
@@ -57,21 +84,26 @@ async def execute(
         "session_id": session_id,
         "org": caller.org,
         "user": caller.user,
+        "role": caller.role,
         "instruction": body.instruction,
         "tool_results": results or None,
     }
     wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
     if wants_stream:
-        return StreamingResponse(
-            _stream(reasoner, arguments),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        # Claimed before streaming, so a busy session or a bad resume is a plain 4xx.
+        prepared = await reasoner.prepare(**arguments)
+        return EventSourceResponse(_stream(reasoner, prepared), sep="\n")
     result = await reasoner.execute(**arguments)
     return result.to_wire()
 
 
-async def _stream(reasoner: AgentReasoner, arguments: dict[str, Any]) -> AsyncIterator[str]:
+#: Turns whose client went away, kept referenced until their cancellation is recorded.
+_ORPHANS: set[asyncio.Task[None]] = set()
+
+
+async def _stream(
+    reasoner: AgentReasoner, prepared: PreparedTurn
+) -> AsyncIterator[ServerSentEvent]:
     queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
 
     async def sink(event: TurnEvent) -> None:
@@ -79,17 +111,19 @@ async def _stream(reasoner: AgentReasoner, arguments: dict[str, Any]) -> AsyncIt
 
     async def run() -> None:
         try:
-            await reasoner.execute(**arguments, on_event=sink)
+            await reasoner.run(prepared, on_event=sink)
         except AptixError as exc:
-            await queue.put(TurnEvent("turn_finished", error_body(type(exc).__name__, str(exc))))
+            code = getattr(exc, "code", type(exc).__name__)
+            await queue.put(TurnEvent("turn_finished", error_body(code, str(exc))))
         finally:
             await queue.put(None)
 
     task = asyncio.create_task(run())
     try:
         while (event := await queue.get()) is not None:
-            yield f"event: {event.type}\ndata: {json.dumps(event.data, default=str)}\n\n"
+            yield ServerSentEvent(data=json.dumps(event.data, default=str), event=event.type)
     finally:
-        if not task.done():  # the client went away: finish the turn anyway, it is stored
-            with contextlib.suppress(Exception):
-                await asyncio.shield(task)
+        if not task.done():  # the client went away: cancel the turn (recorded as cancelled)
+            task.cancel()
+            _ORPHANS.add(task)
+            task.add_done_callback(_ORPHANS.discard)

@@ -7,7 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from aptix.api.auth import Caller
 from aptix.api.errors import ApiError
+from aptix.api.responses import Mode
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import MatchRequest
 from aptix.runtime import Runtime
@@ -15,7 +17,7 @@ from aptix.runtime import Runtime
 router = APIRouter(tags=["catalogs"])
 
 
-@router.get("/v1/modes")
+@router.get("/v1/modes", response_model=list[Mode])
 async def list_modes(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
     """Every mode with the tools it offers."""
     catalog = runtime.services.modes
@@ -28,9 +30,9 @@ async def list_modes(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
     ]
 
 
-async def _registry(runtime: Runtime, caller_org: str, arguments: dict[str, Any]) -> Any:
+async def _registry(runtime: Runtime, caller: Caller, arguments: dict[str, Any]) -> Any:
     # The HTTP routes go through the registry tool so that its guardrails apply unchanged.
-    context = runtime.tool_context(org=caller_org)
+    context = runtime.tool_context(org=caller.org, user=caller.user, role=caller.role)
     outcome = await runtime.executor.invoke(
         "agent_workflow_registry", json.dumps(arguments), context
     )
@@ -43,14 +45,14 @@ async def _registry(runtime: Runtime, caller_org: str, arguments: dict[str, Any]
 @router.get("/v1/workflows")
 async def list_workflows(runtime: RuntimeDep, caller: CallerDep) -> Any:
     """Public and experimental runnable workflows."""
-    return await _registry(runtime, caller.org, {"operation": "list_workflows"})
+    return await _registry(runtime, caller, {"operation": "list_workflows"})
 
 
 @router.get("/v1/workflows/{workflow_id}")
 async def get_workflow(workflow_id: str, runtime: RuntimeDep, caller: CallerDep) -> Any:
     """One workflow's manifest (hidden ones by explicit id only)."""
     return await _registry(
-        runtime, caller.org, {"operation": "get_workflow_manifest", "workflowId": workflow_id}
+        runtime, caller, {"operation": "get_workflow_manifest", "workflowId": workflow_id}
     )
 
 
@@ -58,5 +60,5 @@ async def get_workflow(workflow_id: str, runtime: RuntimeDep, caller: CallerDep)
 async def match_workflows(body: MatchRequest, runtime: RuntimeDep, caller: CallerDep) -> Any:
     """Workflows ranked by how well they fit the message."""
     return await _registry(
-        runtime, caller.org, {"operation": "match_workflow", "userMessage": body.user_message}
+        runtime, caller, {"operation": "match_workflow", "userMessage": body.user_message}
     )

@@ -9,19 +9,26 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from aptix.api.errors import ApiError
+from aptix.api.outage import RETRY_AFTER_SECONDS
+from aptix.api.responses import Health
 from aptix.api.routes.deps import RuntimeDep
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz")
+@router.get("/healthz", response_model=Health)
 async def healthz(runtime: RuntimeDep) -> dict[str, Any]:
     """Liveness and database reachability."""
     try:
         async with runtime.database.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
     except Exception as exc:
-        raise ApiError(503, f"The database is not reachable: {type(exc).__name__}.") from exc
+        raise ApiError(
+            503,
+            f"The database is not reachable: {type(exc).__name__}.",
+            "database_unavailable",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        ) from exc
     return {
         "status": "ok",
         "tools": len(runtime.registry.registered_tools),

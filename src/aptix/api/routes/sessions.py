@@ -5,30 +5,49 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, Response
 
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError
+from aptix.api.responses import CancelledWorkflow, Session, SessionDetail, Turn
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import SessionCreate
+from aptix.db.types import utc_now
+from aptix.reasoner import AgentReasoner, TurnRecord
+from aptix.reasoner.claims import mark_dead
 from aptix.runtime import Runtime
+from aptix.sessions.access import owned_session as owned
 from aptix.sessions.models import AgentSession
 from aptix.sessions.wire import session_to_json
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
+MAX_TURNS_PAGE = 200
+
 
 async def owned_session(runtime: Runtime, caller: Caller, session_id: str) -> AgentSession:
     """The caller's session, or a 404 (another org's or user's id looks missing)."""
-    session = await runtime.services.sessions.get_session(session_id, caller.org)
-    if session is None or session.user != caller.user:
+    session = await owned(runtime.services.sessions, session_id, caller.org, caller.user)
+    if session is None:
         raise ApiError(404, f"Unknown session '{session_id}'.")
     return session
 
 
-@router.post("", status_code=201)
+@router.post(
+    "",
+    status_code=201,
+    response_model=Session,
+    responses={
+        201: {
+            "description": "The new session.",
+            "headers": {
+                "Location": {"description": "The session's URL.", "schema": {"type": "string"}}
+            },
+        }
+    },
+)
 async def create_session(
-    body: SessionCreate, runtime: RuntimeDep, caller: CallerDep
+    body: SessionCreate, response: Response, runtime: RuntimeDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Create a session (in the default mode unless ``mode`` is given)."""
     created = await runtime.services.sessions.create_session(
@@ -36,10 +55,11 @@ async def create_session(
     )
     if created.result is None:
         raise ApiError(422, created.error_message or "Could not create the session.")
+    response.headers["Location"] = f"/v1/sessions/{created.result.id}"
     return session_to_json(created.result)
 
 
-@router.get("")
+@router.get("", response_model=list[Session])
 async def list_sessions(
     runtime: RuntimeDep,
     caller: CallerDep,
@@ -53,35 +73,69 @@ async def list_sessions(
     return [session_to_json(s) for s in sessions]
 
 
-@router.get("/{session_id}")
-async def get_session(session_id: str, runtime: RuntimeDep, caller: CallerDep) -> dict[str, Any]:
-    """One session with its mode history, branched sessions and turns."""
+@router.get("/{session_id}", response_model=SessionDetail)
+async def get_session(
+    session_id: str,
+    runtime: RuntimeDep,
+    caller: CallerDep,
+    turns_limit: Annotated[int, Query(alias="turnsLimit", ge=1, le=MAX_TURNS_PAGE)] = 50,
+    turns_before: Annotated[int | None, Query(alias="turnsBefore", ge=1, le=2**31 - 1)] = None,
+) -> dict[str, Any]:
+    """One session with its mode history, branched sessions and a page of its turns.
+
+    Turns come oldest first: the newest ``turnsLimit`` with ``seq < turnsBefore``;
+    ``turnsNextBefore`` is the ``turnsBefore`` of the previous page (null on the first turn).
+    """
     session = await owned_session(runtime, caller, session_id)
     children = await runtime.services.sessions.list_children(session_id, caller.org)
-    turns = await runtime.turns.list_turns(session_id, caller.org)
+    turns = await runtime.turns.list_turns(
+        session_id, caller.org, limit=turns_limit + 1, before=turns_before
+    )
+    more = len(turns) > turns_limit
+    page = turns[1:] if more else turns
+    now = utc_now()
+    for turn in page:  # a turn whose process died shows as interrupted at once
+        mark_dead(turn, now)
     return {
         **session_to_json(session),
         "childSessionIds": [c.id for c in children],
-        "turns": [
-            {
-                "turnId": t.id,
-                "seq": t.seq,
-                "status": t.status,
-                "instruction": t.instruction,
-                "text": t.text,
-                "toolCalls": t.tool_calls,
-                "modelCalls": t.model_calls,
-                "warnings": t.warnings,
-                "pendingCalls": t.pending_calls,
-                "createdAt": t.created_at.isoformat(),
-                "updatedAt": t.updated_at.isoformat(),
-            }
-            for t in turns
-        ],
+        "turns": [turn_to_json(t) for t in page],
+        "turnsNextBefore": page[0].seq if more and page else None,
     }
 
 
-@router.post("/{session_id}/workflow/cancel")
+@router.post("/{session_id}/turns/{turn_id}/cancel", response_model=Turn)
+async def cancel_turn(
+    session_id: str, turn_id: str, request: Request, runtime: RuntimeDep, caller: CallerDep
+) -> dict[str, Any]:
+    """Cancel a running or pending turn; 409 ``turn_finished`` when it already ended."""
+    await owned_session(runtime, caller, session_id)
+    record = await runtime.turns.cancel(session_id, caller.org, turn_id)
+    reasoner: AgentReasoner | None = getattr(request.app.state, "reasoner", None)
+    if reasoner is not None:
+        reasoner.cancel(turn_id)  # runs here: stop it now; elsewhere it stops at its next save
+    return turn_to_json(record)
+
+
+def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
+    """A turn as the sessions API shows it."""
+    return {
+        "turnId": turn.id,
+        "seq": turn.seq,
+        "status": turn.status,
+        "instruction": turn.instruction,
+        "text": turn.text,
+        "toolCalls": turn.tool_calls,
+        "modelCalls": turn.model_calls,
+        "warnings": turn.warnings,
+        "pendingCalls": turn.pending_calls,
+        "contextDropped": turn.context_dropped,
+        "createdAt": turn.created_at.isoformat(),
+        "updatedAt": turn.updated_at.isoformat(),
+    }
+
+
+@router.post("/{session_id}/workflow/cancel", response_model=CancelledWorkflow)
 async def cancel_workflow(
     session_id: str, runtime: RuntimeDep, caller: CallerDep
 ) -> dict[str, Any]:
@@ -89,7 +143,9 @@ async def cancel_workflow(
     session = await owned_session(runtime, caller, session_id)
     if not session.active_workflow_id:
         raise ApiError(409, "The session has no active workflow.")
-    context = runtime.tool_context(session_id=session_id, org=caller.org, user=caller.user)
+    context = await runtime.session_context(
+        org=caller.org, user=caller.user, role=caller.role, session_id=session_id
+    )
     arguments = {
         "operation": "cancel_workflow",
         "workflowId": session.active_workflow_id,

@@ -9,13 +9,14 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from aptix.api.errors import ApiError
+from aptix.api.responses import ToolInfo
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import InvokeRequest, InvokeResponse
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
 
-@router.get("")
+@router.get("", response_model=list[ToolInfo])
 async def list_tools(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
     """Every registered tool with its schema and usage guidance."""
     registry = runtime.registry
@@ -28,6 +29,7 @@ async def list_tools(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
                 "name": schema["name"],
                 "serverFinal": tool_cls.is_fully_executed_on_server,
                 "usage": tool_cls.TOOL_USAGE_METADATA,
+                "annotations": tool_cls.TOOL_ANNOTATIONS,
                 "schema": schema,
             }
         )
@@ -41,12 +43,11 @@ async def invoke_tool(
     """Run one tool as the caller; a tool's own failure is a 200 with ``successful: false``."""
     if not runtime.registry.has_tool(name):
         raise ApiError(404, f"Unknown tool '{name}'.")
-    if body.session_id is not None:
-        session = await runtime.services.sessions.get_session(body.session_id, caller.org)
-        if session is None or session.user != caller.user:
-            raise ApiError(404, f"Unknown session '{body.session_id}'.")
     arguments = body.arguments if isinstance(body.arguments, str) else json.dumps(body.arguments)
-    context = runtime.tool_context(session_id=body.session_id, org=caller.org, user=caller.user)
+    # The session's mode and active workflow apply here exactly as in a model turn.
+    context = await runtime.session_context(
+        org=caller.org, user=caller.user, role=caller.role, session_id=body.session_id
+    )
     outcome = await runtime.executor.invoke(name, arguments, context)
     wire = outcome.to_wire()
     wire["result"] = _decode(outcome.result)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import decimal
 from decimal import ROUND_FLOOR, Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -15,19 +15,22 @@ from aptix.tools.args import ToolArgs, ToolResult, function_schema, parse_argume
 from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolExecutionContext
 
-__all__ = ["CalculationError", "CalculatorTool", "evaluate"]
+__all__ = ["CONTEXT", "CalculationError", "CalculatorTool", "evaluate"]
 
 MAX_EXPRESSION_LENGTH = 1_000
 MAX_NESTING = 100
+MAX_DEPTH = 200
 MAX_EXPONENT = 10_000
 MAX_DIGITS = 100
+PRECISION = 34
 
-# Decimal arithmetic keeps 0.1 + 0.2 == 0.3; Emax bounds every intermediate value.
-_CONTEXT = decimal.Context(
-    prec=34,
+# Decimal arithmetic keeps 0.1 + 0.2 == 0.3; Emax and Emin bound every intermediate value,
+# and trapping Underflow makes a result too small to hold an error instead of a silent 0.
+CONTEXT = decimal.Context(
+    prec=PRECISION,
     Emax=MAX_DIGITS - 1,
     Emin=-MAX_DIGITS,
-    traps=[decimal.Overflow, decimal.InvalidOperation, decimal.DivisionByZero],
+    traps=[decimal.Overflow, decimal.Underflow, decimal.InvalidOperation, decimal.DivisionByZero],
 )
 _SYMBOLS = str.maketrans({"×": "*", "÷": "/", "−": "-", "^": "**", "–": "-"})
 
@@ -61,6 +64,12 @@ class CalculatorTool(AgentTool):
         "minus and decimal numbers. Pass the whole expression as one string."
     )
     is_fully_executed_on_server = True
+    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
+        "title": "Calculator",
+        "readOnlyHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
 
     def __init__(self, logger: AdminLogger) -> None:
         self._logger = logger
@@ -118,11 +127,17 @@ def evaluate(expression: str) -> Decimal:
         raise CalculationError(f"Could not parse '{expression}': invalid syntax{where}.") from None
     except (ValueError, MemoryError, RecursionError):
         raise CalculationError(f"Could not parse '{expression}'.") from None
+    if _depth(tree.body) > MAX_DEPTH:
+        raise CalculationError(f"The expression nests operators more than {MAX_DEPTH} deep.")
     try:
-        return _eval(tree.body)
+        return _Evaluator(text).eval(tree.body)
     except decimal.Overflow:
         raise CalculationError(
             f"The result is too large (more than {MAX_DIGITS} digits)."
+        ) from None
+    except decimal.Underflow:
+        raise CalculationError(
+            f"The result is too small to represent (closer to zero than 1E-{MAX_DIGITS})."
         ) from None
     except decimal.DivisionByZero:
         raise CalculationError("Division by zero is not defined.") from None
@@ -143,31 +158,70 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-def _eval(node: ast.expr) -> Decimal:
-    match node:
-        case ast.Constant(value=bool()):
-            raise CalculationError("Booleans are not numbers here.")
-        case ast.Constant(value=int() | float() as number):
-            return _CONTEXT.create_decimal(repr(number) if isinstance(number, float) else number)
-        case ast.UnaryOp(op=ast.USub(), operand=operand):
-            return _CONTEXT.minus(_eval(operand))
-        case ast.UnaryOp(op=ast.UAdd(), operand=operand):
-            return _CONTEXT.plus(_eval(operand))
-        case ast.BinOp(left=left, op=op, right=right):
-            return _binary(op, _eval(left), _eval(right))
-        case ast.Name(id=name):
+def _depth(root: ast.expr) -> int:
+    # Iterative, so a deep tree is measured without the recursion it would cause.
+    deepest = 0
+    stack: list[tuple[ast.AST, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+class _Evaluator:
+    """Evaluates a parsed expression; literals are read from the source text, never floats."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def eval(self, node: ast.expr) -> Decimal:
+        match node:
+            case ast.Constant(value=bool()):
+                raise CalculationError("Booleans are not numbers here.")
+            case ast.Constant(value=int() | float()):
+                return self._literal(node)
+            case ast.UnaryOp(op=ast.USub(), operand=operand):
+                return CONTEXT.minus(self.eval(operand))
+            case ast.UnaryOp(op=ast.UAdd(), operand=operand):
+                return CONTEXT.plus(self.eval(operand))
+            case ast.BinOp(left=left, op=op, right=right):
+                return _binary(op, self.eval(left), self.eval(right))
+            case ast.Name(id=name):
+                raise CalculationError(
+                    f"Unknown name '{name}': only numbers and operators are allowed."
+                )
+            case _:
+                raise CalculationError(
+                    f"Unsupported element in expression: {type(node).__name__}. "
+                    "Only numbers, + - * / // % ** and parentheses are allowed."
+                )
+
+    def _literal(self, node: ast.Constant) -> Decimal:
+        source = ast.get_source_segment(self._text, node) or ""
+        # A float constant has already lost digits; its source text has not.
+        exact = Decimal(node.value) if isinstance(node.value, int) else Decimal(source)
+        digits = exact.as_tuple().digits
+        significant = len("".join(map(str, digits)).strip("0"))
+        if significant > PRECISION:
             raise CalculationError(
-                f"Unknown name '{name}': only numbers and operators are allowed."
+                f"The number {source} has more than {PRECISION} significant digits."
             )
-        case _:
+        if exact.is_zero():
+            return CONTEXT.create_decimal(0)
+        if exact.adjusted() > CONTEXT.Emax:
             raise CalculationError(
-                f"Unsupported element in expression: {type(node).__name__}. "
-                "Only numbers, + - * / // % ** and parentheses are allowed."
+                f"The number {source} is too large (the limit is 1E+{MAX_DIGITS - 1})."
             )
+        if exact.adjusted() < CONTEXT.Emin:
+            raise CalculationError(
+                f"The number {source} is too small (the limit is 1E-{MAX_DIGITS})."
+            )
+        return CONTEXT.create_decimal(exact)
 
 
 def _binary(op: ast.operator, a: Decimal, b: Decimal) -> Decimal:
-    c = _CONTEXT
+    c = CONTEXT
     match op:
         case ast.Add():
             return c.add(a, b)
@@ -199,7 +253,7 @@ def _binary(op: ast.operator, a: Decimal, b: Decimal) -> Decimal:
 
 def _floor_div(a: Decimal, b: Decimal) -> Decimal:
     # Python semantics: round toward negative infinity, unlike Decimal's truncation.
-    return _CONTEXT.divide(a, b).to_integral_value(rounding=ROUND_FLOOR)
+    return CONTEXT.divide(a, b).to_integral_value(rounding=ROUND_FLOOR)
 
 
 def _as_json_number(value: Decimal) -> int | float:
@@ -211,4 +265,4 @@ def _as_json_number(value: Decimal) -> int | float:
 def _as_text(value: Decimal) -> str:
     if value == value.to_integral_value():
         return str(int(value))
-    return format(value.normalize(_CONTEXT), "f")
+    return format(value.normalize(CONTEXT), "f")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -60,6 +60,13 @@ class ModeChangeTool(AgentTool):
         "current session, and branch=true when the user wants to switch and start a new session."
     )
     is_fully_executed_on_server = True
+    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
+        "title": "Change mode",
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    }
 
     def __init__(self, session_manager: SessionManager, logger: AdminLogger) -> None:
         self._sessions = session_manager

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -11,6 +11,7 @@ from aptix.results import InvokeResult
 from aptix.tools.args import ToolArgs, ToolResult, function_schema, parse_arguments
 from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolExecutionContext
+from aptix.tools.signature import output_schema_of
 
 __all__ = ["HelloWorldTool"]
 
@@ -34,6 +35,13 @@ class HelloWorldTool(AgentTool):
         "Pass the user's name; the tool returns a personalised greeting."
     )
     is_fully_executed_on_server = True
+    TOOL_OUTPUT_SCHEMA = output_schema_of(_Result)
+    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
+        "title": "Hello world",
+        "readOnlyHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
 
     def __init__(self, logger: AdminLogger) -> None:
         self._logger = logger

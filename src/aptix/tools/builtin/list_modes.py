@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -50,6 +50,12 @@ class ListModesTool(AgentTool):
         "substitute for agent_change_mode: this tool is informational only and changes nothing."
     )
     is_fully_executed_on_server = True
+    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
+        "title": "List modes",
+        "readOnlyHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
 
     def __init__(self, catalog: ModeCatalog | None, logger: AdminLogger) -> None:
         self._catalog = catalog

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -48,6 +48,11 @@ class UserApprovalTool(AgentTool):
         "tool result; do not proceed unless it approves."
     )
     is_fully_executed_on_server = False
+    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
+        "title": "Ask the user to approve",
+        "readOnlyHint": True,
+        "openWorldHint": False,
+    }
 
     def __init__(self, logger: AdminLogger) -> None:
         self._logger = logger

@@ -9,7 +9,7 @@ becomes a failed ``InvokeResult``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -19,7 +19,7 @@ from aptix.tools.args import ToolArgs, function_schema, parse_arguments
 from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.workflows.authoring import WorkflowAuthoring
-from aptix.workflows.outcome import UPDATABLE_FIELDS, AuthoringOutcome
+from aptix.workflows.outcome import UPDATABLE_FIELDS, AuthoringOutcome, normalise_fields
 
 __all__ = ["WorkflowAuthoringTool"]
 
@@ -31,8 +31,20 @@ OPERATIONS = (
     "publish_workflow",
     "list_authoring_workflows",
     "remove_workflow",
+    "discard_draft",
+    "workflow_history",
 )
 _NEEDS_ID = frozenset(OPERATIONS) - {"list_authoring_workflows"}
+#: The weakest API key role each changing operation needs (reading needs none).
+_ROLE_NEEDED = {
+    "draft_workflow": "author",
+    "update_workflow": "author",
+    "validate_workflow": "author",
+    "discard_draft": "author",
+    "publish_workflow": "admin",
+    "remove_workflow": "admin",
+}
+_RANK = {"user": 0, "author": 1, "admin": 2}
 
 
 class _Args(ToolArgs):
@@ -60,6 +72,28 @@ def _envelope(outcome: AuthoringOutcome) -> InvokeResult[str]:
     )
 
 
+def _role_refusal(operation: str, args: _Args, role: str) -> AuthoringOutcome | None:
+    """Why ``role`` may not run ``operation``, or None when it may."""
+    needed = _ROLE_NEEDED.get(operation)
+    if operation == "update_workflow" and _changes_status(args.fields):
+        # Deprecating, disabling or re-publishing is governance: an admin's call.
+        needed = "admin"
+    if needed is None or _RANK.get(role, -1) >= _RANK[needed]:
+        return None
+    what = "a status change" if operation == "update_workflow" and needed == "admin" else operation
+    return AuthoringOutcome.fail(
+        "role",
+        f"{what} needs the '{needed}' role (or higher); this API key's role is '{role}'. "
+        "Ask an administrator.",
+    )
+
+
+def _changes_status(fields: dict[str, Any] | None) -> bool:
+    changes, _ = normalise_fields(fields or {})
+    status = changes.get("status")
+    return status is not None and str(status).strip().lower() != "draft"
+
+
 class WorkflowAuthoringTool(AgentTool):
     """Drafts, edits, validates, publishes and lists workflows under the user's direction."""
 
@@ -72,6 +106,13 @@ class WorkflowAuthoringTool(AgentTool):
         "message}]}; treat errors as authoritative. Never invent workflow ids or tool names."
     )
     is_fully_executed_on_server = True
+    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
+        "title": "Workflow authoring",
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    }
 
     def __init__(self, authoring: WorkflowAuthoring, logger: AdminLogger) -> None:
         self._authoring = authoring
@@ -120,8 +161,12 @@ class WorkflowAuthoringTool(AgentTool):
                 "operation",
                 f"Unknown operation '{operation}'. Use one of: {', '.join(OPERATIONS)}.",
             )
+        refusal = _role_refusal(operation, args, context.role)
+        if refusal is not None:
+            return refusal
+        org = context.org
         if operation == "list_authoring_workflows":
-            return await self._authoring.list_workflows()
+            return await self._authoring.list_workflows(org)
         workflow_id = (args.workflow_id or "").strip()
         if operation in _NEEDS_ID and not workflow_id:
             return AuthoringOutcome.fail(
@@ -129,14 +174,18 @@ class WorkflowAuthoringTool(AgentTool):
             )
         if operation == "draft_workflow":
             return await self._authoring.draft(
-                workflow_id, args.title or "", args.description or "", actor
+                workflow_id, args.title or "", args.description or "", actor, org
             )
         if operation == "get_workflow":
-            return await self._authoring.get(workflow_id)
+            return await self._authoring.get(workflow_id, org)
         if operation == "update_workflow":
-            return await self._authoring.update(workflow_id, args.fields, actor)
+            return await self._authoring.update(workflow_id, args.fields, actor, org)
         if operation == "validate_workflow":
-            return await self._authoring.validate(workflow_id)
+            return await self._authoring.validate(workflow_id, org)
         if operation == "publish_workflow":
-            return await self._authoring.publish(workflow_id, actor)
-        return await self._authoring.remove(workflow_id, actor)
+            return await self._authoring.publish(workflow_id, actor, org)
+        if operation == "discard_draft":
+            return await self._authoring.discard(workflow_id, actor, org)
+        if operation == "workflow_history":
+            return await self._authoring.history_outcome(workflow_id, org)
+        return await self._authoring.remove(workflow_id, actor, org)

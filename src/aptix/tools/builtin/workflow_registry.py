@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -66,6 +66,12 @@ class WorkflowRegistryTool(AgentTool):
         "workflow that this tool does not return."
     )
     is_fully_executed_on_server = True
+    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
+        "title": "Workflow registry",
+        "readOnlyHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
 
     def __init__(self, registry: WorkflowRegistry, logger: AdminLogger) -> None:
         self._registry = registry
@@ -96,12 +102,14 @@ class WorkflowRegistryTool(AgentTool):
                 return InvokeResult.from_error(
                     f"Missing 'operation'. Use one of: {', '.join(OPERATIONS)}."
                 )
+            # Deployment-wide workflows plus the caller's org's own, never another org's.
+            org = context.org
             if operation == "list_workflows":
-                return self._list()
+                return self._list(org)
             if operation == "get_workflow_manifest":
-                return self._manifest(args.workflow_id)
+                return self._manifest(args.workflow_id, org)
             if operation == "match_workflow":
-                return await self._match(args.user_message, args.limit or DEFAULT_MATCH_LIMIT)
+                return await self._match(args.user_message, args.limit or DEFAULT_MATCH_LIMIT, org)
             return InvokeResult.from_error(
                 f"Unknown operation '{operation}'. Use one of: {', '.join(OPERATIONS)}."
             )
@@ -116,7 +124,7 @@ class WorkflowRegistryTool(AgentTool):
                 "The workflow registry failed unexpectedly. The error has been logged."
             )
 
-    def _list(self) -> InvokeResult[str]:
+    def _list(self, org: str) -> InvokeResult[str]:
         rows = [
             {
                 "workflowId": m.workflow_id,
@@ -124,17 +132,17 @@ class WorkflowRegistryTool(AgentTool):
                 "description": m.description,
                 "userIntentPatterns": list(m.user_intent_patterns),
             }
-            for m in self._registry.listed()
+            for m in self._registry.listed(org)
         ]
         return InvokeResult.create(_dump({"workflows": rows}))
 
-    def _manifest(self, workflow_id: str | None) -> InvokeResult[str]:
+    def _manifest(self, workflow_id: str | None, org: str) -> InvokeResult[str]:
         wanted = (workflow_id or "").strip()
         if not wanted:
             return InvokeResult.from_error(
                 "Operation 'get_workflow_manifest' requires a non-empty 'workflowId'."
             )
-        manifest = self._registry.get(wanted)
+        manifest = self._registry.get(wanted, org)
         if manifest is None:
             return InvokeResult.from_error(f"Unknown workflow '{wanted}'.")
         wid = manifest.workflow_id
@@ -152,7 +160,7 @@ class WorkflowRegistryTool(AgentTool):
             payload["warnings"] = warnings
         return InvokeResult.create(_dump(payload))
 
-    async def _match(self, user_message: str | None, limit: int) -> InvokeResult[str]:
+    async def _match(self, user_message: str | None, limit: int, org: str) -> InvokeResult[str]:
         message = (user_message or "").strip()
         if not message:
             return InvokeResult.from_error(
@@ -165,7 +173,7 @@ class WorkflowRegistryTool(AgentTool):
             )
         # Encoding a message with the semantic model takes milliseconds of CPU: keep it off
         # the event loop.
-        found = await asyncio.to_thread(self._registry.match, message, limit)
+        found = await asyncio.to_thread(self._registry.match, message, limit, org)
         matches = [m.to_wire() for m in found]
         return InvokeResult.create(_dump({"matches": matches}))
 

@@ -8,7 +8,7 @@ active unless the active manifest's ``allowedTransitions`` names it (or ``"*"``)
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -58,6 +58,13 @@ class WorkflowRunTool(AgentTool):
         "cancel_workflow when the user wants to stop."
     )
     is_fully_executed_on_server = True
+    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
+        "title": "Run a workflow",
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    }
 
     def __init__(
         self, registry: WorkflowRegistry, sessions: SessionManager, logger: AdminLogger
@@ -125,7 +132,7 @@ class WorkflowRunTool(AgentTool):
     async def _start(
         self, session: AgentSession, workflow_id: str, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
-        manifest = self._registry.get(workflow_id)
+        manifest = self._registry.get(workflow_id, context.org)
         if manifest is None:
             return InvokeResult.from_error(f"Unknown workflow '{workflow_id}'.")
         wid = manifest.workflow_id
@@ -136,7 +143,7 @@ class WorkflowRunTool(AgentTool):
         active = session.active_workflow_id
         if active == wid:
             return InvokeResult.from_error(f"Workflow '{wid}' is already active in this session.")
-        if active and not _allows(self._registry.get(active), wid):
+        if active and not _allows(self._registry.get(active, context.org), wid):
             return InvokeResult.from_error(
                 f"Workflow '{active}' is active; complete or cancel it before starting "
                 f"'{wid}' (its manifest does not allow that transition)."
@@ -183,7 +190,7 @@ class WorkflowRunTool(AgentTool):
         refusal = _not_active(session, workflow_id)
         if refusal:
             return InvokeResult.from_error(refusal)
-        manifest = self._registry.get(workflow_id)
+        manifest = self._registry.get(workflow_id, context.org)
         cleared = await self._sessions.set_active_workflow(
             session.id, None, context.org, context.user
         )

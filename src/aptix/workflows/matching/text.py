@@ -6,7 +6,7 @@ import functools
 import re
 import unicodedata
 
-__all__ = ["STOPWORDS", "normalise", "stem", "terms"]
+__all__ = ["STOPWORDS", "normalise", "stem", "term_of", "terms"]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -119,12 +119,12 @@ def normalise(text: str) -> str:
     return " ".join(_TOKEN.findall(text.casefold().replace("'", "")))
 
 
+def term_of(word: str) -> str:
+    """The index term of one normalised word: stemmed, synonyms folded."""
+    stemmed = stem(word)
+    return _SYNONYMS.get(stemmed, stemmed)
+
+
 def terms(text: str) -> list[str]:
     """The content terms of ``text``: stop words removed, stemmed, synonyms folded."""
-    out: list[str] = []
-    for word in normalise(text).split():
-        if word in STOPWORDS:
-            continue
-        stemmed = stem(word)
-        out.append(_SYNONYMS.get(stemmed, stemmed))
-    return out
+    return [term_of(word) for word in normalise(text).split() if word not in STOPWORDS]

@@ -1,0 +1,136 @@
+"""Typed response bodies: what each route answers, as the OpenAPI document shows it.
+
+Fields are camelCase on the wire. Extra fields are allowed, so an addition in a later
+version is not an error; every field listed here is always present.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "CancelledWorkflow",
+    "Health",
+    "Mode",
+    "Session",
+    "SessionDetail",
+    "ToolInfo",
+    "Turn",
+    "TurnResultBody",
+]
+
+
+class OutModel(BaseModel):
+    """camelCase output; unknown additions pass through."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+
+class Health(OutModel):
+    """``GET /healthz``."""
+
+    status: Literal["ok"]
+    tools: int = Field(description="Registered tools.")
+    model_configured: bool
+
+
+class ToolInfo(OutModel):
+    """A registered tool."""
+
+    name: str
+    server_final: bool = Field(description="False: the client runs it and posts the result.")
+    usage: str = Field(description="When and how the model should call it.")
+    schema_: dict[str, Any] = Field(alias="schema", description="The function-tool schema.")
+
+
+class ModeChange(OutModel):
+    """One entry of a session's mode history."""
+
+    previous_mode: str | None
+    mode: str
+    reason: str | None
+    changed_at: str
+    changed_by: str | None
+
+
+class Session(OutModel):
+    """A session."""
+
+    session_id: str
+    org: str
+    user: str
+    title: str | None
+    mode: str
+    mode_reason: str | None
+    mode_set_at: str | None
+    mode_history: list[ModeChange]
+    parent_session_id: str | None
+    active_workflow_id: str | None
+    created_at: str
+    updated_at: str
+    version: int
+
+
+class Turn(OutModel):
+    """A stored turn."""
+
+    turn_id: str
+    seq: int
+    status: str
+    instruction: str | None
+    text: str | None
+    tool_calls: list[dict[str, Any]]
+    warnings: list[Any]
+    pending_calls: list[dict[str, Any]]
+    created_at: str
+    updated_at: str
+
+
+class SessionDetail(Session):
+    """A session with its branched sessions and a page of its turns."""
+
+    child_session_ids: list[str]
+    turns: list[Turn]
+
+
+class CancelledWorkflow(OutModel):
+    """``POST /v1/sessions/{id}/workflow/cancel``."""
+
+    session_id: str
+    cancelled: str = Field(description="The workflow that was cancelled.")
+
+
+class Mode(OutModel):
+    """A mode with the tools it offers."""
+
+    key: str
+    display_name: str
+    description: str
+    is_default: bool
+    offered_tools: list[str]
+
+
+class Usage(OutModel):
+    """Tokens used by the turn."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class TurnResultBody(OutModel):
+    """The result of a turn (``kind``: ok, tool-only, empty or error)."""
+
+    session_id: str
+    turn_id: str
+    kind: str
+    mode: str
+    text: str | None
+    tool_calls: list[dict[str, Any]]
+    warnings: list[Any]
+    usage: Usage
+    finish_reason: str | None
+    model_id: str | None

@@ -1,0 +1,71 @@
+"""Authored workflows belong to an org.
+
+Adds ``workflow_revisions.org`` and makes revisions unique per (org, workflow id, revision).
+Rows written before there was an org column get the org of the user who drafted the
+workflow, when the sessions table knows that user in exactly one org; otherwise ``local``
+(the org of the key-less, single-user server, which is where such rows were usually made).
+
+Revision ID: 0005_workflow_org
+Revises: 0004_turn_leases
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0005_workflow_org"
+down_revision = "0004_turn_leases"
+branch_labels = None
+depends_on = None
+
+FALLBACK_ORG = "local"
+
+
+def upgrade() -> None:
+    """Add ``org``, fill it for existing rows, and re-key the revisions on it."""
+    with op.batch_alter_table("workflow_revisions") as batch:
+        batch.add_column(sa.Column("org", sa.String(200), nullable=True))
+    bind = op.get_bind()
+    revisions = sa.table(
+        "workflow_revisions",
+        sa.column("workflow_id", sa.String),
+        sa.column("revision", sa.Integer),
+        sa.column("created_by", sa.String),
+        sa.column("org", sa.String),
+    )
+    sessions = sa.table("sessions", sa.column("org", sa.String), sa.column("user_id", sa.String))
+    first_authors = bind.execute(
+        sa.select(revisions.c.workflow_id, revisions.c.created_by).where(revisions.c.revision == 1)
+    ).all()
+    for workflow_id, author in first_authors:
+        orgs = (
+            bind.execute(sa.select(sessions.c.org).where(sessions.c.user_id == author).distinct())
+            .scalars()
+            .all()
+            if author
+            else []
+        )
+        org = orgs[0] if len(orgs) == 1 else FALLBACK_ORG
+        bind.execute(
+            sa.update(revisions).where(revisions.c.workflow_id == workflow_id).values(org=org)
+        )
+    bind.execute(sa.update(revisions).where(revisions.c.org.is_(None)).values(org=FALLBACK_ORG))
+    with op.batch_alter_table("workflow_revisions") as batch:
+        batch.alter_column("org", existing_type=sa.String(200), nullable=False)
+        batch.drop_constraint("uq_workflow_revisions_workflow_id", type_="unique")
+        batch.create_unique_constraint(
+            "uq_workflow_revisions_org", ["org", "workflow_id", "revision"]
+        )
+        batch.drop_index("ix_workflow_revisions_workflow_id")
+        batch.create_index("ix_workflow_revisions_org", ["org"])
+
+
+def downgrade() -> None:
+    """Drop ``org`` (only possible while no two orgs share a workflow id)."""
+    with op.batch_alter_table("workflow_revisions") as batch:
+        batch.drop_index("ix_workflow_revisions_org")
+        batch.create_index("ix_workflow_revisions_workflow_id", ["workflow_id"])
+        batch.drop_constraint("uq_workflow_revisions_org", type_="unique")
+        batch.create_unique_constraint(
+            "uq_workflow_revisions_workflow_id", ["workflow_id", "revision"]
+        )
+        batch.drop_column("org")

@@ -1,0 +1,58 @@
+"""Limits on one model response: tool calls, repeated call ids and text size (issue 15)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from aptix.llm.types import LlmResponse, ToolCallRequest
+
+__all__ = ["ResponseCaps"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseCaps:
+    """What one model response may carry; the excess is cut, each cut named in a warning."""
+
+    max_tool_calls: int = 32
+    max_text_chars: int = 100_000
+
+    def apply(self, response: LlmResponse) -> tuple[LlmResponse, list[str]]:
+        """``response`` within the caps, and a warning for each thing that was cut."""
+        warnings: list[str] = []
+        calls = _unique(response.tool_calls, warnings)
+        if len(calls) > self.max_tool_calls:
+            warnings.append(
+                f"The model asked for {len(calls)} tool calls in one response; only the first "
+                f"{self.max_tool_calls} were run (APTIX_MAX_TOOL_CALLS_PER_RESPONSE)."
+            )
+            calls = calls[: self.max_tool_calls]
+        text = response.text
+        if text is not None and len(text) > self.max_text_chars:
+            warnings.append(
+                f"The model's text was {len(text)} characters; only the first "
+                f"{self.max_text_chars} were kept (APTIX_MAX_MODEL_TEXT_CHARS)."
+            )
+            text = text[: self.max_text_chars]
+        if not warnings:
+            return response, warnings
+        return replace(response, text=text, tool_calls=tuple(calls)), warnings
+
+
+def _unique(calls: tuple[ToolCallRequest, ...], warnings: list[str]) -> list[ToolCallRequest]:
+    # Results are matched to calls by id: a repeated id in one response would be ambiguous.
+    seen: set[str] = set()
+    kept: list[ToolCallRequest] = []
+    repeated: list[str] = []
+    for call in calls:
+        if call.id in seen:
+            repeated.append(call.id)
+            continue
+        seen.add(call.id)
+        kept.append(call)
+    if repeated:
+        shown = ", ".join(repr(i) for i in sorted(set(repeated))[:5])
+        warnings.append(
+            f"The model used the tool call id(s) {shown} more than once in one response; "
+            f"{len(repeated)} repeated call(s) were refused and not run."
+        )
+    return kept

@@ -1,0 +1,266 @@
+"""Who may run a session's turn next: start, resume, replay, busy, interrupted or cancelled.
+
+These are pure decisions on the session's latest turn. The stores call them under the
+session's lock, inside the transaction that writes the outcome, so the rules hold across
+processes: one turn per session at a time, a resume applied once, idempotency scoped to
+the turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from aptix.db.types import utc_now
+from aptix.errors import SessionBusyError, TurnError
+from aptix.reasoner.record import OPEN, TurnRecord
+from aptix.reasoner.result import ToolResultInput
+
+__all__ = [
+    "OWNER",
+    "Decide",
+    "Lease",
+    "Plan",
+    "cancel_turn",
+    "close_dangling_calls",
+    "is_dead",
+    "mark_dead",
+    "resume_plan",
+    "start_plan",
+]
+
+_HOST = socket.gethostname()
+#: This process, as recorded on the turns it runs: ``host:pid:random``.
+OWNER = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+INTERRUPTED = (
+    "Interrupted: the process running this turn stopped before it finished; "
+    "its executed tool calls are recorded and were not run again."
+)
+LOST_CALL = (
+    "The server stopped while this call ran; it may or may not have taken effect and "
+    "was not run again."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """How long a running turn is presumed alive without a heartbeat, and by whom."""
+
+    seconds: float = 30.0
+    owner: str = OWNER
+
+    def until(self, now: datetime | None = None) -> datetime:
+        """The lease's expiry if taken or renewed at ``now``."""
+        return (now or utc_now()) + timedelta(seconds=self.seconds)
+
+
+@dataclass(slots=True)
+class Plan:
+    """The outcome of a claim: the turn to run, a stored answer to replay, a dead turn closed.
+
+    ``new`` says ``run`` is a new turn to insert rather than the latest one resumed.
+    """
+
+    run: TurnRecord | None = None
+    new: bool = False
+    replay: dict[str, Any] | None = None
+    closed: TurnRecord | None = None
+
+    def writes(self) -> list[TurnRecord]:
+        """The records the claim must store, in order."""
+        closed = [self.closed] if self.closed is not None and self.closed is not self.run else []
+        return [*closed, *([self.run] if self.run is not None else [])]
+
+
+Decide = Callable[[TurnRecord | None], Plan]
+
+
+def _owner_gone(owner: str | None) -> bool:
+    if not owner:
+        return True
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != _HOST or not pid.isdigit() or int(pid) == os.getpid():
+        return False  # another machine's process: only its lease tells
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive but not ours to signal
+        return False
+    return False
+
+
+def is_dead(turn: TurnRecord, now: datetime) -> bool:
+    """A running turn whose lease expired or whose process on this host is gone."""
+    if turn.status != "running":
+        return False
+    expired = turn.lease_until is None or turn.lease_until < now
+    return expired or _owner_gone(turn.owner)
+
+
+def mark_dead(turn: TurnRecord, now: datetime) -> bool:
+    """Mark ``turn`` ``interrupted`` if its process is gone; True when it was."""
+    if not is_dead(turn, now):
+        return False
+    turn.status = "interrupted"
+    turn.lease_until = None
+    if INTERRUPTED not in turn.warnings:
+        turn.warnings.append(INTERRUPTED)
+    return True
+
+
+def start_plan(
+    *, session_id: str, org: str, user: str, instruction: str, lease: Lease, turn_id: str
+) -> Decide:
+    """A new turn for ``instruction``, unless the session's latest turn is still open."""
+
+    def decide(latest: TurnRecord | None) -> Plan:
+        now = utc_now()
+        closed = latest if latest is not None and mark_dead(latest, now) else None
+        if latest is not None and latest.status == "running":
+            raise SessionBusyError(
+                f"Session '{session_id}' is running turn {latest.id}; wait for it to finish "
+                "or cancel it."
+            )
+        if latest is not None and latest.status == "pending":
+            ids = ", ".join(c["callId"] for c in latest.pending_calls)
+            raise TurnError(
+                f"The session is waiting for the results of tool call(s) {ids}; "
+                "post them as toolResults before a new instruction."
+            )
+        record = TurnRecord(
+            id=turn_id,
+            session_id=session_id,
+            org=org,
+            user=user,
+            seq=(latest.seq + 1) if latest else 1,
+            instruction=instruction,
+            messages=[{"role": "user", "content": instruction}],
+            lease_until=lease.until(now),
+            owner=lease.owner,
+        )
+        return Plan(run=record, new=True, closed=closed)
+
+    return decide
+
+
+def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
+    """Accept ``results`` for the latest turn's pending calls, store them in it and resume.
+
+    Only the session's latest turn is considered, so a call id the model reuses in a later
+    turn is a new call. The same results posted again replay the stored answer; results
+    whose attempt failed or was interrupted resume from what was stored.
+    """
+    ids = [r.call_id for r in results]
+    if len(set(ids)) != len(ids):
+        raise TurnError("toolResults lists the same call id more than once.")
+    key = ",".join(sorted(ids))
+
+    def decide(latest: TurnRecord | None) -> Plan:
+        now = utc_now()
+        closed = latest if latest is not None and mark_dead(latest, now) else None
+        if latest is None:
+            raise TurnError(_unknown(ids, set()))
+        if key in latest.answers:  # the same resume posted again: same outcome
+            return Plan(replay=latest.answers[key], closed=closed)
+        if latest.status == "running":
+            raise SessionBusyError(
+                "These tool results are already being processed; retry shortly."
+                if latest.resume_key == key
+                else f"Session '{latest.session_id}' is running turn {latest.id}."
+            )
+        if latest.status == "interrupted" and latest.resume_key == key:
+            close_dangling_calls(latest)
+            return _run(latest, lease, now, closed)
+        if latest.status == "cancelled" and latest.resume_key == key:
+            raise TurnError(f"Turn {latest.id} was cancelled; send a new instruction.")
+        pending = latest.pending_calls if latest.status == "pending" else []
+        waiting = {c["callId"] for c in pending}
+        unknown = sorted(set(ids) - waiting)
+        if unknown:
+            raise TurnError(_unknown(unknown, waiting))
+        missing = sorted(waiting - set(ids))
+        if missing:
+            raise TurnError(f"Results are missing for pending tool call(s): {', '.join(missing)}.")
+        if latest.resume_key != key:  # first delivery: keep the results with the turn
+            _accept(latest, results)
+            latest.resume_key = key
+        return _run(latest, lease, now, closed)
+
+    return decide
+
+
+def cancel_turn(turn: TurnRecord) -> TurnRecord:
+    """Mark an open turn ``cancelled`` (its executed calls stay recorded)."""
+    if turn.status not in OPEN:
+        raise TurnError(
+            f"Turn {turn.id} has already finished (status '{turn.status}'); "
+            "there is nothing to cancel.",
+            code="turn_finished",
+        )
+    turn.status = "cancelled"
+    turn.pending_calls = []
+    turn.lease_until = None
+    turn.warnings.append("Cancelled before it finished.")
+    turn.version += 1
+    turn.updated_at = utc_now()
+    return turn
+
+
+def close_dangling_calls(turn: TurnRecord) -> None:
+    """Give every call of the last model message without a result a 'not repeated' result.
+
+    A process that died between checkpointing a model response and its tool batch leaves
+    such calls; they are never run again.
+    """
+    for message in reversed(turn.messages):
+        if message.get("role") == "assistant":
+            answered = {m.get("tool_call_id") for m in turn.messages if m.get("role") == "tool"}
+            for c in message.get("tool_calls") or ():
+                if c["id"] not in answered:
+                    turn.messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": c["id"],
+                            "content": json.dumps({"error": LOST_CALL}),
+                        }
+                    )
+            return
+
+
+def _run(turn: TurnRecord, lease: Lease, now: datetime, closed: TurnRecord | None) -> Plan:
+    turn.status = "running"
+    turn.lease_until = lease.until(now)
+    turn.owner = lease.owner
+    return Plan(run=turn, closed=None if closed is turn else closed)
+
+
+def _accept(turn: TurnRecord, results: Sequence[ToolResultInput]) -> None:
+    calls = {c["callId"]: c for c in turn.pending_calls}
+    for result in results:
+        turn.messages.append(
+            {"role": "tool", "tool_call_id": result.call_id, "content": result.output}
+        )
+        turn.tool_calls.append(
+            {
+                **calls[result.call_id],
+                "clientResult": result.output,
+                "clientError": result.is_error,
+            }
+        )
+
+
+def _unknown(ids: Sequence[str] | set[str], waiting: set[str]) -> str:
+    return f"Unknown or already answered tool call id(s): {', '.join(sorted(ids))}. " + (
+        f"Waiting for: {', '.join(sorted(waiting))}."
+        if waiting
+        else "No tool calls are waiting in this session."
+    )

@@ -1,0 +1,116 @@
+"""The state of a turn while it runs, and the small helpers the loop and its endings share."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from aptix.llm.types import TextSink, Usage
+from aptix.reasoner.claims import Lease
+from aptix.reasoner.record import TurnRecord
+from aptix.reasoner.result import EventSink, TurnEvent, TurnKind, TurnResult
+from aptix.reasoner.turns import TurnStore
+from aptix.sessions.models import AgentSession
+
+__all__ = [
+    "Heartbeat",
+    "PreparedTurn",
+    "RunningTurn",
+    "TurnLost",
+    "emit",
+    "result_of",
+    "text_sink",
+]
+
+
+@dataclass(slots=True)
+class PreparedTurn:
+    """A claimed turn ready to run, or the stored answer of a resume posted again."""
+
+    turn: RunningTurn | None = None
+    history: list[TurnRecord] = field(default_factory=list)
+    replay: TurnResult | None = None
+
+
+class TurnLost(Exception):
+    """The turn was closed by someone else (cancelled, or swept as interrupted)."""
+
+
+@dataclass(slots=True)
+class RunningTurn:
+    """The mutable state of the turn being run."""
+
+    record: TurnRecord
+    session: AgentSession
+    usage: Usage
+    executed: list[dict[str, Any]]
+    resume_key: str | None = None
+    role: str = "user"
+    branched_session_id: str | None = None
+    welcome_message: str | None = None
+    finish_reason: str | None = None
+    model_id: str | None = None
+    saving: asyncio.Future[bool] | None = None
+
+
+def result_of(
+    turn: RunningTurn, kind: TurnKind, calls: list[dict[str, Any]], error: str | None = None
+) -> TurnResult:
+    """The response of ``turn`` as it stands."""
+    return TurnResult(
+        session_id=turn.session.id,
+        turn_id=turn.record.id,
+        kind=kind,
+        mode=turn.session.mode,
+        text=turn.record.text,
+        tool_calls=tuple(calls),
+        warnings=tuple(turn.record.warnings),
+        usage=turn.usage,
+        finish_reason=turn.finish_reason,
+        model_id=turn.model_id,
+        branched_session_id=turn.branched_session_id,
+        welcome_message=turn.welcome_message,
+        error=error,
+    )
+
+
+class Heartbeat:
+    """Renews a running turn's lease every third of its length, off the turn's own path."""
+
+    def __init__(self, turns: TurnStore, record: TurnRecord, lease: Lease) -> None:
+        self._turns, self._record, self._lease = turns, record, lease
+        self._task: asyncio.Task[None] | None = None
+        self._handle = asyncio.get_running_loop().call_later(lease.seconds / 3, self._fire)
+
+    def _fire(self) -> None:
+        self._task = asyncio.ensure_future(self._beat())
+
+    async def _beat(self) -> None:
+        with contextlib.suppress(Exception):  # a missed beat only shortens the lease
+            await self._turns.heartbeat(self._record, self._lease.until())
+        self._handle = asyncio.get_running_loop().call_later(self._lease.seconds / 3, self._fire)
+
+    def stop(self) -> None:
+        """Stop renewing (the turn has ended or left this process)."""
+        self._handle.cancel()
+        if self._task is not None:
+            self._task.cancel()
+
+
+def text_sink(sink: EventSink | None) -> TextSink | None:
+    """The model's text pieces as ``text_delta`` events (None without a sink)."""
+    if sink is None:
+        return None
+
+    async def on_text(piece: str) -> None:
+        await sink(TurnEvent("text_delta", {"delta": piece}))
+
+    return on_text
+
+
+async def emit(sink: EventSink | None, kind: str, data: dict[str, Any]) -> None:
+    """Send one event to ``sink`` if there is one."""
+    if sink is not None:
+        await sink(TurnEvent(kind, data))  # type: ignore[arg-type]

@@ -1,0 +1,169 @@
+"""``@aptix.tool``: a typed function becomes a compliant ``AgentTool`` class (DESIGN §9).
+
+Decorate an ``async def`` whose docstring describes each argument under ``Args:``; the
+result is a class, registered like any other (``registry.register(weather_forecast)``).
+See docs/writing-a-tool.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, ClassVar, overload
+
+import pydantic_core
+from pydantic import ValidationError
+
+from aptix.errors import ToolContractError, ToolError
+from aptix.logger import AdminLogger
+from aptix.results import InvokeResult
+from aptix.tools.args import describe_validation_error
+from aptix.tools.base import AgentTool
+from aptix.tools.context import AgentToolExecutionContext
+from aptix.tools.executor import GENERIC_FAILURE
+from aptix.tools.signature import FunctionSignature, read_signature
+
+__all__ = ["FunctionTool", "ToolError", "tool"]
+
+ToolFunction = Callable[..., Any]
+
+
+class FunctionTool(AgentTool):
+    """Base of the classes ``@aptix.tool`` makes; one subclass per function."""
+
+    function: ClassVar[ToolFunction]
+    signature: ClassVar[FunctionSignature]
+
+    def __init__(self, logger: AdminLogger) -> None:
+        self._logger = logger
+        sig = self.signature
+        self._validate = sig.args_model.model_validate_json
+        self._fields = sig.fields
+        self._context_param = sig.context_param
+        self._is_async = inspect.iscoroutinefunction(self.function)
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        """Return the function-tool schema built from the type hints and docstring."""
+        sig = cls.signature
+        return {
+            "type": "function",
+            "name": cls.TOOL_NAME,
+            "description": sig.description,
+            "parameters": {
+                "type": "object",
+                "properties": {k: dict(v) for k, v in sig.parameters["properties"].items()},
+                "required": list(sig.parameters["required"]),
+            },
+        }
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        """Validate the arguments, call the function and serialize what it returns."""
+        text = arguments_json if arguments_json and not arguments_json.isspace() else "{}"
+        try:
+            args = self._validate(text)
+        except ValidationError as exc:
+            return InvokeResult.from_error(describe_validation_error(exc))
+        kwargs = {name: getattr(args, name) for name in self._fields}
+        if self._context_param is not None:
+            kwargs[self._context_param] = context
+        try:
+            if self._is_async:
+                value = await self.function(**kwargs)
+            else:
+                value = await asyncio.to_thread(self.function, **kwargs)
+            return InvokeResult.create(pydantic_core.to_json(value, by_alias=True).decode())
+        except ToolError as exc:
+            return InvokeResult.from_error(str(exc) or f"The tool '{self.TOOL_NAME}' failed.")
+        except Exception as exc:
+            self._logger.add_exception(
+                f"[{self.TOOL_NAME}_ExecuteAsync__Exception]", exc, *context.log_pairs()
+            )
+            return InvokeResult.from_error(GENERIC_FAILURE.format(name=self.TOOL_NAME))
+
+
+@overload
+def tool(fn: ToolFunction, /) -> type[FunctionTool]: ...
+
+
+@overload
+def tool(
+    *,
+    usage: str,
+    name: str | None = None,
+    server_final: bool = True,
+    title: str | None = None,
+    annotations: dict[str, Any] | None = None,
+) -> Callable[[ToolFunction], type[FunctionTool]]: ...
+
+
+def tool(
+    fn: ToolFunction | None = None,
+    /,
+    *,
+    usage: str | None = None,
+    name: str | None = None,
+    server_final: bool = True,
+    title: str | None = None,
+    annotations: dict[str, Any] | None = None,
+) -> type[FunctionTool] | Callable[[ToolFunction], type[FunctionTool]]:
+    """Turn a typed function with a docstring into an ``AgentTool`` class.
+
+    ``usage`` (required) is the ``TOOL_USAGE_METADATA``: when the model should call the
+    tool. ``name`` defaults to the function's name; ``server_final=False`` makes a
+    client-final tool; ``title`` and ``annotations`` (``readOnlyHint``, ``destructiveHint``,
+    ...) are shown to MCP clients. Raises :class:`ToolContractError` naming the function
+    when it cannot be a tool.
+    """
+    if fn is not None:
+        raise ToolContractError(
+            f"@aptix.tool on {fn.__module__}.{fn.__qualname__} needs usage=...: write "
+            "@aptix.tool(usage='When the model should call this tool.')."
+        )
+
+    def decorate(function: ToolFunction) -> type[FunctionTool]:
+        return _make_tool_class(function, name, usage, server_final, title, annotations)
+
+    return decorate
+
+
+def _make_tool_class(
+    fn: ToolFunction,
+    name: str | None,
+    usage: str | None,
+    server_final: bool,
+    title: str | None,
+    annotations: dict[str, Any] | None,
+) -> type[FunctionTool]:
+    tool_name = name if name is not None else getattr(fn, "__name__", "")
+    who = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    if not callable(fn):
+        raise ToolContractError(f"@aptix.tool needs a function, not {type(fn).__name__}.")
+    if not isinstance(usage, str) or not usage.strip():
+        raise ToolContractError(f"Tool {tool_name!r} ({who}): usage must be a non-empty str.")
+    try:
+        sig = read_signature(fn, tool_name)
+    except ValueError as exc:
+        raise ToolContractError(str(exc)) from exc
+    hints = dict(annotations or {})
+    if title:
+        hints["title"] = title
+    class_name = "".join(p.capitalize() for p in re.split(r"[^a-zA-Z0-9]+", tool_name)) + "Tool"
+    namespace: dict[str, Any] = {
+        "TOOL_NAME": tool_name,
+        "TOOL_USAGE_METADATA": usage,
+        "is_fully_executed_on_server": server_final,
+        "TOOL_ANNOTATIONS": hints or None,
+        "TOOL_OUTPUT_SCHEMA": sig.output_schema,
+        "function": staticmethod(fn),
+        "signature": sig,
+        "__module__": fn.__module__,
+        "__qualname__": class_name,
+        "__doc__": sig.description.splitlines()[0],
+        "__wrapped__": fn,
+    }
+    return type(class_name, (FunctionTool,), namespace)

@@ -1,0 +1,115 @@
+"""``McpToolSource``: the configured MCP servers, their sessions and their registered tools."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Mapping
+
+from aptix.errors import ToolContractError
+from aptix.logger import AdminLogger, LogLevel
+from aptix.tools.mcp_source.config import McpServerConfig, local_tool_name, tool_prefix
+from aptix.tools.mcp_source.connection import McpCallError, McpConnection
+from aptix.tools.mcp_source.tool import make_mcp_tool
+from aptix.tools.registry import AgentToolRegistry
+
+__all__ = ["McpToolSource"]
+
+_TAG = "[McpToolSource_Register]"
+_MAX_NAME = 64  # the longest function name OpenAI-style APIs accept
+_RETRY_SECONDS = (1.0, 5.0, 30.0, 60.0)
+
+
+class McpToolSource:
+    """Connects to every enabled server, registers its tools, and retries the ones down."""
+
+    def __init__(self, servers: Mapping[str, McpServerConfig], logger: AdminLogger) -> None:
+        self._logger = logger
+        self.connections = {
+            name: McpConnection(name, config, logger)
+            for name, config in servers.items()
+            if config.enabled
+        }
+        self._registered: dict[str, list[str]] = {}
+        self._retries: list[asyncio.Task[None]] = []
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        """``<prefix>_*`` of every enabled server: valid in modes and workflows even while down."""
+        return tuple(f"{tool_prefix(n, c.config)}_*" for n, c in self.connections.items())
+
+    def tool_timeouts(self) -> dict[str, float]:
+        """Executor limits for the registered tools: a little over the server's own limit."""
+        return {
+            tool: self.connections[server].config.timeout_seconds + 5
+            for server, tools in self._registered.items()
+            for tool in tools
+        }
+
+    def status(self) -> dict[str, str | None]:
+        """Each server's current problem, or None when it is connected."""
+        return {name: c.problem for name, c in self.connections.items()}
+
+    async def start(self, registry: AgentToolRegistry) -> None:
+        """Register every reachable server's tools; a server down is retried in the background."""
+        names = list(self.connections)
+        await asyncio.gather(*(self._register(n, registry) for n in names))
+        for name in names:
+            if name not in self._registered:
+                self._retries.append(
+                    asyncio.create_task(self._retry(name, registry), name=f"aptix-mcp-retry-{name}")
+                )
+
+    async def aclose(self) -> None:
+        """Stop the retries and close every session."""
+        for task in self._retries:
+            task.cancel()
+        for task in self._retries:
+            with contextlib.suppress(BaseException):
+                await task
+        await asyncio.gather(*(c.aclose() for c in self.connections.values()))
+
+    async def _retry(self, name: str, registry: AgentToolRegistry) -> None:
+        for attempt in range(10_000):
+            await asyncio.sleep(_RETRY_SECONDS[min(attempt, len(_RETRY_SECONDS) - 1)])
+            if await self._register(name, registry):
+                return
+
+    async def _register(self, name: str, registry: AgentToolRegistry) -> bool:
+        connection = self.connections[name]
+        try:
+            remote_tools = await connection.list_tools()
+        except McpCallError:
+            return False  # already reported by the connection, naming the server
+        prefix = tool_prefix(name, connection.config)
+        registered: list[str] = []
+        for remote in remote_tools:
+            local = local_tool_name(prefix, remote.name)
+            problem = _name_problem(local)
+            if problem is None:
+                try:
+                    registry.register(
+                        make_mcp_tool(connection, remote, local, connection.config.approval)
+                    )
+                except (ValueError, ToolContractError) as exc:
+                    problem = str(exc)
+            if problem is None:
+                registered.append(local)
+                continue
+            self._logger.add_custom_event(
+                LogLevel.WARNING,
+                _TAG,
+                f"MCP server '{name}': tool '{remote.name}' is left out: {problem}",
+                ("Server", name),
+            )
+        self._registered[name] = registered
+        return True
+
+
+def _name_problem(local: str) -> str | None:
+    if len(local) > _MAX_NAME:
+        return f"its name '{local}' is longer than {_MAX_NAME} characters; set a shorter prefix"
+    if not re.fullmatch(r"[a-zA-Z0-9_-]+", local):
+        return f"its name '{local}' has characters outside [a-zA-Z0-9_-]"
+    return None

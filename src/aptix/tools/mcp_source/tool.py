@@ -1,0 +1,204 @@
+"""One ``AgentTool`` class per MCP tool: schema, annotations, approval and result mapping."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, ClassVar
+
+from mcp import types
+
+from aptix.logger import AdminLogger
+from aptix.results import InvokeResult
+from aptix.tools.args import SIMPLE_TYPES
+from aptix.tools.base import AgentTool
+from aptix.tools.context import AgentToolExecutionContext
+from aptix.tools.json_schema import normalize_object_schema
+from aptix.tools.mcp_source.config import ApprovalPolicy
+from aptix.tools.mcp_source.connection import McpCallError, McpConnection
+
+__all__ = ["McpTool", "make_mcp_tool", "needs_approval"]
+
+_ANY_TYPE = {"anyOf": [{"type": t} for t in sorted(SIMPLE_TYPES)]}
+
+
+def needs_approval(policy: ApprovalPolicy, annotations: types.ToolAnnotations | None) -> bool:
+    """Whether a call must be approved first; unset hints take the MCP defaults.
+
+    MCP says a tool is not read-only and is destructive unless its annotations say otherwise.
+    """
+    if policy == "never":
+        return False
+    if policy == "always":
+        return True
+    hints = annotations or types.ToolAnnotations()
+    return hints.read_only_hint is not True and hints.destructive_hint is not False
+
+
+class McpTool(AgentTool):
+    """Base of the generated classes: a call forwarded to the server's tool."""
+
+    connection: ClassVar[McpConnection]
+    remote_name: ClassVar[str]
+    tool_schema: ClassVar[dict[str, Any]]
+    needs_approval: ClassVar[bool]
+
+    def __init__(self, logger: AdminLogger) -> None:
+        self._logger = logger
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        """Return the function-tool schema (the server's input schema, normalised)."""
+        return copy.deepcopy(cls.tool_schema)
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        """Call the server's tool, or, when it needs approval, prepare the question instead."""
+        arguments = _arguments(arguments_json)
+        if isinstance(arguments, str):
+            return InvokeResult.from_error(arguments)
+        if self.needs_approval:
+            return InvokeResult.create(self._approval_request(arguments, context))
+        return await self._call(arguments)
+
+    async def run_approved(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        """Call the server's tool after the user approved it."""
+        arguments = _arguments(arguments_json)
+        if isinstance(arguments, str):
+            return InvokeResult.from_error(arguments)
+        return await self._call(arguments)
+
+    async def _call(self, arguments: dict[str, Any]) -> InvokeResult[str]:
+        try:
+            result = await self.connection.call_tool(self.remote_name, arguments)
+        except McpCallError as exc:
+            return InvokeResult.from_error(f"The tool '{self.TOOL_NAME}' failed: {exc}")
+        return result_to_json(result, self.TOOL_NAME, self.connection.config.max_result_bytes)
+
+    def _approval_request(
+        self, arguments: dict[str, Any], context: AgentToolExecutionContext
+    ) -> str:
+        server = self.connection.name
+        hints = self.TOOL_ANNOTATIONS or {}
+        return json.dumps(
+            {
+                "kind": "approval_request",
+                "prompt": f"Allow '{self.TOOL_NAME}' (tool '{self.remote_name}' of the MCP "
+                f"server '{server}') to run?",
+                "action": self.TOOL_NAME,
+                "details": "Arguments: " + json.dumps(arguments, ensure_ascii=False)[:2_000],
+                "destructive": hints.get("destructiveHint") is not False
+                and hints.get("readOnlyHint") is not True,
+                "choices": ["approve", "reject"],
+                "conversationId": context.conversation_id,
+                "sessionId": context.session_id,
+            }
+        )
+
+
+def make_mcp_tool(
+    connection: McpConnection, remote: types.Tool, local_name: str, approval: ApprovalPolicy
+) -> type[McpTool]:
+    """A tool class for ``remote``; ``ValueError`` naming the tool when its schema cannot serve."""
+    server = connection.name
+    try:
+        parameters = normalize_object_schema(remote.input_schema)
+    except ValueError as exc:
+        raise ValueError(
+            f"MCP server '{server}', tool '{remote.name}': its input schema cannot be offered "
+            f"to a model ({exc})."
+        ) from exc
+    properties: dict[str, Any] = parameters["properties"]
+    for key, prop in properties.items():
+        if not any(k in prop for k in ("type", "anyOf")):
+            prop.update(_ANY_TYPE)
+        if not str(prop.get("description") or "").strip():
+            prop["description"] = f"The '{key}' argument."
+    description = (remote.description or remote.title or "").strip() or (
+        f"The '{remote.name}' tool of the MCP server '{server}'."
+    )
+    gated = needs_approval(approval, remote.annotations)
+    usage = f"A tool of the MCP server '{server}'; call it when its description fits the request."
+    if gated:
+        usage += " The user is asked to approve each call before it runs."
+    hints = (
+        remote.annotations.model_dump(by_alias=True, exclude_none=True)
+        if remote.annotations
+        else {}
+    )
+    if remote.title and "title" not in hints:
+        hints["title"] = remote.title
+    namespace: dict[str, Any] = {
+        "TOOL_NAME": local_name,
+        "TOOL_USAGE_METADATA": usage,
+        "TOOL_ANNOTATIONS": hints or None,
+        "TOOL_OUTPUT_SCHEMA": remote.output_schema,
+        "is_fully_executed_on_server": not gated,
+        "connection": connection,
+        "remote_name": remote.name,
+        "needs_approval": gated,
+        "tool_schema": {
+            "type": "function",
+            "name": local_name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": parameters["required"],
+            },
+        },
+        "__module__": __name__,
+        "__doc__": f"MCP tool '{remote.name}' of server '{server}'.",
+    }
+    return type(f"McpTool_{local_name}", (McpTool,), namespace)
+
+
+def result_to_json(result: types.CallToolResult, name: str, limit: int) -> InvokeResult[str]:
+    """Map an MCP result onto ours: text and structured content kept; errors and oversize fail."""
+    content = [_content(item) for item in result.content]
+    if result.is_error:
+        text = " ".join(c["text"] for c in content if c.get("type") == "text").strip()
+        return InvokeResult.from_error(
+            f"The tool '{name}' reported an error: {text[:2_000] or 'no details given'}"
+        )
+    payload = {"content": content, "structuredContent": result.structured_content}
+    text = json.dumps(payload, ensure_ascii=False)
+    if len(text.encode()) > limit:
+        return InvokeResult.from_error(
+            f"The tool '{name}' returned {len(text.encode())} bytes, over the limit of "
+            f"{limit} bytes; nothing of it was kept."
+        )
+    return InvokeResult.create(text)
+
+
+def _content(item: Any) -> dict[str, Any]:
+    kind = getattr(item, "type", "unknown")
+    if isinstance(item, types.TextContent):
+        return {"type": "text", "text": item.text}
+    if isinstance(item, types.EmbeddedResource):
+        resource = item.resource
+        out: dict[str, Any] = {"type": "resource", "uri": str(resource.uri)}
+        if isinstance(resource, types.TextResourceContents):
+            out["text"] = resource.text
+        return out
+    # Images, audio and links: described, not inlined (models take no binary tool results).
+    described: dict[str, Any] = {"type": kind}
+    for field in ("mime_type", "uri", "name"):
+        value = getattr(item, field, None)
+        if value is not None:
+            described["mimeType" if field == "mime_type" else field] = str(value)
+    return described
+
+
+def _arguments(arguments_json: str) -> dict[str, Any] | str:
+    text = arguments_json if arguments_json and not arguments_json.isspace() else "{}"
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"Arguments must be a valid JSON object ({exc})."
+    if not isinstance(value, dict):
+        return "Arguments must be a JSON object."
+    return value

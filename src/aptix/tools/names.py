@@ -1,0 +1,41 @@
+"""Tool names and ``<prefix>_*`` patterns, as modes and workflows may list them (DESIGN §9)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["expand_names", "is_known", "is_pattern", "matches"]
+
+
+def is_pattern(name: str) -> bool:
+    """True for a name ending in ``*``: every tool whose name starts with the rest."""
+    return name.endswith("*")
+
+
+def matches(name: str, pattern: str) -> bool:
+    """Whether tool ``name`` is ``pattern`` or falls under it (case-insensitive)."""
+    if is_pattern(pattern):
+        return name.casefold().startswith(pattern[:-1].casefold())
+    return name.casefold() == pattern.casefold()
+
+
+def expand_names(names: Iterable[str], registered: Iterable[str]) -> list[str]:
+    """``names`` with each pattern replaced by the registered tools it takes, without repeats."""
+    known = list(registered)
+    out: list[str] = []
+    seen: set[str] = set()
+    for name in names:
+        for tool in [t for t in known if matches(t, name)] if is_pattern(name) else [name]:
+            if tool.casefold() not in seen:
+                seen.add(tool.casefold())
+                out.append(tool)
+    return out
+
+
+def is_known(name: str, known: Iterable[str]) -> bool:
+    """Whether ``name`` (a tool or a pattern) names something in ``known`` (tools or patterns)."""
+    folded = name.casefold()
+    for item in known:
+        if item.casefold() == folded or (is_pattern(name) and matches(item, name)):
+            return True
+    return False

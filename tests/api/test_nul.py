@@ -1,0 +1,124 @@
+"""NUL characters: refused from clients, replaced in model text; SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp.client.client import Client
+
+from aptix.api import create_app
+from aptix.mcp import build_mcp_server
+from aptix.runtime import Runtime, open_runtime
+from aptix.settings import AptixSettings
+from aptix.testing import call, reply
+from aptix.testing.server import ScriptedOpenAIServer
+from tests.databases import create_pg_database, drop_pg_database
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    url = create_pg_database()
+    yield url
+    drop_pg_database(url)
+
+
+@pytest.fixture
+def model_server() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    return None if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+async def runtime(
+    database_url: str | None, tmp_path: Path, model_server: ScriptedOpenAIServer
+) -> AsyncIterator[Runtime]:
+    url = database_url
+    settings = AptixSettings(
+        data_dir=tmp_path,
+        database_url=url,
+        load_plugins=False,
+        semantic_matching=False,
+        llm_base_url=model_server.base_url,
+        llm_model="scripted",
+        llm_max_retries=0,
+    )
+    async with open_runtime(settings) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app(runtime=runtime))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        yield c
+
+
+def _refused(response: httpx.Response) -> str:
+    assert response.status_code == 422, response.text
+    message = str(response.json()["error"]["message"])
+    assert "NUL characters (\\u0000) are not accepted" in message
+    return message
+
+
+async def test_client_text_with_nul_is_refused_everywhere(client: httpx.AsyncClient) -> None:
+    assert "'title'" in _refused(await client.post("/v1/sessions", json={"title": "a\x00b"}))
+    session = (await client.post("/v1/sessions", json={"title": "fine"})).json()["sessionId"]
+    _refused(
+        await client.post(
+            "/v1/agent/execute", json={"sessionId": session, "instruction": "hi\x00there"}
+        )
+    )
+    change = {"mode": "calculation", "branch": False, "reason": "r\x00"}
+    invoke = "/v1/tools/agent_change_mode/invoke"
+    found = _refused(await client.post(invoke, json={"arguments": change, "sessionId": session}))
+    assert "arguments.reason" in found
+    as_text = '{"mode": "calculation", "branch": false, "reason": "r\\u0000"}'
+    _refused(await client.post(invoke, json={"arguments": as_text, "sessionId": session}))
+    _refused(await client.post(invoke, json={"arguments": {"k\x00": 1}}))
+    _refused(await client.get("/v1/sessions/abc%00def"))
+    _refused(await client.get("/v1/sessions?limit=1%00"))
+    # Nothing of it was stored: the session is untouched, the list holds only it.
+    listed = (await client.get("/v1/sessions")).json()
+    assert [s["sessionId"] for s in listed] == [session]
+    assert (await client.get(f"/v1/sessions/{session}")).json()["mode"] == "general"
+
+
+async def test_model_text_with_nul_is_stored_with_a_replacement_character(
+    client: httpx.AsyncClient, model_server: ScriptedOpenAIServer
+) -> None:
+    model_server.add(
+        reply(
+            "switching\x00now",
+            call(
+                "agent_change_mode",
+                '{"mode": "calculation", "branch": false, "reason": "r\\u0000"}',
+            ),
+        ),
+        reply("done\x00."),
+    )
+    answer = await client.post("/v1/agent/execute", json={"instruction": "go"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["kind"] == "ok", body
+    assert body["text"] == "done\ufffd."
+    assert body["mode"] == "calculation"
+    stored = (await client.get(f"/v1/sessions/{body['sessionId']}")).json()
+    turn = stored["turns"][-1]
+    assert turn["status"] == "completed"
+    assert turn["text"] == "done\ufffd."
+    assert "\x00" not in answer.text + str(stored)
+
+
+async def test_mcp_tool_arguments_with_nul_are_an_error_result(runtime: Runtime) -> None:
+    async with Client(build_mcp_server(runtime)) as mcp:
+        refused = await mcp.call_tool("agent_hello_world", {"name": "A\x00nn"})
+    assert refused.is_error
+    assert "NUL characters" in refused.content[0].text  # type: ignore[union-attr]

@@ -1,0 +1,63 @@
+"""The OpenAPI document tells the truth: envelope schemas, ids, security, Location, SSE."""
+
+from __future__ import annotations
+
+import httpx
+import jsonschema
+from openapi_spec_validator import validate
+
+
+async def test_the_document_is_valid_and_documents_the_envelope(
+    client: httpx.AsyncClient,
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    validate(document)
+    assert "HTTPValidationError" not in str(document)
+    operations = [op for ops in document["paths"].values() for op in ops.values()]
+    ids = [op["operationId"] for op in operations]
+    assert len(set(ids)) == len(ids)
+    assert {"invokeTool", "createSession", "execute", "listSessions"} <= set(ids)
+    for op in operations:
+        for status in ("400", "401", "404", "409", "413", "422", "503"):
+            schema = op["responses"][status]["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (op, status)
+    error = document["components"]["schemas"]["ErrorBody"]
+    assert error["required"] == ["error"]
+    execute = document["paths"]["/v1/agent/execute"]["post"]
+    assert set(execute["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
+    assert "502" in execute["responses"]
+    scheme = next(iter(document["components"]["securitySchemes"].values()))
+    assert scheme["scheme"].lower() == "bearer"
+    create = document["paths"]["/v1/sessions"]["post"]["responses"]["201"]
+    assert "Location" in create["headers"]
+    mode = document["components"]["schemas"]["SessionCreate"]["properties"]["mode"]
+    assert {"type": "string", "enum": ["general", "workflow_authoring", "calculation"]} in (
+        mode["anyOf"]
+    )
+
+
+async def test_creates_answer_with_location(client: httpx.AsyncClient) -> None:
+    created = await client.post("/v1/sessions", json={})
+    assert created.status_code == 201
+    location = created.headers["location"]
+    assert location == f"/v1/sessions/{created.json()['sessionId']}"
+    assert (await client.get(location)).status_code == 200
+
+
+async def test_schema_valid_execute_bodies_are_accepted_or_the_schema_refuses_them(
+    client: httpx.AsyncClient,
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    execute = document["components"]["schemas"]["ExecuteRequest"]
+    # {} and a blank instruction are outside the schema now, as the route refuses them.
+    for body in ({}, {"instruction": "  "}, {"toolResults": [{"callId": "c"}]}):
+        assert not jsonschema.Draft202012Validator(execute).is_valid(body), body
+        assert (await client.post("/v1/agent/execute", json=body)).status_code == 422
+
+
+async def test_405_lists_every_method_of_the_path(client: httpx.AsyncClient) -> None:
+    literal = await client.request("OPTIONS", "/v1/workflows/match")
+    assert literal.status_code == 405
+    assert literal.headers["allow"] == "POST"
+    templated = await client.delete("/v1/sessions/abc")
+    assert templated.headers["allow"] == "GET, HEAD"

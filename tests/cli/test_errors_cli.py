@@ -1,0 +1,178 @@
+"""Configuration errors end every command with one line: ``error: <what> — <how to fix>``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import aptix
+from aptix.api.app import create_app
+from aptix.cli.main import app
+from aptix.settings import AptixSettings
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("APTIX_SEMANTIC_MATCHING", "false")
+    for name in list(os.environ):
+        if name.startswith("APTIX_") and name not in ("APTIX_DATA_DIR", "APTIX_SEMANTIC_MATCHING"):
+            monkeypatch.delenv(name)
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: "), stderr
+    assert " — " in lines[0], f"no hint: {stderr}"
+    return lines[0]
+
+
+INVALID = {
+    "APTIX_DATA_DIR": "/proc/nope/data",
+    "APTIX_DATABASE_URL": "garbage",
+    "APTIX_LLM_BASE_URL": "localhost:11434",
+    "APTIX_LLM_API": "assistants",
+    "APTIX_LLM_TIMEOUT_SECONDS": "-1",
+    "APTIX_LLM_MAX_RETRIES": "many",
+    "APTIX_MAX_ITERATIONS": "0",
+    "APTIX_TURN_TOKEN_BUDGET": "0",
+    "APTIX_TURN_LEASE_SECONDS": "0",
+    "APTIX_HISTORY_TURNS": "-1",
+    "APTIX_MODES_PATH": "/nope/modes.yaml",
+    "APTIX_WORKFLOWS_PATH": "/nope/workflows",
+    "APTIX_SEMANTIC_MATCHING": "maybe",
+    "APTIX_TOOL_TIMEOUT_SECONDS": "0",
+    "APTIX_LOAD_PLUGINS": "maybe",
+    "APTIX_LOG_LEVEL": "garbage",
+    "APTIX_LOG_JSON": "maybe",
+    "APTIX_HOST": "",
+    "APTIX_PORT": "eighty",
+    "APTIX_MAX_BODY_BYTES": "0",
+    "APTIX_LLM_CONTEXT_TOKENS": "lots",
+    "APTIX_CONTEXT_STRATEGY": "forget",
+    "APTIX_MAX_TOOL_CALLS_PER_RESPONSE": "0",
+    "APTIX_MAX_MODEL_TEXT_CHARS": "0",
+    "APTIX_PUBLIC_METRICS": "maybe",
+    "APTIX_MCP_SERVERS": '{"git": {"command": "mcp-server-git", "url": "http://x"}}',
+}
+
+
+@pytest.mark.parametrize(("name", "value"), INVALID.items())
+def test_every_invalid_setting_is_one_line(
+    name: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(name, value)
+    result = runner.invoke(app, ["tools", "list"])
+    assert result.exit_code == 2, result.output
+    line = _one_error_line(result.stderr)
+    assert name in line or value in line, line
+    assert result.stdout == ""
+
+
+def test_the_invalid_settings_list_covers_every_field() -> None:
+    fields = {f"APTIX_{n.upper()}" for n in AptixSettings.model_fields}
+    # API keys are checked by `serve` (test_config_cli) and the app, not by every command.
+    assert (
+        fields - set(INVALID) - {"APTIX_API_KEYS", "APTIX_LLM_API_KEY", "APTIX_LLM_MODEL"} == set()
+    )
+
+
+def test_log_level_is_read_in_any_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APTIX_LOG_LEVEL", "debug")
+    assert AptixSettings().log_level == "DEBUG"
+    result = runner.invoke(app, ["tools", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    assert logging.getLogger("aptix").level == logging.DEBUG
+
+
+def test_toml_syntax_error_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "aptix.toml").write_text('llm_model = "x\nport = [\n')
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 2
+    line = _one_error_line(result.stderr)
+    assert "aptix.toml is not valid TOML" in line
+    assert "fix the syntax in aptix.toml" in line
+
+
+def test_a_missing_database_server_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APTIX_DATABASE_URL", "postgresql+asyncpg://aptix:secret@127.0.0.1:9/aptix")
+    result = runner.invoke(app, ["sessions", "list"])
+    assert result.exit_code == 2
+    line = _one_error_line(result.stderr)
+    assert "Cannot open the database at postgresql+asyncpg://aptix:***@127.0.0.1:9/aptix" in line
+    assert "secret" not in line
+
+
+def test_broken_modes_yaml_keeps_the_yaml_explanation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modes = tmp_path / "modes.yaml"
+    modes.write_text("modes: [\n")
+    monkeypatch.setenv("APTIX_MODES_PATH", str(modes))
+    result = runner.invoke(app, ["modes", "list"])
+    assert result.exit_code == 2
+    line = _one_error_line(result.stderr)
+    assert "expected the node content, but found '<stream end>'" in line
+    assert f"fix {modes}" in line
+
+
+def _serve(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aptix", "serve", "--port", "0"],
+        env={**os.environ, **env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"APTIX_DATABASE_URL": "garbage"},
+        {"APTIX_DATABASE_URL": "postgresql+asyncpg://aptix:pw@127.0.0.1:9/aptix"},
+        {"APTIX_MODES_PATH": "broken.yaml"},
+        {"APTIX_WORKFLOWS_PATH": "/nope"},
+        {"APTIX_LOG_LEVEL": "garbage"},
+    ],
+    ids=["garbage-url", "no-server", "broken-modes", "missing-workflows", "log-level"],
+)
+def test_serve_reports_configuration_errors_before_announcing(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "broken.yaml").write_text("modes: [\n")
+    done = _serve(env, tmp_path)
+    assert done.returncode == 2
+    _one_error_line(done.stderr)
+    assert "Aptix API on" not in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_version_has_one_source() -> None:
+    import importlib.metadata
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout == f"aptix {importlib.metadata.version('aptix')}\n"
+    assert aptix.__version__ == importlib.metadata.version("aptix")
+    assert create_app(AptixSettings()).version == aptix.__version__
+
+
+def test_a_failed_tool_call_prints_its_error_once() -> None:
+    result = runner.invoke(app, ["tools", "call", "agent_change_mode", '{"mode": "general"}'])
+    assert result.exit_code == 1
+    assert result.stderr.count("session id is missing") == 1, result.stderr
+    assert result.stderr.startswith("error: ")

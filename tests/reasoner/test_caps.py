@@ -1,0 +1,68 @@
+"""Caps on one model response (issue 15 item 8): tool calls, repeated call ids, text size."""
+
+from __future__ import annotations
+
+from aptix.testing import call, reply
+from tests.reasoner.conftest import Harness
+
+
+async def _turn(h: Harness, instruction: str = "Go") -> object:
+    return await h.reasoner.execute(
+        session_id=h.session_id, org="acme", user="ann", instruction=instruction
+    )
+
+
+async def test_tool_calls_beyond_the_cap_are_not_run_and_named_in_a_warning(
+    harness: Harness,
+) -> None:
+    calls = [call("agent_calculator", {"expression": f"{i}+1"}, id=f"c{i}") for i in range(40)]
+    harness.model.add(reply(None, *calls), reply("Done."))
+    result = await _turn(harness)
+    assert len(result.tool_calls) == 32  # type: ignore[attr-defined]
+    second = harness.model.requests[1].messages
+    assert len(second[-33]["tool_calls"]) == 32
+    assert [m["tool_call_id"] for m in second[-32:]] == [f"c{i}" for i in range(32)]
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert turn.warnings == [
+        "The model asked for 40 tool calls in one response; only the first 32 were run "
+        "(APTIX_MAX_TOOL_CALLS_PER_RESPONSE)."
+    ]
+    assert len(turn.tool_calls) == 32
+
+
+async def test_a_call_id_repeated_within_one_response_is_refused(harness: Harness) -> None:
+    harness.model.add(
+        reply(
+            None,
+            call("agent_calculator", {"expression": "1+1"}, id="dup"),
+            call("agent_calculator", {"expression": "2+2"}, id="dup"),
+            call("agent_calculator", {"expression": "3+3"}, id="other"),
+        ),
+        reply("Done."),
+    )
+    await _turn(harness)
+    second = harness.model.requests[1].messages
+    results = [m for m in second if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in results] == ["dup", "other"]
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert turn.warnings == [
+        "The model used the tool call id(s) 'dup' more than once in one response; "
+        "1 repeated call(s) were refused and not run."
+    ]
+    assert [c["argumentsJson"] for c in turn.tool_calls] == [
+        '{"expression": "1+1"}',
+        '{"expression": "3+3"}',
+    ]
+
+
+async def test_model_text_beyond_the_cap_is_cut_with_a_warning(harness: Harness) -> None:
+    harness.model.add(reply("x" * 150_000))
+    result = await _turn(harness)
+    assert len(result.text or "") == 100_000  # type: ignore[attr-defined]
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert len(turn.text or "") == 100_000
+    assert len(turn.messages[-1]["content"]) == 100_000
+    assert turn.warnings == [
+        "The model's text was 150000 characters; only the first 100000 were kept "
+        "(APTIX_MAX_MODEL_TEXT_CHARS)."
+    ]

@@ -1,0 +1,77 @@
+"""Credentials in URLs and user text stay out of answers, stored turns, logs and config show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from typer.testing import CliRunner
+
+from aptix.cli.main import app
+from aptix.db.engine import create_engine
+from aptix.urls import mask_credentials
+from tests.api.live import free_port, served
+
+SECRET = "s3cret-pw"
+
+
+def test_mask_credentials_in_any_text() -> None:
+    assert mask_credentials("at http://ann:pw@host:1/v1 and https://tok@h/x") == (
+        "at http://***@host:1/v1 and https://***@h/x"
+    )
+    assert mask_credentials("mail ann@example.com, http://host/a@b") == (
+        "mail ann@example.com, http://host/a@b"
+    )
+
+
+def test_model_url_credentials_leak_nowhere(tmp_path: Path) -> None:
+    base = f"http://ann:{SECRET}@127.0.0.1:{free_port()}/v1"  # nothing listens there
+    instruction = "my private instruction XYZZY"
+    with served(
+        tmp_path,
+        APTIX_LLM_BASE_URL=base,
+        APTIX_LLM_MODEL="m",
+        APTIX_LLM_MAX_RETRIES="0",
+        APTIX_LOG_LEVEL="INFO",
+        APTIX_SEMANTIC_MATCHING="false",
+    ) as srv:
+        answer = httpx.post(f"{srv.url}/v1/agent/execute", json={"instruction": instruction})
+        assert "Cannot reach the model endpoint at http://***@127.0.0.1" in answer.text
+        session_id = answer.json().get("sessionId")
+        sessions = httpx.get(f"{srv.url}/v1/sessions").json()
+        session_id = session_id or sessions[0]["sessionId"]
+        stored = httpx.get(f"{srv.url}/v1/sessions/{session_id}").text
+        streamed = httpx.post(
+            f"{srv.url}/v1/agent/execute",
+            json={"instruction": instruction, "stream": True, "sessionId": session_id},
+        ).text
+        log = srv.log.read_text()
+    for where in (answer.text, stored, streamed, log):
+        assert SECRET not in where
+    assert "***@127.0.0.1" in log or "Cannot reach" not in log
+    assert "XYZZY" not in log  # user text is not logged at INFO
+
+
+def test_config_show_masks_the_model_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("APTIX_LLM_BASE_URL", f"https://ann:{SECRET}@llm.example/v1")
+    result = CliRunner().invoke(app, ["config", "show", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["llm_base_url"] == "https://***@llm.example/v1"
+    assert SECRET not in result.stdout
+
+
+async def test_database_errors_carry_no_statement_parameters(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'x.db'}")
+    try:
+        async with engine.connect() as conn:
+            with pytest.raises(DBAPIError) as caught:
+                await conn.execute(text("SELECT * FROM missing WHERE a = :a"), {"a": "XYZZY"})
+    finally:
+        await engine.dispose()
+    assert "XYZZY" not in str(caught.value)

@@ -1,0 +1,84 @@
+"""A small MCP server (the SDK's ``MCPServer``) whose tools misbehave on request, over stdio.
+
+Run as a script: ``python flaky.py``. ``FLAKY_LOG`` names a file that records each call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+
+server = MCPServer("flaky")
+
+
+def _record(name: str) -> None:
+    log = os.environ.get("FLAKY_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(name + "\n")
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def echo(text: str) -> str:
+    """Echoes the text back. [bold red]markup[/] stays text."""
+    _record("echo")
+    return text
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True))
+def delete_everything(target: str) -> str:
+    """Deletes the target."""
+    _record("delete_everything")
+    return f"deleted {target}"
+
+
+@server.tool()
+def crash() -> str:
+    """Kills the server process."""
+    _record("crash")
+    os._exit(3)
+
+
+@server.tool()
+async def hang() -> str:
+    """Never answers."""
+    _record("hang")
+    await asyncio.sleep(3600)
+    return "late"
+
+
+@server.tool()
+def huge() -> str:
+    """Answers with ten megabytes."""
+    _record("huge")
+    return "x" * 10_000_000
+
+
+@server.tool()
+async def malformed(ctx: Context) -> str:
+    """Answers with a result that is not an MCP tool result, then nothing."""
+    _record("malformed")
+    reply = {"jsonrpc": "2.0", "id": ctx.request_id, "result": {"content": 5}}
+    os.write(1, (json.dumps(reply) + "\n").encode())
+    await asyncio.sleep(3600)
+    return "never"
+
+
+@server.tool(name="weird.name/x")
+def weird() -> str:
+    """A name with characters outside the pattern."""
+    return "ok"
+
+
+@server.tool(name="hello_world")
+def hello_world() -> str:
+    """Collides with agent_hello_world under the prefix 'agent'."""
+    return "hi"
+
+
+if __name__ == "__main__":
+    server.run("stdio")

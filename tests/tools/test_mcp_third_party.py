@@ -1,0 +1,132 @@
+"""Real third-party MCP servers as tool sources: git (PyPI) and everything (npm, stdio + HTTP).
+
+They are installed by the ``test`` extra and by scripts/check; a missing one fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from aptix.runtime import Runtime, open_runtime
+from aptix.settings import AptixSettings
+from aptix.tools import AgentToolCall
+from tests.tools.mcp_servers import console_script, npm_server
+
+EVERYTHING = "@modelcontextprotocol/server-everything"
+
+
+def _settings(tmp_path: Path, servers: dict[str, Any]) -> AptixSettings:
+    return AptixSettings(data_dir=tmp_path, load_plugins=False, mcp_servers=servers)
+
+
+async def _call(runtime: Runtime, name: str, arguments: dict[str, Any]) -> AgentToolCall:
+    return await runtime.executor.execute(
+        AgentToolCall("c", name, json.dumps(arguments)), runtime.tool_context()
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    for args in (
+        ["init", "-q"],
+        ["config", "user.email", "dev@example.com"],
+        ["config", "user.name", "Dev"],
+    ):
+        subprocess.run(["git", *args], cwd=path, check=True)
+    (path / "notes.txt").write_text("first\n")
+    subprocess.run(["git", "add", "notes.txt"], cwd=path, check=True)
+    subprocess.run(["git", "commit", "-qm", "First note"], cwd=path, check=True)
+    (path / "notes.txt").write_text("first\nsecond\n")
+    return path
+
+
+async def test_git_server_reads_a_repository_and_gates_destructive_tools(
+    tmp_path: Path, repo: Path
+) -> None:
+    server = {"command": console_script("mcp-server-git"), "args": ["--repository", str(repo)]}
+    async with open_runtime(_settings(tmp_path, {"git": server})) as runtime:
+        names = runtime.registry.registered_tools
+        log = await _call(runtime, "git_git_log", {"repo_path": str(repo)})
+        diff = await _call(runtime, "git_git_diff_unstaged", {"repo_path": str(repo)})
+        reset = await _call(runtime, "git_git_reset", {"repo_path": str(repo)})
+    assert {"git_git_status", "git_git_log", "git_git_reset"} <= set(names)
+    assert log.was_executed, log.error_message
+    assert "First note" in log.result_json  # type: ignore[operator]
+    assert "+second" in json.loads(diff.result_json or "")["content"][0]["text"]
+    # git_reset is destructive: under the default policy it waits for approval, unrun.
+    assert reset.requires_client_execution
+    assert json.loads(reset.result_json or "")["kind"] == "approval_request"
+    assert (repo / "notes.txt").read_text() == "first\nsecond\n"
+
+
+async def test_everything_server_over_stdio(tmp_path: Path) -> None:
+    npm_server("mcp-server-everything")  # installed, so npx needs no download
+    server = {"command": "npx", "args": ["--no-install", EVERYTHING, "stdio"], "prefix": "ev"}
+    async with open_runtime(_settings(tmp_path, {"everything": server})) as runtime:
+        await _check_everything(runtime)
+
+
+@pytest.fixture
+def everything_http() -> Iterator[str]:
+    npm_server("mcp-server-everything")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        ["npx", "--no-install", EVERYTHING, "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("server-everything did not start listening within 60 s")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def test_everything_server_over_streamable_http(tmp_path: Path, everything_http: str) -> None:
+    server = {"url": everything_http, "prefix": "ev", "headers": {"X-Test": "aptix"}}
+    async with open_runtime(_settings(tmp_path, {"everything": server})) as runtime:
+        await _check_everything(runtime)
+
+
+async def _check_everything(runtime: Runtime) -> None:
+    names = runtime.registry.registered_tools
+    # Names with '-' are valid as they are; the prefix comes first.
+    assert {"ev_echo", "ev_get-sum", "ev_get-structured-content"} <= set(names)
+    echo = await _call(runtime, "ev_echo", {"message": "hello"})
+    assert echo.was_executed, echo.error_message
+    assert "hello" in json.loads(echo.result_json or "")["content"][0]["text"]
+    total = await _call(runtime, "ev_get-sum", {"a": 2, "b": 40})
+    assert "42" in json.loads(total.result_json or "")["content"][0]["text"]
+    structured = await _call(runtime, "ev_get-structured-content", {"location": "New York"})
+    payload = json.loads(structured.result_json or "")
+    assert isinstance(payload["structuredContent"], dict)
+    image = await _call(runtime, "ev_get-tiny-image", {})
+    kinds = [c["type"] for c in json.loads(image.result_json or "")["content"]]
+    assert "image" in kinds
+    schema = runtime.registry.get_tool_type("ev_get-sum").schema()  # type: ignore[union-attr]
+    assert "$schema" not in json.dumps(schema)

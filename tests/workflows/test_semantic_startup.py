@@ -1,0 +1,75 @@
+"""The semantic model loads at start-up, and a missing or broken one never stops the server."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+import aptix.workflows.matching.semantic as semantic_module
+from aptix.workflows.loader import load_builtin
+from aptix.workflows.services import build_matcher, build_workflow_services
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_start_up_loads_the_model_with_a_progress_line_and_builds_the_index(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="aptix.workflows"):
+        services = build_workflow_services(semantic=True)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("Loading the workflow matching model (all-MiniLM") for m in messages)
+    assert any(m.startswith("Workflow matching model ready in") for m in messages)
+    services.registry.reset([item.manifest for item in load_builtin()[0]])
+    services.warm_up()
+    semantic = services.registry.matcher.semantic
+    assert semantic is not None
+    encoded = semantic.encoded_texts
+    assert encoded > 0  # every workflow text was encoded before the first request
+    services.registry.match("I'd like to draft a brand-new workflow")
+    assert semantic.encoded_texts == encoded
+
+
+def test_a_missing_model_package_logs_one_warning_and_matches_lexically(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    spec = semantic_module.ModelSpec("minilm-l6-int8", "no-such-model-package", "missing")
+    monkeypatch.setitem(semantic_module.MODELS, semantic_module.DEFAULT_MODEL, spec)
+    with caplog.at_level(logging.INFO, logger="aptix.workflows"):
+        matcher = build_matcher(True)
+    assert matcher.semantic is None
+    [warning] = _warnings(caplog)
+    assert "lexical matching only" in warning
+    assert "no-such-model-package" in warning
+
+
+def test_a_broken_model_file_logs_one_warning_and_matches_lexically(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"\x00not an onnx model")
+    monkeypatch.setattr(semantic_module, "model_file", lambda spec: broken)
+    with caplog.at_level(logging.INFO, logger="aptix.workflows"):
+        matcher = build_matcher(True)
+    assert matcher.semantic is None
+    assert len(_warnings(caplog)) == 1
+    services = build_workflow_services(semantic=False)
+    services.registry.reset([item.manifest for item in load_builtin()[0]])
+    assert services.registry.match("create a new workflow")[0].workflow_id == "author_workflow"
+
+
+def test_per_org_matchers_share_the_loaded_model(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="aptix.workflows"):
+        services = build_workflow_services(semantic=True)
+    base = services.registry.matcher
+    other = base.sibling()
+    assert base.semantic is not None
+    assert other.semantic is not None
+    assert other.semantic.embedder is base.semantic.embedder
+    assert other is not base
+    loading = [r for r in caplog.records if r.getMessage().startswith("Loading")]
+    assert len(loading) == 1
