@@ -187,6 +187,17 @@ async def test_execute_bad_inputs(client: httpx.AsyncClient) -> None:
     )
     _error(await client.post("/v1/agent/execute", json={"instruction": "x", "mode": "nope"}), 422)
     _error(await client.post("/v1/agent/execute", json={"toolResults": [{"callId": "a"}]}), 422)
+    # Beside an existing session the mode is not used, but an unknown one is still refused
+    # (schemathesis' stateful run sent mode "" with a real sessionId and got 200).
+    session = await _session(client)
+    for mode in ("", "nope"):
+        message = _error(
+            await client.post(
+                "/v1/agent/execute", json={"instruction": "x", "sessionId": session, "mode": mode}
+            ),
+            422,
+        )
+        assert f"Unknown mode '{mode}'" in message
 
 
 async def test_sse_stream_of_a_turn_with_a_server_and_a_client_tool(

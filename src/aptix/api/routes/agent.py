@@ -15,6 +15,7 @@ from aptix.api.responses import TurnResultBody
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import ErrorBody, ExecuteRequest
 from aptix.errors import AptixError
+from aptix.modes.catalog import unknown_mode_message
 from aptix.reasoner import AgentReasoner, ToolResultInput, TurnEvent
 from aptix.reasoner.loop import PreparedTurn
 
@@ -63,6 +64,9 @@ async def execute(
         raise ApiError(503, NO_MODEL, "model_not_configured")
     if not (body.instruction or "").strip() and not body.tool_results:
         raise ApiError(422, "Send a non-empty 'instruction' or 'toolResults'.")
+    if body.mode is not None and body.mode not in runtime.services.modes.keys:
+        # Checked even beside a sessionId (where it is not used), as the schema's enum says.
+        raise ApiError(422, unknown_mode_message(body.mode, runtime.services.modes.keys))
     if body.session_id is None:
         if body.tool_results:
             raise ApiError(422, "'toolResults' need the 'sessionId' of the waiting session.")
