@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import pytest
 
@@ -310,9 +311,16 @@ async def test_the_token_budget_ends_the_turn_with_a_warning(harness: Harness) -
     assert len(harness.model.requests) == 2
 
 
-async def test_model_failure_ends_the_turn_as_an_error(harness: Harness) -> None:
+async def test_model_failure_ends_the_turn_as_an_error(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
     harness.model.add(LlmError("The model endpoint at x timed out after 60 s."))
-    result = await _run(harness, "hi")
+    with caplog.at_level(logging.ERROR, logger="aptix"):
+        result = await _run(harness, "hi")
+    # An expected failure of the endpoint: one line, no traceback.
+    [record] = [r for r in caplog.records if "AgentReasoner_ExecuteAsync" in r.getMessage()]
+    assert record.exc_info is None
+    assert "timed out after 60 s" in record.getMessage()
     assert result.kind == "error"  # type: ignore[attr-defined]
     assert result.error == "The model endpoint at x timed out after 60 s."  # type: ignore[attr-defined]
     [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")

@@ -12,6 +12,7 @@ from aptix.reasoner.result import EventSink, TurnKind, TurnResult
 from aptix.reasoner.running import RunningTurn, TurnLost, emit, result_of
 from aptix.reasoner.tool_batch import wire_call
 from aptix.reasoner.turns import TurnStore
+from aptix.urls import mask_credentials
 from aptix.tools.context import AgentToolCall
 
 __all__ = ["TurnEndings"]
@@ -70,9 +71,11 @@ class TurnEndings:
         self, turn: RunningTurn, exc: LlmError, on_event: EventSink | None
     ) -> TurnResult:
         """End this attempt with the model's error (a resume stays retryable)."""
-        self._logger.add_exception(
+        # The model endpoint failing (down, 401, timeout) is an expected error: one line, no
+        # traceback, so a log is not flooded with the same frames for every turn.
+        self._logger.add_error(
             "[AgentReasoner_ExecuteAsync__Exception]",
-            exc,
+            mask_credentials(str(exc)),
             ("SessionId", turn.session.id),
             ("ConversationId", turn.record.id),
         )
