@@ -120,8 +120,8 @@ class AptixSettings(BaseSettings):
     max_body_bytes: int = Field(1_048_576, gt=0, description="Largest accepted request body.")
     mcp_servers: dict[str, McpServerConfig] = Field(
         default_factory=dict,
-        description="MCP servers whose tools are offered as '<prefix>_<tool>': TOML tables "
-        "[mcp_servers.NAME] or APTIX_MCP_SERVERS as JSON (command/args/env or url/headers, "
+        description="MCP servers whose tools are offered as `<prefix>_<tool>`: TOML tables "
+        "`[mcp_servers.NAME]` or APTIX_MCP_SERVERS as JSON (command/args/env or url/headers, "
         "prefix, timeout_seconds, approval, enabled).",
     )
     public_metrics: bool = Field(
