@@ -214,6 +214,8 @@ async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[R
             timeouts=mcp.tool_timeouts() if mcp else None,
             guard=workflow_guard(workflows.registry),
         )
+        if mcp is not None:  # tools of a server that comes up later get their limits too
+            mcp.on_timeout = executor.set_timeout
         turns = SqlTurnStore(database)
         await turns.sweep()  # turns left running by a process that died are interrupted
         runtime = Runtime(settings, services, registry, executor, database, workflows, turns, mcp)

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from aptix.api import create_app
 from aptix.reasoner import ToolResultInput
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel, call, reply
 from aptix.tools import AgentToolCall
-from tests.tools.mcp_servers import flaky_server, time_server
+from tests.tools.mcp_servers import flaky_server, late_server, time_server
 from tests.tools.modes import modes_offering
 
 
@@ -31,9 +33,22 @@ def _settings(tmp_path: Path, servers: dict[str, Any], *tools: str) -> AptixSett
     )
 
 
+def _from_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, servers: dict[str, Any], *tools: str
+) -> AptixSettings:
+    """Settings whose servers come from ``APTIX_MCP_SERVERS``, as a deployment gives them."""
+    monkeypatch.setenv("APTIX_MCP_SERVERS", json.dumps(servers))
+    settings = AptixSettings(
+        data_dir=tmp_path, load_plugins=False, modes_path=modes_offering(tmp_path, *tools)
+    )
+    assert set(settings.mcp_servers) == set(servers)
+    return settings
+
+
 @pytest.fixture
-async def time_runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
-    async with open_runtime(_settings(tmp_path, {"time": time_server()}, "time_*")) as runtime:
+async def time_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Runtime]:
+    settings = _from_env(tmp_path, monkeypatch, {"time": time_server()}, "time_*")
+    async with open_runtime(settings) as runtime:
         yield runtime
 
 
@@ -102,16 +117,16 @@ async def test_a_scripted_model_calls_the_time_tool_in_a_turn(time_runtime: Runt
     model.assert_complete()
 
 
-async def _approval_runtime(tmp_path: Path, log: Path) -> Any:
+def _approval_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: Path) -> Any:
     servers = {"time": time_server(approval="always"), "flaky": flaky_server(log)}
-    return open_runtime(_settings(tmp_path, servers, "time_*", "flaky_*"))
+    return open_runtime(_from_env(tmp_path, monkeypatch, servers, "time_*", "flaky_*"))
 
 
 async def test_approval_always_waits_for_the_client_and_a_denial_runs_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    async with await _approval_runtime(tmp_path, tmp_path / "calls.log") as runtime:
+    async with _approval_runtime(tmp_path, monkeypatch, tmp_path / "calls.log") as runtime:
         assert runtime.mcp is not None
         connection = runtime.mcp.connections["time"]
         real = connection.call_tool
@@ -146,9 +161,11 @@ async def test_approval_always_waits_for_the_client_and_a_denial_runs_nothing(
         assert turn.tool_calls[-1]["approved"] is False
 
 
-async def test_an_approved_call_runs_and_the_model_sees_its_result(tmp_path: Path) -> None:
+async def test_an_approved_call_runs_and_the_model_sees_its_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = tmp_path / "calls.log"
-    async with await _approval_runtime(tmp_path, log) as runtime:
+    async with _approval_runtime(tmp_path, monkeypatch, log) as runtime:
         tool_cls = runtime.registry.get_tool_type("flaky_delete_everything")
         assert tool_cls is not None
         assert not tool_cls.is_fully_executed_on_server  # destructive: approval by default
@@ -193,6 +210,55 @@ async def test_a_broken_server_is_named_and_the_working_one_still_works(
     assert "WARNING" in warnings[0]
 
 
+async def test_a_server_down_at_start_up_is_registered_once_it_comes_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flag = tmp_path / "up"
+    servers = {
+        "late": late_server(flag, timeout_seconds=7, approval="never"),
+        "time": time_server(),
+    }
+    # `late_*` in the mode is accepted while the server is down.
+    async with open_runtime(_settings(tmp_path, servers, "late_*")) as runtime:
+        assert runtime.mcp is not None
+        assert "MCP server 'late' failed while connecting" in (runtime.mcp.status()["late"] or "")
+        assert not any(n.startswith("late_") for n in runtime.registry.registered_tools)
+        flag.touch()
+        deadline = asyncio.get_running_loop().time() + 180  # retries back off: 1, 5, 30 s
+        while not runtime.registry.has_tool("late_echo"):
+            assert asyncio.get_running_loop().time() < deadline, runtime.mcp.status()
+            await asyncio.sleep(0.1)
+        echo = await _invoke(runtime, "late_echo", '{"text": "up"}')
+        hung = await _invoke(runtime, "late_hang")
+        status = runtime.mcp.status()
+    assert echo.was_executed, echo.error_message
+    assert json.loads(echo.result_json or "")["content"][0]["text"] == "up"
+    # Registered late, its tools still get the server's limit plus a margin (7 + 5 s), so the
+    # server's own limit fails the call first, naming the server.
+    assert hung.error_message is not None
+    assert "MCP server 'late' failed while calling 'hang': no answer within 7" in (
+        hung.error_message
+    )
+    assert status["time"] is None
+    err = capsys.readouterr().err
+    assert err.count("MCP server 'late' failed while connecting") == 1  # once, not per retry
+
+
+async def test_v1_tools_shows_mcp_tools_with_their_annotations(time_runtime: Runtime) -> None:
+    app = create_app(runtime=time_runtime)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        listed = (await client.get("/v1/tools")).json()
+        invoked = await client.post(
+            "/v1/tools/time_get_current_time/invoke", json={"arguments": {"timezone": "UTC"}}
+        )
+    [row] = [r for r in listed if r["name"] == "time_get_current_time"]
+    assert row["annotations"]["readOnlyHint"] is True
+    assert row["serverFinal"] is True
+    assert row["schema"]["parameters"]["required"] == ["timezone"]
+    assert invoked.json()["result"]["structuredContent"]["timezone"] == "UTC"
+
+
 @pytest.fixture
 async def flaky_runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
     servers = {
@@ -222,12 +288,10 @@ async def test_a_crashing_server_fails_the_call_and_is_reconnected(flaky_runtime
 async def test_a_hanging_server_fails_within_its_timeout_and_never_blocks_others(
     flaky_runtime: Runtime,
 ) -> None:
-    started = time.monotonic()
     hung = await _invoke(flaky_runtime, "flaky_hang")
-    took = time.monotonic() - started
     assert hung.error_message is not None
+    # The server's own 3 s limit ended it (the executor's would say "timed out after 8").
     assert "no answer within 3 seconds" in hung.error_message
-    assert took < 10
     other = await _invoke(flaky_runtime, "time_get_current_time", '{"timezone": "UTC"}')
     assert other.was_executed
     again = await _invoke(flaky_runtime, "flaky_echo", '{"text": "ok"}')
@@ -235,9 +299,7 @@ async def test_a_hanging_server_fails_within_its_timeout_and_never_blocks_others
 
 
 async def test_huge_and_malformed_results_are_clear_failures(flaky_runtime: Runtime) -> None:
-    started = time.monotonic()
     huge = await _invoke(flaky_runtime, "flaky_huge")
-    assert time.monotonic() - started < 10
     assert huge.error_message is not None
     # Ten megabytes either arrive and are refused, or do not arrive within the 3 s limit.
     assert (
@@ -251,7 +313,7 @@ async def test_huge_and_malformed_results_are_clear_failures(flaky_runtime: Runt
     assert again.was_executed, again.error_message
 
 
-async def test_names_are_sanitised_and_collisions_left_out_naming_the_server(
+async def test_bad_names_and_schemas_are_sanitised_or_left_out_naming_the_server(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     servers = {"flaky": flaky_server(), "agent": flaky_server()}
@@ -264,6 +326,10 @@ async def test_names_are_sanitised_and_collisions_left_out_naming_the_server(
     assert hello.__module__ == "aptix.tools.builtin.hello_world"  # the built-in stays
     messages = capsys.readouterr().err
     assert "MCP server 'agent': tool 'hello_world' is left out" in messages
+    # A recursive input schema cannot be offered to a model: refused, naming server and tool.
+    assert "flaky_tree" not in names
+    assert "MCP server 'flaky': tool 'tree' is left out" in messages
+    assert "refers to itself through 'Node'" in messages
 
 
 def test_cli_lists_and_calls_the_time_tool(tmp_path: Path) -> None:

@@ -56,6 +56,10 @@ class AgentToolExecutor:
         """The registry calls are resolved against."""
         return self._registry
 
+    def set_timeout(self, name: str, seconds: float) -> None:
+        """Give the tool ``name`` its own time limit (an MCP tool registered after start-up)."""
+        self._timeouts[name.casefold()] = seconds
+
     @property
     def guarded(self) -> bool:
         """True when a ``CallGuard`` checks every call (the runtime's workflow guard)."""

@@ -33,3 +33,13 @@ def flaky_server(log: Path | None = None, **extra: Any) -> dict[str, Any]:
     """The misbehaving test server as an ``mcp_servers`` entry."""
     env = {"FLAKY_LOG": str(log)} if log else None
     return {"command": sys.executable, "args": [FLAKY], "env": env, **extra}
+
+
+def late_server(flag: Path, **extra: Any) -> dict[str, Any]:
+    """The test server, down (exits at once) until the file ``flag`` exists."""
+    start = (
+        "import os, runpy, sys\n"
+        f"if not os.path.exists({str(flag)!r}): sys.exit(1)\n"
+        f"runpy.run_path({FLAKY!r}, run_name='__main__')\n"
+    )
+    return {"command": sys.executable, "args": ["-c", start], **extra}

@@ -11,6 +11,7 @@ import os
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel
 
 server = MCPServer("flaky")
 
@@ -78,6 +79,19 @@ def weird() -> str:
 def hello_world() -> str:
     """Collides with agent_hello_world under the prefix 'agent'."""
     return "hi"
+
+
+class Node(BaseModel):
+    """A tree node: a recursive type, which function schemas cannot express."""
+
+    label: str
+    children: list[Node] = []
+
+
+@server.tool()
+def tree(root: Node) -> str:
+    """Takes a recursive argument."""
+    return root.label
 
 
 if __name__ == "__main__":

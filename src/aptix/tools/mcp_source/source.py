@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from aptix.errors import ToolContractError
 from aptix.logger import AdminLogger, LogLevel
@@ -33,6 +33,9 @@ class McpToolSource:
         }
         self._registered: dict[str, list[str]] = {}
         self._retries: list[asyncio.Task[None]] = []
+        #: Told each tool's executor time limit when a server's tools are registered late
+        #: (it was down at start-up); the composition root points it at the executor.
+        self.on_timeout: Callable[[str, float], None] | None = None
 
     @property
     def patterns(self) -> tuple[str, ...]:
@@ -40,7 +43,10 @@ class McpToolSource:
         return tuple(f"{tool_prefix(n, c.config)}_*" for n, c in self.connections.items())
 
     def tool_timeouts(self) -> dict[str, float]:
-        """Executor limits for the registered tools: a little over the server's own limit."""
+        """Executor limits for the registered tools: a little over the server's own limit.
+
+        The server's own limit fails a call first, with a message that names the server.
+        """
         return {
             tool: self.connections[server].config.timeout_seconds + 5
             for server, tools in self._registered.items()
@@ -104,6 +110,9 @@ class McpToolSource:
                 ("Server", name),
             )
         self._registered[name] = registered
+        if self.on_timeout is not None:
+            for local in registered:
+                self.on_timeout(local, connection.config.timeout_seconds + 5)
         return True
 
 
