@@ -14,11 +14,13 @@ from starlette.types import ASGIApp
 
 from aptix import __version__
 from aptix.api.auth import ApiKeyVerifier
+from aptix.api.docs import install_offline_docs
 from aptix.api.edge import RefuseNulInUrl
 from aptix.api.errors import EnvelopeErrors, install_error_handlers
 from aptix.api.metrics import Metrics, ObserveMiddleware
 from aptix.api.routes import agent, catalog, health, sessions, tools
 from aptix.api.schemas import ERROR_RESPONSES
+from aptix.console import ConsoleFiles
 from aptix.llm.types import LlmClient
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings, load_settings
@@ -64,6 +66,9 @@ def create_app(
         lifespan=lifespan,
         # Counted on the stream (chunked bodies too) before parsing or auth, /mcp included.
         max_body_size=settings.max_body_bytes,
+        # Served from the package by install_offline_docs, not from a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.key_verifier = verifier
     app.state.metrics = Metrics()
@@ -75,6 +80,8 @@ def create_app(
     app.add_middleware(ObserveMiddleware, metrics=app.state.metrics)
     for router in (health.router, tools.router, sessions.router, catalog.router, agent.router):
         app.include_router(router, responses=ERROR_RESPONSES)
+    install_offline_docs(app)
+    app.mount("/console", ConsoleFiles(), name="console")
     return app
 
 

@@ -1,0 +1,121 @@
+// The console's shell: sign-in, navigation and hash routing (#/chat, #/sessions/<id>...).
+
+import { api, onUnauthorized, storedKey, storeKey, Unauthorized } from "./api.js";
+import { authoringView } from "./authoring.js";
+import { modesView, workflowsView } from "./catalog.js";
+import { Chat } from "./chat.js";
+import { h, notice, replace } from "./dom.js";
+import { sessionsView } from "./sessions.js";
+
+const main = document.getElementById("main");
+const signIn = document.getElementById("sign-in");
+const keyInput = document.getElementById("api-key");
+const keyError = document.getElementById("api-key-error");
+const signOut = document.getElementById("sign-out");
+
+const VIEWS = {
+  sessions: sessionsView,
+  modes: modesView,
+  workflows: workflowsView,
+  authoring: authoringView,
+};
+
+let chat = null;
+let started = false;
+
+function showSignIn(message) {
+  main.hidden = true; // hidden, not cleared: nothing typed is lost
+  signIn.hidden = false;
+  signOut.hidden = true;
+  keyError.textContent = message || "";
+  if (message) keyInput.setAttribute("aria-invalid", "true");
+  else keyInput.removeAttribute("aria-invalid");
+  keyInput.focus();
+}
+
+function showApp() {
+  signIn.hidden = true;
+  main.hidden = false;
+  signOut.hidden = !storedKey();
+  keyInput.value = "";
+  keyError.textContent = "";
+  keyInput.removeAttribute("aria-invalid");
+  if (!started) {
+    started = true;
+    chat = new Chat();
+    window.addEventListener("hashchange", () => route(true));
+    route(false);
+  }
+}
+
+/** Whether /v1 answers with the stored key (or without one, when the server has none). */
+async function probe() {
+  await api("/v1/modes");
+}
+
+async function submitKey(event) {
+  event.preventDefault();
+  const key = keyInput.value.trim();
+  if (!key) {
+    showSignIn("Enter an API key.");
+    return;
+  }
+  storeKey(key);
+  try {
+    await probe();
+    showApp();
+  } catch (error) {
+    storeKey(null);
+    if (error instanceof Unauthorized) {
+      showSignIn("That API key was not accepted. Check it and try again.");
+    } else {
+      showSignIn(`The server could not be reached: ${error.message}`);
+    }
+  }
+}
+
+function route(moved) {
+  const [name = "", ...rest] = location.hash.replace(/^#\/?/, "").split("/");
+  const view = name || "chat";
+  const params = rest.filter(Boolean).map(decodeURIComponent);
+  for (const link of document.querySelectorAll("nav a")) {
+    if (link.getAttribute("href") === `#/${view}`) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  if (view === "chat") {
+    replace(main, chat.root);
+    chat.show(params);
+  } else if (VIEWS[view]) {
+    const el = h("div", { class: "view" });
+    replace(main, el);
+    VIEWS[view](el, params).catch((error) => {
+      if (!(error instanceof Unauthorized)) el.append(notice(error.message));
+    });
+  } else {
+    replace(main, h("h1", {}, "Not found"), h("p", {}, "There is no such page."));
+  }
+  document.title = `${view[0].toUpperCase()}${view.slice(1)} · Aptix console`;
+  if (moved) main.focus();
+}
+
+async function start() {
+  document.getElementById("sign-in-form").addEventListener("submit", submitKey);
+  signOut.addEventListener("click", () => {
+    storeKey(null);
+    showSignIn("");
+  });
+  onUnauthorized(() =>
+    showSignIn(storedKey() ? "Your API key is no longer accepted. Enter a valid one to go on." : ""),
+  );
+  try {
+    await probe();
+    showApp();
+  } catch (error) {
+    if (!(error instanceof Unauthorized)) {
+      main.hidden = false;
+      replace(main, notice(`The server could not be reached: ${error.message}`));
+    }
+  }
+}
+
+start();

@@ -1,0 +1,308 @@
+// Authoring: draft a workflow, edit its TUL-006 §10 fields with inline validation errors,
+// validate, publish after a confirmation that shows the version change, and its history.
+
+import { invoke, Unauthorized } from "./api.js";
+import { field, h, notice, replace, table, when } from "./dom.js";
+
+const TOOL = "agent_workflow_authoring";
+
+/** [key, label, kind, options]: kind is text, textarea, lines, inputs, select or checkbox. */
+const FIELDS = [
+  ["title", "Title", "text"],
+  ["description", "Description", "textarea"],
+  ["version", "Version", "text"],
+  ["visibility", "Visibility", "select", ["public", "experimental", "hidden"]],
+  ["userIntentPatterns", "User intent patterns", "lines"],
+  ["requiredInputs", "Required inputs", "inputs"],
+  ["instructionText", "Instruction text", "textarea"],
+  ["permittedTools", "Permitted tools", "lines"],
+  ["completionCriteria", "Completion criteria", "lines"],
+  ["followUpOptions", "Follow-up options", "lines"],
+  ["preconditions", "Preconditions", "lines"],
+  ["destructiveActions", "Destructive actions", "lines"],
+  ["allowedTransitions", "Allowed transitions", "lines"],
+  ["notes", "Notes", "lines"],
+  ["autoStart", "Start automatically when matched", "checkbox"],
+  ["requiresApproval", "Requires approval", "checkbox"],
+];
+
+const HINTS = {
+  lines: "One per line.",
+  inputs: "One per line: name: description; add [optional] at the end of an optional one.",
+};
+
+function authoring(args) {
+  return invoke(TOOL, args);
+}
+
+export async function authoringView(el, params) {
+  if (params[0]) return editor(el, params[0]);
+  const listed = await authoring({ operation: "list_authoring_workflows" });
+  const form = h("form", { class: "draft", "aria-labelledby": "draft-title" });
+  const inputs = {
+    workflowId: h("input", { type: "text", autocomplete: "off" }),
+    title: h("input", { type: "text", autocomplete: "off" }),
+    description: h("textarea", { rows: 2 }),
+  };
+  const status = h("div");
+  replace(
+    form,
+    h("h2", { id: "draft-title" }, "Draft a workflow"),
+    field("draft-workflowId", "Workflow ID", inputs.workflowId, "snake_case, for example onboard_customer."),
+    field("draft-title", "Title", inputs.title),
+    field("draft-description", "Description", inputs.description),
+    status,
+    h("button", { type: "submit" }, "Create draft"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const id = inputs.workflowId.value.trim();
+    const outcome = await run(status, () =>
+      authoring({
+        operation: "draft_workflow",
+        workflowId: id,
+        title: inputs.title.value,
+        description: inputs.description.value,
+      }),
+    );
+    if (!outcome) return;
+    if (showProblems(form, "draft-", status, outcome)) return;
+    location.hash = `#/authoring/${encodeURIComponent(outcome.workflow.workflowId)}`;
+  });
+  const rows = listed.workflows || [];
+  replace(
+    el,
+    h("h1", {}, "Authoring"),
+    form,
+    h("h2", {}, "Workflows"),
+    table(
+      "Workflows of this org, drafts included",
+      [
+        ["Workflow", (w) => (w.readOnly ? w.title : h("a", { href: `#/authoring/${encodeURIComponent(w.workflowId)}` }, w.title))],
+        ["Id", (w) => h("code", {}, w.workflowId)],
+        ["Status", (w) => h("span", { class: `status ${w.status}` }, w.status)],
+        ["Version", (w) => (w.publishedVersion ? `${w.version} (serving ${w.publishedVersion})` : w.version)],
+        ["Visibility", (w) => w.visibility],
+        ["Editable", (w) => (w.readOnly ? "no: deployment file" : "yes")],
+      ],
+      rows,
+    ),
+  );
+}
+
+/** Run a call; on failure show why in `status` and return null. */
+async function run(status, call) {
+  try {
+    return await call();
+  } catch (error) {
+    if (!(error instanceof Unauthorized)) replace(status, notice(error.message));
+    return null;
+  }
+}
+
+/** Put each {field, message} under its field; true when there were problems. */
+function showProblems(form, prefix, status, outcome) {
+  for (const el of form.querySelectorAll(".field-error")) el.textContent = "";
+  for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+  if (outcome.ok) {
+    replace(status, (outcome.messages || []).map((m) => notice(m, "ok")));
+    return false;
+  }
+  const general = [];
+  let first = null;
+  for (const problem of outcome.errors || []) {
+    const key = String(problem.field || "").split(".")[0];
+    const control = key ? form.querySelector(`#${prefix}${CSS.escape(key)}`) : null;
+    if (!control) {
+      general.push(problem.field ? `${problem.field}: ${problem.message}` : problem.message);
+      continue;
+    }
+    const error = form.querySelector(`#${prefix}${CSS.escape(key)}-error`);
+    error.append(error.textContent ? ` ${problem.message}` : problem.message);
+    control.setAttribute("aria-invalid", "true");
+    first = first || control;
+  }
+  const count = (outcome.errors || []).length;
+  replace(
+    status,
+    notice(`${count} problem${count === 1 ? "" : "s"} to fix${general.length ? "" : ": see the marked fields"}.`),
+    general.length ? h("ul", { class: "problems" }, general.map((g) => h("li", {}, g))) : null,
+  );
+  (first || status).focus?.();
+  return true;
+}
+
+function control(kind, options) {
+  if (kind === "textarea") return h("textarea", { rows: 3 });
+  if (kind === "lines" || kind === "inputs") return h("textarea", { rows: 3 });
+  if (kind === "select") return h("select", {}, options.map((o) => h("option", { value: o }, o)));
+  if (kind === "checkbox") return h("input", { type: "checkbox" });
+  return h("input", { type: "text", autocomplete: "off" });
+}
+
+function formatInputs(items) {
+  return items.map((i) => `${i.name}: ${i.description || ""}`.trimEnd() + (i.required === false ? " [optional]" : "")).join("\n");
+}
+
+function parseInputs(text) {
+  return lines(text).map((line) => {
+    const optional = /\s*\[optional\]$/i.test(line);
+    const bare = line.replace(/\s*\[optional\]$/i, "");
+    const colon = bare.indexOf(":");
+    const name = (colon < 0 ? bare : bare.slice(0, colon)).trim();
+    const description = colon < 0 ? "" : bare.slice(colon + 1).trim();
+    return { name, description, required: !optional };
+  });
+}
+
+function lines(text) {
+  return text.split("\n").map((l) => l.trim()).filter(Boolean);
+}
+
+function read(kind, el) {
+  if (kind === "checkbox") return el.checked;
+  if (kind === "lines") return lines(el.value);
+  if (kind === "inputs") return parseInputs(el.value);
+  return el.value;
+}
+
+function write(kind, el, value) {
+  if (kind === "checkbox") el.checked = Boolean(value);
+  else if (kind === "lines") el.value = (value || []).map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join("\n");
+  else if (kind === "inputs") el.value = formatInputs(value || []);
+  else el.value = value ?? "";
+}
+
+function servedVersion(history) {
+  const served = [...history].reverse().find((r) => r.action === "publish" || r.action === "status");
+  return served ? served.version : null;
+}
+
+async function editor(el, id) {
+  const [got, past] = await Promise.all([
+    authoring({ operation: "get_workflow", workflowId: id }),
+    authoring({ operation: "workflow_history", workflowId: id }),
+  ]);
+  if (!got.ok) {
+    replace(el, h("h1", {}, "Authoring"), notice((got.errors || []).map((e) => e.message).join(" ")));
+    return;
+  }
+  let loaded = got.workflow;
+  const history = past.ok ? past.history : [];
+  const controls = {};
+  const status = h("div", { class: "status-area", tabindex: "-1" });
+  const form = h("form", { class: "editor", "aria-labelledby": "editor-title" });
+  for (const [key, label, kind, options] of FIELDS) {
+    controls[key] = control(kind, options);
+    write(kind, controls[key], loaded[key]);
+  }
+  const changes = () => {
+    const out = {};
+    for (const [key, , kind] of FIELDS) {
+      const value = read(kind, controls[key]);
+      if (JSON.stringify(value) !== JSON.stringify(normal(kind, loaded[key]))) out[key] = value;
+    }
+    return out;
+  };
+  /** Save the changed fields: the outcome, {unchanged: true}, or null when it failed. */
+  const save = async () => {
+    const fields = changes();
+    if (!Object.keys(fields).length) return { ok: true, unchanged: true };
+    const outcome = await run(status, () => authoring({ operation: "update_workflow", workflowId: id, fields }));
+    if (outcome && outcome.ok) loaded = outcome.workflow;
+    return outcome;
+  };
+  /** Save, then (when the save had no problems) run `after`. */
+  const act = async (after) => {
+    const saved = await save();
+    if (!saved || (!saved.unchanged && showProblems(form, "wf-", status, saved))) return;
+    await after(saved);
+  };
+  const saveButton = h("button", { type: "submit" }, "Save draft");
+  const validateButton = h("button", { type: "button" }, "Validate");
+  const publishButton = h("button", { type: "button", class: "primary" }, "Publish…");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    act(async (saved) => {
+      if (saved.unchanged) replace(status, notice("Nothing changed since the last save.", "ok"));
+    });
+  });
+  const validate = async () => {
+    const outcome = await run(status, () => authoring({ operation: "validate_workflow", workflowId: id }));
+    return outcome && !showProblems(form, "wf-", status, outcome);
+  };
+  validateButton.addEventListener("click", () => act(validate));
+  publishButton.addEventListener("click", () =>
+    act(async () => {
+      if (await validate()) confirmPublish(el, id, loaded.version, servedVersion(history));
+    }),
+  );
+  replace(
+    form,
+    FIELDS.map(([key, label, kind]) => field(`wf-${key}`, label, controls[key], HINTS[kind])),
+    status,
+    h("div", { class: "buttons sticky" }, saveButton, validateButton, publishButton),
+  );
+  replace(
+    el,
+    h("p", {}, h("a", { href: "#/authoring" }, "All workflows")),
+    h("h1", { id: "editor-title" }, "Workflow ", h("code", {}, id)),
+    h("p", {}, `Editing version ${loaded.version} (${loaded.status}). `, servedVersion(history) ? `Version ${servedVersion(history)} is served.` : "Nothing is published yet."),
+    (got.messages || []).map((m) => notice(m, "note")),
+    form,
+    h("h2", {}, "Version history"),
+    history.length
+      ? table(
+          "Revisions, oldest first",
+          [
+            ["Revision", (r) => String(r.revision)],
+            ["Action", (r) => r.action],
+            ["Version", (r) => r.version],
+            ["Status", (r) => r.status],
+            ["When", (r) => when(r.at)],
+            ["By", (r) => r.by || "—"],
+          ],
+          history,
+        )
+      : h("p", {}, "No revisions stored (a deployment file)."),
+  );
+}
+
+function normal(kind, value) {
+  if (kind === "checkbox") return Boolean(value);
+  if (kind === "lines") return (value || []).map((v) => (typeof v === "string" ? v : JSON.stringify(v)));
+  if (kind === "inputs") return parseInputs(formatInputs(value || []));
+  return value ?? "";
+}
+
+/** A person confirms, seeing the version change, before anything is published. */
+function confirmPublish(el, id, version, served) {
+  const publish = h("button", { type: "button", class: "primary" }, "Publish");
+  const cancel = h("button", { type: "button" }, "Cancel");
+  const result = h("div");
+  const dialog = h(
+    "dialog",
+    { "aria-labelledby": "publish-title", "aria-describedby": "publish-change" },
+    h("h2", { id: "publish-title" }, "Publish ", h("code", {}, id), "?"),
+    h("p", { id: "publish-change", class: "version-change" }, served ? `Version ${served} → ${version}` : `First version: ${version}`),
+    h("p", {}, "Once published, this version is served to every session of your org at once."),
+    result,
+    h("div", { class: "buttons" }, publish, cancel),
+  );
+  cancel.addEventListener("click", () => dialog.close());
+  dialog.addEventListener("close", () => dialog.remove());
+  publish.addEventListener("click", async () => {
+    publish.disabled = true;
+    const outcome = await run(result, () => authoring({ operation: "publish_workflow", workflowId: id }));
+    if (!outcome) return;
+    if (!outcome.ok) {
+      replace(result, notice((outcome.errors || []).map((e) => e.message).join(" ")));
+      return;
+    }
+    dialog.close();
+    await editor(el, id);
+    el.querySelector(".status-area").append(...(outcome.messages || []).map((m) => notice(m, "ok")));
+  });
+  document.body.append(dialog);
+  dialog.showModal();
+}

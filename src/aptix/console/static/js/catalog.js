@@ -1,0 +1,137 @@
+// Modes and workflows: the catalogs, a manifest, and the match playground.
+
+import { api, invoke, Unauthorized } from "./api.js";
+import { h, notice, pretty, replace, table } from "./dom.js";
+
+export async function modesView(el) {
+  const modes = await api("/v1/modes");
+  replace(
+    el,
+    h("h1", {}, "Modes"),
+    modes.map((m) =>
+      h(
+        "article",
+        { class: "mode", "aria-labelledby": `mode-${m.key}` },
+        h("h2", { id: `mode-${m.key}` }, m.displayName, " ", h("code", {}, m.key), m.isDefault ? h("span", { class: "badge" }, "default") : null),
+        h("p", {}, m.description),
+        m.welcomeMessage ? h("p", { class: "welcome" }, h("span", { class: "who" }, "Welcome "), m.welcomeMessage) : null,
+        h("h3", {}, "Tools offered"),
+        h("ul", { class: "tools" }, m.offeredTools.map((t) => h("li", {}, h("code", {}, t)))),
+      ),
+    ),
+  );
+}
+
+export async function workflowsView(el, params) {
+  if (params[0]) return manifestView(el, params[0]);
+  const [listed, authored] = await Promise.all([
+    api("/v1/workflows"),
+    invoke("agent_workflow_authoring", { operation: "list_authoring_workflows" }).catch((error) => {
+      if (error instanceof Unauthorized) throw error;
+      return null;
+    }),
+  ]);
+  // The public list, with the status of each; disabled ones (no longer listed) are marked.
+  const status = new Map((authored?.workflows || []).map((w) => [w.workflowId, w]));
+  const rows = listed.workflows.map((w) => ({ ...w, status: status.get(w.workflowId)?.status || "published" }));
+  for (const w of authored?.workflows || []) {
+    const shown = rows.some((r) => r.workflowId === w.workflowId);
+    if (!shown && w.visibility !== "hidden" && (w.status === "disabled" || w.status === "deprecated")) {
+      rows.push({ ...w, description: "" });
+    }
+  }
+  const request = h("input", { id: "match-request", type: "text", autocomplete: "off" });
+  const results = h("div", { "aria-live": "polite" });
+  const form = h(
+    "form",
+    { class: "inline" },
+    h("label", { for: "match-request" }, "Request"),
+    request,
+    h("button", { type: "submit" }, "Match"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (!request.value.trim()) return;
+    try {
+      const found = await api("/v1/workflows/match", { method: "POST", body: { userMessage: request.value } });
+      replace(
+        results,
+        found.matches.length
+          ? table(
+              "Candidates, best first",
+              [
+                ["Workflow", (m) => h("a", { href: `#/workflows/${encodeURIComponent(m.workflowId)}` }, m.title)],
+                ["Score", (m) => m.matchScore.toFixed(2)],
+                ["Runnable", (m) => (m.runnable ? "yes" : "no")],
+                ["Why", (m) => [m.why || "", m.note ? ` (${m.note})` : ""]],
+              ],
+              found.matches,
+            )
+          : h("p", {}, "No workflow matches this request."),
+      );
+    } catch (error) {
+      if (!(error instanceof Unauthorized)) replace(results, notice(error.message));
+    }
+  });
+  replace(
+    el,
+    h("h1", {}, "Workflows"),
+    table(
+      "Workflows this key can run",
+      [
+        ["Workflow", (w) => h("a", { href: `#/workflows/${encodeURIComponent(w.workflowId)}` }, w.title)],
+        ["Id", (w) => h("code", {}, w.workflowId)],
+        ["Status", (w) => h("span", { class: `status ${w.status}` }, w.status)],
+        ["Description", (w) => w.description || ""],
+      ],
+      rows,
+    ),
+    h("h2", {}, "Match playground"),
+    h("p", {}, "Type a request the way a user would; the candidates show their scores and why they matched."),
+    form,
+    results,
+  );
+}
+
+const LIST_FIELDS = [
+  ["userIntentPatterns", "User intent patterns"],
+  ["permittedTools", "Permitted tools"],
+  ["completionCriteria", "Completion criteria"],
+  ["followUpOptions", "Follow-up options"],
+  ["preconditions", "Preconditions"],
+  ["destructiveActions", "Destructive actions"],
+  ["allowedTransitions", "Allowed transitions"],
+  ["notes", "Notes"],
+];
+
+async function manifestView(el, id) {
+  const found = await api(`/v1/workflows/${encodeURIComponent(id)}`);
+  const w = found.workflow;
+  replace(
+    el,
+    h("p", {}, h("a", { href: "#/workflows" }, "All workflows")),
+    h("h1", {}, w.title),
+    (found.warnings || []).map((text) => notice(text, "warning")),
+    h("p", {}, w.description),
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", {}, "Id"), h("dd", {}, h("code", {}, w.workflowId)),
+      h("dt", {}, "Version"), h("dd", {}, w.version),
+      h("dt", {}, "Status"), h("dd", {}, w.status),
+      h("dt", {}, "Visibility"), h("dd", {}, w.visibility),
+      h("dt", {}, "Requires approval"), h("dd", {}, w.requiresApproval ? "yes" : "no"),
+    ),
+    h("h2", {}, "Instructions"),
+    h("pre", { class: "mono wrap" }, w.instructionText),
+    h("h2", {}, "Required inputs"),
+    w.requiredInputs.length
+      ? h("ul", {}, w.requiredInputs.map((i) => h("li", {}, h("code", {}, i.name), i.required ? "" : " (optional)", i.description ? ` — ${i.description}` : "")))
+      : h("p", {}, "None."),
+    LIST_FIELDS.filter(([key]) => (w[key] || []).length).map(([key, label]) => [
+      h("h2", {}, label),
+      h("ul", {}, w[key].map((item) => h("li", {}, typeof item === "string" ? item : pretty(item)))),
+    ]),
+    h("details", {}, h("summary", {}, "The manifest as JSON"), h("pre", { class: "mono" }, pretty(w))),
+  );
+}

@@ -1,0 +1,401 @@
+// Chat: streamed turns, tool calls, approval cards, the mode and the active workflow.
+
+import { api, ApiError, streamTurn, Unauthorized } from "./api.js";
+import { h, longText, notice, pretty, replace, shortId } from "./dom.js";
+
+const APPROVAL_TOOL = "request_user_approval";
+
+export class Chat {
+  constructor() {
+    this.sessionId = null;
+    this.lastSeq = 0;
+    this.controller = null; // the running turn's stream
+    this.pending = null; // {turnId, calls, answers}
+    this.bubble = null; // the assistant message being streamed
+    this.calls = new Map(); // callId -> its <details>
+
+    this.modeEl = h("strong", { id: "chat-mode" }, "…");
+    this.workflowEl = h("strong", { id: "chat-workflow" }, "none");
+    this.sessionEl = h("span", { id: "chat-session" }, "new");
+    this.cancelButton = h("button", { type: "button", disabled: true }, "Cancel turn");
+    this.cancelButton.addEventListener("click", () => this.cancel());
+    const newButton = h("button", { type: "button" }, "New session");
+    newButton.addEventListener("click", () => this.reset());
+    this.banner = h("div");
+    this.log = h("div", { class: "transcript", role: "log", "aria-label": "Conversation" });
+    this.message = h("textarea", { id: "message", rows: 3 });
+    this.message.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.form.requestSubmit();
+      }
+    });
+    this.sendButton = h("button", { type: "submit" }, "Send");
+    this.form = h(
+      "form",
+      { class: "composer" },
+      h("label", { for: "message" }, "Message"),
+      this.message,
+      this.sendButton,
+    );
+    this.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.send();
+    });
+    this.root = h(
+      "section",
+      { class: "chat", "aria-labelledby": "chat-title" },
+      h("h1", { id: "chat-title" }, "Chat"),
+      h(
+        "div",
+        { class: "chat-bar" },
+        h(
+          "p",
+          { class: "chat-status", "aria-live": "polite" },
+          "Mode: ", this.modeEl, " · Workflow: ", this.workflowEl, " · Session: ", this.sessionEl,
+        ),
+        h("div", { class: "buttons" }, newButton, this.cancelButton),
+      ),
+      this.banner,
+      this.log,
+      this.form,
+    );
+    this.checkModel();
+  }
+
+  /** #/chat/<sessionId> opens that session. */
+  show(params) {
+    const wanted = params[0];
+    if (wanted && wanted !== this.sessionId) this.open(wanted);
+    else if (!this.sessionId) this.refresh();
+  }
+
+  async checkModel() {
+    try {
+      const health = await fetch("/healthz").then((r) => r.json());
+      if (health.modelConfigured === false) this.noModel();
+    } catch {
+      // health unknown: a turn will say it
+    }
+  }
+
+  noModel(message) {
+    replace(
+      this.banner,
+      notice(
+        message ||
+          "No model is configured, so chat cannot run turns. Set APTIX_LLM_MODEL (and " +
+            "APTIX_LLM_BASE_URL) and restart the server. Sessions, modes, workflows and " +
+            "authoring work without one.",
+        "warning",
+      ),
+    );
+    this.sendButton.disabled = true;
+  }
+
+  reset(refresh = true) {
+    if (this.controller) this.controller.abort();
+    this.sessionId = null;
+    this.lastSeq = 0;
+    this.pending = null;
+    this.bubble = null;
+    this.calls.clear();
+    this.log.replaceChildren();
+    this.sessionEl.textContent = "new";
+    if (refresh) {
+      this.refresh();
+      this.message.focus();
+    }
+  }
+
+  /** Load a stored session: its turns, its mode, and any approval it waits for. */
+  async open(sessionId) {
+    this.reset(false);
+    this.sessionId = sessionId;
+    const session = await this.refresh();
+    if (!session) return;
+    for (const turn of session.turns) {
+      if (turn.instruction) this.say("user", turn.instruction);
+      for (const call of turn.toolCalls) if (!("clientResult" in call)) this.callFinished(call);
+      if (turn.text) this.say("assistant", turn.text);
+      if (turn.status === "pending") this.ask(turn.turnId, turn.pendingCalls);
+    }
+  }
+
+  /** The session's mode and active workflow (default mode before the first turn). */
+  async refresh() {
+    try {
+      if (!this.sessionId) {
+        const modes = await api("/v1/modes");
+        const mode = modes.find((m) => m.isDefault) || modes[0];
+        this.modeEl.textContent = mode ? mode.key : "";
+        this.workflowEl.textContent = "none";
+        return null;
+      }
+      const session = await api(`/v1/sessions/${encodeURIComponent(this.sessionId)}?turnsLimit=50`);
+      this.modeEl.textContent = session.mode;
+      this.workflowEl.textContent = session.activeWorkflowId || "none";
+      this.sessionEl.replaceChildren(
+        h("a", { href: `#/sessions/${encodeURIComponent(session.sessionId)}` }, shortId(session.sessionId)),
+      );
+      const last = session.turns[session.turns.length - 1];
+      this.lastSeq = last ? last.seq : 0;
+      return session;
+    } catch (error) {
+      if (!(error instanceof Unauthorized)) this.log.append(notice(error.message));
+      return null;
+    }
+  }
+
+  say(role, text) {
+    const el = h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You" : "Aptix"), h("p", {}, text));
+    this.log.append(el);
+    el.scrollIntoView({ block: "end" });
+    return el;
+  }
+
+  note(text, kind = "note") {
+    const el = h("p", { class: `note ${kind}`, role: "status" }, text);
+    this.log.append(el);
+    return el;
+  }
+
+  async send() {
+    const text = this.message.value;
+    if (!text.trim() || this.controller) return;
+    this.message.value = "";
+    this.say("user", text);
+    if (!this.sessionId) {
+      try {
+        const created = await api("/v1/sessions", { method: "POST", body: {} });
+        this.sessionId = created.sessionId;
+        await this.refresh();
+      } catch (error) {
+        this.message.value = text; // nothing typed is lost
+        if (!(error instanceof Unauthorized)) this.note(error.message, "error");
+        return;
+      }
+    }
+    await this.run({ sessionId: this.sessionId, instruction: text }, text);
+  }
+
+  /** Run (or resume) a turn over SSE; a lost connection offers a retry. */
+  async run(body, typed) {
+    this.controller = new AbortController();
+    this.setBusy(true);
+    const knownSeq = this.lastSeq;
+    let finished = null;
+    let lost = false;
+    try {
+      finished = await streamTurn(body, (type, data) => this.onEvent(type, data), this.controller.signal);
+      lost = finished === null;
+    } catch (error) {
+      if (error.name === "AbortError") {
+        this.note("Turn cancelled.");
+      } else if (error instanceof Unauthorized) {
+        if (typed && !this.message.value) this.message.value = typed;
+      } else if (error instanceof ApiError) {
+        if (error.code === "model_not_configured") this.noModel(error.message);
+        else this.note(error.message, "error");
+        if (typed && !this.message.value) this.message.value = typed;
+      } else {
+        lost = true; // the network failed under the stream
+      }
+    } finally {
+      this.controller = null;
+      this.bubble = null;
+      this.setBusy(false);
+    }
+    if (lost) this.offerRetry(body, knownSeq);
+    else if (finished) await this.refresh();
+  }
+
+  setBusy(busy) {
+    this.sendButton.disabled = busy || this.banner.childElementCount > 0;
+    this.cancelButton.disabled = !busy && !this.pending;
+  }
+
+  onEvent(type, data) {
+    if (type === "text_delta") {
+      if (!this.bubble) this.bubble = this.say("assistant", "").querySelector("p");
+      this.bubble.append(data.delta);
+    } else if (type === "text") {
+      if (this.bubble) this.bubble.textContent = data.text;
+      else this.say("assistant", data.text);
+      this.bubble = null;
+    } else if (type === "tool_call_started") {
+      this.callStarted(data);
+    } else if (type === "tool_call_finished") {
+      this.callFinished(data);
+    } else if (type === "mode_changed") {
+      this.modeEl.textContent = data.mode;
+      this.note(`Mode changed from ${data.previousMode} to ${data.mode}.`, "mode");
+      if (data.welcomeMessage) this.note(data.welcomeMessage, "welcome");
+    } else if (type === "turn_finished") {
+      this.finished(data);
+    }
+  }
+
+  callStarted(data) {
+    const status = h("span", { class: "call-status" }, "running…");
+    const details = h("details", { class: "call" }, h("summary", {}, "Tool ", h("code", {}, data.name), " ", status));
+    this.calls.set(data.callId, details);
+    this.log.append(details);
+  }
+
+  callFinished(call) {
+    let details = this.calls.get(call.callId);
+    if (!details) {
+      this.callStarted(call);
+      details = this.calls.get(call.callId);
+    }
+    const status = details.querySelector(".call-status");
+    if (!call.wasExecuted) status.textContent = "refused";
+    else if (call.requiresClientExecution) status.textContent = "waiting for you";
+    else status.textContent = call.errorMessage ? "failed" : "done";
+    details.append(
+      h("h3", {}, "Arguments"),
+      longText(pretty(call.argumentsJson), "arguments"),
+      call.errorMessage
+        ? [h("h3", {}, call.wasExecuted ? "Error" : "Refused because"), h("p", { class: "error-text" }, call.errorMessage)]
+        : [h("h3", {}, "Result"), longText(pretty(call.resultJson), "result")],
+    );
+  }
+
+  finished(data) {
+    if (data.error) {
+      this.note(data.error.message, "error");
+      return;
+    }
+    if (data.sessionId) this.sessionId = data.sessionId;
+    if (data.mode) this.modeEl.textContent = data.mode;
+    if (data.kind === "tool-only") this.ask(data.turnId, data.toolCalls.filter((c) => c.requiresClientExecution));
+    else this.pending = null;
+    if (data.kind === "cancelled") this.note("Turn cancelled.");
+    if (data.kind === "error") this.note(data.text || "The turn failed.", "error");
+    if (data.kind === "empty") this.note("The model answered with no text.");
+    for (const warning of data.warnings || []) this.note(typeof warning === "string" ? warning : pretty(warning), "warning");
+    if (data.branchedSessionId) {
+      const go = h("button", { type: "button", class: "link" }, "Continue in the new session");
+      const branched = data.branchedSessionId;
+      go.addEventListener("click", () => {
+        location.hash = `#/chat/${encodeURIComponent(branched)}`;
+      });
+      this.log.append(h("p", { class: "note" }, `A new session ${shortId(branched)} was branched off. `, go));
+    }
+  }
+
+  /** One card per client-final call; the answers go back together as toolResults. */
+  ask(turnId, calls) {
+    this.pending = { turnId, calls, answers: new Map() };
+    for (const call of calls) this.log.append(this.card(call));
+    this.setBusy(false);
+  }
+
+  card(call) {
+    const pending = this.pending;
+    let request = {};
+    try {
+      request = JSON.parse(call.resultJson || "{}") || {};
+    } catch {
+      request = {};
+    }
+    const answer = (result, label, isError = false) => {
+      for (const button of card.querySelectorAll("button")) button.disabled = true;
+      card.append(h("p", { class: "answer", role: "status" }, label));
+      pending.answers.set(call.callId, { callId: call.callId, result, isError });
+      if (pending.answers.size === pending.calls.length && this.pending === pending) {
+        this.pending = null;
+        this.run({ sessionId: this.sessionId, toolResults: [...pending.answers.values()] });
+      }
+    };
+    const title = `approval-${call.callId}`;
+    if (call.name !== APPROVAL_TOOL) {
+      const card = h(
+        "section",
+        { class: "card", "aria-labelledby": title },
+        h("h2", { id: title }, "The model asked the client to run ", h("code", {}, call.name)),
+        h("p", {}, "The console cannot run this tool. Reply that it cannot run here, and the turn goes on."),
+      );
+      const reply = h("button", { type: "button" }, "Reply that it cannot run here");
+      reply.addEventListener("click", () =>
+        answer({ error: `The console cannot run ${call.name}.` }, "Answered: cannot run here.", true),
+      );
+      card.append(reply);
+      return card;
+    }
+    const approve = h("button", { type: "button", class: "approve" }, "Approve");
+    const deny = h("button", { type: "button", class: "deny" }, "Deny");
+    const card = h(
+      "section",
+      { class: `card approval${request.destructive ? " destructive" : ""}`, "aria-labelledby": title },
+      h("h2", { id: title }, "Approval needed"),
+      h("p", { class: "prompt" }, request.prompt || ""),
+      h(
+        "dl",
+        {},
+        h("dt", {}, "Action"),
+        h("dd", {}, request.action || "(not named)"),
+        request.details ? [h("dt", {}, "Details"), h("dd", {}, request.details)] : null,
+        h("dt", {}, "Destructive"),
+        h("dd", { class: "destructive-flag" }, request.destructive ? "Yes — this cannot be undone" : "No"),
+      ),
+      h("div", { class: "buttons" }, approve, deny),
+    );
+    approve.addEventListener("click", () => answer({ approved: true }, "You approved."));
+    deny.addEventListener("click", () => answer({ approved: false }, "You denied."));
+    return card;
+  }
+
+  async cancel() {
+    if (this.controller) {
+      this.controller.abort(); // closing the stream cancels the turn on the server
+      return;
+    }
+    const pending = this.pending;
+    if (!pending) return;
+    this.pending = null;
+    try {
+      await api(
+        `/v1/sessions/${encodeURIComponent(this.sessionId)}/turns/${encodeURIComponent(pending.turnId)}/cancel`,
+        { method: "POST" },
+      );
+      for (const button of this.log.querySelectorAll(".card button")) button.disabled = true;
+      this.note("Turn cancelled.");
+    } catch (error) {
+      if (!(error instanceof Unauthorized)) this.note(error.message, "error");
+    }
+    this.setBusy(false);
+  }
+
+  /** After a lost stream: show what the server recorded; run again only if nothing was. */
+  offerRetry(body, knownSeq) {
+    const retry = h("button", { type: "button" }, "Retry");
+    const box = h(
+      "div",
+      { class: "notice error", role: "alert" },
+      "The connection was lost before the turn finished. ",
+      retry,
+    );
+    this.log.append(box);
+    retry.addEventListener("click", async () => {
+      box.remove();
+      const session = await this.refresh();
+      if (!session) {
+        this.offerRetry(body, knownSeq);
+        return;
+      }
+      const turn = session.turns.find((t) => t.seq > knownSeq);
+      if (turn && turn.status === "running") {
+        this.note("The turn is still running on the server.");
+        this.offerRetry(body, knownSeq);
+      } else if (turn && (turn.status === "completed" || turn.status === "pending")) {
+        for (const call of turn.toolCalls) if (!this.calls.has(call.callId)) this.callFinished(call);
+        if (turn.text) this.say("assistant", turn.text);
+        if (turn.status === "pending") this.ask(turn.turnId, turn.pendingCalls);
+      } else {
+        await this.run(body); // it never ran, or it was cancelled when the stream dropped
+      }
+    });
+  }
+}

@@ -1,0 +1,97 @@
+// Building the page. Every outside string (model text, tool results, names) goes in as a
+// text node through h(); no HTML is ever parsed from a string here.
+
+/** An element: h("p", {class: "x", onclick: f}, "text", child, ...). */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+    else if (name === "class") el.className = value;
+    else el.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+/** Append children (nodes, strings, arrays of them); strings become text nodes. */
+export function append(el, children) {
+  for (const child of [children].flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : String(child));
+  }
+  return el;
+}
+
+/** Replace everything inside el. */
+export function replace(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+/** The first 8 characters of an id, as lists show it. */
+export function shortId(id) {
+  return id ? String(id).slice(0, 8) : "";
+}
+
+/** A local date and time from an ISO string. */
+export function when(iso) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? String(iso) : date.toLocaleString();
+}
+
+/** JSON text pretty-printed when it parses, as it came otherwise. */
+export function pretty(text) {
+  if (text === null || text === undefined) return "";
+  if (typeof text !== "string") return JSON.stringify(text, null, 2);
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+export const PREVIEW_CHARS = 4000;
+
+/** A <pre> of text, cut at PREVIEW_CHARS with a button that shows the whole. */
+export function longText(text, label = "text") {
+  const full = String(text ?? "");
+  const pre = h("pre", { class: "mono" });
+  if (full.length <= PREVIEW_CHARS) return replace(pre, full);
+  pre.append(full.slice(0, PREVIEW_CHARS));
+  const more = h(
+    "button",
+    { type: "button", class: "link" },
+    `Show the whole ${label} (${full.length.toLocaleString()} characters)`,
+  );
+  more.addEventListener("click", () => {
+    pre.textContent = full;
+    more.remove();
+  });
+  return h("div", {}, pre, h("p", { class: "muted" }, `Shortened to ${PREVIEW_CHARS} characters. `, more));
+}
+
+/** A table: columns [[heading, row => cell]], rows. */
+export function table(caption, columns, rows) {
+  return h(
+    "table",
+    {},
+    h("caption", {}, caption),
+    h("thead", {}, h("tr", {}, columns.map(([name]) => h("th", { scope: "col" }, name)))),
+    h("tbody", {}, rows.map((row) => h("tr", {}, columns.map(([, cell]) => h("td", {}, cell(row)))))),
+  );
+}
+
+/** A status line for errors and notes, read out by screen readers. */
+export function notice(text, kind = "error") {
+  return h("p", { class: `notice ${kind}`, role: kind === "error" ? "alert" : "status" }, text);
+}
+
+/** A labelled field: {id, label, control}. */
+export function field(id, label, control, hint) {
+  control.id = id;
+  const error = h("p", { class: "field-error", id: `${id}-error` });
+  control.setAttribute("aria-describedby", `${id}-error`);
+  return h("div", { class: "field" }, h("label", { for: id }, label), hint ? h("p", { class: "hint" }, hint) : null, control, error);
+}

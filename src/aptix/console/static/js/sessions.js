@@ -1,0 +1,154 @@
+// Sessions: a paged list, and one session's mode history, lineage, turns and refusals.
+
+import { api } from "./api.js";
+import { h, longText, pretty, replace, shortId, table, when } from "./dom.js";
+
+const PAGE = 20;
+
+export async function sessionsView(el, params) {
+  if (params[0]) return sessionPage(el, params[0]);
+  return sessionList(el, 0);
+}
+
+async function sessionList(el, offset) {
+  const rows = await api(`/v1/sessions?limit=${PAGE + 1}&offset=${offset}`);
+  const more = rows.length > PAGE;
+  const shown = rows.slice(0, PAGE);
+  const previous = h("button", { type: "button", disabled: offset === 0 }, "Previous page");
+  const next = h("button", { type: "button", disabled: !more }, "Next page");
+  previous.addEventListener("click", () => sessionList(el, Math.max(0, offset - PAGE)));
+  next.addEventListener("click", () => sessionList(el, offset + PAGE));
+  replace(
+    el,
+    h("h1", {}, "Sessions"),
+    shown.length
+      ? table(
+          `Sessions ${offset + 1}–${offset + shown.length}, most recent first`,
+          [
+            ["Session", (s) => h("a", { href: `#/sessions/${encodeURIComponent(s.sessionId)}` }, shortId(s.sessionId))],
+            ["Title", (s) => s.title || "(untitled)"],
+            ["Mode", (s) => s.mode],
+            ["Active workflow", (s) => s.activeWorkflowId || "—"],
+            ["Last activity", (s) => when(s.updatedAt)],
+          ],
+          shown,
+        )
+      : h("p", {}, offset ? "No more sessions." : "No sessions yet. Start one in Chat."),
+    h("div", { class: "buttons" }, previous, next),
+  );
+}
+
+function sessionLink(id) {
+  return h("a", { href: `#/sessions/${encodeURIComponent(id)}` }, shortId(id));
+}
+
+async function sessionPage(el, id, before) {
+  const query = before ? `?turnsLimit=20&turnsBefore=${before}` : "?turnsLimit=20";
+  const s = await api(`/v1/sessions/${encodeURIComponent(id)}${query}`);
+  const refused = s.turns.flatMap((turn) =>
+    turn.toolCalls.filter((c) => !c.wasExecuted && c.errorMessage).map((c) => ({ turn, call: c })),
+  );
+  const older = h("button", { type: "button", disabled: s.turnsNextBefore === null }, "Older turns");
+  older.addEventListener("click", () => sessionPage(el, id, s.turnsNextBefore));
+  replace(
+    el,
+    h("h1", {}, "Session ", shortId(s.sessionId)),
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", {}, "Id"), h("dd", {}, h("code", {}, s.sessionId)),
+      h("dt", {}, "Title"), h("dd", {}, s.title || "(untitled)"),
+      h("dt", {}, "Mode"), h("dd", {}, s.mode, s.modeReason ? ` — ${s.modeReason}` : ""),
+      h("dt", {}, "Active workflow"), h("dd", {}, s.activeWorkflowId || "none"),
+      h("dt", {}, "Owner"), h("dd", {}, `${s.user} (${s.org})`),
+      h("dt", {}, "Last activity"), h("dd", {}, when(s.updatedAt)),
+    ),
+    h("p", {}, h("a", { href: `#/chat/${encodeURIComponent(s.sessionId)}` }, "Open in chat")),
+    h("h2", {}, "Mode history"),
+    s.modeHistory.length
+      ? table(
+          "Mode changes, oldest first",
+          [
+            ["Previous mode", (m) => m.previousMode || "—"],
+            ["New mode", (m) => m.mode],
+            ["Reason", (m) => m.reason || "—"],
+            ["Time", (m) => when(m.changedAt)],
+            ["Who", (m) => m.changedBy || "—"],
+          ],
+          s.modeHistory,
+        )
+      : h("p", {}, "The mode never changed."),
+    h("h2", {}, "Lineage"),
+    h(
+      "dl",
+      { class: "facts lineage" },
+      h("dt", {}, "Parent"),
+      h("dd", {}, s.parentSessionId ? sessionLink(s.parentSessionId) : "none"),
+      h("dt", {}, "Children"),
+      h("dd", {}, s.childSessionIds.length ? h("ul", {}, s.childSessionIds.map((c) => h("li", {}, sessionLink(c)))) : "none"),
+    ),
+    h("h2", {}, "Refused calls"),
+    refused.length
+      ? table(
+          "Tool calls that were refused, with the reason",
+          [
+            ["Turn", (r) => String(r.turn.seq)],
+            ["Tool", (r) => h("code", {}, r.call.name)],
+            ["Reason", (r) => r.call.errorMessage],
+          ],
+          refused,
+        )
+      : h("p", {}, "No call was refused in these turns."),
+    h("h2", {}, "Turns"),
+    s.turns.length ? s.turns.map(turnView) : h("p", {}, "No turns yet."),
+    h("div", { class: "buttons" }, older),
+  );
+}
+
+function turnView(turn) {
+  const tokens = turn.modelCalls.reduce((n, c) => n + (c.promptTokens || 0) + (c.completionTokens || 0), 0);
+  return h(
+    "article",
+    { class: "turn", "aria-label": `Turn ${turn.seq}` },
+    h("h3", {}, `Turn ${turn.seq} · ${turn.status} · ${tokens} tokens`),
+    turn.instruction ? h("p", { class: "instruction" }, h("span", { class: "who" }, "Instruction "), turn.instruction) : null,
+    turn.text ? h("p", { class: "answer-text" }, h("span", { class: "who" }, "Answer "), turn.text) : null,
+    turn.modelCalls.length
+      ? table(
+          `Model calls of turn ${turn.seq}`,
+          [
+            ["Model", (c) => c.modelId || "—"],
+            ["Prompt tokens", (c) => String(c.promptTokens ?? "—")],
+            ["Completion tokens", (c) => String(c.completionTokens ?? "—")],
+            ["Duration", (c) => (c.durationMs === undefined ? "—" : `${c.durationMs} ms`)],
+            ["Tool calls", (c) => String(c.toolCalls ?? 0)],
+            ["Finish", (c) => c.finishReason || "—"],
+          ],
+          turn.modelCalls,
+        )
+      : null,
+    turn.toolCalls.map((c) =>
+      h(
+        "details",
+        { class: "call" },
+        h(
+          "summary",
+          {},
+          "Tool ",
+          h("code", {}, c.name),
+          " ",
+          !c.wasExecuted ? "refused" : "clientResult" in c ? "answered by the client" : c.errorMessage ? "failed" : "done",
+          c.batchDurationMs === undefined ? "" : ` · ${c.batchDurationMs} ms`,
+        ),
+        h("h4", {}, "Arguments"),
+        longText(pretty(c.argumentsJson), "arguments"),
+        c.errorMessage ? [h("h4", {}, "Error"), h("p", {}, c.errorMessage)] : [h("h4", {}, "Result"), longText(pretty(c.resultJson), "result")],
+        "clientResult" in c ? [h("h4", {}, "Client's answer"), longText(pretty(c.clientResult), "answer")] : null,
+      ),
+    ),
+    turn.warnings.length
+      ? h("ul", { class: "warnings", "aria-label": `Warnings of turn ${turn.seq}` }, turn.warnings.map((w) => h("li", {}, typeof w === "string" ? w : pretty(w))))
+      : null,
+  );
+}
+

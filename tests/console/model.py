@@ -1,0 +1,56 @@
+"""The scripted model the console tests talk to: its answer depends on the message alone.
+
+Every test sends its own instruction, so the answers never depend on test order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aptix.testing import call, reply
+from aptix.testing.server import Delay, Step
+
+HOSTILE = (
+    "<script>window.__pwned = 1</script> [click me](javascript:alert(1)) **bold** "
+    '<img src=x onerror="window.__pwned = 2">'
+)
+BIG_NAME = "x" * 2_000_000  # the greeting repeats it: a 2 MB tool result
+
+
+def respond(body: dict[str, Any]) -> Step:
+    """The answer to the conversation in ``body`` (a Chat Completions request)."""
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return _after_tool(last)
+    text = str(last.get("content") or "")
+    if text == "approve please":
+        approval = {"prompt": "Delete the report?", "action": "delete report", "destructive": True}
+        return reply(
+            "I need your approval first.", call("request_user_approval", approval, id="approve-1")
+        )
+    if text == "switch to calculation":
+        change = {"mode": "calculation", "branch": False, "reason": "numbers"}
+        return reply(None, call("agent_change_mode", change, id="mode-1"))
+    if text == "branch off":
+        change = {"mode": "calculation", "branch": True, "reason": "numbers in a new session"}
+        return reply(None, call("agent_change_mode", change, id="mode-2"))
+    if text == "hostile":
+        return reply(HOSTILE)
+    if text == "big result":
+        return reply(None, call("agent_hello_world", {"name": BIG_NAME}, id="greet-1"))
+    if text == "slow":
+        return Delay(30, reply("Too late."))
+    return reply(f"Echo: {text}")
+
+
+def _after_tool(message: dict[str, Any]) -> Step:
+    call_id = str(message.get("tool_call_id"))
+    if call_id.startswith("approve-"):
+        approved = json.loads(message["content"]).get("approved") is True
+        return reply(
+            "Approved: the report is deleted." if approved else "Denied: nothing was done."
+        )
+    if call_id.startswith("mode-"):
+        return reply("Now in calculation mode.")
+    return reply("Done.")
