@@ -12,8 +12,8 @@ from aptix.reasoner.result import EventSink, TurnKind, TurnResult
 from aptix.reasoner.running import RunningTurn, TurnLost, emit, result_of
 from aptix.reasoner.tool_batch import wire_call
 from aptix.reasoner.turns import TurnStore
-from aptix.urls import mask_credentials
 from aptix.tools.context import AgentToolCall
+from aptix.urls import mask_credentials
 
 __all__ = ["TurnEndings"]
 
