@@ -147,6 +147,9 @@ class Runtime:
             api=settings.llm_api,
             timeout_seconds=settings.llm_timeout_seconds,
             max_retries=settings.llm_max_retries,
+            temperature=settings.llm_temperature,
+            max_output_tokens=settings.llm_max_output_tokens,
+            extra_headers=settings.llm_extra_headers,
         )
 
     async def aclose(self) -> None:

@@ -45,6 +45,10 @@ LogLevelName = Annotated[
 ]
 
 
+#: RFC 9110 ``token`` characters, the only ones a header name may have.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
 def default_data_dir() -> Path:
     """The per-user data directory where the embedded SQLite database lives."""
     return Path(platformdirs.user_data_dir("aptix", appauthor=False))
@@ -64,6 +68,22 @@ class AptixSettings(BaseSettings):
     llm_model: str | None = Field(None, description="Model name to request.")
     llm_api: Literal["chat", "responses"] = Field(
         "chat", description="Chat Completions (default) or the Responses API."
+    )
+    llm_temperature: float | None = Field(
+        None, ge=0, le=2, description="Sampling temperature sent with every model request "
+        "(default: the endpoint's own)."
+    )
+    llm_max_output_tokens: int | None = Field(
+        None,
+        gt=0,
+        description="Most tokens one model response may have: `max_completion_tokens` for "
+        "OpenAI and Azure, `max_tokens` for other Chat Completions endpoints, "
+        "`max_output_tokens` for the Responses API (default: the endpoint's own).",
+    )
+    llm_extra_headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers added to every model request, as a JSON object "
+        '(`{"api-key": "..."}`); values are masked by `aptix config show`.',
     )
     llm_timeout_seconds: float = Field(60.0, gt=0, description="Time limit per model request.")
     llm_max_retries: int = Field(2, ge=0, description="Retries on 429/5xx/connection errors.")
@@ -127,6 +147,16 @@ class AptixSettings(BaseSettings):
     public_metrics: bool = Field(
         False, description="With API keys: serve /metrics, /docs and /openapi.json without a key."
     )
+
+    @field_validator("llm_extra_headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an HTTP header name")
+            if any(c in text for c in "\r\n\0") or not text.isascii():
+                raise ValueError(f"the value of header {name!r} must be one line of ASCII")
+        return value
 
     @field_validator("llm_base_url")
     @classmethod

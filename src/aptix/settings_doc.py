@@ -44,7 +44,10 @@ Every value is checked when a command starts: an invalid one ends the command wi
 the prefix, in lower case). A name that does not exist is an error. |
 """
 
-FOOTER = ""
+FOOTER = """
+How to point the model settings at OpenAI, Azure OpenAI, Ollama, vLLM, LM Studio or llama.cpp:
+[providers](providers.md).
+"""
 
 
 def env_name(field: str) -> str:

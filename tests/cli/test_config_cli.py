@@ -24,6 +24,7 @@ def test_config_show_masks_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("APTIX_LLM_API_KEY", "sk-secret")
     monkeypatch.setenv("APTIX_API_KEYS", "k1=acme:ann")
     monkeypatch.setenv("APTIX_DATABASE_URL", "postgresql+asyncpg://aptix:pw@db/aptix")
+    monkeypatch.setenv("APTIX_LLM_EXTRA_HEADERS", '{"api-key": "az-secret"}')
     result = runner.invoke(app, ["config", "show", "--json"])
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
@@ -31,6 +32,8 @@ def test_config_show_masks_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     assert shown["api_keys"] == "********"
     assert "pw" not in result.stdout
     assert "sk-secret" not in result.stdout
+    assert shown["llm_extra_headers"] == {"api-key": "********"}
+    assert "az-secret" not in result.stdout
     assert shown["effective_database_url"] == "postgresql+asyncpg://aptix:***@db/aptix"
 
 

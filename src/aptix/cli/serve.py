@@ -78,6 +78,8 @@ def show(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = 
     for secret in ("llm_api_key", "api_keys"):
         if values.get(secret):
             values[secret] = "********"
+    # Extra headers usually carry credentials (Azure's api-key, a gateway token).
+    values["llm_extra_headers"] = dict.fromkeys(values.get("llm_extra_headers") or {}, "********")
     values["effective_database_url"] = _mask_url(settings.effective_database_url)
     if values.get("database_url"):
         values["database_url"] = _mask_url(values["database_url"])

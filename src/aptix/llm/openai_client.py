@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI
@@ -24,6 +26,12 @@ class OpenAiLlmClient:
     The ``openai`` package retries 408/409/429/5xx and connection errors with exponential
     backoff (``max_retries``); whatever still fails becomes one :class:`LlmError` whose
     message says what to check.
+
+    ``temperature`` and ``max_output_tokens`` go with every request when given (the output
+    cap as ``max_completion_tokens`` to OpenAI and Azure, whose newer models refuse
+    ``max_tokens``, as ``max_tokens`` to other Chat Completions servers, which may not know
+    the newer name, and as ``max_output_tokens`` to the Responses API); ``extra_headers``
+    are added to every HTTP request.
     """
 
     def __init__(
@@ -35,6 +43,9 @@ class OpenAiLlmClient:
         api: Api = "chat",
         timeout_seconds: float = 60.0,
         max_retries: int = 2,
+        temperature: float | None = None,
+        max_output_tokens: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.model = model
         self.api = api
@@ -45,7 +56,16 @@ class OpenAiLlmClient:
             api_key=api_key or "not-needed",
             timeout=timeout_seconds,
             max_retries=max_retries,
+            default_headers=dict(extra_headers or {}),
         )
+        self._sampling: dict[str, Any] = {}
+        if temperature is not None:
+            self._sampling["temperature"] = temperature
+        self._chat_sampling = dict(self._sampling)
+        if max_output_tokens is not None:
+            cap = "max_completion_tokens" if _is_openai(base_url) else "max_tokens"
+            self._chat_sampling[cap] = max_output_tokens
+            self._sampling["max_output_tokens"] = max_output_tokens
 
     async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
         """Send the request (streaming when ``on_text`` is given); failures raise LlmError."""
@@ -94,7 +114,11 @@ class OpenAiLlmClient:
         await self._client.close()
 
     async def _chat(self, request: LlmRequest) -> LlmResponse:
-        kwargs: dict[str, Any] = {"model": self.model, "messages": list(request.messages)}
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(request.messages),
+            **self._chat_sampling,
+        }
         if request.tools:
             kwargs["tools"] = [to_chat_tool(t) for t in request.tools]
         completion = await self._client.chat.completions.create(**kwargs)
@@ -119,6 +143,7 @@ class OpenAiLlmClient:
             "messages": list(request.messages),
             "stream": True,
             "stream_options": {"include_usage": True},
+            **self._chat_sampling,
         }
         if request.tools:
             kwargs["tools"] = [to_chat_tool(t) for t in request.tools]
@@ -161,6 +186,7 @@ class OpenAiLlmClient:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "input": to_responses_input(request.messages),
+            **self._sampling,
         }
         if request.tools:
             kwargs["tools"] = [{**t, "strict": False} for t in request.tools]
@@ -217,6 +243,14 @@ def to_responses_input(messages: tuple[Message, ...] | list[Message]) -> list[di
                 }
             )
     return items
+
+
+def _is_openai(base_url: str | None) -> bool:
+    """True for OpenAI's own API and Azure OpenAI, which name the output cap differently."""
+    if base_url is None:
+        return True
+    host = (urlsplit(base_url.strip()).hostname or "").lower()
+    return host.endswith((".openai.com", ".openai.azure.com")) or host == "openai.com"
 
 
 def _nul_free(response: LlmResponse) -> LlmResponse:

@@ -50,6 +50,8 @@ class ScriptedOpenAIServer:
     script: list[Step] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    #: The HTTP headers of every request, names in lower case.
+    headers: list[dict[str, str]] = field(default_factory=list)
     api_key: str | None = None
     #: Answers requests once the script is used up (called in the server's threads).
     respond: Callable[[dict[str, Any]], Step] | None = None
@@ -93,10 +95,11 @@ class ScriptedOpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _next(self, path: str, body: dict[str, Any]) -> Step:
+    def _next(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> Step:
         with self._lock:
             self.paths.append(path)
             self.requests.append(body)
+            self.headers.append(headers)
             if self.script:
                 return self.script.pop(0)
         if self.respond is not None:
@@ -118,7 +121,9 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if self.path not in ("/v1/chat/completions", "/v1/responses"):
                 self._send(404, _error(f"Unknown path {self.path}", "not_found"))
                 return
-            step = owner._next(self.path, body)
+            step = owner._next(
+                self.path, body, {k.lower(): v for k, v in self.headers.items()}
+            )
             if isinstance(step, Delay):
                 time.sleep(step.seconds)
                 step = step.then
