@@ -70,8 +70,11 @@ class AptixSettings(BaseSettings):
         "chat", description="Chat Completions (default) or the Responses API."
     )
     llm_temperature: float | None = Field(
-        None, ge=0, le=2, description="Sampling temperature sent with every model request "
-        "(default: the endpoint's own)."
+        None,
+        ge=0,
+        le=2,
+        description="Sampling temperature sent with every model request "
+        "(default: the endpoint's own).",
     )
     llm_max_output_tokens: int | None = Field(
         None,

@@ -114,7 +114,7 @@ def test_settings_read_json_headers_from_the_environment(
 def test_a_header_value_must_be_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("APTIX_LLM_EXTRA_HEADERS", json.dumps({"X-A": "one\r\nX-B: two"}))
-    with pytest.raises(ConfigurationError, match="APTIX_LLM_EXTRA_HEADERS.*one line of ASCII"):
+    with pytest.raises(ConfigurationError, match=r"APTIX_LLM_EXTRA_HEADERS.*one line of ASCII"):
         load_settings()
 
 

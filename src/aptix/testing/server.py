@@ -121,9 +121,7 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if self.path not in ("/v1/chat/completions", "/v1/responses"):
                 self._send(404, _error(f"Unknown path {self.path}", "not_found"))
                 return
-            step = owner._next(
-                self.path, body, {k.lower(): v for k, v in self.headers.items()}
-            )
+            step = owner._next(self.path, body, {k.lower(): v for k, v in self.headers.items()})
             if isinstance(step, Delay):
                 time.sleep(step.seconds)
                 step = step.then
