@@ -161,6 +161,51 @@ async def test_approval_always_waits_for_the_client_and_a_denial_runs_nothing(
         assert turn.tool_calls[-1]["approved"] is False
 
 
+async def test_over_http_approval_always_waits_for_the_client_then_runs_once_approved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    async with _approval_runtime(tmp_path, monkeypatch, tmp_path / "calls.log") as runtime:
+        assert runtime.mcp is not None
+        connection = runtime.mcp.connections["time"]
+        real = connection.call_tool
+
+        async def spy(tool: str, arguments: dict[str, Any]) -> Any:
+            calls.append(tool)
+            return await real(tool, arguments)
+
+        monkeypatch.setattr(connection, "call_tool", spy)
+        model = ScriptedModel()
+        model.add(
+            reply(None, call("time_get_current_time", {"timezone": "UTC"}, id="t1")),
+            reply("It is noon in UTC."),
+        )
+        app = create_app(runtime=runtime, model=model)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as api:
+            first = await api.post("/v1/agent/execute", json={"instruction": "time?"})
+            assert first.status_code == 200, first.text
+            pending = first.json()
+            assert calls == []  # handed to the client: nothing ran yet
+            done = await api.post(
+                "/v1/agent/execute",
+                json={
+                    "sessionId": pending["sessionId"],
+                    "toolResults": [{"callId": "t1", "result": "approve"}],
+                },
+            )
+    assert pending["kind"] == "tool-only"
+    [handed] = pending["toolCalls"]
+    assert handed["requiresClientExecution"] is True
+    assert json.loads(handed["resultJson"])["kind"] == "approval_request"
+    assert done.status_code == 200, done.text
+    assert done.json()["text"] == "It is noon in UTC."
+    assert calls == ["get_current_time"]  # run once, after the approval
+    seen = json.loads(model.requests[1].messages[-1]["content"])
+    assert seen["structuredContent"]["timezone"] == "UTC"
+    model.assert_complete()
+
+
 async def test_an_approved_call_runs_and_the_model_sees_its_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
