@@ -3,8 +3,9 @@
 The transport and ``ClientSession`` are entered and left by one background task (the SDK's
 task groups must be), which holds them open until :meth:`McpConnection.aclose`. Calls come
 from any task and are bounded by the server's ``timeout_seconds``; a call that finds the
-session broken, or that timed out, leaves it to be reopened by the next call. A server that
-is down is reported once (a warning naming it) until it answers again.
+session broken, or that timed out, fails at once and leaves the session to be closed in the
+background and reopened by the next call. A server that is down is reported once (a warning
+naming it) until it answers again.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class McpConnection:
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
+        self._closing: set[asyncio.Task[None]] = set()
         self._reported: str | None = None
         #: Why the server is unusable now, or None while it is connected.
         self.problem: str | None = "not connected yet"
@@ -77,7 +79,7 @@ class McpConnection:
                     if not cursor:
                         return tools
         except Exception as exc:
-            raise await self._failed("listing its tools", exc) from None
+            raise self._failed("listing its tools", exc, session) from None
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Call ``tool``; :class:`McpCallError` when the server is down, hangs or misbehaves."""
@@ -87,12 +89,14 @@ class McpConnection:
             async with asyncio.timeout(limit):
                 return await session.call_tool(tool, arguments, read_timeout_seconds=limit)
         except Exception as exc:
-            raise await self._failed(f"calling '{tool}'", exc) from None
+            raise self._failed(f"calling '{tool}'", exc, session) from None
 
     async def aclose(self) -> None:
         """Close the session and stop a stdio server's process."""
         async with self._lock:
             await self._teardown()
+        while self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
 
     async def _ready(self) -> ClientSession:
         async with self._lock:
@@ -112,17 +116,20 @@ class McpConnection:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[ClientSession] = loop.create_future()
         self._stop = asyncio.Event()
-        self._task = asyncio.create_task(self._hold(ready), name=f"aptix-mcp-{self.name}")
+        self._task = asyncio.create_task(
+            self._hold(ready, self._stop), name=f"aptix-mcp-{self.name}"
+        )
         try:
             async with asyncio.timeout(self._connect_limit):
                 self._session = await asyncio.shield(ready)
         except Exception as exc:
-            await self._teardown()
+            self._detach()
             raise self._down("connecting", exc, self._connect_limit) from None
         return self._session
 
-    async def _hold(self, ready: asyncio.Future[ClientSession]) -> None:
+    async def _hold(self, ready: asyncio.Future[ClientSession], stop: asyncio.Event) -> None:
         """Open the transport and session, hand the session over, keep both open until told."""
+        session: ClientSession | None = None
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
@@ -131,7 +138,7 @@ class McpConnection:
                 )
                 await session.initialize()
                 ready.set_result(session)
-                await self._stop.wait()
+                await stop.wait()
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(
@@ -140,7 +147,8 @@ class McpConnection:
             if not isinstance(exc, Exception):
                 raise
         finally:
-            self._session = None
+            if session is not None and self._session is session:
+                self._session = None  # it ended (the server exited): the next call reopens
 
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
@@ -166,21 +174,29 @@ class McpConnection:
     async def _teardown(self) -> None:
         task, self._task = self._task, None
         self._session = None
+        if task is not None:
+            await _stop_holder(task, self._stop)
+
+    def _detach(self) -> None:
+        """Close the current session in the background; the next call opens a fresh one.
+
+        Closing a stdio server can take seconds (the SDK waits for the process to exit), which
+        the call that found it broken must not wait for.
+        """
+        task, self._task = self._task, None
+        self._session = None
         if task is None:
             return
-        self._stop.set()
-        try:
-            async with asyncio.timeout(5):
-                await asyncio.shield(task)
-        except (TimeoutError, Exception):
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        closing = asyncio.create_task(
+            _stop_holder(task, self._stop), name=f"aptix-mcp-close-{self.name}"
+        )
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
 
-    async def _failed(self, doing: str, exc: Exception) -> McpCallError:
-        """Drop the session (the next call reopens it) and describe the failure."""
-        async with self._lock:
-            await self._teardown()
+    def _failed(self, doing: str, exc: Exception, session: ClientSession) -> McpCallError:
+        """Drop the session the call used (the next call reopens it); describe the failure."""
+        if self._session is session:  # not one opened since by another call
+            self._detach()
         return self._down(doing, exc)
 
     def _down(self, doing: str, exc: Exception, limit: float | None = None) -> McpCallError:
@@ -196,6 +212,18 @@ class McpConnection:
             )
         self._reported = self.problem
         return McpCallError(self.problem)
+
+
+async def _stop_holder(task: asyncio.Task[None], stop: asyncio.Event) -> None:
+    """Tell a holder task to close its session; cancel it when it does not end in 5 s."""
+    stop.set()
+    try:
+        async with asyncio.timeout(5):
+            await asyncio.shield(task)
+    except (TimeoutError, Exception):
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
 
 
 def _describe(exc: BaseException, timeout: float) -> str:
