@@ -264,7 +264,10 @@ async def test_a_server_down_at_start_up_is_registered_once_it_comes_up(
         "time": time_server(),
     }
     # `late_*` in the mode is accepted while the server is down.
-    async with open_runtime(_settings(tmp_path, servers, "late_*")) as runtime:
+    settings = _settings(tmp_path, servers, "late_*").model_copy(
+        update={"tool_timeout_seconds": 2}  # below the server's 7 s: the margin must win
+    )
+    async with open_runtime(settings) as runtime:
         assert runtime.mcp is not None
         assert "MCP server 'late' failed while connecting" in (runtime.mcp.status()["late"] or "")
         assert not any(n.startswith("late_") for n in runtime.registry.registered_tools)
@@ -278,8 +281,8 @@ async def test_a_server_down_at_start_up_is_registered_once_it_comes_up(
         status = runtime.mcp.status()
     assert echo.was_executed, echo.error_message
     assert json.loads(echo.result_json or "")["content"][0]["text"] == "up"
-    # Registered late, its tools still get the server's limit plus a margin (7 + 5 s), so the
-    # server's own limit fails the call first, naming the server.
+    # Registered late, its tools still get the server's limit plus a margin (7 + 5 s), not the
+    # 2 s default, so the server's own limit fails the call first, naming the server.
     assert hung.error_message is not None
     assert "MCP server 'late' failed while calling 'hang': no answer within 7" in (
         hung.error_message
