@@ -37,8 +37,10 @@ class McpServerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
-        if bool(self.command) == bool(self.url):
+        if self.command and self.url:
             raise ValueError("give either 'command' (stdio) or 'url' (streamable HTTP), not both")
+        if not self.command and not self.url:
+            raise ValueError("give 'command' (a stdio server) or 'url' (a streamable HTTP server)")
         if self.url and not self.url.startswith(("http://", "https://")):
             raise ValueError("'url' must start with http:// or https://")
         return self
