@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +18,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+import uvicorn
 
+from aptix.api import create_app
+from aptix.settings import AptixSettings
 from tests.api.live import free_port
 
 VIEWPORT = {"width": 1280, "height": 800}
@@ -75,3 +79,24 @@ def aptix_serve(data_dir: Path, **env: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def in_process(settings: AptixSettings) -> Iterator[str]:
+    """The same app under uvicorn in a thread of this process (no second interpreter start)."""
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=free_port(), log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started:
+            assert thread.is_alive(), "uvicorn stopped before it started"
+            assert time.monotonic() < deadline, "uvicorn did not start within 60 s"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

@@ -35,6 +35,9 @@ def respond(body: dict[str, Any]) -> Step:
     if text == "branch off":
         change = {"mode": "calculation", "branch": True, "reason": "numbers in a new session"}
         return reply(None, call("agent_change_mode", change, id="mode-2"))
+    if text == "call a missing tool":  # not offered in the general mode: refused
+        listing = {"operation": "list_authoring_workflows"}
+        return reply(None, call("agent_workflow_authoring", listing, id="refused-1"))
     if text == "hostile":
         return reply(HOSTILE)
     if text == "big result":

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
+import httpx
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Page, Route, expect
 
 from aptix.testing.server import ScriptedOpenAIServer
-from tests.console.browser import aptix_serve
+from tests.console.browser import PHONE, VIEWPORT, aptix_serve
 from tests.console.conftest import PageFactory
-from tests.console.model import respond
+from tests.console.model import HOSTILE, respond
+
+PREVIEW_CHARS = 4000  # dom.js
 
 KEYS = "key-a=acme:ann:admin,key-b=globex:bob:admin"
 A = {"Authorization": "Bearer key-a"}
@@ -48,3 +52,313 @@ def test_a_wrong_key_is_refused_on_the_field_and_a_right_one_signs_in(
         expect(page.get_by_role("link", name=name, exact=True)).to_be_visible()
     expect(page.get_by_role("heading", name="Chat")).to_be_visible()
     expect(page.locator("#chat-mode")).to_have_text("general")
+
+
+def _chat(page: Page, url: str, text: str) -> None:
+    page.goto(f"{url}/console/#/chat")
+    expect(page.locator("#chat-mode")).to_have_text("general")
+    page.get_by_label("Message").fill(text)
+    page.get_by_role("button", name="Send").click()
+
+
+def test_chat_streams_and_an_approval_card_answers_the_client_call(
+    url: str, open_page: PageFactory
+) -> None:
+    page = open_page(key="key-a")
+    _chat(page, url, "approve please")
+    card = page.get_by_role("region", name="Approval needed")
+    expect(card).to_contain_text("Delete the report?")
+    expect(card).to_contain_text("delete report")
+    expect(card.locator(".destructive-flag")).to_have_text("Yes — this cannot be undone")
+    expect(page.locator(".transcript")).to_contain_text("I need your approval first.")
+    card.get_by_role("button", name="Approve").click()
+    expect(card).to_contain_text("You approved.")
+    expect(page.locator(".msg.assistant p").last).to_have_text("Approved: the report is deleted.")
+    call = page.locator("details.call").filter(has_text="request_user_approval")
+    call.locator("summary").click()
+    expect(call).to_contain_text('"prompt": "Delete the report?"')
+    expect(page.get_by_role("button", name="Cancel turn")).to_be_disabled()
+
+
+def test_a_denied_approval_is_posted_as_the_tool_result(url: str, open_page: PageFactory) -> None:
+    page = open_page(key="key-a")
+    _chat(page, url, "approve please")
+    page.get_by_role("region", name="Approval needed").get_by_role("button", name="Deny").click()
+    expect(page.locator(".msg.assistant p").last).to_have_text("Denied: nothing was done.")
+
+
+def test_a_mode_change_shows_the_welcome_message_and_the_new_mode(
+    url: str, open_page: PageFactory
+) -> None:
+    page = open_page(key="key-a")
+    _chat(page, url, "switch to calculation")
+    expect(page.locator(".note.mode")).to_have_text("Mode changed from general to calculation.")
+    expect(page.locator(".note.welcome")).to_contain_text("Calculation mode")
+    expect(page.locator("#chat-mode")).to_have_text("calculation")
+    expect(page.locator(".msg.assistant").last).to_contain_text("Now in calculation mode.")
+    page.get_by_role("button", name="New session").click()
+    expect(page.locator("#chat-session")).to_have_text("new")
+    expect(page.locator("#chat-mode")).to_have_text("general")
+    expect(page.locator(".transcript")).to_be_empty()
+
+
+def test_model_text_with_script_and_markdown_is_shown_as_text(
+    url: str, open_page: PageFactory
+) -> None:
+    page = open_page(key="key-a")
+    _chat(page, url, "hostile")
+    answer = page.locator(".msg.assistant p").last
+    expect(answer).to_have_text(HOSTILE)
+    transcript = page.locator(".transcript")
+    expect(transcript.locator("script")).to_have_count(0)
+    expect(transcript.locator("img")).to_have_count(0)
+    expect(transcript.locator("a")).to_have_count(0)
+    expect(transcript.locator("strong")).to_have_count(0)
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_a_2_mb_tool_result_is_shortened_with_a_way_to_see_it_all(
+    url: str, open_page: PageFactory
+) -> None:
+    page = open_page(key="key-a")
+    _chat(page, url, "big result")
+    call = page.locator("details.call").filter(has_text="agent_hello_world")
+    expect(call.locator(".call-status")).to_have_text("done")
+    call.locator("summary").click()
+    show = call.get_by_role("button", name=re.compile(r"Show the whole result \(2,0\d\d,\d{3}"))
+    expect(show).to_be_visible()
+    result = call.locator("pre").nth(1)
+    assert len(result.text_content() or "") == PREVIEW_CHARS
+    show.click()
+    expect(show).to_have_count(0)
+    assert len(result.text_content() or "") > 2_000_000
+
+
+def test_a_running_turn_can_be_cancelled(url: str, open_page: PageFactory) -> None:
+    page = open_page(key="key-a")
+    _chat(page, url, "slow")
+    cancel = page.get_by_role("button", name="Cancel turn")
+    expect(cancel).to_be_enabled()
+    cancel.click()
+    expect(page.locator(".transcript")).to_contain_text("Turn cancelled.")
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+
+
+def test_a_lost_stream_offers_a_retry_and_the_turn_runs_once(
+    url: str, open_page: PageFactory
+) -> None:
+    page = open_page(key="key-a")
+    cut = 'event: text_delta\ndata: {"delta": "Ech"}\n\n'
+
+    def drop(route: Route) -> None:
+        # The stream ends before turn_finished and the request never reached the server.
+        route.fulfill(status=200, headers={"content-type": "text/event-stream"}, body=cut)
+
+    page.route("**/v1/agent/execute", drop)
+    _chat(page, url, "say it once")
+    alert = page.get_by_role("alert").filter(has_text="The connection was lost")
+    expect(alert).to_be_visible()
+    page.unroute("**/v1/agent/execute")
+    alert.get_by_role("button", name="Retry").click()
+    expect(page.locator(".msg.assistant p").last).to_have_text("Echo: say it once")
+    session_id = page.locator("#chat-session a").get_attribute("href")
+    assert session_id is not None
+    shown = httpx.get(f"{url}/v1/sessions/{session_id.rsplit('/', 1)[1]}", headers=A).json()
+    assert [t["instruction"] for t in shown["turns"]] == ["say it once"]
+
+
+def test_a_session_page_shows_mode_history_lineage_and_turns(
+    url: str, open_page: PageFactory
+) -> None:
+    answer = httpx.post(
+        f"{url}/v1/agent/execute", json={"instruction": "branch off"}, headers=A, timeout=60
+    ).json()
+    parent, child = answer["sessionId"], answer["branchedSessionId"]
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/sessions")
+    row = page.get_by_role("row").filter(has_text=parent[:8])
+    expect(row).to_contain_text("calculation")
+    row.get_by_role("link", name=parent[:8]).click()
+    expect(page.get_by_role("heading", name=f"Session {parent[:8]}")).to_be_visible()
+    history = page.get_by_role("table", name="Mode changes, oldest first")
+    expect(history.get_by_role("row").nth(1)).to_contain_text(
+        re.compile(r"general\s*calculation\s*numbers in a new session.*ann")
+    )
+    turn = page.get_by_role("article", name="Turn 1")
+    expect(turn).to_contain_text("branch off")
+    expect(turn.get_by_role("table", name="Model calls of turn 1")).to_contain_text("scripted")
+    expect(turn).to_contain_text("agent_change_mode")
+    lineage = page.locator("dl.lineage")
+    lineage.get_by_role("link", name=child[:8]).click()
+    expect(page.get_by_role("heading", name=f"Session {child[:8]}")).to_be_visible()
+    page.locator("dl.lineage").get_by_role("link", name=parent[:8]).click()
+    expect(page.get_by_role("heading", name=f"Session {parent[:8]}")).to_be_visible()
+
+
+def test_a_refused_call_is_listed_with_its_reason(url: str, open_page: PageFactory) -> None:
+    sid = httpx.post(f"{url}/v1/sessions", json={}, headers=A).json()["sessionId"]
+    httpx.post(
+        f"{url}/v1/agent/execute",
+        json={"sessionId": sid, "instruction": "call a missing tool"},
+        headers=A,
+        timeout=60,
+    )
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/sessions/{sid}")
+    refused = page.get_by_role("table", name="Tool calls that were refused, with the reason")
+    expect(refused).to_contain_text("agent_workflow_authoring")
+    expect(refused.get_by_role("row").nth(1).get_by_role("cell").nth(2)).not_to_be_empty()
+
+
+def test_the_match_playground_shows_candidates_with_scores_and_why(
+    url: str, open_page: PageFactory
+) -> None:
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/workflows")
+    listed = page.get_by_role("table", name="Workflows this key can run")
+    expect(listed).to_contain_text("Guided calculation")
+    expect(listed).not_to_contain_text("workflow_diagnostics")  # hidden
+    page.get_by_label("Request").fill("help me calculate a sum")
+    page.get_by_role("button", name="Match").click()
+    best = page.get_by_role("table", name="Candidates, best first").get_by_role("row").nth(1)
+    expect(best).to_contain_text("Guided calculation")
+    expect(best.get_by_role("cell").nth(1)).to_have_text(re.compile(r"^[01]\.\d\d$"))
+    expect(best).to_contain_text("calculate")
+    best.get_by_role("link", name="Guided calculation").click()
+    expect(page.get_by_role("heading", name="Guided calculation")).to_be_visible()
+    expect(page.locator("main")).to_contain_text("agent_calculator")
+
+
+def test_modes_list_the_tools_each_offers(url: str, open_page: PageFactory) -> None:
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/modes")
+    calculation = page.get_by_role("article", name=re.compile("Calculation"))
+    expect(calculation.locator("ul.tools")).to_contain_text("agent_calculator")
+
+
+def test_authoring_draft_then_errors_then_fix_then_publish_after_confirmation(
+    url: str, open_page: PageFactory
+) -> None:
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/authoring")
+    page.get_by_label("Workflow ID").fill("refund_check")
+    page.get_by_label("Title").fill("Refund check")
+    page.get_by_label("Description").fill("Checks the status of a refund.")
+    page.get_by_role("button", name="Create draft").click()
+    expect(page.get_by_role("heading", name="Workflow refund_check")).to_be_visible()
+    page.get_by_label("Permitted tools").fill("agent_no_such_tool")
+    page.get_by_role("button", name="Validate").click()
+    expect(page.locator("#wf-instructionText-error")).to_contain_text("missing")
+    expect(page.locator("#wf-userIntentPatterns-error")).to_contain_text("missing")
+    expect(page.locator("#wf-permittedTools-error")).to_contain_text("agent_no_such_tool")
+    expect(page.get_by_label("Instruction text")).to_have_attribute("aria-invalid", "true")
+    page.get_by_label("User intent patterns").fill("check my refund\nwhere is my refund")
+    page.get_by_label("Instruction text").fill("Ask for the order number, then report.")
+    page.get_by_label("Permitted tools").fill("agent_calculator")
+    page.get_by_label("Completion criteria").fill("The refund status was reported.")
+    page.get_by_role("button", name="Validate").click()
+    expect(page.locator(".status-area")).to_contain_text("refund_check' 0.1.0 is valid")
+    expect(page.get_by_label("Instruction text")).not_to_have_attribute("aria-invalid", "true")
+    page.get_by_role("button", name="Publish…").click()
+    dialog = page.get_by_role("dialog", name="Publish refund_check?")
+    expect(dialog.locator(".version-change")).to_have_text("First version: 0.1.0")
+    dialog.get_by_role("button", name="Publish").click()
+    expect(dialog).to_have_count(0)
+    expect(page.locator(".status-area")).to_contain_text("0.1.0 is published")
+    history = page.get_by_role("table", name="Revisions, oldest first")
+    expect(history.get_by_role("row").last).to_contain_text("publish")
+    # A change is a new draft: the dialog shows the version moving from the served one.
+    page.get_by_label("Title").fill("Refund status check")
+    page.get_by_role("button", name="Publish…").click()
+    dialog = page.get_by_role("dialog", name="Publish refund_check?")
+    expect(dialog.locator(".version-change")).to_have_text("Version 0.1.0 → 0.1.1")
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_have_count(0)
+    listed = httpx.get(f"{url}/v1/workflows/refund_check", headers=A).json()["workflow"]
+    assert (listed["version"], listed["title"]) == ("0.1.0", "Refund check")
+
+
+def test_a_second_orgs_key_sees_none_of_the_first_orgs_sessions(
+    url: str, open_page: PageFactory
+) -> None:
+    secret = httpx.post(f"{url}/v1/sessions", json={"title": "Acme secret plan"}, headers=A)
+    sid = secret.json()["sessionId"]
+    mine = open_page(key="key-a")
+    mine.goto(f"{url}/console/#/sessions")
+    expect(mine.get_by_role("table")).to_contain_text("Acme secret plan")
+    theirs = open_page(key="key-b")
+    theirs.goto(f"{url}/console/#/sessions")
+    expect(theirs.get_by_role("heading", name="Sessions")).to_be_visible()
+    expect(theirs.locator("main")).not_to_contain_text("Acme secret plan")
+    expect(theirs.locator("main")).not_to_contain_text(sid[:8])
+    theirs.goto(f"{url}/console/#/sessions/{sid}")
+    expect(theirs.get_by_role("alert")).to_contain_text(f"Unknown session '{sid}'")
+
+
+def test_a_revoked_key_mid_use_returns_to_sign_in_and_keeps_the_typed_text(
+    url: str, open_page: PageFactory
+) -> None:
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/chat")
+    expect(page.locator("#chat-mode")).to_have_text("general")
+    page.evaluate("sessionStorage.setItem('aptix.apiKey', 'revoked-key')")
+    page.get_by_label("Message").fill("a long message I typed")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator("#api-key-error")).to_contain_text("no longer accepted")
+    expect(page.get_by_label("Message")).to_be_hidden()
+    page.get_by_label("API key").fill("key-a")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_label("Message")).to_have_value("a long message I typed")
+
+
+PAGES = ("chat", "sessions", "modes", "workflows", "authoring")
+
+UNNAMED_CONTROLS = """() => [
+  ...document.querySelectorAll('a[href], button, input, select, textarea')]
+  .filter((el) => el.getClientRects().length > 0)
+  .filter((el) => !((el.getAttribute('aria-label') || '').trim()
+    || (el.labels && [...el.labels].some((l) => l.textContent.trim()))
+    || el.textContent.trim()))
+  .map((el) => el.tagName + '#' + el.id)"""
+
+
+@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1280x800", "phone"])
+def test_every_page_names_its_controls_and_fits_the_width(
+    url: str, open_page: PageFactory, viewport: dict[str, int]
+) -> None:
+    httpx.post(f"{url}/v1/sessions", json={"title": "A listed session"}, headers=A)
+    page = open_page(key="key-a", viewport=viewport)
+    for name in PAGES:
+        page.goto(f"{url}/console/#/{name}")
+        expect(page.get_by_role("heading", level=1)).to_be_visible()
+        expect(page.locator("main table, main textarea, main article").first).to_be_visible()
+        assert page.evaluate(UNNAMED_CONTROLS) == [], name
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{name} is {overflow}px wider than the {viewport} window"
+
+
+def test_the_keyboard_reaches_navigation_then_sends_a_message(
+    url: str, open_page: PageFactory
+) -> None:
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/chat")
+    expect(page.locator("#chat-mode")).to_have_text("general")
+    order = []
+    for _ in range(7):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("document.activeElement.textContent.trim()"))
+    assert order == [
+        "Skip to content",
+        "Chat",
+        "Sessions",
+        "Modes",
+        "Workflows",
+        "Authoring",
+        "Sign out",
+    ]
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="New session")).to_be_focused()
+    page.get_by_label("Message").focus()
+    page.keyboard.type("typed with keys")
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg.assistant p").last).to_have_text("Echo: typed with keys")

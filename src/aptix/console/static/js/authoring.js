@@ -38,7 +38,7 @@ function authoring(args) {
 export async function authoringView(el, params) {
   if (params[0]) return editor(el, params[0]);
   const listed = await authoring({ operation: "list_authoring_workflows" });
-  const form = h("form", { class: "draft", "aria-labelledby": "draft-title" });
+  const form = h("form", { class: "draft", "aria-labelledby": "draft-heading" });
   const inputs = {
     workflowId: h("input", { type: "text", autocomplete: "off" }),
     title: h("input", { type: "text", autocomplete: "off" }),
@@ -47,7 +47,7 @@ export async function authoringView(el, params) {
   const status = h("div");
   replace(
     form,
-    h("h2", { id: "draft-title" }, "Draft a workflow"),
+    h("h2", { id: "draft-heading" }, "Draft a workflow"),
     field("draft-workflowId", "Workflow ID", inputs.workflowId, "snake_case, for example onboard_customer."),
     field("draft-title", "Title", inputs.title),
     field("draft-description", "Description", inputs.description),

@@ -1,7 +1,7 @@
 // Chat: streamed turns, tool calls, approval cards, the mode and the active workflow.
 
 import { api, ApiError, streamTurn, Unauthorized } from "./api.js";
-import { h, longText, notice, pretty, replace, shortId } from "./dom.js";
+import { append, h, longText, notice, pretty, replace, shortId } from "./dom.js";
 
 const APPROVAL_TOOL = "request_user_approval";
 
@@ -124,15 +124,18 @@ export class Chat {
 
   /** The session's mode and active workflow (default mode before the first turn). */
   async refresh() {
+    const wanted = this.sessionId;
     try {
-      if (!this.sessionId) {
+      if (!wanted) {
         const modes = await api("/v1/modes");
+        if (this.sessionId !== wanted) return null; // another session was opened meanwhile
         const mode = modes.find((m) => m.isDefault) || modes[0];
         this.modeEl.textContent = mode ? mode.key : "";
         this.workflowEl.textContent = "none";
         return null;
       }
-      const session = await api(`/v1/sessions/${encodeURIComponent(this.sessionId)}?turnsLimit=50`);
+      const session = await api(`/v1/sessions/${encodeURIComponent(wanted)}?turnsLimit=50`);
+      if (this.sessionId !== wanted) return null;
       this.modeEl.textContent = session.mode;
       this.workflowEl.textContent = session.activeWorkflowId || "none";
       this.sessionEl.replaceChildren(
@@ -164,7 +167,7 @@ export class Chat {
     const text = this.message.value;
     if (!text.trim() || this.controller) return;
     this.message.value = "";
-    this.say("user", text);
+    const said = this.say("user", text);
     if (!this.sessionId) {
       try {
         const created = await api("/v1/sessions", { method: "POST", body: {} });
@@ -172,6 +175,7 @@ export class Chat {
         await this.refresh();
       } catch (error) {
         this.message.value = text; // nothing typed is lost
+        said.remove();
         if (!(error instanceof Unauthorized)) this.note(error.message, "error");
         return;
       }
@@ -253,13 +257,13 @@ export class Chat {
     if (!call.wasExecuted) status.textContent = "refused";
     else if (call.requiresClientExecution) status.textContent = "waiting for you";
     else status.textContent = call.errorMessage ? "failed" : "done";
-    details.append(
+    append(details, [
       h("h3", {}, "Arguments"),
       longText(pretty(call.argumentsJson), "arguments"),
       call.errorMessage
         ? [h("h3", {}, call.wasExecuted ? "Error" : "Refused because"), h("p", { class: "error-text" }, call.errorMessage)]
         : [h("h3", {}, "Result"), longText(pretty(call.resultJson), "result")],
-    );
+    ]);
   }
 
   finished(data) {
