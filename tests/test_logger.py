@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -26,3 +27,60 @@ def test_records_carry_tag_and_fields_as_json_lines(caplog: pytest.LogCaptureFix
     assert lines[2]["tag"] == "[t_ExecuteAsync__Exception]"
     assert "ValueError: bad value" in lines[2]["exception"]
     assert lines[3]["message"] == "tracing"
+
+
+@pytest.fixture
+def restore_loggers() -> Iterator[None]:
+    names = ("aptix", "asgi_correlation_id", "uvicorn", "uvicorn.error", "uvicorn.access")
+    saved = {n: (logging.getLogger(n).handlers[:], logging.getLogger(n).level) for n in names}
+    yield
+    for name, (handlers, level) in saved.items():
+        logging.getLogger(name).handlers[:] = handlers
+        logging.getLogger(name).setLevel(level)
+
+
+@pytest.mark.usefixtures("restore_loggers")
+def test_log_lines_carry_the_ids_bound_around_them(capsys: pytest.CaptureFixture[str]) -> None:
+    from asgi_correlation_id import correlation_id
+
+    from aptix.log_setup import configure_logging, log_ids
+
+    configure_logging("INFO", json_lines=True)
+    log = StdlibAdminLogger(logging.getLogger("aptix.test"))
+    token = correlation_id.set("req-7")
+    try:
+        with log_ids("s-1", "c-1"):
+            log.add_custom_event(LogLevel.INFO, "[t_In]", "inside")
+        log.add_custom_event(LogLevel.INFO, "[t_Out]", "outside", ("SessionId", "s-2"))
+    finally:
+        correlation_id.reset(token)
+    logging.getLogger("uvicorn.access").info(
+        '%s - "%s %s HTTP/%s" %d', "1.2.3.4:5", "GET", "/x", "1.1", 204
+    )
+    inside, outside, access = (json.loads(line) for line in capsys.readouterr().err.splitlines())
+    assert (inside["request_id"], inside["session_id"], inside["conversation_id"]) == (
+        "req-7",
+        "s-1",
+        "c-1",
+    )
+    assert (outside["request_id"], outside["session_id"], outside["conversation_id"]) == (
+        "req-7",
+        "s-2",
+        None,
+    )
+    assert (access["method"], access["path"], access["status"], access["request_id"]) == (
+        "GET",
+        "/x",
+        204,
+        None,
+    )
+
+
+@pytest.mark.usefixtures("restore_loggers")
+def test_plain_lines_show_the_request_id_or_a_dash(capsys: pytest.CaptureFixture[str]) -> None:
+    from aptix.log_setup import configure_logging
+
+    configure_logging("INFO")
+    logging.getLogger("aptix.test").info("hello [bold]")
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.endswith(" INFO aptix.test [-] hello [bold]")

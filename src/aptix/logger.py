@@ -7,12 +7,11 @@ session and conversation id (AGN-005 §7).
 
 from __future__ import annotations
 
-import json
 import logging
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from aptix.log_setup import JsonLinesFormatter, configure_logging
 from aptix.urls import mask_credentials
 
 __all__ = [
@@ -93,38 +92,3 @@ class StdlibAdminLogger:
 
 def _extra(tag: str, pairs: tuple[Pair, ...]) -> dict[str, Any]:
     return {"aptix_tag": tag, "aptix_fields": dict(pairs)}
-
-
-class JsonLinesFormatter(logging.Formatter):
-    """Formats each record as one JSON object per line, structured fields included."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        """Return the record as a single JSON line."""
-        payload: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        tag = getattr(record, "aptix_tag", None)
-        if tag:
-            payload["tag"] = tag
-        fields = getattr(record, "aptix_fields", None)
-        if fields:
-            payload.update(fields)
-        if record.exc_info:
-            payload["exception"] = self.formatException(record.exc_info)
-        return json.dumps(payload, ensure_ascii=False, default=str)
-
-
-def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
-    """Configure the ``aptix`` logger: plain text by default, JSON lines when asked."""
-    handler = logging.StreamHandler()
-    if json_lines:
-        handler.setFormatter(JsonLinesFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    root = logging.getLogger("aptix")
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False

@@ -17,7 +17,7 @@ from aptix.api.auth import ApiKeyVerifier
 from aptix.api.docs import install_offline_docs
 from aptix.api.edge import RefuseNulInUrl
 from aptix.api.errors import EnvelopeErrors, install_error_handlers
-from aptix.api.metrics import Metrics, ObserveMiddleware
+from aptix.api.metrics import Metrics, ObserveMiddleware, with_request_ids
 from aptix.api.routes import agent, catalog, health, sessions, tools
 from aptix.api.schemas import ERROR_RESPONSES
 from aptix.console import ConsoleFiles
@@ -115,5 +115,8 @@ class _AptixApp(FastAPI):
 
     def build_middleware_stack(self) -> ASGIApp:
         """The usual stack inside :class:`EnvelopeErrors`."""
-        # Outermost, because the body limit answers 413 from outside every user middleware.
-        return EnvelopeErrors(super().build_middleware_stack(), max_body_size=self.max_body_size)
+        # Outermost, because the body limit answers 413 from outside every user middleware;
+        # only the request id is set before, so that those answers carry it too.
+        return with_request_ids(
+            EnvelopeErrors(super().build_middleware_stack(), max_body_size=self.max_body_size)
+        )

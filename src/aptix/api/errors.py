@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from asgi_correlation_id import correlation_id
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -160,7 +161,7 @@ def install_error_handlers(app: FastAPI) -> None:
             "[HttpApi_Request__Exception]",
             exc,
             ("Path", request.url.path),
-            ("RequestId", getattr(request.state, "request_id", "")),
+            ("RequestId", correlation_id.get() or ""),
         )
         return _response(500, "internal_error", "The server failed unexpectedly; it was logged.")
 

@@ -1,14 +1,31 @@
-"""Prometheus metrics and the request-id middleware (plain ASGI, so it is cheap)."""
+"""Prometheus metrics and their middleware (plain ASGI, so it is cheap)."""
 
 from __future__ import annotations
 
 import time
-import uuid
 
+from asgi_correlation_id import CorrelationIdMiddleware
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["Metrics", "ObserveMiddleware"]
+__all__ = ["Metrics", "ObserveMiddleware", "with_request_ids"]
+
+#: The longest request id kept from a caller's ``X-Request-ID``.
+MAX_REQUEST_ID = 128
+
+
+def with_request_ids(app: ASGIApp) -> ASGIApp:
+    """``app`` behind asgi-correlation-id's middleware.
+
+    The caller's ``X-Request-ID`` (or a new one) is echoed on the response and put on every
+    log line of the request (see :mod:`aptix.log_setup`).
+    """
+    return CorrelationIdMiddleware(
+        app,
+        header_name="X-Request-ID",
+        validator=None,  # any caller's id is kept (a proxy's, a trace's), only shortened
+        transformer=lambda value: value[:MAX_REQUEST_ID],
+    )
 
 
 class Metrics:
@@ -31,7 +48,7 @@ class Metrics:
 
 
 class ObserveMiddleware:
-    """Request ids in and out, and request metrics."""
+    """Request metrics by route and status (request ids: :func:`with_request_ids`)."""
 
     def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
         self.app = app
@@ -42,21 +59,17 @@ class ObserveMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
-        request_id = (headers.get(b"x-request-id") or uuid.uuid4().hex.encode())[:128]
-        scope.setdefault("state", {})["request_id"] = request_id.decode("latin-1")
         status = 500
         started = time.perf_counter()
 
-        async def send_with_id(message: Message) -> None:
+        async def send_observed(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message["headers"] = [*message.get("headers", ()), (b"x-request-id", request_id)]
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_id)
+            await self.app(scope, receive, send_observed)
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
             self.metrics.latency.labels(route).observe(time.perf_counter() - started)

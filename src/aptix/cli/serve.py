@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Any
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from aptix.cli.output import fail, print_json, say, warn
 from aptix.cli.runtime import check_runtime, settings_or_exit
+from aptix.log_setup import configure_logging, logging_config
 from aptix.urls import mask_credentials
+
+if TYPE_CHECKING:
+    from aptix.settings import AptixSettings
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 
@@ -50,24 +56,39 @@ def serve(
     # Everything the app opens at start-up is opened once here first, so that a bad
     # database URL, catalog or manifest is one line before "Aptix API on ..." is printed.
     check_runtime(settings)
+    notice = _notices(settings)
     if not keys:
-        warn("No APTIX_API_KEYS set: serving one local user (org 'local'), on loopback only.")
+        notice("No APTIX_API_KEYS set: serving one local user (org 'local'), on loopback only.")
     if not settings.model_configured:
-        warn(
+        notice(
             "No model configured (APTIX_LLM_MODEL): /v1/agent/execute answers 503; "
             "every other route works."
         )
     listen_port = port if port is not None else settings.port
-    warn(f"Aptix API on http://{bind}:{listen_port} (OpenAPI at /docs). Ctrl-C stops.")
+    notice(
+        f"Aptix API on http://{bind}:{listen_port} (OpenAPI at /docs). Ctrl-C stops.",
+        logging.INFO,
+    )
     uvicorn.run(
         "aptix.api.app:create_app",
         factory=True,
         host=bind,
         port=listen_port,
         reload=reload,
-        log_level=settings.log_level.lower(),
+        # One configuration for aptix's and uvicorn's loggers: the same format (JSON lines
+        # with APTIX_LOG_JSON), request ids on every line, an access line per request.
+        log_config=logging_config(settings.log_level, json_lines=settings.log_json),
         timeout_graceful_shutdown=30,
     )
+
+
+def _notices(settings: AptixSettings) -> Callable[..., None]:
+    """Print start-up notices on stderr: as log lines with APTIX_LOG_JSON, so all is JSON."""
+    if not settings.log_json:
+        return lambda message, level=logging.WARNING: warn(message)
+    configure_logging(settings.log_level, json_lines=True)
+    log = logging.getLogger("aptix.serve")
+    return lambda message, level=logging.WARNING: log.log(level, "%s", message)
 
 
 @config_app.command("show")

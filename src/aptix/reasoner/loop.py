@@ -15,6 +15,7 @@ from typing import Any
 
 from aptix.errors import LlmError, TurnError
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, Usage
+from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger, LogLevel
 from aptix.modes.catalog import ModeCatalog
 from aptix.reasoner.approvals import settle_approvals
@@ -193,7 +194,8 @@ class AgentReasoner:
         self._running[turn_id] = task
         heartbeat = Heartbeat(self._turns, turn.record, self._lease)
         try:
-            return await self._run(turn, history, on_event)
+            with log_ids(turn.session.id, turn_id):
+                return await self._run(turn, history, on_event)
         except TurnLost:
             return result_of(turn, "cancelled", turn.executed)
         except asyncio.CancelledError:

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import replace
 from typing import Any
 
+from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
 from aptix.tools.base import AgentTool
@@ -132,7 +133,8 @@ class AgentToolExecutor:
         self, name: str, arguments_json: str, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
         """Run a tool outside a model turn (CLI, HTTP, MCP) and return its ``InvokeResult``."""
-        done = await self.execute(AgentToolCall("direct", name, arguments_json), context)
+        with log_ids(context.session_id, context.conversation_id):
+            done = await self.execute(AgentToolCall("direct", name, arguments_json), context)
         if done.was_executed and done.result_json is not None:
             return InvokeResult.create(done.result_json)
         return InvokeResult.from_error(done.error_message or "The tool did not run.")

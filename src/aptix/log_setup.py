@@ -1,0 +1,152 @@
+"""How log lines look and what they carry: one configuration for Aptix's and uvicorn's loggers.
+
+Every record gets ``request_id`` (from the ``X-Request-ID`` header, or one made up, by
+``asgi-correlation-id``'s middleware) and ``session_id`` and ``conversation_id`` where they
+are known (bound with :func:`log_ids` around a turn or a tool call). Plain text by default;
+with ``json_lines`` every line, uvicorn's access and error lines included, is one JSON object
+written by ``python-json-logger``.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from asgi_correlation_id.context import correlation_id
+from pythonjsonlogger.json import JsonFormatter
+
+__all__ = [
+    "JsonLinesFormatter",
+    "LogContextFilter",
+    "configure_logging",
+    "log_ids",
+    "logging_config",
+]
+
+_ids: ContextVar[tuple[str | None, str | None]] = ContextVar("aptix_log_ids", default=(None, None))
+
+PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+
+#: uvicorn's access lines: client, method, path, HTTP version, status (its format's args).
+_ACCESS_FIELDS = ("client", "method", "path", "http_version", "status")
+
+
+@contextmanager
+def log_ids(session_id: str | None, conversation_id: str | None = None) -> Iterator[None]:
+    """Mark every record logged inside the block with these session and conversation ids."""
+    token = _ids.set((session_id or None, conversation_id or None))
+    try:
+        yield
+    finally:
+        _ids.reset(token)
+
+
+class LogContextFilter(logging.Filter):
+    """Adds ``request_id``, ``session_id`` and ``conversation_id`` to every record.
+
+    An id that is not known is ``missing`` (None for JSON, ``-`` in plain text).
+    """
+
+    def __init__(self, missing: str | None = None) -> None:
+        super().__init__()
+        self.missing = missing
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Annotate the record (never drops it)."""
+        session_id, conversation_id = _ids.get()
+        fields = getattr(record, "aptix_fields", None) or {}
+        record.request_id = correlation_id.get() or self.missing
+        record.session_id = session_id or fields.get("SessionId") or self.missing
+        record.conversation_id = conversation_id or fields.get("ConversationId") or self.missing
+        return True
+
+
+class JsonLinesFormatter(JsonFormatter):
+    """One JSON object per line: time, level, logger, message, the ids, structured fields."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "%(levelname)s %(name)s %(message)s",
+            rename_fields={"levelname": "level", "name": "logger", "exc_info": "exception"},
+            timestamp="time",
+            json_ensure_ascii=False,
+        )
+
+    def add_fields(
+        self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]
+    ) -> None:
+        """The standard fields, then the ids and Aptix's tag and key/value pairs, flattened."""
+        super().add_fields(log_data, record, message_dict)
+        log_data.pop("color_message", None)  # uvicorn's coloured copy of the message
+        log_data["level"] = record.levelname.lower()
+        for name in ("request_id", "session_id", "conversation_id"):
+            log_data[name] = getattr(record, name, None)
+        tag = log_data.pop("aptix_tag", None)
+        if tag:
+            log_data["tag"] = tag
+        log_data.update(log_data.pop("aptix_fields", None) or {})
+        if record.name == "uvicorn.access" and isinstance(record.args, tuple):
+            log_data.update(zip(_ACCESS_FIELDS, record.args, strict=False))
+
+
+def logging_config(level: str = "INFO", *, json_lines: bool = False) -> dict[str, Any]:
+    """A :func:`logging.config.dictConfig` for the ``aptix`` and the ``uvicorn`` loggers.
+
+    ``aptix`` logs at ``level``; uvicorn's loggers log at INFO (or DEBUG, when ``level`` is),
+    so that ``aptix serve`` shows its start-up and an access line per request.
+    """
+    aptix_level = level.upper()
+    server_level = "DEBUG" if aptix_level == "DEBUG" else "INFO"
+    formatter: dict[str, Any] = (
+        {"()": JsonLinesFormatter} if json_lines else {"format": PLAIN_FORMAT}
+    )
+    handler = {"handlers": ["stderr"], "propagate": False}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"ids": {"()": LogContextFilter, "missing": None if json_lines else "-"}},
+        "formatters": {"aptix": formatter},
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "formatter": "aptix",
+                "filters": ["ids"],
+            }
+        },
+        "loggers": {
+            "aptix": {**handler, "level": aptix_level},
+            # `aptix serve`'s own start-up notices, shown like uvicorn's.
+            "aptix.serve": {"level": server_level},
+            "asgi_correlation_id": {**handler, "level": "WARNING"},
+            "uvicorn": {**handler, "level": server_level},
+            "uvicorn.error": {"level": server_level},
+            "uvicorn.access": {**handler, "level": server_level},
+        },
+    }
+
+
+def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
+    """Configure the loggers of :func:`logging_config` in place.
+
+    Unlike :func:`logging.config.dictConfig`, this leaves every other logger's handlers
+    alone (a test's capture handler, an embedding application's own set-up).
+    """
+    config = logging_config(level, json_lines=json_lines)
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        JsonLinesFormatter()
+        if json_lines
+        else logging.Formatter(config["formatters"]["aptix"]["format"])
+    )
+    handler.addFilter(LogContextFilter(config["filters"]["ids"]["missing"]))
+    for name, wanted in config["loggers"].items():
+        logger = logging.getLogger(name)
+        logger.setLevel(wanted["level"])
+        if "handlers" in wanted:
+            logger.handlers[:] = [handler]
+            logger.propagate = False
