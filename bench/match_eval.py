@@ -16,24 +16,40 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.manifest import WorkflowManifest
-from aptix.workflows.matching.combined import MATCH_THRESHOLD, Candidates, WorkflowMatcher
-from aptix.workflows.matching.fusion import FUSED_FEATURES, FusionModel
+from aptix.workflows.matching.combined import (
+    MATCH_THRESHOLD,
+    MAX_MATCH_CHARS,
+    Candidates,
+    WorkflowMatcher,
+)
+from aptix.workflows.matching.fusion import (
+    FUSED_FEATURES,
+    REQUEST_FEATURES,
+    REQUEST_L2,
+    FusionModel,
+)
 from aptix.workflows.registry import WorkflowRegistry
 from tests.workflows.matchset import Labelled, catalog
+
+Matrix = NDArray[np.float64]
 
 __all__ = [
     "Fold",
     "Scores",
     "collect",
+    "embeddings",
     "eval_catalog",
     "fit_model",
+    "fit_request",
     "kfold",
     "leave_one_workflow_out",
     "run_folds",
     "score",
+    "with_request",
 ]
 
 
@@ -90,6 +106,56 @@ def registry_for(
 def collect(matcher: WorkflowMatcher, rows: Sequence[Labelled]) -> list[Candidates]:
     """Every message's candidates and features (the matcher's index must be built)."""
     return [matcher.candidates(row.message) for row in rows]
+
+
+def embeddings(matcher: WorkflowMatcher, rows: Sequence[Labelled]) -> Matrix:
+    """Every message's embedding (the matcher must have a semantic part)."""
+    if matcher.semantic is None:
+        raise ValueError("embeddings need a semantic matcher")
+    semantic = matcher.semantic
+    return np.vstack([semantic.embed_query(r.message[:MAX_MATCH_CHARS]) for r in rows]).astype(
+        np.float64
+    )
+
+
+def fit_request(vectors: Matrix, rows: Sequence[Labelled]) -> FusionModel:
+    """The request model (does the message ask for a task?) fitted on these messages."""
+    asks = np.asarray([float(r.expected is not None) for r in rows])
+    return FusionModel.fit(REQUEST_FEATURES, vectors, asks, l2=REQUEST_L2)
+
+
+def with_request(
+    cands: Sequence[Candidates],
+    vectors: Matrix,
+    rows: Sequence[Labelled],
+    train: Sequence[int],
+    test: Sequence[int],
+    inner: int = 5,
+) -> list[Candidates]:
+    """``cands`` with the request column from models that never saw the message scored.
+
+    Test messages get the model fitted on all of ``train``; each training message gets the
+    model fitted on the other inner folds of ``train``, as the fusion model must learn from
+    request probabilities like those it will see on unseen messages.
+    """
+    column = FUSED_FEATURES.index("request")
+    request = np.zeros(len(cands))
+    parts = [list(train[j::inner]) for j in range(inner)]
+    for part in parts:
+        held = set(part)
+        rest = [i for i in train if i not in held]
+        model = fit_request(vectors[rest], [rows[i] for i in rest])
+        request[part] = model.probability(vectors[part])
+    if test:
+        model = fit_request(vectors[list(train)], [rows[i] for i in train])
+        request[list(test)] = model.probability(vectors[list(test)])
+    out = list(cands)
+    for i in (*train, *test):
+        features = cands[i].features.copy()
+        if len(features):
+            features[:, column] = request[i]
+        out[i] = Candidates(cands[i].ids, features)
+    return out
 
 
 def _columns(features: Sequence[str]) -> list[int]:
@@ -186,10 +252,19 @@ def run_folds(
     rows: Sequence[Labelled],
     features: Sequence[str],
     on_fold: Callable[[Fold, Scores], None] | None = None,
+    vectors: Matrix | None = None,
 ) -> Scores:
-    """Fit on each fold's training part, score on its held-out part; the summed scores."""
+    """Fit on each fold's training part, score on its held-out part; the summed scores.
+
+    With the ``request`` feature, ``vectors`` (the message embeddings) are needed: the request
+    model is refitted inside every fold, so nothing is scored by a model that saw it.
+    """
+    if "request" in features and vectors is None:
+        raise ValueError("the request feature needs the message embeddings")
     total = Scores()
     for fold in folds:
+        if vectors is not None and "request" in features:
+            cands = with_request(cands, vectors, rows, fold.train, fold.test)
         model = fit_model([cands[i] for i in fold.train], [rows[i] for i in fold.train], features)
         result = score(model, [cands[i] for i in fold.test], [rows[i] for i in fold.test])
         if on_fold is not None:

@@ -29,7 +29,7 @@ import numpy as np
 import platformdirs
 
 from aptix.workflows.loader import load_builtin
-from aptix.workflows.matching.combined import MATCH_THRESHOLD, WorkflowMatcher
+from aptix.workflows.matching.combined import MATCH_THRESHOLD, Candidates, WorkflowMatcher
 from aptix.workflows.matching.fusion import FUSED_FEATURES, LEXICAL_FEATURES, WEIGHTS_FILE
 from aptix.workflows.matching.semantic import (
     DEFAULT_MODEL,
@@ -43,14 +43,18 @@ from aptix.workflows.registry import WorkflowRegistry
 from bench._table import print_table
 from bench.match_eval import (
     Fold,
+    Matrix,
     Scores,
     collect,
+    embeddings,
     eval_catalog,
     fit_model,
+    fit_request,
     kfold,
     leave_one_workflow_out,
     registry_for,
     run_folds,
+    with_request,
 )
 from tests.workflows.evalset import EVAL_MESSAGES, evaluate, synthetic_catalog, synthetic_messages
 from tests.workflows.evalset import eval_catalog as legacy_catalog
@@ -136,15 +140,16 @@ def fold_rows(
     catalog = eval_catalog()
     lexical = WorkflowMatcher()
     registry_for(catalog, lexical)
-    configs: list[tuple[str, list[object], tuple[str, ...]]] = [
-        ("lexical", collect(lexical, rows), LEXICAL_FEATURES)  # type: ignore[list-item]
+    configs: list[tuple[str, list[Candidates], tuple[str, ...], Matrix | None]] = [
+        ("lexical", collect(lexical, rows), LEXICAL_FEATURES, None)
     ]
     for name, embedder in embedders.items():
         fused = WorkflowMatcher(SemanticMatcher(embedder))
         registry_for(catalog, fused)
         found = collect(fused, rows)
-        configs.append((f"semantic only ({name})", found, SEMANTIC_ONLY))  # type: ignore[arg-type]
-        configs.append((f"fused ({name})", found, FUSED_FEATURES))  # type: ignore[arg-type]
+        vectors = embeddings(fused, rows)
+        configs.append((f"semantic only ({name})", found, SEMANTIC_ONLY, None))
+        configs.append((f"fused ({name})", found, FUSED_FEATURES, vectors))
     protocols: list[tuple[str, list[Fold]]] = [
         ("5-fold", kfold(rows)),
         ("leave-one-workflow-out", leave_one_workflow_out(rows)),
@@ -152,13 +157,13 @@ def fold_rows(
     summary: list[list[object]] = []
     per_fold: dict[tuple[str, str], dict[str, Scores]] = {}
     for protocol, folds in protocols:
-        for label, cands, features in configs:
+        for label, cands, features, vectors in configs:
             scores = {}
 
             def keep(fold: Fold, result: Scores, into: dict[str, Scores] = scores) -> None:
                 into[fold.name] = result
 
-            total = run_folds(folds, cands, rows, features, keep)  # type: ignore[arg-type]
+            total = run_folds(folds, cands, rows, features, keep, vectors)
             per_fold[(protocol, label)] = scores
             summary.append([protocol, label, *_rates(total)])
             if show_misses and label.startswith("fused") and protocol == "5-fold":
@@ -195,7 +200,8 @@ def distractor_rows(embedder: DiskCachedEmbedder | None) -> list[list[object]]:
     out: list[list[object]] = []
     for label, matcher, features in configs:
         registry_for(catalog, matcher)
-        total = run_folds(kfold(rows), collect(matcher, rows), rows, features)
+        vectors = embeddings(matcher, rows) if matcher.semantic is not None else None
+        total = run_folds(kfold(rows), collect(matcher, rows), rows, features, None, vectors)
         out.append([f"{len(catalog):,} workflows, 5-fold", label, *_rates(total)])
     return out
 
@@ -361,9 +367,14 @@ def fit(embedder: DiskCachedEmbedder | None) -> None:
     lexical, fused = WorkflowMatcher(), WorkflowMatcher(SemanticMatcher(embedder))
     registry_for(eval_catalog(), lexical)
     registry_for(eval_catalog(), fused)
+    vectors = embeddings(fused, rows)
+    everyone = list(range(len(rows)))
+    # The fusion model learns from out-of-fold request probabilities, like those of new messages.
+    fused_cands = with_request(collect(fused, rows), vectors, rows, everyone, [])
     payload = {
         "lexical": fit_model(collect(lexical, rows), rows, LEXICAL_FEATURES).to_json(),
-        "fused": fit_model(collect(fused, rows), rows, FUSED_FEATURES).to_json(),
+        "fused": fit_model(fused_cands, rows, FUSED_FEATURES).to_json(),
+        "request": fit_request(vectors, rows).to_json(),
     }
     WEIGHTS_FILE.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {WEIGHTS_FILE}")

@@ -16,6 +16,7 @@ from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, loa
 from aptix.workflows.registry import WorkflowRegistry
 from bench.match_eval import (
     collect,
+    embeddings,
     eval_catalog,
     kfold,
     leave_one_workflow_out,
@@ -51,15 +52,16 @@ def test_fused_matching_is_not_below_lexical_on_held_out_folds(
     registry_for(eval_catalog(), lexical)
     registry_for(eval_catalog(), fused)
     lex_cands, fused_cands = collect(lexical, rows), collect(fused, rows)
+    vectors = embeddings(fused, rows)
     for fold in kfold(rows):
         lex = run_folds([fold], lex_cands, rows, LEXICAL_FEATURES)
-        both = run_folds([fold], fused_cands, rows, FUSED_FEATURES)
+        both = run_folds([fold], fused_cands, rows, FUSED_FEATURES, vectors=vectors)
         assert both.top1 + both.rejected >= lex.top1 + lex.rejected, fold.name
     lowo = leave_one_workflow_out(rows)
     lex = run_folds(lowo, lex_cands, rows, LEXICAL_FEATURES)
-    both = run_folds(lowo, fused_cands, rows, FUSED_FEATURES)
+    both = run_folds(lowo, fused_cands, rows, FUSED_FEATURES, vectors=vectors)
     assert both.top1 + both.rejected > lex.top1 + lex.rejected
-    total = run_folds(kfold(rows), fused_cands, rows, FUSED_FEATURES)
+    total = run_folds(kfold(rows), fused_cands, rows, FUSED_FEATURES, vectors=vectors)
     assert total.top1_rate >= 0.72, total.misses
     assert total.rejection_rate >= 0.75, total.misses
 

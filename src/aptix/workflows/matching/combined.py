@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from aptix.workflows.manifest import WorkflowManifest
-from aptix.workflows.matching.fusion import FusionModel, default_model, message_cues
+from aptix.workflows.matching.fusion import (
+    FusionModel,
+    default_model,
+    message_cues,
+    request_model,
+)
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
 from aptix.workflows.matching.text import terms
 
@@ -76,6 +81,7 @@ class WorkflowMatcher:
         self._lexical = LexicalMatcher()
         self._semantic = semantic
         self._model = model or default_model(semantic is not None)
+        self._request = request_model() if semantic is not None else None
 
     @property
     def semantic(self) -> SemanticMatcher | None:
@@ -132,11 +138,24 @@ class WorkflowMatcher:
         cues = message_cues(text, len(terms(text)))
         lex = np.asarray([lexical.get(w, 0.0) for w in ids])
         columns = [lex, _margin(lex), _is_top(lex), *(np.full(len(ids), c) for c in cues)]
-        if self._semantic is not None:
-            floor = min(semantic.values()) if semantic else 0.0
-            sem = np.asarray([semantic.get(w, floor) for w in ids])
-            columns += [sem, _margin(sem), _is_top(sem)]
+        if self._semantic is None or self._request is None:
+            return Candidates(ids, np.column_stack(columns))
+        floor = min(semantic.values()) if semantic else 0.0
+        sem = np.asarray([semantic.get(w, floor) for w in ids])
+        top2, centroid = self._semantic.profile(text, ids)
+        request = self._request_probability(self._semantic, self._request, text)
+        columns += [sem, _margin(sem), _is_top(sem), top2, centroid, np.full(len(ids), request)]
         return Candidates(ids, np.column_stack(columns))
+
+    def _request_probability(
+        self, semantic: SemanticMatcher, request: FusionModel, text: str
+    ) -> float:
+        query = semantic.embed_query(text)
+        if query.shape[0] != len(request.mean):
+            # Another embedding model than the request model was fitted on: no evidence, so
+            # the feature's training mean (it then adds nothing to the fused logit).
+            return self._model.mean[self._model.features.index("request")]
+        return float(request.probability(query[None, :].astype(np.float64))[0])
 
     def _why(self, message: str, workflow_id: str) -> str:
         reasons = []

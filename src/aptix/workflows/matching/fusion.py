@@ -6,9 +6,13 @@ into the probability that the candidate is the workflow the user means. That pro
 ``matchScore``, so 0.45 means the same whichever matcher supplied the evidence, and a strong
 signal from either matcher can carry a match on its own: neither can veto the other.
 
+With the semantic matcher, two more kinds of evidence join: how well a workflow's texts agree
+(the mean of its two closest texts, its centroid) and :func:`request_model`, the probability
+that the message asks for a task at all, read from the message embedding.
+
 The weights are fitted by ``python -m bench.workflows --fit`` on the labelled set in
 ``tests/workflows/matchset`` and stored in ``fusion.json``; the bench reports accuracy only on
-folds the weights were not fitted on.
+folds the weights (the request model's included) were not fitted on.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ from numpy.typing import NDArray
 __all__ = [
     "FUSED_FEATURES",
     "LEXICAL_FEATURES",
+    "REQUEST_FEATURES",
     "FusionModel",
     "default_model",
     "message_cues",
+    "request_model",
 ]
 
 Matrix = NDArray[np.float64]
@@ -37,7 +43,19 @@ Matrix = NDArray[np.float64]
 #: Features of the lexical-only configuration.
 LEXICAL_FEATURES = ("lex", "lex_margin", "lex_top", "negated", "info_question", "short")
 #: Features when the semantic matcher is on as well.
-FUSED_FEATURES = (*LEXICAL_FEATURES, "sem", "sem_margin", "sem_top")
+FUSED_FEATURES = (
+    *LEXICAL_FEATURES,
+    "sem",
+    "sem_margin",
+    "sem_top",
+    "sem_top2",
+    "sem_centroid",
+    "request",
+)
+#: The request model reads the whole message embedding as its one (vector) feature.
+REQUEST_FEATURES = ("embedding",)
+#: L2 penalty of the request model: 384 weights from a few hundred messages need strong shrinkage.
+REQUEST_L2 = 30.0
 
 WEIGHTS_FILE = Path(__file__).parent / "fusion.json"
 
@@ -141,4 +159,18 @@ def default_model(semantic: bool) -> FusionModel:
     expected = FUSED_FEATURES if semantic else LEXICAL_FEATURES
     if model.features != expected:
         raise ValueError(f"{WEIGHTS_FILE.name} was fitted on other features: refit it.")
+    return model
+
+
+@functools.cache
+def request_model() -> FusionModel:
+    """P(the message asks for a task at all), from its embedding alone.
+
+    It tells "write the release notes" from "what are release notes?", which name the same
+    nouns; the fusion model takes it as the ``request`` feature.
+    """
+    data = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
+    model = FusionModel.from_json(data["request"])
+    if model.features != REQUEST_FEATURES:
+        raise ValueError(f"{WEIGHTS_FILE.name} has no request model: refit it.")
     return model

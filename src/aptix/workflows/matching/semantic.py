@@ -197,6 +197,7 @@ class SemanticMatcher:
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._ends: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self._centroids: Vectors = np.zeros((0, 0), dtype=np.float32)
+        self._prefilter = False
         #: How many texts have been sent to the embedder (to check the cache works).
         self.encoded_texts = 0
         self.build(documents)
@@ -241,10 +242,11 @@ class SemanticMatcher:
         )
         self._ends = np.append(self._starts[1:], len(ordered)).astype(np.intp)
         self._centroids = np.zeros((0, 0), dtype=np.float32)
-        if len(ordered) > PREFILTER_DOCUMENTS:
+        if ordered:
             sums = np.add.reduceat(self._matrix, self._starts, axis=0)
             norms = np.linalg.norm(sums, axis=1, keepdims=True)
             self._centroids = (sums / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+        self._prefilter = len(ordered) > PREFILTER_DOCUMENTS
 
     def __len__(self) -> int:
         return len(self._owners)
@@ -267,7 +269,7 @@ class SemanticMatcher:
             return {}
         query = self.embed_query(message)
         extra = [i for i in (self._index.get(o) for o in also) if i is not None]
-        if self._centroids.size:
+        if self._prefilter:
             return self._rank_prefiltered(query, limit, extra)
         per_owner = np.maximum.reduceat(_dot(self._matrix, query), self._starts)
         count = min(limit, len(self._owners))
@@ -293,6 +295,25 @@ class SemanticMatcher:
             position = int(np.searchsorted(chosen, index))
             found[self._owners[index]] = float(per_owner[position])
         return found
+
+    def profile(self, message: str, owners: Sequence[str]) -> tuple[Vectors, Vectors]:
+        """For each owner: the mean of its two closest texts, and its centroid's cosine.
+
+        Unknown owners get 0. A workflow that one stray pattern matches scores lower on both
+        than one whose texts all point at the message; the fusion model weighs that.
+        """
+        query = self.embed_query(message)
+        top2 = np.zeros(len(owners), dtype=np.float32)
+        centroid = np.zeros(len(owners), dtype=np.float32)
+        for k, owner in enumerate(owners):
+            index = self._index.get(owner)
+            if index is None:
+                continue
+            start, end = int(self._starts[index]), int(self._ends[index])
+            sims = _dot(self._matrix[start:end], query)
+            top2[k] = float(np.sort(sims)[-2:].mean())
+            centroid[k] = float(self._centroids[index] @ query)
+        return top2, centroid
 
     def best_text(self, message: str, owner: str) -> tuple[str, float] | None:
         """The text of ``owner`` closest to ``message``, with its cosine (None if unknown)."""
