@@ -12,7 +12,7 @@ from aptix.llm.openai_client import OpenAiLlmClient
 from aptix.llm.types import LlmRequest
 from aptix.runtime import Runtime
 from aptix.testing import call, reply
-from aptix.testing.server import Delay, Fail, ScriptedOpenAIServer
+from aptix.testing.server import Fail, Hold, ScriptedOpenAIServer
 
 REQUEST = LlmRequest(
     messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}),
@@ -87,9 +87,9 @@ async def test_a_500_is_retried_then_succeeds(server: ScriptedOpenAIServer, api:
 
 
 async def test_a_timeout_is_reported_in_seconds(server: ScriptedOpenAIServer) -> None:
-    server.add(Delay(1.5, reply("late")))
+    server.add(Hold(reply("late")))  # never answers: the client's own limit ends the call
     client = _client(server, timeout_seconds=0.3, max_retries=0)
-    with pytest.raises(LlmError, match=r"timed out after 0\.3 s"):
+    with pytest.raises(LlmError, match=r"timed out after 0\.3 s; .*APTIX_LLM_TIMEOUT_SECONDS"):
         await client.complete(REQUEST)
 
 

@@ -1,23 +1,42 @@
-"""``aptix chat``: an interactive terminal chat with the configured model."""
+"""``aptix chat``: an interactive terminal chat with the configured model.
+
+Each line is a turn of :class:`~aptix.reasoner.AgentReasoner`, run as its own task: Ctrl-C
+while it runs cancels that task through :meth:`AgentReasoner.cancel`, the path the HTTP cancel
+endpoint takes, so the turn is stored ``cancelled`` and the chat goes on. Ctrl-C at an empty
+prompt right after (or twice in a row) quits, as does Ctrl-D.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
+import signal
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.prompt import Confirm
 
+from aptix.cli.chat_commands import (
+    COMMANDS,
+    ChatState,
+    help_line,
+    open_session,
+    run_command,
+)
+from aptix.cli.chat_input import LineReader, open_reader
+from aptix.cli.chat_view import TurnView
 from aptix.cli.output import console, fail, say
 from aptix.cli.runtime import config_failed
 
 if TYPE_CHECKING:
-    from aptix.reasoner import AgentReasoner, TurnEvent, TurnResult
+    from aptix.reasoner import AgentReasoner, ToolResultInput, TurnResult
     from aptix.runtime import Runtime
 
-HELP = "Commands: /mode KEY, /modes, /workflows, /new, /quit"
 APPROVAL_TOOL = "request_user_approval"
+#: Where the chat's log lines go (in the data directory): the screen is the conversation's.
+LOG_FILE = "chat.log"
 
 
 def chat(
@@ -25,12 +44,22 @@ def chat(
         str | None, typer.Option("--session-id", help="Continue this session.")
     ] = None,
     mode: Annotated[str | None, typer.Option(help="Mode of a new session.")] = None,
+    tool_details: Annotated[
+        bool,
+        typer.Option(
+            "--tool-details", help="Show tool calls in full (default: one line; Ctrl-O toggles)."
+        ),
+    ] = False,
 ) -> None:
-    """Chat with the agent: tool calls show as they run; approvals are asked here."""
+    """Chat with the agent: text streams in, tool calls show as they run, approvals are asked here.
+
+    Arrow keys edit and recall earlier lines (kept in the data directory), Tab completes
+    slash commands, Ctrl-C stops a running turn, Ctrl-D quits.
+    """
     from aptix.errors import AptixError, ConfigurationError
 
     try:
-        asyncio.run(_main(session_id, mode))
+        asyncio.run(_main(session_id, mode, tool_details))
     except ConfigurationError as exc:
         config_failed(exc)
     except AptixError as exc:
@@ -39,103 +68,162 @@ def chat(
         console.print()
 
 
-async def _main(session_id: str | None, mode: str | None) -> None:
+async def _main(session_id: str | None, mode: str | None, details: bool) -> None:
     from aptix.runtime import open_runtime
 
     async with open_runtime() as runtime:
+        _log_to_file(runtime.settings.data_dir / LOG_FILE)
         reasoner = runtime.reasoner()
-        current = await _open_session(runtime, session_id, mode)
-        say(("Aptix chat", "bold"), f" — session {current}. {HELP}")
+        modes = await runtime.services.modes.get_all_modes()
+        state = ChatState(
+            await open_session(runtime, session_id, mode),
+            details=details,
+            mode_keys=tuple(m.key for m in modes),
+        )
+        reader = open_reader(
+            runtime.settings.data_dir, COMMANDS, lambda: state.mode_keys, state.toggle_details
+        )
+        say(("Aptix chat", "bold"), f" — session {state.session_id}. {help_line()}")
+        armed = False  # a Ctrl-C just happened: one more at an empty prompt quits
         while True:
-            line = (await asyncio.to_thread(console.input, "you> ")).strip()
+            try:
+                line = (await reader.read("you> ")).strip()
+            except KeyboardInterrupt:
+                if armed:
+                    return
+                armed = True
+                say(("Press Ctrl-C again or Ctrl-D to quit.", "dim"))
+                continue
+            except EOFError:
+                return
+            armed = False
             if not line:
                 continue
             if line.startswith("/"):
-                done, current = await _command(runtime, current, line)
-                if done:
+                if await run_command(runtime, state, line):
                     return
                 continue
-            await _turn(runtime, reasoner, current, instruction=line)
+            armed = await _turn(runtime, reasoner, reader, state, line)
 
 
-async def _open_session(runtime: Runtime, session_id: str | None, mode: str | None) -> str:
-    from aptix.errors import AptixError
-
-    sessions = runtime.services.sessions
-    if session_id:
-        if await sessions.get_session(session_id, "local") is None:
-            raise AptixError(f"Unknown session '{session_id}'.")
-        return session_id
-    created = await sessions.create_session(org="local", user="local", mode=mode)
-    if created.result is None:
-        raise AptixError(created.error_message or "Could not create a session.")
-    welcome = runtime.services.modes.get_mode(created.result.mode).welcome_message
-    if welcome:
-        say((welcome, "italic"))
-    return created.result.id
+def _log_to_file(path: Path) -> None:
+    """Send the ``aptix`` logger's lines to ``path``, formatted as configured."""
+    root = logging.getLogger("aptix")
+    try:
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:  # an unwritable data directory: the lines stay on stderr
+        return
+    if root.handlers:
+        handler.setFormatter(root.handlers[0].formatter)
+    root.handlers[:] = [handler]
 
 
-async def _command(runtime: Runtime, current: str, line: str) -> tuple[bool, str]:
-    command, _, argument = line.partition(" ")
-    if command in ("/quit", "/exit"):
-        return True, current
-    if command == "/new":
-        return False, await _open_session(runtime, None, argument.strip() or None)
-    if command == "/modes":
-        for m in await runtime.services.modes.get_all_modes():
-            say("  ", (m.key, "bold"), f" — {m.description}")
-    elif command == "/workflows":
-        for w in runtime.workflows.registry.listed():
-            say("  ", (w.workflow_id, "bold"), f" — {w.title}")
-    elif command == "/mode":
-        changed = await runtime.services.sessions.set_session_mode(
-            current, argument.strip(), "Changed by the user in aptix chat.", "local", "local"
-        )
-        if changed.result is None:
-            say((changed.error_message or "", "red"))
-        else:
-            say("Mode is now ", (changed.result.mode, "bold"), ".")
-    else:
-        say(HELP)
-    return False, current
+class _Interrupts:
+    """While a turn runs, SIGINT (Ctrl-C) sets :attr:`pressed` instead of raising."""
+
+    def __init__(self) -> None:
+        self.pressed = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._installed = False
+
+    def __enter__(self) -> _Interrupts:
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals here
+            self._loop.add_signal_handler(signal.SIGINT, self.pressed.set)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            self._loop.remove_signal_handler(signal.SIGINT)
 
 
 async def _turn(
-    runtime: Runtime, reasoner: AgentReasoner, session_id: str, instruction: str
-) -> None:
-    from aptix.reasoner import ToolResultInput
+    runtime: Runtime,
+    reasoner: AgentReasoner,
+    reader: LineReader,
+    state: ChatState,
+    instruction: str,
+) -> bool:
+    """Run one instruction to its end (answering approvals); True when it was cancelled."""
+    from aptix.errors import AptixError
 
     results: list[ToolResultInput] | None = None
-    while True:
-        with console.status("thinking…"):
-            result = await reasoner.execute(
-                session_id=session_id,
-                org="local",
-                user="local",
-                instruction=None if results else instruction,
-                tool_results=results,
-                on_event=_show,
-            )
-        if result.kind != "tool-only":
-            _show_result(result)
-            return
-        results = [_client_result(c) for c in result.tool_calls if c["requiresClientExecution"]]
+    with _Interrupts() as interrupts:
+        while True:
+            view = TurnView(details=state.details)
+            view.open()
+            try:
+                result = await _run(
+                    runtime, reasoner, state.session_id, instruction, results, view, interrupts
+                )
+            except AptixError as exc:  # busy session, unknown session: nothing ran
+                view.close()
+                say(("error:", "bold red"), " ", str(exc))
+                return False
+            view.close()
+            if result.kind != "tool-only":
+                _show_result(result)
+                return result.kind == "cancelled"
+            results = await _client_results(runtime, reader, result)
+            if results is None:
+                return True
 
 
-async def _show(event: TurnEvent) -> None:
-    data = event.data
-    if event.type == "text":
-        say(("agent>", "bold green"), f" {data['text']}")
-    elif event.type == "tool_call_finished" and not data["requiresClientExecution"]:
-        outcome = data["resultJson"] if data["wasExecuted"] else f"error: {data['errorMessage']}"
-        say((f"  ⚙ {data['name']}({data['argumentsJson']}) → {outcome}", "dim"))
-    elif event.type == "mode_changed":
-        say((f"mode → {data['mode']}", "yellow"))
-        if data.get("welcomeMessage"):
-            say((data["welcomeMessage"], "italic"))
+async def _run(
+    runtime: Runtime,
+    reasoner: AgentReasoner,
+    session_id: str,
+    instruction: str,
+    results: list[ToolResultInput] | None,
+    view: TurnView,
+    interrupts: _Interrupts,
+) -> TurnResult:
+    """Claim and run one turn as a task; Ctrl-C cancels it, recorded ``cancelled``."""
+    from aptix.errors import AptixError
+    from aptix.reasoner import TurnResult
+
+    prepared = await reasoner.prepare(
+        session_id=session_id,
+        org="local",
+        user="local",
+        instruction=None if results else instruction,
+        tool_results=results,
+    )
+    task = asyncio.ensure_future(reasoner.run(prepared, view.on_event))
+    pressed = asyncio.ensure_future(interrupts.pressed.wait())
+    await asyncio.wait({task, pressed}, return_when=asyncio.FIRST_COMPLETED)
+    pressed.cancel()
+    interrupts.pressed.clear()
+    if task.done() or prepared.turn is None:
+        return await task
+    turn_id = prepared.turn.record.id
+    if not reasoner.cancel(turn_id):  # not started yet: stop the task, close the turn here
+        task.cancel()
+    try:
+        return await task
+    except asyncio.CancelledError:
+        with contextlib.suppress(AptixError):  # already closed
+            await runtime.turns.cancel(session_id, "local", turn_id)
+        return TurnResult(session_id, turn_id, "cancelled", prepared.turn.session.mode)
 
 
-def _client_result(call: dict[str, Any]) -> Any:
+async def _client_results(
+    runtime: Runtime, reader: LineReader, result: TurnResult
+) -> list[ToolResultInput] | None:
+    """Answers for the calls the client runs; None when Ctrl-C cancelled the pending turn."""
+    from aptix.errors import AptixError
+
+    pending = [c for c in result.tool_calls if c["requiresClientExecution"]]
+    try:
+        return [await _client_result(reader, call) for call in pending]
+    except KeyboardInterrupt:
+        with contextlib.suppress(AptixError):
+            await runtime.turns.cancel(result.session_id, "local", result.turn_id)
+        say(("Turn cancelled.", "yellow"))
+        return None
+
+
+async def _client_result(reader: LineReader, call: dict[str, Any]) -> ToolResultInput:
     from aptix.reasoner import ToolResultInput
 
     if call["name"] != APPROVAL_TOOL and not _asks_approval(call):
@@ -145,8 +233,11 @@ def _client_result(call: dict[str, Any]) -> Any:
     say(("approval needed:", "bold magenta"), f" {request['prompt']}")
     if request.get("details"):
         say(f"  {request['details']}")
-    approved = Confirm.ask("approve?", console=console)
-    return ToolResultInput(call["callId"], json.dumps({"approved": approved}))
+    while True:
+        answer = (await reader.ask("approve? [y/n] ")).strip().lower()
+        if answer in ("y", "yes", "n", "no"):
+            approved = answer.startswith("y")
+            return ToolResultInput(call["callId"], json.dumps({"approved": approved}))
 
 
 def _asks_approval(call: dict[str, Any]) -> bool:
@@ -160,8 +251,11 @@ def _asks_approval(call: dict[str, Any]) -> bool:
 
 def _show_result(result: TurnResult) -> None:
     if result.kind == "error":
-        say((result.error or "", "red"))
+        say(("error:", "bold red"), " ", " ".join((result.error or "").split()))
+    elif result.kind == "cancelled":
+        say(("Turn cancelled.", "yellow"), " The chat goes on; Ctrl-C again quits.")
     for warning in result.warnings:
-        say(("warning:", "yellow"), f" {warning}")
+        if result.kind != "cancelled" or "Cancelled" not in warning:
+            say(("warning:", "yellow"), f" {warning}")
     if result.branched_session_id:
         say(f"New branched session: {result.branched_session_id}")

@@ -91,7 +91,8 @@ class OpenAiLlmClient:
             ) from exc
         except openai.APITimeoutError as exc:
             raise LlmError(
-                f"The model endpoint at {self._where} timed out after {self._timeout:g} s.",
+                f"The model endpoint at {self._where} timed out after {self._timeout:g} s; "
+                "is it overloaded, or should APTIX_LLM_TIMEOUT_SECONDS be higher?",
             ) from exc
         except openai.APIConnectionError as exc:
             raise LlmError(

@@ -2,8 +2,9 @@
 
 It answers ``POST /v1/chat/completions`` and ``POST /v1/responses`` from a script of
 :class:`~aptix.llm.types.LlmResponse` values (see :func:`aptix.testing.reply`), scripted
-HTTP failures (:class:`Fail`) and delays (:class:`Delay`), then from an optional ``respond``
-function, and records every request body.
+HTTP failures (:class:`Fail`), delays (:class:`Delay`) and answers held until the test
+releases them (:class:`Hold`), then from an optional ``respond`` function, and records every
+request body.
 It uses only the standard library, so it starts in milliseconds in any test.
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 
 from aptix.llm.types import LlmResponse
 
-__all__ = ["Delay", "Fail", "ScriptedOpenAIServer"]
+__all__ = ["Delay", "Fail", "Hold", "ScriptedOpenAIServer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,18 @@ class Delay:
     then: LlmResponse | Fail
 
 
-Step = LlmResponse | Fail | Delay
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Answer with ``then`` only once :meth:`ScriptedOpenAIServer.release` is called.
+
+    A slow model without a clock: the test decides when (or whether) it answers. If the
+    server stops first, the held request is dropped without an answer.
+    """
+
+    then: LlmResponse | Fail
+
+
+Step = LlmResponse | Fail | Delay | Hold
 
 
 @dataclass
@@ -57,6 +69,9 @@ class ScriptedOpenAIServer:
     respond: Callable[[dict[str, Any]], Step] | None = None
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _arrived: threading.Condition = field(default_factory=threading.Condition)
+    _released: threading.Event = field(default_factory=threading.Event)
+    _stopped: threading.Event = field(default_factory=threading.Event)
 
     @property
     def base_url(self) -> str:
@@ -70,6 +85,18 @@ class ScriptedOpenAIServer:
         with self._lock:
             self.script.extend(steps)
 
+    def release(self) -> None:
+        """Let every :class:`Hold` answer, those waiting now and those still to come."""
+        self._released.set()
+
+    def wait_for_requests(self, count: int, timeout: float = 60.0) -> None:
+        """Block until ``count`` requests have arrived (AssertionError after ``timeout`` s)."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout):
+                raise AssertionError(
+                    f"{len(self.requests)} request(s) arrived within {timeout:g} s, not {count}."
+                )
+
     def assert_complete(self) -> None:
         """Fail if scripted answers were never requested."""
         if self.script:
@@ -77,6 +104,7 @@ class ScriptedOpenAIServer:
 
     def start(self) -> ScriptedOpenAIServer:
         """Bind a free port on 127.0.0.1 and serve in a background thread."""
+        self._stopped.clear()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -84,6 +112,7 @@ class ScriptedOpenAIServer:
 
     def stop(self) -> None:
         """Stop serving and free the port."""
+        self._stopped.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -100,8 +129,11 @@ class ScriptedOpenAIServer:
             self.paths.append(path)
             self.requests.append(body)
             self.headers.append(headers)
-            if self.script:
-                return self.script.pop(0)
+            step = self.script.pop(0) if self.script else None
+        with self._arrived:
+            self._arrived.notify_all()
+        if step is not None:
+            return step
         if self.respond is not None:
             return self.respond(body)
         return Fail(500, "the scripted server ran out of answers")
@@ -124,6 +156,11 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             step = owner._next(self.path, body, {k.lower(): v for k, v in self.headers.items()})
             if isinstance(step, Delay):
                 time.sleep(step.seconds)
+                step = step.then
+            elif isinstance(step, Hold):
+                while not owner._released.wait(0.05):
+                    if owner._stopped.is_set():
+                        return  # dropped: the server stops without answering
                 step = step.then
             if isinstance(step, Fail):
                 self._send(step.status, _error(step.message, "scripted"))

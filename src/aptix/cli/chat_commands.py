@@ -1,0 +1,106 @@
+"""The slash commands of ``aptix chat``: modes, workflows, a new session, tool details, quit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aptix.cli.output import say
+
+if TYPE_CHECKING:
+    from aptix.runtime import Runtime
+
+__all__ = ["COMMANDS", "ChatState", "help_line", "open_session", "run_command"]
+
+#: Every command with what it does (shown by Tab completion and /help).
+COMMANDS: dict[str, str] = {
+    "/mode": "show the modes, or switch: /mode KEY",
+    "/modes": "list the modes (* marks the current one)",
+    "/workflows": "list the workflows",
+    "/new": "start a new session: /new [MODE]",
+    "/details": "show tool calls in full, or on one line (also Ctrl-O)",
+    "/help": "list the commands",
+    "/quit": "leave the chat (also Ctrl-D)",
+}
+QUIT = ("/quit", "/exit")
+
+
+def help_line() -> str:
+    """The commands, on one line."""
+    return "Commands: " + ", ".join(COMMANDS) + ". Ctrl-C stops a turn."
+
+
+@dataclass
+class ChatState:
+    """What the chat is on: its session, whether tool calls show in full, the mode keys."""
+
+    session_id: str
+    details: bool = False
+    mode_keys: tuple[str, ...] = ()
+
+    def toggle_details(self) -> None:
+        """Switch tool calls between one line and everything."""
+        self.details = not self.details
+        say(("tool details ", "dim"), ("on" if self.details else "off", "bold"))
+
+
+async def open_session(runtime: Runtime, session_id: str | None, mode: str | None) -> str:
+    """The session to chat in: ``session_id`` if it is ours, else a new one in ``mode``."""
+    from aptix.errors import AptixError
+
+    sessions = runtime.services.sessions
+    if session_id:
+        if await sessions.get_session(session_id, "local") is None:
+            raise AptixError(f"Unknown session '{session_id}'.")
+        return session_id
+    created = await sessions.create_session(org="local", user="local", mode=mode)
+    if created.result is None:
+        raise AptixError(created.error_message or "Could not create a session.")
+    welcome = runtime.services.modes.get_mode(created.result.mode).welcome_message
+    if welcome:
+        say((welcome, "italic"))
+    return created.result.id
+
+
+async def run_command(runtime: Runtime, state: ChatState, line: str) -> bool:
+    """Carry out one slash command; True when the chat should end."""
+    from aptix.errors import AptixError
+
+    command, _, argument = line.partition(" ")
+    argument = argument.strip()
+    if command in QUIT:
+        return True
+    if command == "/new":
+        try:
+            state.session_id = await open_session(runtime, None, argument or None)
+        except AptixError as exc:
+            say((str(exc), "red"))
+        else:
+            say("New session ", (state.session_id, "bold"), ".")
+    elif command == "/modes" or (command == "/mode" and not argument):
+        await _list_modes(runtime, state)
+    elif command == "/mode":
+        changed = await runtime.services.sessions.set_session_mode(
+            state.session_id, argument, "Changed by the user in aptix chat.", "local", "local"
+        )
+        if changed.result is None:
+            say((changed.error_message or "", "red"))
+        else:
+            say("Mode is now ", (changed.result.mode, "bold"), ".")
+    elif command == "/workflows":
+        for w in runtime.workflows.registry.listed():
+            say("  ", (w.workflow_id, "bold"), f" — {w.title}")
+    elif command == "/details":
+        state.toggle_details()
+    else:
+        say(help_line())
+    return False
+
+
+async def _list_modes(runtime: Runtime, state: ChatState) -> None:
+    session = await runtime.services.sessions.get_session(state.session_id, "local")
+    current = session.mode if session is not None else None
+    for m in await runtime.services.modes.get_all_modes():
+        mark = "*" if m.key == current else " "
+        say(f"{mark} ", (m.key, "bold"), f" — {m.description}")
+    say(("Switch with /mode KEY (* is the current mode).", "dim"))

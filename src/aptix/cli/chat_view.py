@@ -1,0 +1,150 @@
+"""How ``aptix chat`` shows a turn: text as it streams, Markdown once it is whole, one line a tool.
+
+Model text is data: it is shown through :class:`~rich.text.Text` while it streams and through
+:class:`~rich.markdown.Markdown` (links spelled out, never hidden behind their label) when it is
+complete, so ``[bold]`` or ``list[str]`` are never read as Rich markup. On a terminal without
+cursor control (``TERM=dumb``, a pipe) the pieces are printed as they come and not re-rendered.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.segment import Segment
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from aptix.cli.output import console, say, styled
+from aptix.reasoner import TurnEvent
+
+__all__ = ["TurnView", "tool_line"]
+
+LABEL = ("agent>", "bold green")
+
+
+class _Tail:
+    """The last lines of a renderable that fit the screen, so a live region can always erase."""
+
+    def __init__(self, body: RenderableType) -> None:
+        self._body = body
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self._body, options, pad=False)
+        room = max(1, console.size.height - 2)
+        for line in lines[-room:]:
+            yield from line
+            yield Segment.line()
+
+
+def _labelled(body: RenderableType) -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    grid.add_row(styled(LABEL), body)
+    return grid
+
+
+def _one_line(value: str) -> str:
+    return " ".join(value.split())
+
+
+def tool_line(data: dict[str, Any], *, details: bool) -> RenderableType:
+    """A finished tool call: one line (cut to the screen's width), or everything with details."""
+    name = str(data.get("name", ""))
+    if data.get("wasExecuted"):
+        outcome, style = str(data.get("resultJson") or ""), "dim"
+    else:
+        outcome, style = f"error: {data.get('errorMessage') or ''}", "dim red"
+    arguments = str(data.get("argumentsJson") or "")
+    if not details:
+        line = styled(("  ⚙ ", "dim"), (name, "bold"), (f"({_one_line(arguments)}) → ", "dim"))
+        line.append(_one_line(outcome), style=style)
+        line.no_wrap, line.overflow = True, "ellipsis"
+        return line
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="dim")
+    grid.add_column()
+    grid.add_row(Text("  ⚙"), styled((name, "bold")))
+    grid.add_row(Text("  args"), Text(_pretty(arguments)))
+    grid.add_row(Text("  result"), Text(_pretty(outcome), style=style))
+    return grid
+
+
+def _pretty(value: str) -> str:
+    try:
+        return json.dumps(json.loads(value), indent=2, ensure_ascii=False)
+    except ValueError:
+        return value
+
+
+@dataclass
+class TurnView:
+    """Receives a turn's events and draws them; :meth:`close` when the turn has ended."""
+
+    details: bool = False
+    _live: Live | None = None
+    _streamed: list[str] = field(default_factory=list)
+
+    @property
+    def _interactive(self) -> bool:
+        return console.is_terminal and not console.is_dumb_terminal
+
+    def open(self) -> None:
+        """Start the turn: a spinner until the first text arrives."""
+        if self._interactive:
+            self._live = Live(
+                Spinner("dots", Text("thinking…", style="dim")),
+                console=console,
+                transient=True,
+                refresh_per_second=8,
+            )
+            self._live.start()
+
+    async def on_event(self, event: TurnEvent) -> None:
+        """Draw one event of the running turn."""
+        data = event.data
+        if event.type == "text_delta":
+            self._delta(str(data["delta"]))
+        elif event.type == "text":
+            self._text(str(data["text"]))
+        elif event.type == "tool_call_finished" and not data["requiresClientExecution"]:
+            console.print(tool_line(data, details=self.details))
+        elif event.type == "mode_changed":
+            say((f"mode → {data['mode']}", "yellow"))
+            if data.get("welcomeMessage"):
+                say((str(data["welcomeMessage"]), "italic"))
+
+    def close(self) -> None:
+        """End the turn's display; text still streaming stays on screen as it came."""
+        if self._streamed:
+            self._text("".join(self._streamed), markdown=False)
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def _delta(self, piece: str) -> None:
+        if not self._streamed and self._live is None:
+            console.print(styled(LABEL, " "), end="")
+        self._streamed.append(piece)
+        if self._live is not None:
+            self._live.update(_Tail(_labelled(Text("".join(self._streamed)))), refresh=True)
+        else:
+            console.print(Text(piece), end="", soft_wrap=True)
+
+    def _text(self, text: str, *, markdown: bool = True) -> None:
+        shown, self._streamed = bool(self._streamed), []
+        if self._live is None:
+            if shown:
+                console.print()
+            else:
+                console.print(styled(LABEL, " ", text), soft_wrap=True)
+            return
+        body = Markdown(text, hyperlinks=False) if markdown else Text(text)
+        self._live.update(Spinner("dots", Text("working…", style="dim")))
+        console.print(_labelled(body))

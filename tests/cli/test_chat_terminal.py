@@ -1,0 +1,206 @@
+"""``aptix chat`` on a real terminal (a pty with TERM=xterm): what a person at the keyboard sees.
+
+The scripted server holds its slow answer until the test releases it (it never does here), so
+nothing depends on how fast the machine is: the test waits for the request to arrive, then
+presses Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from aptix.reasoner.record import TurnRecord
+from aptix.runtime import open_runtime
+from aptix.settings import AptixSettings
+from aptix.testing import reply
+from aptix.testing.server import Hold, ScriptedOpenAIServer
+
+UP = "\x1b[A"
+VERBATIM = "Use list[str] here; [bold] and [/x] stay as typed."
+
+
+def _terminal_env(tmp_path: Path, base_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "APTIX_DATA_DIR": str(tmp_path),
+        "APTIX_LLM_BASE_URL": base_url,
+        "APTIX_LLM_MODEL": "scripted",
+        "APTIX_LLM_MAX_RETRIES": "0",
+        "APTIX_SEMANTIC_MATCHING": "false",
+        "TERM": "xterm",
+        "NO_COLOR": "1",
+        "PROMPT_TOOLKIT_NO_CPR": "1",  # pexpect does not answer cursor-position requests
+    }
+
+
+def _spawn(env: dict[str, str]) -> pexpect.spawn:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "aptix", "chat"],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 200),
+    )
+    child.logfile_read = io.StringIO()  # everything shown, for the no-traceback checks
+    return child
+
+
+def _shown(child: pexpect.spawn) -> str:
+    log = child.logfile_read
+    assert isinstance(log, io.StringIO)
+    return log.getvalue()
+
+
+def _turns(tmp_path: Path, session_id: str) -> list[TurnRecord]:
+    async def read() -> list[TurnRecord]:
+        async with open_runtime(AptixSettings(data_dir=tmp_path)) as runtime:
+            return await runtime.turns.list_turns(session_id, "local")
+
+    return asyncio.run(read())
+
+
+def _user_text(request: dict[str, object]) -> object:
+    messages = request["messages"]
+    assert isinstance(messages, list)
+    return [m for m in messages if m["role"] == "user"][-1]["content"]
+
+
+def test_chat_verbatim_text_history_ctrl_c_and_mode_list(tmp_path: Path) -> None:
+    script = [reply(VERBATIM), Hold(reply("never shown")), reply("Still here.")]
+    with ScriptedOpenAIServer(script) as server:
+        child = _spawn(_terminal_env(tmp_path, server.base_url))
+        try:
+            child.expect(r"session ([0-9a-f-]+)\.")
+            session_id = child.match.group(1)
+            child.expect_exact("you>")
+            child.sendline("Say it back")
+            child.expect_exact(VERBATIM)  # streamed, then rendered: never read as markup
+            child.expect_exact("you>")
+
+            child.send(UP)  # the previous line comes back; Enter sends it again
+            child.send("\r")
+            server.wait_for_requests(2)
+            assert _user_text(server.requests[1]) == "Say it back"
+
+            child.sendintr()  # the held turn is cancelled, the chat stays open
+            child.expect_exact("Turn cancelled.")
+            child.expect_exact("you>")
+            child.sendline("Are you there?")
+            child.expect_exact("Still here.")
+            child.expect_exact("you>")
+
+            child.sendline("/mode")
+            child.expect(r"\* (?:\x1b\[[0-9;]*m)*(\w+)")  # the current mode, marked
+            current = child.match.group(1)
+            child.expect_exact("you>")
+            child.sendeof()
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        assert child.exitstatus == 0
+        server.assert_complete()
+    assert current == "general"
+    assert [t.status for t in _turns(tmp_path, session_id)] == [
+        "completed",
+        "cancelled",
+        "completed",
+    ]
+    assert (tmp_path / "chat_history").is_file()
+
+
+def test_chat_history_survives_a_restart(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer([reply("One."), reply("Two.")]) as server:
+        env = _terminal_env(tmp_path, server.base_url)
+        first = _spawn(env)
+        try:
+            first.expect_exact("you>")
+            first.sendline("remember this line")
+            first.expect_exact("One.")
+            first.expect_exact("you>")
+            first.sendline("/quit")
+            first.expect(pexpect.EOF)
+        finally:
+            first.close()
+        second = _spawn(env)
+        try:
+            second.expect_exact("you>")
+            second.send(UP + UP)  # past "/quit" to the message
+            second.send("\r")
+            second.expect_exact("Two.")
+            second.expect_exact("you>")
+            second.sendline("/quit")
+            second.expect(pexpect.EOF)
+        finally:
+            second.close()
+        assert _user_text(server.requests[1]) == "remember this line"
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.mark.parametrize(
+    ("failure", "what_to_check"),
+    [
+        ("401", "check APTIX_LLM_API_KEY"),
+        ("unreachable", "is APTIX_LLM_BASE_URL right?"),
+        ("timeout", "should APTIX_LLM_TIMEOUT_SECONDS be higher?"),
+    ],
+)
+def test_a_model_error_is_one_line_that_says_what_to_check(
+    tmp_path: Path, failure: str, what_to_check: str
+) -> None:
+    with ScriptedOpenAIServer([Hold(reply("late"))], api_key="right-key") as server:
+        env = {**_terminal_env(tmp_path, server.base_url), "APTIX_LLM_API_KEY": "right-key"}
+        if failure == "401":
+            env["APTIX_LLM_API_KEY"] = "wrong-key"
+        elif failure == "unreachable":
+            env["APTIX_LLM_BASE_URL"] = _closed_port_url()
+        else:
+            env["APTIX_LLM_TIMEOUT_SECONDS"] = "0.5"  # the held answer never comes
+        child = _spawn(env)
+        try:
+            child.expect_exact("you>")
+            child.sendline("hello")
+            child.expect(r"error:(?:\x1b\[[0-9;]*m)* ([^\r\n]+)")
+            line = child.match.group(1)
+            child.expect_exact("you>")  # the chat goes on
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+    assert what_to_check in line
+    shown = _shown(child)
+    assert "Traceback" not in shown
+    assert shown.count(line) == 1  # the log line went to chat.log, not to the screen
+    assert line in (tmp_path / "chat.log").read_text()
+    assert child.exitstatus == 0
+
+
+def test_double_ctrl_c_at_an_empty_prompt_quits(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer() as server:
+        child = _spawn(_terminal_env(tmp_path, server.base_url))
+        try:
+            child.expect_exact("you>")
+            child.send("half a line")
+            child.sendintr()  # clears the typed line
+            child.sendintr()  # at an empty prompt: a hint
+            child.expect_exact("Press Ctrl-C again")
+            child.sendintr()
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+    assert child.exitstatus == 0
+    assert "Traceback" not in _shown(child)
