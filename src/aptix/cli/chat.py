@@ -113,8 +113,11 @@ def _log_to_file(path: Path) -> None:
         handler = logging.FileHandler(path, encoding="utf-8")
     except OSError:  # an unwritable data directory: the lines stay on stderr
         return
-    if root.handlers:
-        handler.setFormatter(root.handlers[0].formatter)
+    if root.handlers:  # the configured format and the filters that fill its fields
+        configured = root.handlers[0]
+        handler.setFormatter(configured.formatter)
+        for log_filter in configured.filters:
+            handler.addFilter(log_filter)
     root.handlers[:] = [handler]
 
 
