@@ -362,3 +362,45 @@ def test_the_keyboard_reaches_navigation_then_sends_a_message(
     page.keyboard.type("typed with keys")
     page.keyboard.press("Enter")
     expect(page.locator(".msg.assistant p").last).to_have_text("Echo: typed with keys")
+
+
+def _publish(url: str, workflow_id: str) -> None:
+    def author(arguments: dict[str, object]) -> dict[str, object]:
+        body = {"arguments": arguments}
+        answer = httpx.post(f"{url}/v1/tools/agent_workflow_authoring/invoke", json=body, headers=A)
+        result: dict[str, object] = answer.json()["result"]
+        assert result["ok"], result
+        return result
+
+    author(
+        {
+            "operation": "draft_workflow",
+            "workflowId": workflow_id,
+            "title": f"Old process {workflow_id}",
+            "description": "A process on its way out.",
+        }
+    )
+    fields = {
+        "userIntentPatterns": ["run the old process"],
+        "instructionText": "Do the old thing.",
+        "permittedTools": ["agent_calculator"],
+        "completionCriteria": ["It was done."],
+    }
+    author({"operation": "update_workflow", "workflowId": workflow_id, "fields": fields})
+    author({"operation": "publish_workflow", "workflowId": workflow_id})
+
+
+@pytest.mark.parametrize("status", ["deprecated", "disabled"])
+def test_a_status_change_marks_the_workflow_in_the_list(
+    url: str, open_page: PageFactory, status: str
+) -> None:
+    workflow_id = f"old_process_{status}"
+    _publish(url, workflow_id)
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/authoring/{workflow_id}")
+    page.get_by_label("Status", exact=True).select_option(status)
+    page.get_by_role("button", name="Change status").click()
+    expect(page.get_by_role("status").filter(has_text=f"is now {status}")).to_be_visible()
+    page.get_by_role("link", name="Workflows", exact=True).click()
+    row = page.get_by_role("table", name="Workflows this key can run").get_by_role("row")
+    expect(row.filter(has_text=workflow_id).locator(".status")).to_have_text(status)

@@ -243,13 +243,39 @@ async function editor(el, id) {
     status,
     h("div", { class: "buttons sticky" }, saveButton, validateButton, publishButton),
   );
+  // Status is governance, not content: it changes the served version at once (admins only).
+  const statusChoice = h(
+    "select",
+    { id: "wf-status-change" },
+    ["published", "deprecated", "disabled"].map((o) => h("option", { value: o }, o)),
+  );
+  const servedRevision = [...history].reverse().find((r) => r.action === "publish" || r.action === "status");
+  statusChoice.value = servedRevision ? servedRevision.status : "published";
+  const statusNote = h("div");
+  const statusButton = h("button", { type: "button" }, "Change status");
+  statusButton.addEventListener("click", async () => {
+    const fields = { status: statusChoice.value };
+    const outcome = await run(statusNote, () => authoring({ operation: "update_workflow", workflowId: id, fields }));
+    if (!outcome) return;
+    replace(statusNote, outcome.ok ? (outcome.messages || []).map((m) => notice(m, "ok")) : notice((outcome.errors || []).map((e) => e.message).join(" ")));
+  });
+  const governance = servedVersion(history)
+    ? h(
+        "section",
+        { "aria-labelledby": "status-title" },
+        h("h2", { id: "status-title" }, "Status of the served version"),
+        h("div", { class: "inline-field" }, h("label", { for: "wf-status-change" }, "Status"), statusChoice, statusButton),
+        statusNote,
+      )
+    : null;
   replace(
     el,
-    h("p", {}, h("a", { href: "#/authoring" }, "All workflows")),
+    h("p", {}, h("a", { href: "#/authoring" }, "Back to authoring")),
     h("h1", { id: "editor-title" }, "Workflow ", h("code", {}, id)),
     h("p", {}, `Editing version ${loaded.version} (${loaded.status}). `, servedVersion(history) ? `Version ${servedVersion(history)} is served.` : "Nothing is published yet."),
     (got.messages || []).map((m) => notice(m, "note")),
     form,
+    governance,
     h("h2", {}, "Version history"),
     history.length
       ? table(

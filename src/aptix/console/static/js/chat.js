@@ -152,15 +152,20 @@ export class Chat {
 
   say(role, text) {
     const el = h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You" : "Aptix"), h("p", {}, text));
-    this.log.append(el);
-    el.scrollIntoView({ block: "end" });
+    this.put(el);
     return el;
   }
 
   note(text, kind = "note") {
     const el = h("p", { class: `note ${kind}`, role: "status" }, text);
-    this.log.append(el);
+    this.put(el);
     return el;
+  }
+
+  /** Append to the transcript and keep its end in view (the page itself does not move). */
+  put(el) {
+    this.log.append(el);
+    this.log.scrollTop = this.log.scrollHeight;
   }
 
   async send() {
@@ -223,6 +228,7 @@ export class Chat {
     if (type === "text_delta") {
       if (!this.bubble) this.bubble = this.say("assistant", "").querySelector("p");
       this.bubble.append(data.delta);
+      this.log.scrollTop = this.log.scrollHeight;
     } else if (type === "text") {
       if (this.bubble) this.bubble.textContent = data.text;
       else this.say("assistant", data.text);
@@ -244,7 +250,7 @@ export class Chat {
     const status = h("span", { class: "call-status" }, "running…");
     const details = h("details", { class: "call" }, h("summary", {}, "Tool ", h("code", {}, data.name), " ", status));
     this.calls.set(data.callId, details);
-    this.log.append(details);
+    this.put(details);
   }
 
   callFinished(call) {
@@ -292,7 +298,7 @@ export class Chat {
   /** One card per client-final call; the answers go back together as toolResults. */
   ask(turnId, calls) {
     this.pending = { turnId, calls, answers: new Map() };
-    for (const call of calls) this.log.append(this.card(call));
+    for (const call of calls) this.put(this.card(call));
     this.setBusy(false);
   }
 
