@@ -123,6 +123,8 @@ def logging_config(level: str = "INFO", *, json_lines: bool = False) -> dict[str
             # `aptix serve`'s own start-up notices, shown like uvicorn's.
             "aptix.serve": {"level": server_level},
             "asgi_correlation_id": {**handler, "level": "WARNING"},
+            # The OTLP exporter's complaints (an unreachable collector), in the same format.
+            "opentelemetry": {**handler, "level": "WARNING"},
             "uvicorn": {**handler, "level": server_level},
             "uvicorn.error": {"level": server_level},
             "uvicorn.access": {**handler, "level": server_level},

@@ -19,6 +19,7 @@ from aptix.reasoner.turns import TurnStore
 from aptix.sessions.access import session_tool_context
 from aptix.sessions.sql import SqlSessionManager
 from aptix.settings import AptixSettings, load_settings
+from aptix.telemetry import NO_TRACING, Tracing, open_tracing
 from aptix.tools.base import AgentTool
 from aptix.tools.builtin.calculator import CalculatorTool
 from aptix.tools.builtin.change_mode import ModeChangeTool
@@ -79,6 +80,7 @@ class Runtime:
     workflows: WorkflowServices
     turns: TurnStore
     mcp: McpToolSource | None = None
+    tracing: Tracing = NO_TRACING
 
     @property
     def logger(self) -> AdminLogger:
@@ -126,6 +128,7 @@ class Runtime:
             context=ContextBudget(
                 self.settings.llm_context_tokens, strategy=self.settings.context_strategy
             ),
+            tracing=self.tracing,
         )
 
     def default_model(self) -> LlmClient:
@@ -157,6 +160,7 @@ class Runtime:
         if self.mcp is not None:
             await self.mcp.aclose()
         await self.database.close()
+        self.tracing.shutdown()
 
 
 def build_registry(services: Services, *, plugins: bool = True) -> AgentToolRegistry:
@@ -183,8 +187,13 @@ def _semantic_matching(settings: AptixSettings) -> bool:
 
 
 @asynccontextmanager
-async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[Runtime]:
+async def open_runtime(
+    settings: AptixSettings | None = None, *, tracing: Tracing | None = None
+) -> AsyncIterator[Runtime]:
     """Build the runtime for the ``async with`` block: database, catalogs, tools; close after.
+
+    ``tracing`` replaces what ``APTIX_OTEL`` chooses (an application's own tracer provider,
+    a test's in-memory exporter: ``OtelTracing(provider)``).
 
     Any configuration problem raises :class:`~aptix.errors.ConfigurationError` before the
     block runs, with a message naming the setting, file or tool at fault.
@@ -192,6 +201,7 @@ async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[R
     settings = settings or load_settings()
     configure_logging(settings.log_level, json_lines=settings.log_json)
     logger = StdlibAdminLogger()
+    tracing = tracing or open_tracing(settings)
     modes = load_mode_catalog(settings.modes_path)
     database = await open_database(settings.effective_database_url)
     mcp = McpToolSource(settings.mcp_servers, logger) if settings.mcp_servers else None
@@ -210,7 +220,7 @@ async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[R
         workflows.load_files(known, settings.workflows_path)
         await workflows.load_published()
         workflows.warm_up()
-        executor = AgentToolExecutor(
+        executor = tracing.tool_executor(
             registry,
             logger,
             timeout_seconds=settings.tool_timeout_seconds,
@@ -221,11 +231,14 @@ async def open_runtime(settings: AptixSettings | None = None) -> AsyncIterator[R
             mcp.on_timeout = executor.set_timeout
         turns = SqlTurnStore(database)
         await turns.sweep()  # turns left running by a process that died are interrupted
-        runtime = Runtime(settings, services, registry, executor, database, workflows, turns, mcp)
+        runtime = Runtime(
+            settings, services, registry, executor, database, workflows, turns, mcp, tracing
+        )
     except BaseException:
         if mcp is not None:
             await mcp.aclose()
         await database.close()
+        tracing.shutdown()
         raise
     try:
         yield runtime

@@ -132,6 +132,11 @@ class AptixSettings(BaseSettings):
         "WARNING", description="Level of the aptix logger: DEBUG, INFO, WARNING, ERROR or CRITICAL."
     )
     log_json: bool = Field(False, description="Write logs as JSON lines.")
+    otel: bool = Field(
+        False,
+        description="Emit OpenTelemetry traces of turns, model calls and tool calls, exported "
+        "over OTLP/HTTP as the standard OTEL_* variables say (needs the 'otel' extra).",
+    )
     host: str = Field("127.0.0.1", min_length=1, description="Address `aptix serve` binds to.")
     port: int = Field(8000, ge=0, le=65535, description="Port `aptix serve` listens on.")
     api_keys: SecretStr | None = Field(

@@ -58,6 +58,7 @@ INVALID = {
     "APTIX_LOAD_PLUGINS": "maybe",
     "APTIX_LOG_LEVEL": "garbage",
     "APTIX_LOG_JSON": "maybe",
+    "APTIX_OTEL": "maybe",
     "APTIX_HOST": "",
     "APTIX_PORT": "eighty",
     "APTIX_MAX_BODY_BYTES": "0",

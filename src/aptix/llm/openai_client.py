@@ -49,6 +49,9 @@ class OpenAiLlmClient:
     ) -> None:
         self.model = model
         self.api = api
+        self.base_url = base_url or "https://api.openai.com/v1"
+        self.temperature = temperature
+        self.max_output_tokens = max_output_tokens
         self._timeout = timeout_seconds
         self._where = mask_credentials(base_url or "https://api.openai.com/v1")
         self._client = AsyncOpenAI(

@@ -47,6 +47,15 @@ from aptix.reasoner.tool_batch import (
 from aptix.reasoner.turns import TurnStore
 from aptix.sessions.manager import SessionManager
 from aptix.sessions.models import AgentSession
+from aptix.telemetry import (
+    CAPPED_EVENT,
+    HAND_OFF_EVENT,
+    NO_TRACING,
+    REFUSAL_EVENT,
+    Tracing,
+    hand_off_attributes,
+    refusal_attributes,
+)
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext, context_for
 from aptix.tools.executor import AgentToolExecutor
 
@@ -79,6 +88,7 @@ class AgentReasoner:
         history_turns: int = 50,
         context: ContextBudget | None = None,
         caps: ResponseCaps | None = None,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self._model = model
         self._executor = executor
@@ -95,6 +105,7 @@ class AgentReasoner:
         self._history_turns = history_turns
         self._context = context or ContextBudget(32_000)
         self._caps = caps or ResponseCaps()
+        self._tracing = tracing
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._stopping: set[str] = set()
 
@@ -194,8 +205,10 @@ class AgentReasoner:
         self._running[turn_id] = task
         heartbeat = Heartbeat(self._turns, turn.record, self._lease)
         try:
-            with log_ids(turn.session.id, turn_id):
-                return await self._run(turn, history, on_event)
+            with log_ids(turn.session.id, turn_id), self._tracing.turn(turn) as span:
+                result = await self._run(turn, history, on_event)
+                span.turn_result(result)
+                return result
         except TurnLost:
             return result_of(turn, "cancelled", turn.executed)
         except asyncio.CancelledError:
@@ -233,7 +246,9 @@ class AgentReasoner:
             request = LlmRequest(messages=messages, tools=tools)
             started = time.perf_counter()
             try:
-                response = await self._model.complete(request, text_sink(on_event))
+                with self._tracing.model_call(self._model, request) as span:
+                    response = await self._model.complete(request, text_sink(on_event))
+                    span.model_response(response)
             except LlmError as exc:
                 return await self._end.fail(turn, exc, on_event)
             self._note_model_call(turn, response, time.perf_counter() - started)
@@ -247,6 +262,7 @@ class AgentReasoner:
             await self._end.checkpoint(turn)  # the calls are on record before any of them runs
             pending = await self._run_tools(turn, response, iteration, on_event)
             if pending:
+                self._tracing.event(HAND_OFF_EVENT, hand_off_attributes(pending))
                 return await self._end.hand_off(turn, pending, on_event)
             await self._end.checkpoint(turn)
         record.warnings.append(
@@ -274,6 +290,7 @@ class AgentReasoner:
         capped, warnings = self._caps.apply(response)
         for warning in warnings:
             turn.record.warnings.append(warning)
+            self._tracing.event(CAPPED_EVENT, {"reason": warning})
             self._logger.add_custom_event(
                 LogLevel.WARNING,
                 "[AgentReasoner_ResponseCaps]",
@@ -355,7 +372,7 @@ class AgentReasoner:
             done.append(await self._executor.execute(call, context))
         by_id = {c.call_id: c for c in done}
         seconds = time.perf_counter() - started
-        results = [by_id.get(c.call_id) or not_offered(c) for c in calls]
+        results = [by_id.get(c.call_id) or self._not_offered(c) for c in calls]
         handed_off: list[AgentToolCall] = []
         session_changed = False
         for call in results:
@@ -390,6 +407,11 @@ class AgentReasoner:
                 "mode_changed",
                 {"previousMode": before, "mode": fresh.mode, "welcomeMessage": welcome},
             )
+
+    def _not_offered(self, call: AgentToolCall) -> AgentToolCall:
+        refused = not_offered(call)
+        self._tracing.event(REFUSAL_EVENT, refusal_attributes(call, refused.error_message or ""))
+        return refused
 
     def _audit(
         self, turn: RunningTurn, call: AgentToolCall, iteration: int, seconds: float

@@ -88,6 +88,7 @@ class AgentToolExecutor:
         if self._guard is not None:
             refusal = self._guard(tool, context)
             if refusal is not None:
+                self._refused(tool, call, refusal)
                 return replace(call, is_server_tool=True, error_message=refusal)
         limit = self._timeouts.get(tool.TOOL_NAME.casefold(), self._timeout)
         if approved:
@@ -138,6 +139,9 @@ class AgentToolExecutor:
         if done.was_executed and done.result_json is not None:
             return InvokeResult.create(done.result_json)
         return InvokeResult.from_error(done.error_message or "The tool did not run.")
+
+    def _refused(self, tool: AgentTool, call: AgentToolCall, reason: str) -> None:
+        """Called when the guard refuses ``call`` (a traced executor records an event)."""
 
     def _start(
         self, tool: AgentTool, arguments_json: str, context: AgentToolExecutionContext

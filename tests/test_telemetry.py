@@ -1,0 +1,232 @@
+"""OpenTelemetry spans of a turn, per the GenAI semantic conventions, through the SDK's
+in-memory exporter."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from aptix.errors import ConfigurationError
+from aptix.llm.types import Usage
+from aptix.reasoner import ToolResultInput
+from aptix.runtime import Runtime, open_runtime
+from aptix.settings import AptixSettings
+from aptix.telemetry import (
+    HAND_OFF_EVENT,
+    NO_TRACING,
+    REFUSAL_EVENT,
+    OtelTracing,
+    TracedToolExecutor,
+    open_tracing,
+)
+from aptix.testing import ScriptedModel, call, reply
+from aptix.tools.executor import AgentToolExecutor
+
+
+@dataclass
+class Traced:
+    runtime: Runtime
+    exporter: InMemorySpanExporter
+
+
+@pytest.fixture
+async def traced(settings: AptixSettings) -> AsyncIterator[Traced]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    async with open_runtime(settings, tracing=OtelTracing(provider)) as runtime:
+        yield Traced(runtime, exporter)
+
+
+def _tree(spans: tuple[ReadableSpan, ...]) -> list[tuple[str, list[str]]]:
+    """Each root span's name with its children's names, in start order."""
+    ordered = sorted(spans, key=lambda s: s.start_time or 0)
+    roots = [s for s in ordered if s.parent is None]
+    return [
+        (
+            root.name,
+            [
+                s.name
+                for s in ordered
+                if s.parent is not None and s.parent.span_id == root.context.span_id
+            ],
+        )
+        for root in roots
+    ]
+
+
+def _attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+async def test_the_span_tree_of_a_turn_with_a_tool_call_and_a_hand_off(traced: Traced) -> None:
+    runtime = traced.runtime
+    created = await runtime.services.sessions.create_session(org="acme", user="ann")
+    assert created.result is not None
+    session_id = created.result.id
+    model = ScriptedModel.of(
+        reply(
+            None,
+            call("agent_calculator", {"expression": "6*7"}, id="c1"),
+            call("agent_workflow_authoring", {}, id="r1"),  # not offered in the general mode
+            usage=Usage(100, 10),
+        ),
+        reply(
+            None,
+            call("request_user_approval", {"prompt": "Send 42?"}, id="u1"),
+            usage=Usage(120, 5),
+        ),
+        reply("Sent.", usage=Usage(130, 3)),
+    )
+    reasoner = runtime.reasoner(model)
+    first = await reasoner.execute(
+        session_id=session_id, org="acme", user="ann", instruction="6*7, then send it"
+    )
+    assert first.kind == "tool-only"
+    second = await reasoner.execute(
+        session_id=session_id,
+        org="acme",
+        user="ann",
+        tool_results=[ToolResultInput("u1", '{"approved": true}')],
+    )
+    assert second.kind == "ok"
+    model.assert_complete()
+
+    spans = traced.exporter.get_finished_spans()
+    assert _tree(spans) == [
+        (
+            "invoke_agent aptix",
+            [
+                "chat ScriptedModel",
+                "execute_tool agent_calculator",
+                "chat ScriptedModel",
+                "execute_tool request_user_approval",
+            ],
+        ),
+        ("invoke_agent aptix", ["chat ScriptedModel"]),
+    ]
+    turns = [s for s in spans if s.name == "invoke_agent aptix"]
+    turns.sort(key=lambda s: s.start_time or 0)
+    handed, resumed = turns
+    for turn in turns:
+        attributes = _attrs(turn)
+        assert attributes["gen_ai.operation.name"] == "invoke_agent"
+        assert attributes["gen_ai.agent.name"] == "aptix"
+        assert attributes["session.id"] == session_id
+        assert attributes["gen_ai.conversation.id"] == first.turn_id
+        assert attributes["aptix.mode"] == "general"
+        assert turn.kind == SpanKind.INTERNAL
+    assert _attrs(handed)["aptix.turn.kind"] == "tool-only"
+    assert (
+        _attrs(handed)["gen_ai.usage.input_tokens"],
+        _attrs(handed)["gen_ai.usage.output_tokens"],
+    ) == (220, 15)
+    assert _attrs(resumed)["aptix.turn.resumed"] is True
+    assert _attrs(resumed)["aptix.turn.kind"] == "ok"
+
+    [hand_off] = [e for e in handed.events if e.name == HAND_OFF_EVENT]
+    assert list(hand_off.attributes["gen_ai.tool.call.id"]) == ["u1"]  # type: ignore[index]
+    [refusal] = [e for e in handed.events if e.name == REFUSAL_EVENT]
+    assert refusal.attributes["gen_ai.tool.name"] == "agent_workflow_authoring"  # type: ignore[index]
+    assert "not offered" in str(refusal.attributes["reason"])  # type: ignore[index]
+
+    chats = sorted(
+        (s for s in spans if s.name.startswith("chat ")), key=lambda s: s.start_time or 0
+    )
+    assert [
+        (_attrs(c)["gen_ai.usage.input_tokens"], _attrs(c)["gen_ai.usage.output_tokens"])
+        for c in chats
+    ] == [
+        (100, 10),
+        (120, 5),
+        (130, 3),
+    ]
+    for chat in chats:
+        assert chat.kind == SpanKind.CLIENT
+        assert _attrs(chat)["gen_ai.operation.name"] == "chat"
+        assert _attrs(chat)["gen_ai.response.model"] == "scripted-model"
+    assert list(_attrs(chats[0])["gen_ai.response.finish_reasons"]) == ["tool_calls"]
+
+    tools = {s.name: s for s in spans if s.name.startswith("execute_tool ")}
+    calculator = _attrs(tools["execute_tool agent_calculator"])
+    assert calculator["gen_ai.operation.name"] == "execute_tool"
+    assert calculator["gen_ai.tool.call.id"] == "c1"
+    assert calculator["gen_ai.conversation.id"] == first.turn_id
+    assert tools["execute_tool agent_calculator"].status.status_code == StatusCode.UNSET
+    assert _attrs(tools["execute_tool request_user_approval"])["aptix.tool.handed_off"] is True
+
+
+async def test_a_failed_model_call_is_an_error_span(traced: Traced) -> None:
+    from aptix.errors import LlmError
+
+    created = await traced.runtime.services.sessions.create_session(org="acme", user="ann")
+    assert created.result is not None
+    model = ScriptedModel.of(LlmError("Cannot reach the model endpoint."))
+    result = await traced.runtime.reasoner(model).execute(
+        session_id=created.result.id, org="acme", user="ann", instruction="hi"
+    )
+    assert result.kind == "error"
+    by_name = {s.name: s for s in traced.exporter.get_finished_spans()}
+    assert by_name["chat ScriptedModel"].status.status_code == StatusCode.ERROR
+    assert by_name["invoke_agent aptix"].status.status_code == StatusCode.ERROR
+
+
+async def test_tracing_is_off_by_default(settings: AptixSettings) -> None:
+    assert open_tracing(settings) is NO_TRACING
+    async with open_runtime(settings) as runtime:
+        assert runtime.tracing is NO_TRACING
+        assert type(runtime.executor) is AgentToolExecutor
+
+
+async def test_aptix_otel_exports_over_otlp(
+    settings: AptixSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "aptix-test")
+    tracing = open_tracing(settings.model_copy(update={"otel": True}))
+    assert isinstance(tracing, OtelTracing)
+    provider = tracing._provider
+    assert isinstance(provider, TracerProvider)
+    assert provider.resource.attributes["service.name"] == "aptix-test"
+    tracing.shutdown()
+
+
+async def test_a_missing_otel_extra_is_a_configuration_error(
+    settings: AptixSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)
+    with pytest.raises(ConfigurationError) as raised:
+        open_tracing(settings.model_copy(update={"otel": True}))
+    assert "pip install 'aptix[otel]'" in raised.value.one_line()
+
+
+def test_the_traced_executor_is_an_executor() -> None:
+    assert issubclass(TracedToolExecutor, AgentToolExecutor)
+
+
+async def test_the_active_workflow_and_its_refusals_are_on_the_spans(traced: Traced) -> None:
+    sessions = traced.runtime.services.sessions
+    created = await sessions.create_session(org="acme", user="ann")
+    assert created.result is not None
+    session_id = created.result.id
+    await sessions.set_active_workflow(session_id, "guided_calculation", "acme", "ann")
+    model = ScriptedModel.of(
+        reply(None, call("agent_hello_world", {"name": "Ann"}, id="h1")), reply("ok")
+    )
+    await traced.runtime.reasoner(model).execute(
+        session_id=session_id, org="acme", user="ann", instruction="greet me"
+    )
+    spans = traced.exporter.get_finished_spans()
+    [turn] = [s for s in spans if s.name == "invoke_agent aptix"]
+    assert _attrs(turn)["aptix.workflow.id"] == "guided_calculation"
+    refusals = [e for s in spans for e in s.events if e.name == REFUSAL_EVENT]
+    assert [e.attributes["gen_ai.tool.call.id"] for e in refusals] == ["h1"]  # type: ignore[index]
