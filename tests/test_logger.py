@@ -84,3 +84,10 @@ def test_plain_lines_show_the_request_id_or_a_dash(capsys: pytest.CaptureFixture
     logging.getLogger("aptix.test").info("hello [bold]")
     [line] = capsys.readouterr().err.splitlines()
     assert line.endswith(" INFO aptix.test [-] hello [bold]")
+
+
+def test_a_record_no_filter_saw_still_formats() -> None:
+    from aptix.log_setup import PlainFormatter
+
+    record = logging.LogRecord("aptix.x", logging.ERROR, __file__, 1, "boom", None, None)
+    assert PlainFormatter().format(record).endswith(" ERROR aptix.x [-] boom")

@@ -22,6 +22,7 @@ from pythonjsonlogger.json import JsonFormatter
 __all__ = [
     "JsonLinesFormatter",
     "LogContextFilter",
+    "PlainFormatter",
     "configure_logging",
     "log_ids",
     "logging_config",
@@ -65,6 +66,13 @@ class LogContextFilter(logging.Filter):
         return True
 
 
+class PlainFormatter(logging.Formatter):
+    """``time level logger [request id] message``; a record no filter annotated shows ``-``."""
+
+    def __init__(self) -> None:
+        super().__init__(PLAIN_FORMAT, defaults={"request_id": "-"})
+
+
 class JsonLinesFormatter(JsonFormatter):
     """One JSON object per line: time, level, logger, message, the ids, structured fields."""
 
@@ -101,9 +109,7 @@ def logging_config(level: str = "INFO", *, json_lines: bool = False) -> dict[str
     """
     aptix_level = level.upper()
     server_level = "DEBUG" if aptix_level == "DEBUG" else "INFO"
-    formatter: dict[str, Any] = (
-        {"()": JsonLinesFormatter} if json_lines else {"format": PLAIN_FORMAT}
-    )
+    formatter: dict[str, Any] = {"()": JsonLinesFormatter} if json_lines else {"()": PlainFormatter}
     handler = {"handlers": ["stderr"], "propagate": False}
     return {
         "version": 1,
@@ -140,11 +146,7 @@ def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
     """
     config = logging_config(level, json_lines=json_lines)
     handler = logging.StreamHandler()
-    handler.setFormatter(
-        JsonLinesFormatter()
-        if json_lines
-        else logging.Formatter(config["formatters"]["aptix"]["format"])
-    )
+    handler.setFormatter(JsonLinesFormatter() if json_lines else PlainFormatter())
     handler.addFilter(LogContextFilter(config["filters"]["ids"]["missing"]))
     for name, wanted in config["loggers"].items():
         logger = logging.getLogger(name)
