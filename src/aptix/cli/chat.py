@@ -95,6 +95,7 @@ async def _main(session_id: str | None, mode: str | None, details: bool) -> None
                 say(("Press Ctrl-C again or Ctrl-D to quit.", "dim"))
                 continue
             except EOFError:
+                console.print()  # end the prompt's line
                 return
             armed = False
             if not line:

@@ -65,8 +65,10 @@ def tool_line(data: dict[str, Any], *, details: bool) -> RenderableType:
     if not details:
         line = styled(("  ⚙ ", "dim"), (name, "bold"), (f"({_one_line(arguments)}) → ", "dim"))
         line.append(_one_line(outcome), style=style)
-        line.no_wrap, line.overflow = True, "ellipsis"
-        return line
+        row = Table.grid()  # a column cuts its text; Text's own no_wrap is not enough
+        row.add_column(no_wrap=True, overflow="ellipsis")
+        row.add_row(line)
+        return row
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True, style="dim")
     grid.add_column()

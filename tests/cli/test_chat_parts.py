@@ -1,0 +1,156 @@
+"""The parts of ``aptix chat`` in-process: commands, completion, tool lines, the text view."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from rich.console import Console
+
+from aptix.cli import output
+from aptix.cli.chat_commands import COMMANDS, ChatState, open_session, run_command
+from aptix.cli.chat_input import SlashCompleter
+from aptix.cli.chat_view import TurnView, tool_line
+from aptix.reasoner import TurnEvent
+from aptix.runtime import Runtime, open_runtime
+from aptix.settings import AptixSettings
+
+HOSTILE = "[/x] [bold] list[str] [the docs](https://x) :smile:"
+
+
+@pytest.fixture(autouse=True)
+def _wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(output.console, "_width", 240)
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
+    async with open_runtime(AptixSettings(data_dir=tmp_path, semantic_matching=False)) as rt:
+        yield rt
+
+
+async def _said(runtime: Runtime, state: ChatState, line: str) -> tuple[bool, str]:
+    with output.console.capture() as captured:
+        done = await run_command(runtime, state, line)
+    return done, captured.get()
+
+
+def _completions(text: str) -> list[str]:
+    completer = SlashCompleter(COMMANDS, lambda: ("general", "calculation"))
+    found = completer.get_completions(Document(text), CompleteEvent(completion_requested=True))
+    return [text[: len(text) + c.start_position] + c.text for c in found]
+
+
+def test_tab_completes_commands_and_mode_keys() -> None:
+    assert _completions("/mo") == ["/mode", "/modes"]
+    assert _completions("/") == list(COMMANDS)
+    assert _completions("/mode ca") == ["/mode calculation"]
+    assert _completions("/new ") == ["/new general", "/new calculation"]
+    assert _completions("hello /mo") == []
+    assert _completions("/workflows x") == []
+
+
+async def test_mode_without_an_argument_lists_the_modes_with_the_current_one_marked(
+    runtime: Runtime,
+) -> None:
+    state = ChatState(await open_session(runtime, None, "calculation"))
+    for line in ("/mode", "/modes"):
+        done, shown = await _said(runtime, state, line)
+        assert not done
+        marked = [row for row in shown.splitlines() if row.startswith("* ")]
+        assert [row.split()[1] for row in marked] == ["calculation"]
+        assert "  general — " in shown
+        assert "Unknown mode" not in shown
+
+
+async def test_mode_switches_and_an_unknown_hostile_key_is_shown_as_text(
+    runtime: Runtime,
+) -> None:
+    state = ChatState(await open_session(runtime, None, None))
+    _, shown = await _said(runtime, state, "/mode calculation")
+    assert shown == "Mode is now calculation.\n"
+    _, shown = await _said(runtime, state, "/mode [/x]")
+    assert "'[/x]'" in shown
+    _, shown = await _said(runtime, state, "/modes")
+    assert "* calculation — " in shown
+
+
+async def test_new_prints_the_new_session_id_and_chats_there(runtime: Runtime) -> None:
+    state = ChatState(await open_session(runtime, None, None))
+    first = state.session_id
+    _, shown = await _said(runtime, state, "/new calculation")
+    assert state.session_id != first
+    assert f"New session {state.session_id}." in shown
+    session = await runtime.services.sessions.get_session(state.session_id, "local")
+    assert session is not None
+    assert session.mode == "calculation"
+
+
+async def test_quit_ends_and_unknown_commands_show_help(runtime: Runtime) -> None:
+    state = ChatState(await open_session(runtime, None, None))
+    assert (await _said(runtime, state, "/quit"))[0]
+    assert (await _said(runtime, state, "/exit"))[0]
+    done, shown = await _said(runtime, state, "/nonsense")
+    assert not done
+    assert shown.startswith("Commands: /mode, /modes")
+    _, shown = await _said(runtime, state, "/details")
+    assert state.details
+    assert "tool details on" in shown
+
+
+def _render(renderable: object, width: int) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, markup=False, emoji=False).print(renderable)
+    return buffer.getvalue()
+
+
+FINISHED = {
+    "name": "agent_calculator",
+    "argumentsJson": json.dumps({"expression": "19.99 * 3", "note": HOSTILE}),
+    "resultJson": json.dumps({"value": 59.97, "echo": HOSTILE}),
+    "wasExecuted": True,
+    "requiresClientExecution": False,
+}
+
+
+def test_a_tool_call_is_one_line_cut_to_the_screen() -> None:
+    shown = _render(tool_line(FINISHED, details=False), 60)
+    assert shown.count("\n") == 1
+    assert shown.startswith('  ⚙ agent_calculator({"expression": "19.99 * 3", "note": "[')
+    assert shown.rstrip().endswith("…")
+    wide = _render(tool_line(FINISHED, details=False), 400)
+    assert HOSTILE in wide.split("→")[0]
+    assert HOSTILE in wide.split("→")[1]
+
+
+def test_tool_details_show_the_arguments_and_result_in_full() -> None:
+    shown = _render(tool_line(FINISHED, details=True), 100)
+    assert f'"note": "{HOSTILE}"' in shown
+    assert '"value": 59.97' in shown
+    failed = {**FINISHED, "wasExecuted": False, "errorMessage": HOSTILE}
+    assert f"error: {HOSTILE}" in _render(tool_line(failed, details=False), 400)
+
+
+async def test_streamed_text_is_printed_as_it_comes_on_a_plain_terminal() -> None:
+    view = TurnView()
+    view.open()
+    with output.console.capture() as captured:
+        for piece in ("Use ", "list[str] ", "and [bold]", " as-is."):
+            await view.on_event(TurnEvent("text_delta", {"delta": piece}))
+        await view.on_event(TurnEvent("text", {"text": "Use list[str] and [bold] as-is."}))
+        view.close()
+    assert captured.get() == "agent> Use list[str] and [bold] as-is.\n"
+
+
+async def test_text_cut_short_by_a_cancel_stays_on_screen() -> None:
+    view = TurnView()
+    view.open()
+    with output.console.capture() as captured:
+        await view.on_event(TurnEvent("text_delta", {"delta": "[/x] half"}))
+        view.close()
+    assert captured.get() == "agent> [/x] half\n"
