@@ -47,7 +47,9 @@ def open_page(
     pages: list[tuple[Page, list[str]]] = []
 
     def opener(key: str | None = None, viewport: dict[str, int] | None = None) -> Page:
-        context = browser.new_context(viewport=viewport or VIEWPORT)
+        context = browser.new_context(
+            viewport=viewport or VIEWPORT, locale="en-US", timezone_id="UTC"
+        )
         if key is not None:
             context.add_init_script(f"sessionStorage.setItem('aptix.apiKey', {key!r});")
         page = context.new_page()

@@ -38,6 +38,9 @@ def respond(body: dict[str, Any]) -> Step:
     if text == "call a missing tool":  # not offered in the general mode: refused
         listing = {"operation": "list_authoring_workflows"}
         return reply(None, call("agent_workflow_authoring", listing, id="refused-1"))
+    if text == "start the calculation workflow":
+        start = {"operation": "start_workflow", "workflowId": "guided_calculation"}
+        return reply(None, call("agent_workflow_run", start, id="start-1"))
     if text == "hostile":
         return reply(HOSTILE)
     if text == "big result":
@@ -54,6 +57,8 @@ def _after_tool(message: dict[str, Any]) -> Step:
         return reply(
             "Approved: the report is deleted." if approved else "Denied: nothing was done."
         )
+    if call_id.startswith("start-"):
+        return reply("The guided calculation has started.")
     if call_id.startswith("mode-"):
         return reply("Now in calculation mode.")
     return reply("Done.")

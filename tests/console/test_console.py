@@ -102,6 +102,17 @@ def test_a_mode_change_shows_the_welcome_message_and_the_new_mode(
     expect(page.locator(".transcript")).to_be_empty()
 
 
+def test_the_active_workflow_is_shown_once_started(url: str, open_page: PageFactory) -> None:
+    page = open_page(key="key-a")
+    _chat(page, url, "start the calculation workflow")
+    expect(page.locator(".msg.assistant p").last).to_have_text(
+        "The guided calculation has started."
+    )
+    expect(page.locator("#chat-workflow")).to_have_text("guided_calculation")
+    page.locator("#chat-session a").click()
+    expect(page.locator("dl.facts").first).to_contain_text("guided_calculation")
+
+
 def test_model_text_with_script_and_markdown_is_shown_as_text(
     url: str, open_page: PageFactory
 ) -> None:
