@@ -16,9 +16,10 @@ from tests.console.model import HOSTILE, respond
 
 PREVIEW_CHARS = 4000  # dom.js
 
-KEYS = "key-a=acme:ann:admin,key-b=globex:bob:admin"
+KEYS = "key-a=acme:ann:admin,key-b=globex:bob:admin,key-c=initech:cy"
 A = {"Authorization": "Bearer key-a"}
 B = {"Authorization": "Bearer key-b"}
+C = {"Authorization": "Bearer key-c"}
 
 
 @pytest.fixture(scope="module")
@@ -415,3 +416,21 @@ def test_a_status_change_marks_the_workflow_in_the_list(
     page.get_by_role("link", name="Workflows", exact=True).click()
     row = page.get_by_role("table", name="Workflows this key can run").get_by_role("row")
     expect(row.filter(has_text=workflow_id).locator(".status")).to_have_text(status)
+
+
+def test_the_session_list_is_paged(url: str, open_page: PageFactory) -> None:
+    # Only this test makes sessions with key-c, so its list holds exactly these 21.
+    for n in range(21):
+        httpx.post(f"{url}/v1/sessions", json={"title": f"Page item {n:02}"}, headers=C)
+    page = open_page(key="key-c")
+    page.goto(f"{url}/console/#/sessions")
+    rows = page.get_by_role("table").get_by_role("row")
+    expect(rows).to_have_count(21)  # the heading row and 20 sessions
+    expect(rows.nth(1)).to_contain_text("Page item 20")
+    expect(page.get_by_role("button", name="Previous page")).to_be_disabled()
+    page.get_by_role("button", name="Next page").click()
+    expect(rows).to_have_count(2)
+    expect(rows.nth(1)).to_contain_text("Page item 00")
+    expect(page.get_by_role("button", name="Next page")).to_be_disabled()
+    page.get_by_role("button", name="Previous page").click()
+    expect(rows).to_have_count(21)
