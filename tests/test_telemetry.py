@@ -230,3 +230,73 @@ async def test_the_active_workflow_and_its_refusals_are_on_the_spans(traced: Tra
     assert _attrs(turn)["aptix.workflow.id"] == "guided_calculation"
     refusals = [e for s in spans for e in s.events if e.name == REFUSAL_EVENT]
     assert [e.attributes["gen_ai.tool.call.id"] for e in refusals] == ["h1"]  # type: ignore[index]
+
+
+class _Collector:
+    """An OTLP/HTTP trace receiver on 127.0.0.1 that keeps the decoded export requests."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        received: list[tuple[str, Any]] = []
+        self.received = received
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                received.append((self.path, request))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> _Collector:
+        import threading
+
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+async def test_spans_reach_an_otlp_collector_named_by_otel_variables(
+    settings: AptixSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _Collector() as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "aptix-otlp-test")
+        async with open_runtime(settings.model_copy(update={"otel": True})) as runtime:
+            created = await runtime.services.sessions.create_session(org="acme", user="ann")
+            assert created.result is not None
+            model = ScriptedModel.of(reply("Hello."))
+            await runtime.reasoner(model).execute(
+                session_id=created.result.id, org="acme", user="ann", instruction="hi"
+            )
+        # Closing the runtime flushed the batch: the collector has every span.
+    names = set()
+    services = set()
+    for path, request in collector.received:
+        assert path == "/v1/traces"
+        for resource_spans in request.resource_spans:
+            services |= {
+                a.value.string_value
+                for a in resource_spans.resource.attributes
+                if a.key == "service.name"
+            }
+            names |= {s.name for scope in resource_spans.scope_spans for s in scope.spans}
+    assert services == {"aptix-otlp-test"}
+    assert names == {"invoke_agent aptix", "chat ScriptedModel"}

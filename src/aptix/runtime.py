@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -160,7 +161,8 @@ class Runtime:
         if self.mcp is not None:
             await self.mcp.aclose()
         await self.database.close()
-        self.tracing.shutdown()
+        if self.tracing.enabled:  # exporting what is buffered may wait on the network
+            await asyncio.to_thread(self.tracing.shutdown)
 
 
 def build_registry(services: Services, *, plugins: bool = True) -> AgentToolRegistry:

@@ -117,6 +117,25 @@ def test_a_missing_database_server_is_one_line(monkeypatch: pytest.MonkeyPatch) 
     assert "secret" not in line
 
 
+def test_a_database_error_is_told_in_the_drivers_words() -> None:
+    from sqlalchemy.exc import DBAPIError
+
+    from aptix.db.engine import _driver_message
+
+    class DriverError(Exception):
+        pass
+
+    wrapped = DBAPIError.instance(
+        "SELECT 1",
+        None,
+        DriverError("<class 'asyncpg.X'>: database \"x\" does not exist"),
+        DriverError,
+    )
+    assert "sqlalche.me" in str(wrapped)
+    assert _driver_message(wrapped) == 'database "x" does not exist'
+    assert _driver_message(OSError(111, "Connect call failed")) == "[Errno 111] Connect call failed"
+
+
 def test_broken_modes_yaml_keeps_the_yaml_explanation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -130,7 +131,14 @@ async def open_database(url: str, *, migrate: bool = True) -> Database:
             await database.close()
             safe = make_url(url).render_as_string(hide_password=True)
             raise ConfigurationError(
-                f"Cannot open the database at {safe}: {exc}",
+                f"Cannot open the database at {safe}: {_driver_message(exc)}",
                 hint="check that the database server is running and APTIX_DATABASE_URL is right",
             ) from exc
     return database
+
+
+def _driver_message(exc: BaseException) -> str:
+    """The driver's own words: without SQLAlchemy's wrapper class and "Background" link."""
+    original = getattr(exc, "orig", None) or exc
+    text = " ".join(str(original).split())
+    return re.sub(r"^<class '[\w.]+'>: ", "", text) or type(original).__name__
