@@ -434,3 +434,19 @@ def test_the_session_list_is_paged(url: str, open_page: PageFactory) -> None:
     expect(page.get_by_role("button", name="Next page")).to_be_disabled()
     page.get_by_role("button", name="Previous page").click()
     expect(rows).to_have_count(21)
+
+
+def test_a_session_waiting_for_approval_can_be_answered_from_its_page(
+    url: str, open_page: PageFactory
+) -> None:
+    handed = httpx.post(
+        f"{url}/v1/agent/execute", json={"instruction": "approve please"}, headers=A, timeout=60
+    ).json()
+    assert handed["kind"] == "tool-only"
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/sessions/{handed['sessionId']}")
+    page.get_by_role("link", name="Open in chat").click()
+    card = page.get_by_role("region", name="Approval needed")
+    expect(card).to_contain_text("Delete the report?")
+    card.get_by_role("button", name="Approve").click()
+    expect(page.locator(".msg.assistant p").last).to_have_text("Approved: the report is deleted.")
