@@ -61,7 +61,7 @@ def aptix_serve(data_dir: Path, **env: str) -> Iterator[str]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # only a failure waits this long
         while True:
             assert process.poll() is None, f"aptix serve exited: {log.read_text()}"
             try:
@@ -69,7 +69,7 @@ def aptix_serve(data_dir: Path, **env: str) -> Iterator[str]:
                     break
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline, f"not healthy in 60 s: {log.read_text()}"
+            assert time.monotonic() < deadline, f"not healthy in 180 s: {log.read_text()}"
             time.sleep(0.1)
         yield url
     finally:
@@ -91,10 +91,10 @@ def in_process(settings: AptixSettings) -> Iterator[str]:
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180
         while not server.started:
             assert thread.is_alive(), "uvicorn stopped before it started"
-            assert time.monotonic() < deadline, "uvicorn did not start within 60 s"
+            assert time.monotonic() < deadline, "uvicorn did not start within 180 s"
             time.sleep(0.05)
         yield f"http://127.0.0.1:{config.port}"
     finally:

@@ -11,9 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.console.browser import VIEWPORT, chromium_path
+
+#: How long an ``expect`` waits for the page before it fails. Playwright's 5 s default is a
+#: timing bound a busy CI machine can exceed (Swagger UI alone parses 1.5 MB of script); a
+#: passing test never waits for it, it only makes a failure slower to report.
+WAIT_MS = 60_000
+expect.set_options(timeout=WAIT_MS)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -52,6 +58,7 @@ def open_page(
         )
         if key is not None:
             context.add_init_script(f"sessionStorage.setItem('aptix.apiKey', {key!r});")
+        context.set_default_timeout(WAIT_MS)
         page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))

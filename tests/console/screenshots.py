@@ -50,6 +50,7 @@ def _shoot(page: Page, out: Path, name: str) -> None:
 def main(out: Path) -> None:
     """Write the screenshots into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
+    expect.set_options(timeout=60_000)
     chromium = shutil.which("chromium")
     if chromium is None:
         raise SystemExit("Install the 'chromium' package first (apt-get install chromium).")
