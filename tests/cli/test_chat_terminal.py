@@ -20,7 +20,7 @@ import pytest
 from aptix.reasoner.record import TurnRecord
 from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
-from aptix.testing import reply
+from aptix.testing import call, reply
 from aptix.testing.server import Hold, ScriptedOpenAIServer
 
 UP = "\x1b[A"
@@ -198,9 +198,39 @@ def test_double_ctrl_c_at_an_empty_prompt_quits(tmp_path: Path) -> None:
             child.sendintr()  # clears the typed line
             child.sendintr()  # at an empty prompt: a hint
             child.expect_exact("Press Ctrl-C again")
+            child.expect_exact("you>")
             child.sendintr()
             child.expect(pexpect.EOF)
         finally:
             child.close()
     assert child.exitstatus == 0
     assert "Traceback" not in _shown(child)
+
+
+def test_ctrl_c_at_an_approval_question_cancels_the_waiting_turn(tmp_path: Path) -> None:
+    script = [
+        reply(None, call("request_user_approval", {"prompt": "Charge [red]59.97[/red]?"})),
+        reply("Next."),
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        child = _spawn(_terminal_env(tmp_path, server.base_url))
+        try:
+            child.expect(r"session ([0-9a-f-]+)\.")
+            session_id = child.match.group(1)
+            child.expect_exact("you>")
+            child.sendline("Charge me")
+            child.expect_exact("Charge [red]59.97[/red]?")
+            child.expect_exact("approve? [y/n]")
+            child.sendintr()
+            child.expect_exact("Turn cancelled.")
+            child.expect_exact("you>")
+            child.sendline("And now?")
+            child.expect_exact("Next.")
+            child.expect_exact("you>")
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        server.assert_complete()
+    assert child.exitstatus == 0
+    assert [t.status for t in _turns(tmp_path, session_id)] == ["cancelled", "completed"]

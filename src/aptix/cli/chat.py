@@ -84,27 +84,40 @@ async def _main(session_id: str | None, mode: str | None, details: bool) -> None
             runtime.settings.data_dir, COMMANDS, lambda: state.mode_keys, state.toggle_details
         )
         say(("Aptix chat", "bold"), f" — session {state.session_id}. {help_line()}")
-        armed = False  # a Ctrl-C just happened: one more at an empty prompt quits
-        while True:
-            try:
-                line = (await reader.read("you> ")).strip()
-            except KeyboardInterrupt:
-                if armed:
-                    return
-                armed = True
-                say(("Press Ctrl-C again or Ctrl-D to quit.", "dim"))
-                continue
-            except EOFError:
-                console.print()  # end the prompt's line
+        with _Interrupts() as interrupts:
+            await _converse(runtime, reasoner, reader, state, interrupts)
+
+
+async def _converse(
+    runtime: Runtime,
+    reasoner: AgentReasoner,
+    reader: LineReader,
+    state: ChatState,
+    interrupts: _Interrupts,
+) -> None:
+    """Read and answer lines until /quit, Ctrl-D, or a second Ctrl-C at an empty prompt."""
+    armed = False  # a Ctrl-C just happened: one more at an empty prompt quits
+    while True:
+        try:
+            line = (await reader.read("you> ")).strip()
+        except KeyboardInterrupt:
+            if armed:
                 return
-            armed = False
-            if not line:
-                continue
-            if line.startswith("/"):
-                if await run_command(runtime, state, line):
-                    return
-                continue
-            armed = await _turn(runtime, reasoner, reader, state, line)
+            armed = True
+            say(("Press Ctrl-C again or Ctrl-D to quit.", "dim"))
+            continue
+        except EOFError:
+            console.print()  # end the prompt's line
+            return
+        armed = False
+        if not line:
+            continue
+        if line.startswith("/"):
+            if await run_command(runtime, state, line):
+                return
+            continue
+        interrupts.pressed.clear()  # only a Ctrl-C from now on stops this turn
+        armed = await _turn(runtime, reasoner, reader, state, line, interrupts)
 
 
 def _log_to_file(path: Path) -> None:
@@ -123,7 +136,11 @@ def _log_to_file(path: Path) -> None:
 
 
 class _Interrupts:
-    """While a turn runs, SIGINT (Ctrl-C) sets :attr:`pressed` instead of raising."""
+    """SIGINT (Ctrl-C outside the prompt) sets :attr:`pressed` instead of raising.
+
+    At the prompt the terminal is raw, so Ctrl-C is a key the prompt handles; while a turn
+    runs it arrives as SIGINT and stops the turn; in between it does nothing.
+    """
 
     def __init__(self) -> None:
         self.pressed = asyncio.Event()
@@ -147,30 +164,30 @@ async def _turn(
     reader: LineReader,
     state: ChatState,
     instruction: str,
+    interrupts: _Interrupts,
 ) -> bool:
     """Run one instruction to its end (answering approvals); True when it was cancelled."""
     from aptix.errors import AptixError
 
     results: list[ToolResultInput] | None = None
-    with _Interrupts() as interrupts:
-        while True:
-            view = TurnView(details=state.details)
-            view.open()
-            try:
-                result = await _run(
-                    runtime, reasoner, state.session_id, instruction, results, view, interrupts
-                )
-            except AptixError as exc:  # busy session, unknown session: nothing ran
-                view.close()
-                say(("error:", "bold red"), " ", str(exc))
-                return False
+    while True:
+        view = TurnView(details=state.details)
+        view.open()
+        try:
+            result = await _run(
+                runtime, reasoner, state.session_id, instruction, results, view, interrupts
+            )
+        except AptixError as exc:  # busy session, unknown session: nothing ran
             view.close()
-            if result.kind != "tool-only":
-                _show_result(result)
-                return result.kind == "cancelled"
-            results = await _client_results(runtime, reader, result)
-            if results is None:
-                return True
+            say(("error:", "bold red"), " ", str(exc))
+            return False
+        view.close()
+        if result.kind != "tool-only":
+            _show_result(result)
+            return result.kind == "cancelled"
+        results = await _client_results(runtime, reader, result)
+        if results is None:
+            return True
 
 
 async def _run(

@@ -76,11 +76,13 @@ class _TerminalReader:
         )
         self._answers: PromptSession[str] = PromptSession()
 
+    # handle_sigint=False: the chat owns SIGINT (it stops a running turn); at the prompt the
+    # terminal is raw and Ctrl-C arrives as a key anyway.
     async def read(self, prompt: str) -> str:
-        return await self._lines.prompt_async(prompt)
+        return await self._lines.prompt_async(prompt, handle_sigint=False)
 
     async def ask(self, prompt: str) -> str:
-        return await self._answers.prompt_async(prompt)
+        return await self._answers.prompt_async(prompt, handle_sigint=False)
 
 
 class _PlainReader:
