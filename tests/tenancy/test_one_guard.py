@@ -124,3 +124,39 @@ async def test_a_turn_refuses_a_session_of_another_user(runtime: Runtime) -> Non
         await runtime.reasoner(ScriptedModel()).execute(
             session_id=created.result.id, org="acme", user="amy", instruction="hi"
         )
+
+
+async def test_a_branch_that_fails_leaves_the_session_as_it_was(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 #5: the mode change and the child are one transaction, so the error is true."""
+    import aptix.sessions.sql
+
+    created = await runtime.services.sessions.create_session(org="acme", user="ann")
+    assert created.result is not None
+    sid = created.result.id
+    # The child collides with its parent's id: its insert fails after the mode was set.
+    monkeypatch.setattr(aptix.sessions.sql, "new_session_id", lambda: sid)
+    context = await runtime.session_context(org="acme", user="ann", role="user", session_id=sid)
+    change = {"mode": "calculation", "branch": True, "reason": "numbers"}
+    outcome = await runtime.executor.invoke("agent_change_mode", json.dumps(change), context)
+    assert outcome.error_message == "ModeChangeTool failed to change the session mode."
+    session = await runtime.services.sessions.get_session(sid, "acme")
+    assert session is not None
+    assert (session.mode, session.mode_history) == ("general", ())
+    assert await runtime.services.sessions.list_children(sid, "acme") == []
+
+
+async def test_a_branch_changes_the_mode_and_creates_the_child_together(runtime: Runtime) -> None:
+    created = await runtime.services.sessions.create_session(org="acme", user="ann")
+    assert created.result is not None
+    sid = created.result.id
+    context = await runtime.session_context(org="acme", user="ann", role="user", session_id=sid)
+    change = {"mode": "calculation", "branch": True, "reason": "numbers"}
+    outcome = await runtime.executor.invoke("agent_change_mode", json.dumps(change), context)
+    child_id = json.loads(outcome.result or "")["branchedSessionId"]
+    session = await runtime.services.sessions.get_session(sid, "acme")
+    assert session is not None
+    assert session.mode == "calculation"
+    [child] = await runtime.services.sessions.list_children(sid, "acme")
+    assert (child.id, child.mode, child.user) == (child_id, "calculation", "ann")

@@ -33,6 +33,18 @@ class FakeSessions:
             return InvokeResult.from_error(self.refusal)
         return InvokeResult.create(object())
 
+    async def branch_session(
+        self, session_id: str, mode: str, reason: str, org: str, user: str
+    ) -> InvokeResult[object]:
+        changed = await self.set_session_mode(session_id, mode, reason, org, user)
+        if changed.result is None:
+            return changed
+        create = self.create_session  # type: ignore[attr-defined]
+        child: InvokeResult[object] = await create(
+            org=org, user=user, mode=mode, parent_session_id=session_id
+        )
+        return child
+
 
 def _tool(sessions: FakeSessions, logger: RecordingLogger) -> ModeChangeTool:
     return ModeChangeTool(sessions, logger)  # type: ignore[arg-type]

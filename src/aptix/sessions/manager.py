@@ -45,6 +45,12 @@ class SessionManager(Protocol):
         """Change the mode and append a history entry (TUL-007 §3.5)."""
         ...
 
+    async def branch_session(
+        self, session_id: str, mode: str, reason: str, org: str, user: str
+    ) -> InvokeResult[AgentSession]:
+        """Change the mode and create a child session in it, atomically; returns the child."""
+        ...
+
     async def set_active_workflow(
         self, session_id: str, workflow_id: str | None, org: str, user: str
     ) -> InvokeResult[AgentSession]:

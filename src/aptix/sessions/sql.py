@@ -61,21 +61,7 @@ class SqlSessionManager:
                 and await self._row(tx, parent_session_id, org) is None
             ):
                 return InvokeResult.from_error(f"Unknown session '{parent_session_id}'.")
-            row = SessionRow(
-                id=new_session_id(),
-                org=org,
-                user_id=user,
-                title=title,
-                mode=key,
-                mode_reason=None,
-                mode_set_at=now,
-                parent_session_id=parent_session_id,
-                active_workflow_id=None,
-                created_at=now,
-                updated_at=now,
-                version=1,
-                history=[],
-            )
+            row = _new_row(org, user, key, title, parent_session_id, now)
             tx.add(row)
             await tx.flush()
             return InvokeResult.create(_to_session(row))
@@ -121,21 +107,31 @@ class SqlSessionManager:
             row = await self._row(tx, session_id, org, lock=True)
             if row is None:
                 return InvokeResult.from_error(f"Unknown session '{session_id}'.")
-            now = utc_now()
-            row.history.append(
-                ModeHistoryRow(
-                    seq=len(row.history) + 1,
-                    previous_mode=row.mode,
-                    mode=mode,
-                    reason=reason,
-                    changed_at=now,
-                    changed_by=user,
-                )
-            )
-            row.mode, row.mode_reason, row.mode_set_at = mode, reason, now
-            _touch(row, now)
+            _change_mode(row, mode, reason, user, utc_now())
             await tx.flush()
             return InvokeResult.create(_to_session(row))
+
+    async def branch_session(
+        self, session_id: str, mode: str, reason: str, org: str, user: str
+    ) -> InvokeResult[AgentSession]:
+        """Change the mode and create the child session in it, in one transaction.
+
+        Returns the child. Either both happen or neither does: a failure to create the
+        child rolls the mode change back.
+        """
+        problem = self._mode_problem(mode)
+        if problem:
+            return InvokeResult.from_error(problem)
+        async with self._db.transaction() as tx:
+            row = await self._row(tx, session_id, org, lock=True)
+            if row is None:
+                return InvokeResult.from_error(f"Unknown session '{session_id}'.")
+            now = utc_now()
+            _change_mode(row, mode, reason, user, now)
+            child = _new_row(org, user, mode, None, session_id, now)
+            tx.add(child)
+            await tx.flush()
+            return InvokeResult.create(_to_session(child))
 
     async def set_active_workflow(
         self, session_id: str, workflow_id: str | None, org: str, user: str
@@ -166,6 +162,41 @@ class SqlSessionManager:
         if lock:
             query = query.with_for_update()
         return (await tx.scalars(query)).one_or_none()
+
+
+def _new_row(
+    org: str, user: str, mode: str, title: str | None, parent: str | None, now: datetime
+) -> SessionRow:
+    return SessionRow(
+        id=new_session_id(),
+        org=org,
+        user_id=user,
+        title=title,
+        mode=mode,
+        mode_reason=None,
+        mode_set_at=now,
+        parent_session_id=parent,
+        active_workflow_id=None,
+        created_at=now,
+        updated_at=now,
+        version=1,
+        history=[],
+    )
+
+
+def _change_mode(row: SessionRow, mode: str, reason: str, user: str, now: datetime) -> None:
+    row.history.append(
+        ModeHistoryRow(
+            seq=len(row.history) + 1,
+            previous_mode=row.mode,
+            mode=mode,
+            reason=reason,
+            changed_at=now,
+            changed_by=user,
+        )
+    )
+    row.mode, row.mode_reason, row.mode_set_at = mode, reason, now
+    _touch(row, now)
 
 
 def _touch(row: SessionRow, now: datetime) -> None:

@@ -84,6 +84,17 @@ class InMemorySessionManager:
         self._sessions[session_id] = updated
         return InvokeResult.create(updated)
 
+    async def branch_session(
+        self, session_id: str, mode: str, reason: str, org: str, user: str
+    ) -> InvokeResult[AgentSession]:
+        """Change the mode and create a child in it (nothing can fail in between here)."""
+        changed = await self.set_session_mode(session_id, mode, reason, org, user)
+        if changed.result is None:
+            return changed
+        return await self.create_session(
+            org=org, user=user, mode=mode, parent_session_id=session_id
+        )
+
     async def set_active_workflow(
         self, session_id: str, workflow_id: str | None, org: str, user: str
     ) -> InvokeResult[AgentSession]:

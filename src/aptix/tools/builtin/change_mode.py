@@ -110,22 +110,14 @@ class ModeChangeTool(AgentTool):
         if not reason:
             return InvokeResult.from_error(NO_REASON)
         try:
-            changed = await self._sessions.set_session_mode(
-                context.session_id, mode, reason, context.org, context.user
-            )
-            if not changed.successful:
+            # With branch the mode change and the new session are one transaction: a failure
+            # leaves the session as it was, so "failed to change the session mode" is true.
+            changed = await (
+                self._sessions.branch_session if args.branch else self._sessions.set_session_mode
+            )(context.session_id, mode, reason, context.org, context.user)
+            if changed.result is None:
                 return InvokeResult(errors=changed.errors)
-            branched_id = None
-            if args.branch:
-                child = await self._sessions.create_session(
-                    org=context.org,
-                    user=context.user,
-                    mode=mode,
-                    parent_session_id=context.session_id,
-                )
-                if child.result is None:
-                    return InvokeResult(errors=child.errors)
-                branched_id = child.result.id
+            branched_id = changed.result.id if args.branch else None
         except Exception as exc:
             self._logger.add_exception(f"[{self.TOOL_NAME}_ExecuteAsync__Exception]", exc, *ids)
             return InvokeResult.from_error(FAILED)
