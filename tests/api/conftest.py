@@ -42,5 +42,5 @@ async def client(keyed_runtime: Runtime, model: ScriptedModel) -> AsyncIterator[
 async def no_model_client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(runtime=runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
         yield c

@@ -226,7 +226,7 @@ async def test_the_sessions_api_shows_what_was_left_out(tmp_path: Path) -> None:
     async with open_runtime(settings) as runtime:
         app = create_app(runtime=runtime, model=FunctionModel(_answer))
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             created = (await client.post("/v1/sessions", json={})).json()
             for n in range(1, 9):
                 answered = await client.post(

@@ -307,7 +307,7 @@ async def plugin_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Asy
 async def test_runs_through_http_invoke(plugin_runtime: Runtime) -> None:
     app = create_app(runtime=plugin_runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         listed = (await client.get("/v1/tools")).json()
         ok = await client.post(
             "/v1/tools/weather_forecast/invoke", json={"arguments": {"city": "Lisbon", "days": 2}}

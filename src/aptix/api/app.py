@@ -15,13 +15,19 @@ from starlette.types import ASGIApp
 from aptix import __version__
 from aptix.api.auth import ApiKeyVerifier
 from aptix.api.docs import install_offline_docs
-from aptix.api.edge import RefuseNulInUrl
+from aptix.api.edge import (
+    LoopbackOnly,
+    RefuseNulInUrl,
+    RequireKeyForOperations,
+)
 from aptix.api.errors import EnvelopeErrors, install_error_handlers
 from aptix.api.metrics import Metrics, ObserveMiddleware, with_request_ids
 from aptix.api.routes import agent, catalog, health, sessions, tools
 from aptix.api.schemas import ERROR_RESPONSES
 from aptix.console import ConsoleFiles
+from aptix.errors import ConfigurationError
 from aptix.llm.types import LlmClient
+from aptix.loopback import is_loopback
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings, load_settings
 
@@ -37,9 +43,17 @@ def create_app(
     """Build the app: it opens its own runtime from ``settings``, or serves ``runtime``.
 
     ``model`` replaces the configured model endpoint (tests pass a scripted model).
+    Without API keys the app serves loopback only: it refuses a non-loopback ``APTIX_HOST``
+    here and answers 421 to any other ``Host`` or connection (:class:`LoopbackOnly`).
     """
     settings = runtime.settings if runtime is not None else (settings or load_settings())
     verifier = ApiKeyVerifier(settings.api_key_map())
+    if not verifier.enabled and not is_loopback(settings.host):
+        raise ConfigurationError(
+            f"Refusing to serve on {settings.host} without APTIX_API_KEYS: with no keys every "
+            "caller is the single local user.",
+            hint="set APTIX_API_KEYS, or bind 127.0.0.1",
+        )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -78,6 +92,11 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(RefuseNulInUrl)
     app.add_middleware(ObserveMiddleware, metrics=app.state.metrics)
+    # Added last, so outermost: refused requests never reach a route, /mcp or /console.
+    if not verifier.enabled:
+        app.add_middleware(LoopbackOnly)
+    elif not settings.public_metrics:
+        app.add_middleware(RequireKeyForOperations, verifier=verifier)
     for router in (health.router, tools.router, sessions.router, catalog.router, agent.router):
         app.include_router(router, responses=ERROR_RESPONSES)
     install_offline_docs(app)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,23 +11,13 @@ import typer
 from aptix.cli.output import fail, print_json, say, warn
 from aptix.cli.runtime import check_runtime, settings_or_exit
 from aptix.log_setup import configure_logging, logging_config
+from aptix.loopback import is_loopback
 from aptix.urls import mask_credentials
 
 if TYPE_CHECKING:
     from aptix.settings import AptixSettings
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
-
-LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
-
-
-def _is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(
@@ -47,7 +36,7 @@ def serve(
     except ValueError as exc:
         fail(f"{exc} — fix APTIX_API_KEYS, or unset it for one local user", code=2)
     bind = host or settings.host
-    if not keys and not _is_loopback(bind):
+    if not keys and not is_loopback(bind):
         fail(
             f"Refusing to serve on {bind} without APTIX_API_KEYS: with no keys every caller "
             "is the single local user — set APTIX_API_KEYS, or bind 127.0.0.1.",

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -30,7 +31,13 @@ async def mcp_http_app(runtime: Runtime, verifier: ApiKeyVerifier) -> AsyncItera
     """The ``/mcp`` ASGI app for the lifetime of the block (its session manager runs inside)."""
     server = build_mcp_server(runtime)
     inner = server.streamable_http_app(
-        streamable_http_path="/mcp", stateless_http=True, json_response=True
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        # The app's own guard (aptix.api.edge.LoopbackOnly) checks Host and Origin for every
+        # path when there are no keys; with keys the SDK's loopback-only list would refuse
+        # every real host name.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     app: ASGIApp = inner
     if verifier.enabled:
