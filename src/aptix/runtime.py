@@ -130,6 +130,7 @@ class Runtime:
                 self.settings.llm_context_tokens, strategy=self.settings.context_strategy
             ),
             tracing=self.tracing,
+            before_turn=self.workflows.sync.check,
         )
 
     def default_model(self) -> LlmClient:

@@ -19,6 +19,7 @@ from aptix.api.edge import (
     LoopbackOnly,
     RefuseNulInUrl,
     RequireKeyForOperations,
+    SyncWorkflows,
 )
 from aptix.api.errors import EnvelopeErrors, install_error_handlers
 from aptix.api.metrics import Metrics, ObserveMiddleware, with_request_ids
@@ -90,6 +91,7 @@ def create_app(
     if runtime is not None:
         _attach(app, runtime, model)
     install_error_handlers(app)
+    app.add_middleware(SyncWorkflows, state=app.state)
     app.add_middleware(RefuseNulInUrl)
     app.add_middleware(ObserveMiddleware, metrics=app.state.metrics)
     # Added last, so outermost: refused requests never reach a route, /mcp or /console.

@@ -1,6 +1,7 @@
-"""Checks before routing: NUL in the URL, the keyless loopback guard, keys for operations.
+"""What runs before routing: guards, and bringing the workflow registry up to date.
 
-Each is a plain ASGI middleware around the whole app, so
+NUL in the URL, the keyless loopback guard, keys for the operations paths, and the
+cross-process workflow sync. Each is a plain ASGI middleware around the whole app, so
 routes mounted later (``/mcp``, ``/console``, the docs pages) are covered without knowing
 about them.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from fastapi.responses import JSONResponse
+from starlette.datastructures import State
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from aptix.api.auth import BEARER_CHALLENGE, ApiKeyVerifier
@@ -22,6 +24,7 @@ __all__ = [
     "LoopbackOnly",
     "RefuseNulInUrl",
     "RequireKeyForOperations",
+    "SyncWorkflows",
 ]
 
 #: Paths that describe or measure the deployment: behind a key unless APTIX_PUBLIC_METRICS.
@@ -154,3 +157,21 @@ def _bearer(scope: Scope) -> str | None:
                 return None
             return token.strip() or None
     return None
+
+
+class SyncWorkflows:
+    """Before each request: serve what other processes published (``WorkflowSync.check``).
+
+    Throttled inside the check, so most requests pay one clock read.
+    """
+
+    def __init__(self, app: ASGIApp, *, state: State) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check, then pass through."""
+        runtime = getattr(self.state, "runtime", None)
+        if scope["type"] == "http" and runtime is not None:
+            await runtime.workflows.sync.check()
+        await self.app(scope, receive, send)

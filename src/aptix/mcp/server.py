@@ -48,6 +48,8 @@ def build_mcp_server(
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         caller = caller_from_token(get_access_token()) or default_caller
+        # Serve what other processes published (stdio has no HTTP middleware to do it).
+        await runtime.workflows.sync.check()
         arguments = dict(params.arguments or {})
         if (nul := find_nul(arguments)) is not None:
             return _error(f"{NUL_REFUSED} (found in '{nul}').")

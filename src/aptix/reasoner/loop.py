@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 from aptix.errors import LlmError, TurnError
@@ -89,8 +89,11 @@ class AgentReasoner:
         context: ContextBudget | None = None,
         caps: ResponseCaps | None = None,
         tracing: Tracing = NO_TRACING,
+        before_turn: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self._model = model
+        #: Awaited before each turn is claimed (the runtime brings workflows up to date).
+        self._before_turn = before_turn
         self._executor = executor
         self._sessions = sessions
         self._modes = modes
@@ -152,6 +155,8 @@ class AgentReasoner:
         Raises exactly what :meth:`execute` raises before anything runs, so a streaming
         caller can answer 404/409 before it starts streaming.
         """
+        if self._before_turn is not None:
+            await self._before_turn()
         if tool_results:
             if instruction:
                 raise TurnError("Send either an instruction or toolResults, not both.")

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aptix.workflows.manifest import (
@@ -47,10 +47,23 @@ FIRST_VERSION = "0.1.0"
 class WorkflowAuthoring:
     """Draft, edit, validate, publish, list and retire workflows against a store."""
 
-    def __init__(self, store: WorkflowStore, registry: WorkflowRegistry) -> None:
+    def __init__(
+        self,
+        store: WorkflowStore,
+        registry: WorkflowRegistry,
+        *,
+        sync: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
         self._store = store
         self._registry = registry
         self._lock = asyncio.Lock()
+        #: Brings the registry up to date with the store (other processes author too).
+        self._sync = sync
+
+    async def _synced(self) -> None:
+        """Called first inside the lock by every change: never decide on a stale registry."""
+        if self._sync is not None:
+            await self._sync()
 
     async def draft(
         self, workflow_id: str, title: str, description: str, actor: str | None, org: str
@@ -73,6 +86,7 @@ class WorkflowAuthoring:
         if manifest is None or problems:
             return AuthoringOutcome.failures(problems)
         async with self._lock:
+            await self._synced()
             if self._registry.is_deployment_wide(manifest.workflow_id):
                 return self._read_only(manifest.workflow_id)
             history = await self._store.history(manifest.workflow_id, org)
@@ -130,6 +144,7 @@ class WorkflowAuthoring:
             return await self._change_status(workflow_id, status.strip().lower(), actor, org)
         changes.pop("status", None)
         async with self._lock:
+            await self._synced()
             found = await self._working_copy(workflow_id, org)
             if found is None:
                 return _unknown(workflow_id)
@@ -181,6 +196,7 @@ class WorkflowAuthoring:
         The publish revision records who published which version, and when.
         """
         async with self._lock:
+            await self._synced()
             found = await self._working_copy(workflow_id, org)
             if found is None:
                 return _unknown(workflow_id)
@@ -248,6 +264,7 @@ class WorkflowAuthoring:
     async def discard(self, workflow_id: str, actor: str | None, org: str) -> AuthoringOutcome:
         """Drop the pending draft; the served version (if any) stays as it is."""
         async with self._lock:
+            await self._synced()
             history = await self._store.history(workflow_id.strip(), org)
             draft = current_draft(history)
             if draft is None:
@@ -267,6 +284,7 @@ class WorkflowAuthoring:
     async def remove(self, workflow_id: str, actor: str | None, org: str) -> AuthoringOutcome:
         """Stop serving a disabled, authored workflow; its history is kept (TUL-006 §8.9)."""
         async with self._lock:
+            await self._synced()
             served = self._registry.get(workflow_id, org)
             if served is None:
                 return _unknown(workflow_id)
@@ -297,6 +315,7 @@ class WorkflowAuthoring:
                 "status", "status must be draft, published, deprecated or disabled."
             )
         async with self._lock:
+            await self._synced()
             served = self._registry.get(workflow_id, org)
             if served is None:
                 return AuthoringOutcome.fail(

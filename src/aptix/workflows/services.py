@@ -17,12 +17,11 @@ from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
 from aptix.tools.builtin.workflow_run import WorkflowRunTool
 from aptix.tools.registry import AgentToolRegistry
 from aptix.workflows.authoring import WorkflowAuthoring
-from aptix.workflows.loader import VALIDATE_HINT, ManifestProblem, format_problems, load_catalog
-from aptix.workflows.manifest import WorkflowManifest
+from aptix.workflows.loader import VALIDATE_HINT, format_problems, load_catalog
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.registry import WorkflowRegistry
-from aptix.workflows.store import InMemoryWorkflowStore, WorkflowStore, served_revision
-from aptix.workflows.validation import validate_manifest
+from aptix.workflows.store import InMemoryWorkflowStore, WorkflowStore
+from aptix.workflows.sync import WorkflowSync
 
 __all__ = [
     "WorkflowServices",
@@ -31,7 +30,6 @@ __all__ = [
     "semantic_available",
 ]
 
-STORE_SOURCE = "store"
 #: Matched once at start-up so that the index is built and the model warm before any request.
 WARM_UP_MESSAGE = "start a new workflow"
 
@@ -81,6 +79,8 @@ class WorkflowServices:
     registry: WorkflowRegistry
     store: WorkflowStore
     authoring: WorkflowAuthoring
+    #: Keeps the registry equal to the store across processes (:mod:`aptix.workflows.sync`).
+    sync: WorkflowSync
 
     def register_tools(
         self,
@@ -111,35 +111,16 @@ class WorkflowServices:
 
     async def load_published(self) -> None:
         """Serve what authoring published; one that no longer validates stops start-up (§8.8)."""
-        authored, problems = await self._read_published()
+        problems = await self.sync.load()
         if problems:
             raise ConfigurationError(format_problems(problems), hint=VALIDATE_HINT)
-        self.registry.replace_authored(authored)
 
     async def refresh(self) -> bool:
         """Serve what the store holds now (other processes publish too); True on a change.
 
         A revision that no longer validates is left out rather than stopping the process.
         """
-        authored, _ = await self._read_published()
-        return self.registry.replace_authored(authored)
-
-    async def _read_published(
-        self,
-    ) -> tuple[dict[str, dict[str, WorkflowManifest]], list[ManifestProblem]]:
-        authored: dict[str, dict[str, WorkflowManifest]] = {}
-        problems: list[ManifestProblem] = []
-        for org in await self.store.orgs():
-            for wid in await self.store.workflow_ids(org):
-                served = served_revision(await self.store.history(wid, org))
-                if served is None or self.registry.is_deployment_wide(wid):
-                    continue
-                found = validate_manifest(served.manifest, self.registry.known_tools)
-                source = f"{STORE_SOURCE} (org {org}) revision {served.revision}"
-                problems += [ManifestProblem(source, wid, p.field, p.message) for p in found]
-                if not found:
-                    authored.setdefault(org, {})[wid] = served.manifest
-        return authored, problems
+        return await self.sync.check(force=True)
 
 
 def build_workflow_services(
@@ -150,4 +131,6 @@ def build_workflow_services(
     matcher = build_matcher(semantic)
     registry = WorkflowRegistry(matcher=matcher, matcher_factory=matcher.sibling)
     store = store or InMemoryWorkflowStore()
-    return WorkflowServices(registry, store, WorkflowAuthoring(store, registry))
+    sync = WorkflowSync(store, registry)
+    authoring = WorkflowAuthoring(store, registry, sync=lambda: sync.check(force=True))
+    return WorkflowServices(registry, store, authoring, sync)

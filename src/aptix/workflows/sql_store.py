@@ -4,20 +4,25 @@ Rows are only ever inserted, so the full version history of every authored workf
 (TUL-006 §8.4, §8.9), with the org it belongs to and who made each revision. Revision
 numbers are per (org, workflow); two concurrent appends to one workflow collide on the
 ``(org, workflow_id, revision)`` key and the loser retries.
+
+Every append also bumps the one ``workflow_changes`` counter in its transaction, so a
+process that reads a counter value has every revision up to it committed and visible
+(a row id would not do: ids are handed out before commit, not in commit order).
 """
 
 from __future__ import annotations
 
 import json
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from aptix.db.engine import Database
 from aptix.db.types import utc_now
 from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.store import RevisionAction, StoredRevision
-from aptix.workflows.tables import WorkflowRevisionRow
+from aptix.workflows.tables import CHANGES_ROW_ID, WorkflowChangesRow, WorkflowRevisionRow
 
 __all__ = ["SqlWorkflowStore"]
 
@@ -62,6 +67,8 @@ class SqlWorkflowStore:
                         created_by=actor,
                     )
                     session.add(row)
+                    await session.flush()
+                    await _bump_changes(session)
                 return _revision(row)
             except IntegrityError:
                 if attempt == APPEND_ATTEMPTS:
@@ -101,10 +108,22 @@ class SqlWorkflowStore:
             return list(orgs)
 
     async def change_marker(self) -> int:
-        """The newest row id: one index lookup, and it grows with every append."""
+        """The change counter: one primary-key read; it grows with every committed append."""
         async with self._database.transaction() as session:
-            newest = await session.scalar(select(func.max(WorkflowRevisionRow.id)))
-            return int(newest or 0)
+            counter = await session.scalar(
+                select(WorkflowChangesRow.counter).where(WorkflowChangesRow.id == CHANGES_ROW_ID)
+            )
+            return int(counter or 0)
+
+
+async def _bump_changes(session: AsyncSession) -> None:
+    bumped = await session.execute(
+        update(WorkflowChangesRow)
+        .where(WorkflowChangesRow.id == CHANGES_ROW_ID)
+        .values(counter=WorkflowChangesRow.counter + 1)
+    )
+    if getattr(bumped, "rowcount", 1) == 0:  # the row was deleted by hand: start it again
+        session.add(WorkflowChangesRow(id=CHANGES_ROW_ID, counter=1))
 
 
 def _revision(row: WorkflowRevisionRow) -> StoredRevision:

@@ -1,0 +1,138 @@
+"""``WorkflowSync``: one workflow registry across every process on the same database.
+
+Each process serves authored workflows from memory. Every authoring change appends a
+revision and bumps the store's change counter in one transaction; :meth:`WorkflowSync.check`
+compares that counter with the value this process last loaded and reloads the published
+workflows when it moved.
+
+* Every request checks (the HTTP app, ``/mcp``, MCP over stdio, each model turn), at most
+  once per :data:`SYNC_INTERVAL` per process: one primary-key read, and a reload only after
+  a change.
+* Authoring checks unthrottled before every change, so it never decides on a stale copy.
+
+So a change committed by one process is served by every other to any request that starts
+:data:`SYNC_INTERVAL` (0.5 s) or more after the commit: the last check either came after
+the commit and saw it, or is old enough to be repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from aptix.workflows.loader import ManifestProblem
+from aptix.workflows.manifest import WorkflowManifest
+from aptix.workflows.registry import WorkflowRegistry
+from aptix.workflows.store import WorkflowStore, served_revision
+from aptix.workflows.validation import validate_manifest
+
+__all__ = ["SYNC_INTERVAL", "WorkflowSync", "read_published"]
+
+#: Seconds between two checks of the change counter by one process.
+SYNC_INTERVAL = 0.5
+STORE_SOURCE = "store"
+
+_log = logging.getLogger("aptix.workflows")
+
+Authored = dict[str, dict[str, WorkflowManifest]]
+
+
+async def read_published(
+    store: WorkflowStore, registry: WorkflowRegistry
+) -> tuple[Authored, list[ManifestProblem]]:
+    """What the store serves, per org, and the revisions that no longer validate."""
+    authored: Authored = {}
+    problems: list[ManifestProblem] = []
+    for org in await store.orgs():
+        for wid in await store.workflow_ids(org):
+            served = served_revision(await store.history(wid, org))
+            if served is None or registry.is_deployment_wide(wid):
+                continue
+            found = validate_manifest(served.manifest, registry.known_tools)
+            source = f"{STORE_SOURCE} (org {org}) revision {served.revision}"
+            problems += [ManifestProblem(source, wid, p.field, p.message) for p in found]
+            if not found:
+                authored.setdefault(org, {})[wid] = served.manifest
+    return authored, problems
+
+
+class WorkflowSync:
+    """Keeps ``registry``'s authored workflows equal to what ``store`` serves."""
+
+    def __init__(
+        self,
+        store: WorkflowStore,
+        registry: WorkflowRegistry,
+        *,
+        interval: float = SYNC_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._registry = registry
+        self._interval = interval
+        self._clock = clock
+        self._lock = asyncio.Lock()
+        self._checked_at: float | None = None
+        self._loaded: int | None = None
+        self._failing = False
+
+    @property
+    def interval(self) -> float:
+        """Seconds between two throttled checks."""
+        return self._interval
+
+    async def load(self) -> list[ManifestProblem]:
+        """Serve what the store holds now; the revisions that no longer validate are returned.
+
+        Those are left out of the registry (start-up refuses them; a running process keeps
+        serving the rest).
+        """
+        async with self._lock:
+            return await self._load()
+
+    async def check(self, *, force: bool = False) -> bool:
+        """Reload when the store changed since the last load; True when the registry changed.
+
+        Without ``force`` the counter is read at most once per interval. A database error
+        is logged once and leaves the registry as it is (the request goes on, and fails on
+        its own if it needs the database).
+        """
+        if not force and self._recent():
+            return False
+        async with self._lock:
+            if not force and self._recent():
+                return False  # another request checked while this one waited
+            try:
+                self._checked_at = self._clock()
+                if await self._store.change_marker() == self._loaded:
+                    changed = False
+                else:
+                    before = self._registry.revision
+                    await self._load()
+                    changed = self._registry.revision != before
+            except Exception as exc:  # an outage must not fail requests that need no workflow
+                self._checked_at = None
+                if not self._failing:
+                    _log.warning("Could not check for workflow changes: %s", exc)
+                self._failing = True
+                if force:
+                    raise
+                return False
+            self._failing = False
+            return changed
+
+    def _recent(self) -> bool:
+        checked = self._checked_at
+        return checked is not None and self._clock() - checked < self._interval
+
+    async def _load(self) -> list[ManifestProblem]:
+        # The time before the read, the counter before the content: a commit after either
+        # is seen by the next check.
+        self._checked_at = self._clock()
+        marker = await self._store.change_marker()
+        authored, problems = await read_published(self._store, self._registry)
+        self._registry.replace_authored(authored)
+        self._loaded = marker
+        return problems
