@@ -16,7 +16,7 @@ from aptix.runtime import Runtime
 @pytest.fixture
 async def client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=create_app(runtime=runtime))
-    async with httpx.AsyncClient(transport=transport, base_url="http://aptix") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
         yield c
 
 

@@ -182,7 +182,7 @@ async def test_over_http_approval_always_waits_for_the_client_then_runs_once_app
         )
         app = create_app(runtime=runtime, model=model)
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as api:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as api:
             first = await api.post("/v1/agent/execute", json={"instruction": "time?"})
             assert first.status_code == 200, first.text
             pending = first.json()
@@ -295,7 +295,7 @@ async def test_a_server_down_at_start_up_is_registered_once_it_comes_up(
 async def test_v1_tools_shows_mcp_tools_with_their_annotations(time_runtime: Runtime) -> None:
     app = create_app(runtime=time_runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         listed = (await client.get("/v1/tools")).json()
         invoked = await client.post(
             "/v1/tools/time_get_current_time/invoke", json={"arguments": {"timezone": "UTC"}}
