@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 from mcp.client.client import Client
+from typer.testing import CliRunner
 
+from aptix.cli.main import app as cli
 from aptix.mcp import build_mcp_server
-from aptix.runtime import Runtime
+from aptix.runtime import Runtime, open_runtime
+from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel, reply
 from tests.tenancy.test_keys_and_roles import FIELDS, author
 
@@ -193,3 +200,51 @@ async def test_a_status_change_refuses_to_bury_a_pending_draft(
     served = keyed.workflows.registry.get("offsite", "acme")
     assert served is not None
     assert served.status.value == "deprecated"
+
+
+def test_the_cli_shows_another_org_nothing_of_acmes_workflows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("APTIX_SEMANTIC_MATCHING", "false")
+    monkeypatch.delenv("APTIX_API_KEYS", raising=False)
+
+    async def publish() -> None:
+        async with open_runtime(AptixSettings(load_plugins=False)) as runtime:
+            authoring = runtime.workflows.authoring
+            assert (await authoring.draft("offsite", "Plan an offsite", "P.", "ada", "acme")).ok
+            assert (await authoring.update("offsite", FIELDS, "ada", "acme")).ok
+            assert (await authoring.publish("offsite", "root", "acme")).ok
+
+    asyncio.run(publish())
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        result = runner.invoke(cli, list(args))
+        return result.exit_code, result.stdout
+
+    for org, visible in (("acme", True), ("globex", False)):
+        code, listed = run("workflows", "list", "--json", "--org", org)
+        assert code == 0
+        assert ("offsite" in [w["workflowId"] for w in json.loads(listed)]) is visible
+        code, matched = run("workflows", "match", "Use workflow: offsite", "--json", "--org", org)
+        assert code == 0
+        assert ("offsite" in [m["workflowId"] for m in json.loads(matched)["matches"]]) is visible
+    # globex's admin can neither read nor change acme's workflow through the tool.
+    for arguments in (
+        {"operation": "get_workflow", "workflowId": "offsite"},
+        {"operation": "update_workflow", "workflowId": "offsite", "fields": {"title": "Mine"}},
+        {"operation": "publish_workflow", "workflowId": "offsite"},
+    ):
+        code, out = run(
+            "tools", "call", "agent_workflow_authoring", json.dumps(arguments),
+            "--org", "globex", "--role", "admin", "--json",
+        )  # fmt: skip
+        assert "Unknown workflow 'offsite'" in out, out
+    code, shown = run("workflows", "show", "offsite", "--json", "--org", "acme")
+    assert code == 0
+    assert json.loads(shown)["workflow"]["title"] == "Plan an offsite"
+    code, _ = run("workflows", "show", "offsite", "--org", "globex")
+    assert code == 1
