@@ -36,6 +36,8 @@ def _terminal_env(tmp_path: Path, base_url: str) -> dict[str, str]:
         "APTIX_LLM_MAX_RETRIES": "0",
         "APTIX_SEMANTIC_MATCHING": "false",
         "TERM": "xterm",
+        "COLUMNS": "200",  # Rich reads these before the pty's size
+        "LINES": "40",
         "NO_COLOR": "1",
         "PROMPT_TOOLKIT_NO_CPR": "1",  # pexpect does not answer cursor-position requests
     }
@@ -117,7 +119,7 @@ def test_chat_verbatim_text_history_ctrl_c_and_mode_list(tmp_path: Path) -> None
     assert (tmp_path / "chat_history").is_file()
 
 
-def test_chat_history_survives_a_restart(tmp_path: Path) -> None:
+def test_chat_history_survives_a_restart_and_tab_completes(tmp_path: Path) -> None:
     with ScriptedOpenAIServer([reply("One."), reply("Two.")]) as server:
         env = _terminal_env(tmp_path, server.base_url)
         first = _spawn(env)
@@ -136,6 +138,10 @@ def test_chat_history_survives_a_restart(tmp_path: Path) -> None:
             second.send(UP + UP)  # past "/quit" to the message
             second.send("\r")
             second.expect_exact("Two.")
+            second.expect_exact("you>")
+            second.send("/hel\t")  # Tab completes the command
+            second.send("\r")
+            second.expect_exact("Commands: /mode, /modes")
             second.expect_exact("you>")
             second.sendline("/quit")
             second.expect(pexpect.EOF)
