@@ -166,3 +166,40 @@ async def test_mcp_and_model_turns_of_another_runtime_serve_the_publish(tmp_path
             session_id=session.result.id, org="acme", user="ann", instruction="hello"
         )
         assert "offsite" in model.requests[0].messages[0]["content"]
+
+
+class _DownStore:
+    """A store whose database is unreachable."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    async def change_marker(self) -> int:
+        self.reads += 1
+        raise ConnectionRefusedError("database down")
+
+
+async def test_a_failed_check_leaves_the_registry_and_lets_requests_go_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from aptix.workflows.registry import WorkflowRegistry
+
+    clock = FakeClock()
+    registry = WorkflowRegistry()
+    store = _DownStore()
+    sync = WorkflowSync(store, registry, clock=clock)  # type: ignore[arg-type]
+    with caplog.at_level("WARNING", logger="aptix.workflows"):
+        assert await sync.check() is False
+        assert await sync.check() is False  # still throttled: no second wait on the database
+        assert store.reads == 1
+        clock.now += SYNC_INTERVAL
+        assert await sync.check() is False
+        assert store.reads == 2
+    # Logged once, not per request.
+    assert [r.getMessage() for r in caplog.records] == [
+        "Could not check for workflow changes: database down"
+    ]
+    # Authoring must not decide on a copy it could not check.
+    with pytest.raises(ConnectionRefusedError):
+        await sync.check(force=True)
+    assert registry.revision == 0

@@ -97,7 +97,7 @@ class WorkflowSync:
 
         Without ``force`` the counter is read at most once per interval. A database error
         is logged once and leaves the registry as it is (the request goes on, and fails on
-        its own if it needs the database).
+        its own if it needs the database); with ``force`` it is raised.
         """
         if not force and self._recent():
             return False
@@ -113,7 +113,7 @@ class WorkflowSync:
                     await self._load()
                     changed = self._registry.revision != before
             except Exception as exc:  # an outage must not fail requests that need no workflow
-                self._checked_at = None
+                # Still throttled: during an outage requests do not each wait on the database.
                 if not self._failing:
                     _log.warning("Could not check for workflow changes: %s", exc)
                 self._failing = True
