@@ -180,3 +180,29 @@ async def test_with_keys_mcp_answers_a_real_host_name(tmp_path: Path) -> None:
         listed = await client.post("/mcp", json=PING, headers={**MCP_HEADERS, **bearer("k-ann")})
     assert listed.status_code == 200, listed.text
     assert listed.json()["result"]["tools"]
+
+
+async def test_a_websocket_to_a_foreign_host_is_closed_before_the_app_sees_it() -> None:
+    from aptix.api.edge import LoopbackOnly
+
+    reached: list[object] = []
+    sent: list[dict[str, object]] = []
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        reached.append(scope)
+
+    async def receive() -> dict[str, object]:
+        return {"type": "websocket.connect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    guard = LoopbackOnly(app)  # type: ignore[arg-type]
+    scope = {"type": "websocket", "path": "/ws", "headers": [(b"host", b"attacker.example")]}
+    await guard(scope, receive, send)  # type: ignore[arg-type]
+    assert reached == []
+    assert sent[0]["type"] == "websocket.close"
+    assert sent[0]["code"] == 1008
+    lifespan = {"type": "lifespan"}
+    await guard(lifespan, receive, send)  # type: ignore[arg-type]
+    assert reached == [lifespan]

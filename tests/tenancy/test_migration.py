@@ -1,4 +1,5 @@
-"""0005: existing authored workflows get an org, on a database filled before the migration."""
+"""0005 and 0006 on a database filled before them: existing authored workflows get an org,
+and the change counter starts at the stored revisions."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from aptix.db.engine import create_engine, open_database
 from aptix.db.migrate import _config, current_revision, head_revision
 from aptix.db.types import UtcDateTime
 from aptix.workflows.sql_store import SqlWorkflowStore
+from aptix.workflows.store import RevisionAction
 from tests.databases import create_pg_database, drop_pg_database
 from tests.workflows.conftest import make_manifest
 
@@ -97,5 +99,12 @@ async def test_existing_rows_get_the_org_of_their_author(url: str) -> None:
             (1, "draft", "ann"),
             (2, "publish", "ann"),
         ]
+        # 0006: the change counter starts at the revisions already stored, and every
+        # append bumps it.
+        assert await store.change_marker() == 4
+        await store.append(
+            make_manifest("offsite", version="1.1.0"), RevisionAction.UPDATE, "ann", "acme"
+        )
+        assert await store.change_marker() == 5
     finally:
         await database.close()
