@@ -246,6 +246,13 @@ def test_modes_list_the_tools_each_offers(url: str, open_page: PageFactory) -> N
     page.goto(f"{url}/console/#/modes")
     calculation = page.get_by_role("article", name=re.compile("Calculation"))
     expect(calculation.locator("ul.tools")).to_contain_text("agent_calculator")
+    # Each tool's title and declared hints (from /v1/tools) are shown beside it.
+    calculator = calculation.locator('li[data-tool="agent_calculator"]')
+    expect(calculator).to_contain_text("Calculator")
+    expect(calculator).to_contain_text("read-only")
+    expect(calculator).not_to_contain_text("destructive")
+    approval = page.locator('li[data-tool="request_user_approval"]').first
+    expect(approval).to_contain_text("client")
 
 
 def test_authoring_draft_then_errors_then_fix_then_publish_after_confirmation(

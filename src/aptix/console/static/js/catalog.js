@@ -3,8 +3,29 @@
 import { api, invoke, Unauthorized } from "./api.js";
 import { h, notice, pretty, replace, table } from "./dom.js";
 
+// MCP-style hints a tool declares, shown as badges (absent hints are not guessed).
+const HINTS = [
+  ["readOnlyHint", true, "read-only"],
+  ["destructiveHint", true, "destructive"],
+  ["idempotentHint", true, "idempotent"],
+  ["openWorldHint", true, "open world"],
+];
+
+function toolItem(name, tool) {
+  const notes = tool?.annotations || {};
+  return h(
+    "li",
+    { "data-tool": name },
+    h("code", {}, name),
+    notes.title ? ` ${notes.title}` : null,
+    HINTS.filter(([key, value]) => notes[key] === value).map(([, , label]) => h("span", { class: "badge" }, label)),
+    tool && !tool.serverFinal ? h("span", { class: "badge" }, "client") : null,
+  );
+}
+
 export async function modesView(el) {
-  const modes = await api("/v1/modes");
+  const [modes, tools] = await Promise.all([api("/v1/modes"), api("/v1/tools")]);
+  const byName = new Map(tools.map((t) => [t.name, t]));
   replace(
     el,
     h("h1", {}, "Modes"),
@@ -16,7 +37,7 @@ export async function modesView(el) {
         h("p", {}, m.description),
         m.welcomeMessage ? h("p", { class: "welcome" }, h("span", { class: "who" }, "Welcome "), m.welcomeMessage) : null,
         h("h3", {}, "Tools offered"),
-        h("ul", { class: "tools" }, m.offeredTools.map((t) => h("li", {}, h("code", {}, t)))),
+        h("ul", { class: "tools" }, m.offeredTools.map((t) => toolItem(t, byName.get(t)))),
       ),
     ),
   );
