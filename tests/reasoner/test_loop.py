@@ -285,6 +285,28 @@ async def test_a_tool_outside_the_active_workflow_is_refused(harness: Harness) -
     assert "not offered" in content["error"] or "not permitted" in content["error"]
 
 
+async def test_a_failed_call_logs_no_user_text_above_debug(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The calculator quotes the expression it could not read: user text, so DEBUG only.
+    harness.model.add(reply(None, call("agent_calculator", {"expression": "my-pin-4711 +"})))
+    harness.model.add(reply("sorry"))
+    with caplog.at_level(logging.INFO, logger="aptix"):
+        await _run(harness, "compute")
+    [warning] = [r for r in caplog.records if "AgentReasoner_ToolCall" in r.getMessage()]
+    assert warning.levelno == logging.WARNING
+    assert "agent_calculator failed" in warning.getMessage()
+    assert all("my-pin-4711" not in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    harness.model.add(reply(None, call("agent_calculator", {"expression": "my-pin-4711 +"})))
+    harness.model.add(reply("sorry"))
+    with caplog.at_level(logging.DEBUG, logger="aptix"):
+        await _run(harness, "compute")
+    assert any(
+        "my-pin-4711" in r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG
+    )
+
+
 async def test_the_iteration_cap_ends_the_turn_with_a_warning(harness: Harness) -> None:
     loop = harness.runtime.reasoner(harness.model)
     for _ in range(10):

@@ -429,10 +429,12 @@ class AgentReasoner:
             }
         )
         if call.error_message:
+            ids = (("SessionId", turn.session.id), ("ConversationId", turn.record.id))
+            # A tool's message often quotes the user's input: only DEBUG may carry user text.
             self._logger.add_custom_event(
                 LogLevel.WARNING,
                 "[AgentReasoner_ToolCall]",
-                f"{call.name} failed: {call.error_message}",
-                ("SessionId", turn.session.id),
-                ("ConversationId", turn.record.id),
+                f"{call.name} failed (call {call.call_id}); the message is in the turn record",
+                *ids,
             )
+            self._logger.trace(f"{call.name} failed: {call.error_message}", *ids)
