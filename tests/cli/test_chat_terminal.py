@@ -195,11 +195,15 @@ def test_a_model_error_is_one_line_that_says_what_to_check(
     assert child.exitstatus == 0
 
 
-def test_double_ctrl_c_at_an_empty_prompt_quits(tmp_path: Path) -> None:
+def test_ctrl_o_toggles_tool_details_and_double_ctrl_c_at_an_empty_prompt_quits(
+    tmp_path: Path,
+) -> None:
     with ScriptedOpenAIServer() as server:
         child = _spawn(_terminal_env(tmp_path, server.base_url))
         try:
             child.expect_exact("you>")
+            child.sendcontrol("o")  # Ctrl-O: tool calls in full from now on
+            child.expect(r"tool details (?:\x1b\[[0-9;]*m)*on")
             child.send("half a line")
             child.sendintr()  # clears the typed line
             child.sendintr()  # at an empty prompt: a hint
