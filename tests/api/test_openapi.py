@@ -6,6 +6,8 @@ import httpx
 import jsonschema
 from openapi_spec_validator import validate
 
+from aptix.testing import ScriptedModel, reply
+
 
 async def test_the_document_is_valid_and_documents_the_envelope(
     client: httpx.AsyncClient,
@@ -53,6 +55,24 @@ async def test_schema_valid_execute_bodies_are_accepted_or_the_schema_refuses_th
     for body in ({}, {"instruction": "  "}, {"toolResults": [{"callId": "c"}]}):
         assert not jsonschema.Draft202012Validator(execute).is_valid(body), body
         assert (await client.post("/v1/agent/execute", json=body)).status_code == 422
+
+
+async def test_blank_means_the_same_to_the_schema_and_the_server(
+    client: httpx.AsyncClient, model: ScriptedModel
+) -> None:
+    # schemathesis sent "\x1e": ECMAScript's \S matched it, Python's strip() removed it (422).
+    document = (await client.get("/openapi.json")).json()
+    execute = jsonschema.Draft202012Validator(document["components"]["schemas"]["ExecuteRequest"])
+    for blank in ("\x1e", "\x1c\x1f", "\x85", "\ufeff", " \u2003\u3000 ", "\t\v"):
+        body = {"instruction": blank}
+        assert not execute.is_valid(body), repr(blank)
+        assert (await client.post("/v1/agent/execute", json=body)).status_code == 422, repr(blank)
+    model.add(reply("ok"))
+    body = {"instruction": "\x1e hi \ufeff"}
+    assert execute.is_valid(body)
+    answered = await client.post("/v1/agent/execute", json=body)
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["text"] == "ok"
 
 
 async def test_405_lists_every_method_of_the_path(client: httpx.AsyncClient) -> None:

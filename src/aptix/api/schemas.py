@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from aptix.blank import NOT_BLANK_PATTERN
 from aptix.nul import NUL_REFUSED, find_nul, find_nul_in_json
 
 __all__ = [
@@ -84,7 +85,7 @@ class ExecuteRequest(WireModel):
     session_id: str | None = Field(None, max_length=64, description="None creates a session.")
     mode: str | None = Field(None, max_length=100, description="Mode of a new session.")
     instruction: str | None = Field(
-        None, max_length=100_000, pattern=r"\S", description="Not blank."
+        None, max_length=100_000, pattern=NOT_BLANK_PATTERN, description="Not blank."
     )
     tool_results: list[ToolResultBody] | None = Field(None, min_length=1, max_length=100)
     stream: bool = Field(False, description="Answer with Server-Sent Events as the turn runs.")

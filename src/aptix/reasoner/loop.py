@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
+from aptix.blank import strip_blank
 from aptix.errors import LlmError, TurnError
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, Usage
 from aptix.log_setup import log_ids
@@ -162,7 +163,7 @@ class AgentReasoner:
                 raise TurnError("Send either an instruction or toolResults, not both.")
             decide = resume_plan(tool_results, self._lease)
         else:
-            text = (instruction or "").strip()
+            text = strip_blank(instruction or "")
             if not text:
                 raise TurnError("The request needs a non-empty instruction or toolResults.")
             decide = start_plan(

@@ -14,6 +14,7 @@ from aptix.api.errors import ApiError, error_body
 from aptix.api.responses import TurnResultBody
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import ErrorBody, ExecuteRequest
+from aptix.blank import strip_blank
 from aptix.errors import AptixError
 from aptix.modes.catalog import unknown_mode_message
 from aptix.reasoner import AgentReasoner, ToolResultInput, TurnEvent
@@ -62,7 +63,7 @@ async def execute(
     reasoner: AgentReasoner | None = request.app.state.reasoner
     if reasoner is None:
         raise ApiError(503, NO_MODEL, "model_not_configured")
-    if not (body.instruction or "").strip() and not body.tool_results:
+    if not strip_blank(body.instruction or "") and not body.tool_results:
         raise ApiError(422, "Send a non-empty 'instruction' or 'toolResults'.")
     if body.mode is not None and body.mode not in runtime.services.modes.keys:
         # Checked even beside a sessionId (where it is not used), as the schema's enum says.
