@@ -140,3 +140,5 @@ def test_schemathesis_all_checks_and_phases_find_nothing(live: Served, tmp_path:
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:] + failures
     # "N generated, N passed": every generated case passed.
     assert re.search(r"(\d+) generated, \1 passed", run.stdout), run.stdout[-3000:]
+    # The case count, shown by `pytest -rP` (closing notes quote it).
+    print(re.findall(r"Test cases:\s*\n\s*(.+)", run.stdout))
