@@ -263,7 +263,8 @@ class BlockingTool(_Base):
     async def execute(
         self, arguments_json: str, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
-        await asyncio.sleep(0)
+        # Blocks before its first await, so no timer can fire first however loaded the
+        # machine is: only the executor's clock can tell that the limit was passed.
         time.sleep(0.3)  # noqa: ASYNC251 - the misbehaviour under test
         return InvokeResult.create('{"ok": true}')
 
