@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import logging
+import logging.config
 from collections.abc import Iterator
 
 import pytest
@@ -43,9 +44,10 @@ def restore_loggers() -> Iterator[None]:
 def test_log_lines_carry_the_ids_bound_around_them(capsys: pytest.CaptureFixture[str]) -> None:
     from asgi_correlation_id import correlation_id
 
-    from aptix.log_setup import configure_logging, log_ids
+    from aptix.log_setup import log_ids, logging_config
 
-    configure_logging("INFO", json_lines=True)
+    # As `aptix serve` configures it: uvicorn applies the config with dictConfig.
+    logging.config.dictConfig(logging_config("INFO", json_lines=True))
     log = StdlibAdminLogger(logging.getLogger("aptix.test"))
     token = correlation_id.set("req-7")
     try:
@@ -91,3 +93,19 @@ def test_a_record_no_filter_saw_still_formats() -> None:
 
     record = logging.LogRecord("aptix.x", logging.ERROR, __file__, 1, "boom", None, None)
     assert PlainFormatter().format(record).endswith(" ERROR aptix.x [-] boom")
+
+
+def test_configure_logging_leaves_uvicorn_to_whoever_runs_it() -> None:
+    # An application running uvicorn with access_log=False must not get an access log back
+    # when it opens a runtime (uvicorn logs access whenever its logger has handlers).
+    from aptix.log_setup import configure_logging
+
+    access = logging.getLogger("uvicorn.access")
+    saved = access.handlers[:]
+    access.handlers[:] = []
+    try:
+        configure_logging("INFO")
+        assert access.handlers == []
+        assert logging.getLogger("aptix").handlers
+    finally:
+        access.handlers[:] = saved

@@ -142,13 +142,18 @@ def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
     """Configure the loggers of :func:`logging_config` in place.
 
     Unlike :func:`logging.config.dictConfig`, this leaves every other logger's handlers
-    alone (a test's capture handler, an embedding application's own set-up).
+    alone (a test's capture handler, an embedding application's own set-up). uvicorn's
+    loggers are left to whoever runs uvicorn (``aptix serve`` passes :func:`logging_config`
+    as its ``log_config``): adding a handler to ``uvicorn.access`` would switch on the access
+    log of an application that runs uvicorn with ``access_log=False``.
     """
     config = logging_config(level, json_lines=json_lines)
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLinesFormatter() if json_lines else PlainFormatter())
     handler.addFilter(LogContextFilter(config["filters"]["ids"]["missing"]))
     for name, wanted in config["loggers"].items():
+        if name.split(".")[0] == "uvicorn":
+            continue
         logger = logging.getLogger(name)
         logger.setLevel(wanted["level"])
         if "handlers" in wanted:
