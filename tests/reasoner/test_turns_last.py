@@ -14,7 +14,7 @@ from aptix.errors import LlmError, NotFoundError, SessionBusyError, TurnError
 from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.reasoner import ToolResultInput, TurnResult
 from aptix.reasoner.tables import TurnRow
-from aptix.testing import FunctionModel, call, reply
+from aptix.testing import FunctionModel, ScriptedModel, call, reply
 from tests.reasoner.conftest import Harness
 
 APPROVE = [ToolResultInput("u1", '{"approved": true}')]
@@ -335,3 +335,63 @@ async def test_recent_history_is_bounded(harness: Harness) -> None:
     users = [m["content"] for m in harness.model.requests[-1].messages if m["role"] == "user"]
     assert users == ["q2", "q3", "q4", "q5"]
     assert json.dumps(users)  # plain strings
+
+
+async def test_history_stays_whole_when_two_processes_take_turns(harness: Harness) -> None:
+    from dataclasses import replace
+
+    from aptix.reasoner.sql_turns import SqlTurnStore
+
+    if not isinstance(harness.runtime.turns, SqlTurnStore):
+        pytest.fail("this test needs the SQL turn store")
+    settings = harness.runtime.settings.model_copy(update={"history_turns": 4})
+    # Two stores on one database stand for two processes, each with its own cached windows.
+    here, there = (
+        replace(harness.runtime, settings=settings, turns=SqlTurnStore(harness.runtime.database))
+        for _ in range(2)
+    )
+    gate = ScriptedModel()
+    approvals = [call("request_user_approval", {"prompt": "Go?"}, id="u1")]
+    for i in range(7):
+        runtime = here if i % 3 else there
+        gate.add(reply(None, *approvals) if i == 4 else reply(f"answer {i}"))
+        result = await runtime.reasoner(gate).execute(
+            session_id=harness.session_id, org="acme", user="ann", instruction=f"q{i}"
+        )
+        if i == 4:  # paused for the client, then resumed by the other process
+            assert result.kind == "tool-only", result
+            gate.add(reply("approved answer"))
+            await there.reasoner(gate).execute(
+                session_id=harness.session_id, org="acme", user="ann", tool_results=APPROVE
+            )
+    users = [m["content"] for m in gate.requests[-1].messages if m["role"] == "user"]
+    assert users == ["q2", "q3", "q4", "q5", "q6"]
+    answers = [m["content"] for m in gate.requests[-1].messages if m["role"] == "assistant"]
+    assert answers == ["answer 2", "answer 3", None, "approved answer", "answer 5"]
+
+
+async def test_a_turn_in_a_long_session_reads_only_the_newest_turn(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aptix.reasoner import sql_turns
+
+    if not isinstance(harness.runtime.turns, sql_turns.SqlTurnStore):
+        pytest.fail("this test needs the SQL turn store")
+    decoded = 0
+    to_record = sql_turns._to_record
+
+    def counting(row):  # type: ignore[no-untyped-def]
+        nonlocal decoded
+        decoded += 1
+        return to_record(row)
+
+    monkeypatch.setattr(sql_turns, "_to_record", counting)
+    per_turn = []
+    for i in range(30):
+        harness.model.add(reply(f"answer {i}"))
+        decoded = 0
+        await _ask(harness, f"q{i}")
+        per_turn.append(decoded)
+    assert per_turn == [0] + [1] * 29
+    users = [m["content"] for m in harness.model.requests[-1].messages if m["role"] == "user"]
+    assert users == [f"q{i}" for i in range(30)]  # the whole history (50 turns) is still sent

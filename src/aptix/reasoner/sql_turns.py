@@ -9,11 +9,10 @@ one conditional ``UPDATE`` that only succeeds while the turn still runs at the v
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Row, Table, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from aptix.db.engine import Database
 from aptix.db.types import utc_now
@@ -41,24 +40,33 @@ _JSON_FIELDS = (
 )
 _TURNS = cast(Table, TurnRow.__table__)
 _C = _TURNS.c
-#: Every column but the JSON: enough to decide, and cheap to read for every recent turn.
-_HEAD_COLUMNS = [c for c in _TURNS.c if c.name != "data"]
 _SESSIONS = cast(Table, SessionRow.__table__)
 _SESSION_COLUMNS = list(_SESSIONS.c)
+
+
+@dataclass(slots=True)
+class _Window:
+    """A session's latest frozen turns (oldest first), all with ``seq <= upto``."""
+
+    upto: int
+    turns: list[TurnRecord]
 
 
 class SqlTurnStore:
     """Turns as rows; the transcript and audit lists live in one JSON column.
 
-    A completed turn never changes again, so the transcripts of completed turns are kept in a
-    bounded per-process cache: a claim decodes the JSON of a turn at most once, and a turn's
-    cost does not grow with the session's length (the history read is bounded too).
+    Only the latest turn of a session can still change: once a newer turn exists, or a turn
+    has completed, it is frozen. Each process keeps the latest frozen turns of the sessions it
+    served (a bounded LRU of windows), so a claim reads only the turns newer than its window:
+    one row in a busy session, however long it is, and a turn's cost does not grow with the
+    session's length. Another process's turns are simply newer rows; nothing can go stale.
     """
 
     def __init__(self, database: Database, *, cache_turns: int = 20_000) -> None:
         self._db = database
         self._lock_sessions = not database.is_sqlite
-        self._cache: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._windows: OrderedDict[str, _Window] = OrderedDict()
+        self._cached = 0
         self._cache_turns = cache_turns
 
     async def claim(
@@ -70,21 +78,24 @@ class SqlTurnStore:
         )
         if self._lock_sessions:
             session_query = session_query.with_for_update()
-        heads = (
-            select(*_HEAD_COLUMNS)
+        window = self._windows.get(session_id)
+        newer = (
+            select(_TURNS)
             .where(_C.session_id == session_id, _C.org == org)
             .order_by(_C.seq.desc())
             .limit(history + 1)
         )
+        if window is not None:
+            newer = newer.where(_C.seq > window.upto)
         async with self._db.transaction() as tx:
             found = (await tx.execute(session_query)).one_or_none()
             session = _session_view(found) if found is not None else None
             if session is None or not is_owner(session, org, user):
                 raise NotFoundError(f"Unknown session '{session_id}'.")
-            rows = (await tx.execute(heads)).all()
-            data = await self._data_of(tx, rows)
-            records = [_to_record(row, data[row.id]) for row in rows]
-            plan = decide(records[0] if records else None)
+            rows = [_to_record(row) for row in reversed((await tx.execute(newer)).all())]
+            if window is not None and len(rows) <= history:  # the window reaches the rows read
+                rows = [*window.turns, *rows][-(history + 1) :]
+            plan = decide(rows[-1] if rows else None)
             now = utc_now()
             for record in plan.writes():
                 record.updated_at = now
@@ -95,26 +106,22 @@ class SqlTurnStore:
                     await tx.execute(
                         update(_TURNS).where(_C.id == record.id).values(_changes(record))
                     )
+        # A new turn freezes every turn read; otherwise the latest may still change.
+        self._keep(session_id, rows if plan.new else rows[:-1])
         run_id = plan.run.id if plan.run else None
-        done = [t for t in reversed(records) if t.status == "completed" and t.id != run_id]
+        done = [t for t in rows if t.status == "completed" and t.id != run_id]
         return session, plan, done[-history:] if history else []
 
-    async def _data_of(self, tx: AsyncSession, rows: Sequence[Row[Any]]) -> dict[str, Any]:
-        """The JSON of each row: from the cache for completed turns, else from the database."""
-        data = {row.id: self._cache.get(row.id) for row in rows if row.status == "completed"}
-        wanted = [row.id for row in rows if data.get(row.id) is None]
-        if wanted:
-            loaded = await tx.execute(select(_C.id, _C.status, _C.data).where(_C.id.in_(wanted)))
-            for turn_id, status, value in loaded.all():
-                data[turn_id] = found = value or {}
-                if status == "completed":
-                    self._remember(turn_id, found)
-        return data
-
-    def _remember(self, turn_id: str, data: dict[str, Any]) -> None:
-        self._cache[turn_id] = data
-        if len(self._cache) > self._cache_turns:
-            self._cache.popitem(last=False)
+    def _keep(self, session_id: str, frozen: list[TurnRecord]) -> None:
+        """Remember ``frozen`` (the latest frozen turns, oldest first) as the session's window."""
+        if not frozen:
+            return
+        old = self._windows.pop(session_id, None)
+        self._cached -= len(old.turns) if old is not None else 0
+        self._windows[session_id] = _Window(upto=frozen[-1].seq, turns=frozen)
+        self._cached += len(frozen)
+        while self._cached > self._cache_turns and len(self._windows) > 1:
+            self._cached -= len(self._windows.popitem(last=False)[1].turns)
 
     async def save(self, turn: TurnRecord) -> bool:
         """Checkpoint ``turn`` if it still runs at the version this run holds."""
@@ -132,8 +139,6 @@ class SqlTurnStore:
             return False
         turn.version += 1
         turn.updated_at = now
-        if turn.status == "completed":  # final: the next turn reads it from here
-            self._remember(turn.id, {**_data(turn), "messages": list(turn.messages)})
         return True
 
     async def heartbeat(self, turn: TurnRecord, until: Any) -> bool:
@@ -238,8 +243,8 @@ def _row(turn: TurnRecord) -> dict[str, Any]:
     }
 
 
-def _to_record(row: Row[Any], data: dict[str, Any] | None = None) -> TurnRecord:
-    data = (row.data if data is None else data) or {}
+def _to_record(row: Row[Any]) -> TurnRecord:
+    data = row.data or {}
     return TurnRecord(
         id=row.id,
         session_id=row.session_id,
