@@ -4,15 +4,17 @@ Every step is one short transaction of a few Core statements (no ORM unit of wor
 locks the session row (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's ``BEGIN IMMEDIATE``
 already serializes writers), reads the latest turns, and writes the decision; a checkpoint is
 one conditional ``UPDATE`` that only succeeds while the turn still runs at the version read.
+Each runs through ``Database.run``: whole on one worker thread on SQLite, one hop per step.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Row, Table, insert, select, update
+from sqlalchemy import Connection, CursorResult, Executable, Row, Table, insert, select, update
 
 from aptix.db.engine import Database
 from aptix.db.types import utc_now
@@ -22,6 +24,7 @@ from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.tables import TurnRow
 from aptix.sessions.access import is_owner
 from aptix.sessions.models import AgentSession
+from aptix.sessions.sql import session_of
 from aptix.sessions.tables import SessionRow
 
 __all__ = ["SqlTurnStore"]
@@ -87,12 +90,14 @@ class SqlTurnStore:
         )
         if window is not None:
             newer = newer.where(_C.seq > window.upto)
-        async with self._db.transaction() as tx:
-            found = (await tx.execute(session_query)).one_or_none()
-            session = _session_view(found) if found is not None else None
+
+        def transaction(tx: Connection) -> tuple[AgentSession, Plan, list[TurnRecord]]:
+            found = tx.execute(session_query).one_or_none()
+            # The mode history is not read: no turn uses it.
+            session = session_of(found) if found is not None else None
             if session is None or not is_owner(session, org, user):
                 raise NotFoundError(f"Unknown session '{session_id}'.")
-            rows = [_to_record(row) for row in reversed((await tx.execute(newer)).all())]
+            rows = [_to_record(row) for row in reversed(tx.execute(newer).all())]
             if window is not None and len(rows) <= history:  # the window reaches the rows read
                 rows = [*window.turns, *rows][-(history + 1) :]
             plan = decide(rows[-1] if rows else None)
@@ -100,12 +105,13 @@ class SqlTurnStore:
             for record in plan.writes():
                 record.updated_at = now
                 if plan.new and record is plan.run:
-                    await tx.execute(insert(_TURNS).values(_row(record)))
+                    tx.execute(insert(_TURNS).values(_row(record)))
                 else:
                     record.version += 1
-                    await tx.execute(
-                        update(_TURNS).where(_C.id == record.id).values(_changes(record))
-                    )
+                    tx.execute(update(_TURNS).where(_C.id == record.id).values(_changes(record)))
+            return session, plan, rows
+
+        session, plan, rows = await self._db.run(transaction)
         # A new turn freezes every turn read; otherwise the latest may still change.
         self._keep(session_id, rows if plan.new else rows[:-1])
         run_id = plan.run.id if plan.run else None
@@ -133,9 +139,7 @@ class SqlTurnStore:
             .where(_C.id == turn.id, _C.version == turn.version, _C.status == "running")
             .values(_changes(turn, version=turn.version + 1, now=now))
         )
-        async with self._db.transaction() as tx:
-            changed = cast(CursorResult[Any], await tx.execute(statement)).rowcount
-        if changed != 1:
+        if await self._db.run(_changed(statement)) != 1:
             return False
         turn.version += 1
         turn.updated_at = now
@@ -148,36 +152,41 @@ class SqlTurnStore:
             .where(_C.id == turn.id, _C.status == "running", _C.owner == turn.owner)
             .values(lease_until=until)
         )
-        async with self._db.transaction() as tx:
-            return cast(CursorResult[Any], await tx.execute(statement)).rowcount == 1
+        return await self._db.run(_changed(statement)) == 1
 
     async def cancel(self, session_id: str, org: str, turn_id: str) -> TurnRecord:
         """Mark a running or pending turn ``cancelled``."""
         query = select(_TURNS).where(_C.id == turn_id, _C.session_id == session_id, _C.org == org)
-        async with self._db.transaction() as tx:
-            if self._lock_sessions:
-                query = query.with_for_update()
-            row = (await tx.execute(query)).one_or_none()
+        if self._lock_sessions:
+            query = query.with_for_update()
+
+        def transaction(tx: Connection) -> TurnRecord:
+            row = tx.execute(query).one_or_none()
             if row is None:
                 raise NotFoundError(f"Unknown turn '{turn_id}' in session '{session_id}'.")
             record = cancel_turn(_to_record(row))
-            await tx.execute(update(_TURNS).where(_C.id == turn_id).values(_changes(record)))
+            tx.execute(update(_TURNS).where(_C.id == turn_id).values(_changes(record)))
             return record
+
+        return await self._db.run(transaction)
 
     async def sweep(self) -> int:
         """Mark running turns of dead processes (expired lease, or gone on this host)."""
         now = utc_now()
-        async with self._db.transaction() as tx:
-            rows = (await tx.execute(select(_TURNS).where(_C.status == "running"))).all()
+
+        def transaction(tx: Connection) -> int:
+            rows = tx.execute(select(_TURNS).where(_C.status == "running")).all()
             dead = [r for r in map(_to_record, rows) if mark_dead(r, now)]
             for record in dead:
                 record.version += 1
-                await tx.execute(
+                tx.execute(
                     update(_TURNS)
                     .where(_C.id == record.id, _C.status == "running")
                     .values(_changes(record))
                 )
-        return len(dead)
+            return len(dead)
+
+        return await self._db.run(transaction)
 
     async def list_turns(
         self, session_id: str, org: str, *, limit: int | None = None, before: int | None = None
@@ -190,28 +199,13 @@ class SqlTurnStore:
             query = query.where(_C.seq < before)
         if limit is not None:
             query = query.limit(limit)
-        async with self._db.transaction() as tx:
-            rows = (await tx.execute(query)).all()
+        rows = await self._db.run(lambda tx: tx.execute(query).all())
         return [_to_record(row) for row in reversed(rows)]
 
 
-def _session_view(row: Row[Any]) -> AgentSession:
-    """The session as a turn needs it; its mode history is not read (no turn uses it)."""
-    return AgentSession(
-        id=row.id,
-        org=row.org,
-        user=row.user_id,
-        title=row.title,
-        mode=row.mode,
-        mode_reason=row.mode_reason,
-        mode_set_at=row.mode_set_at,
-        mode_history=(),
-        parent_session_id=row.parent_session_id,
-        active_workflow_id=row.active_workflow_id,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        version=row.version,
-    )
+def _changed(statement: Executable) -> Callable[[Connection], int]:
+    """A transaction running ``statement`` and answering how many rows it changed."""
+    return lambda tx: cast(CursorResult[Any], tx.execute(statement)).rowcount
 
 
 def _data(turn: TurnRecord) -> dict[str, Any]:

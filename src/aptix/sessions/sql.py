@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -17,7 +18,7 @@ from aptix.results import InvokeResult
 from aptix.sessions.models import AgentSession, ModeHistoryEntry
 from aptix.sessions.tables import ModeHistoryRow, SessionRow
 
-__all__ = ["SqlSessionManager", "new_session_id"]
+__all__ = ["SqlSessionManager", "new_session_id", "session_of"]
 
 SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
 MAX_PAGE = 200
@@ -205,6 +206,17 @@ def _touch(row: SessionRow, now: datetime) -> None:
 
 
 def _to_session(row: SessionRow) -> AgentSession:
+    return session_of(
+        row,
+        tuple(
+            ModeHistoryEntry(h.previous_mode, h.mode, h.reason, h.changed_at, h.changed_by)
+            for h in row.history
+        ),
+    )
+
+
+def session_of(row: Any, mode_history: tuple[ModeHistoryEntry, ...] = ()) -> AgentSession:
+    """An ``AgentSession`` from a sessions row: the ORM object or a Core row of its columns."""
     return AgentSession(
         id=row.id,
         org=row.org,
@@ -213,10 +225,7 @@ def _to_session(row: SessionRow) -> AgentSession:
         mode=row.mode,
         mode_reason=row.mode_reason,
         mode_set_at=row.mode_set_at,
-        mode_history=tuple(
-            ModeHistoryEntry(h.previous_mode, h.mode, h.reason, h.changed_at, h.changed_by)
-            for h in row.history
-        ),
+        mode_history=mode_history,
         parent_session_id=row.parent_session_id,
         active_workflow_id=row.active_workflow_id,
         created_at=row.created_at,
