@@ -248,7 +248,7 @@ async def _long_session(
 
 
 class _Counter:
-    """SQL statements, transactions and aiosqlite thread hops made while it is active."""
+    """SQL statements, transactions and thread hops (aiosqlite's or ``Database.run``'s)."""
 
     def __init__(self, runtime: Runtime) -> None:
         import aiosqlite.core
@@ -256,17 +256,20 @@ class _Counter:
 
         self.statements = self.transactions = self.hops = 0
         self.active = False
-        engine = runtime.database.engine.sync_engine
+        database = runtime.database
+        for engine in (database.engine.sync_engine, database.sync_engine):
+            if engine is None:
+                continue
 
-        @event.listens_for(engine, "before_cursor_execute")
-        def _statement(*_: Any) -> None:
-            if self.active:
-                self.statements += 1
+            @event.listens_for(engine, "before_cursor_execute")
+            def _statement(*_: Any) -> None:
+                if self.active:
+                    self.statements += 1
 
-        @event.listens_for(engine, "begin")
-        def _begin(*_: Any) -> None:
-            if self.active:
-                self.transactions += 1
+            @event.listens_for(engine, "begin")
+            def _begin(*_: Any) -> None:
+                if self.active:
+                    self.transactions += 1
 
         original = aiosqlite.core.Connection._execute
         counter = self
@@ -277,6 +280,14 @@ class _Counter:
             return await original(self, fn, *args, **kwargs)
 
         aiosqlite.core.Connection._execute = counted  # type: ignore[method-assign]
+        run = database._run
+
+        def hop(fn: Any) -> Any:  # runs on the worker thread: one hop per transaction
+            if counter.active:
+                counter.hops += 1
+            return run(fn)
+
+        database._run = hop  # type: ignore[method-assign]
 
 
 async def _profile(runtime: Runtime) -> list[tuple[object, ...]]:
@@ -365,7 +376,7 @@ async def _in_process() -> None:
     )
     print_table(
         "Aptix database work per turn on SQLite (new session)",
-        ["turn", "transactions", "SQL statements", "aiosqlite thread hops"],
+        ["turn", "transactions", "SQL statements", "thread hops"],
         profile,
     )
 

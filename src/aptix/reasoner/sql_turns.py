@@ -14,7 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, CursorResult, Executable, Row, Table, insert, select, update
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    Executable,
+    Row,
+    Table,
+    bindparam,
+    insert,
+    select,
+    update,
+)
 
 from aptix.db.engine import Database
 from aptix.db.types import utc_now
@@ -44,7 +54,23 @@ _JSON_FIELDS = (
 _TURNS = cast(Table, TurnRow.__table__)
 _C = _TURNS.c
 _SESSIONS = cast(Table, SessionRow.__table__)
-_SESSION_COLUMNS = list(_SESSIONS.c)
+# Statements are built once, with bound parameters: building and hashing a statement per
+# call cost more than SQLite's own work on it.
+_SESSION = select(*_SESSIONS.c).where(
+    _SESSIONS.c.id == bindparam("sid"), _SESSIONS.c.org == bindparam("org")
+)
+_SESSION_LOCKED = _SESSION.with_for_update()
+_NEWEST = (
+    select(_TURNS)
+    .where(_C.session_id == bindparam("sid"), _C.org == bindparam("org"))
+    .order_by(_C.seq.desc())
+    .limit(bindparam("n"))
+)
+_NEWER = _NEWEST.where(_C.seq > bindparam("upto"))
+_INSERT = insert(_TURNS)
+_UPDATE = update(_TURNS).where(_C.id == bindparam("turn_id"))
+_CHECKPOINT = _UPDATE.where(_C.version == bindparam("held"), _C.status == "running")
+_HEARTBEAT = _UPDATE.where(_C.status == "running", _C.owner == bindparam("holder"))
 
 
 @dataclass(slots=True)
@@ -76,28 +102,20 @@ class SqlTurnStore:
         self, session_id: str, org: str, user: str, decide: Decide, *, history: int
     ) -> tuple[AgentSession, Plan, list[TurnRecord]]:
         """Lock the caller's session, apply ``decide`` to its latest turn, store the outcome."""
-        session_query = select(*_SESSION_COLUMNS).where(
-            _SESSIONS.c.id == session_id, _SESSIONS.c.org == org
-        )
-        if self._lock_sessions:
-            session_query = session_query.with_for_update()
+        session_query = _SESSION_LOCKED if self._lock_sessions else _SESSION
         window = self._windows.get(session_id)
-        newer = (
-            select(_TURNS)
-            .where(_C.session_id == session_id, _C.org == org)
-            .order_by(_C.seq.desc())
-            .limit(history + 1)
+        keys = {"sid": session_id, "org": org, "n": history + 1}
+        newer, turn_keys = (
+            (_NEWEST, keys) if window is None else (_NEWER, {**keys, "upto": window.upto})
         )
-        if window is not None:
-            newer = newer.where(_C.seq > window.upto)
 
         def transaction(tx: Connection) -> tuple[AgentSession, Plan, list[TurnRecord]]:
-            found = tx.execute(session_query).one_or_none()
+            found = tx.execute(session_query, keys).one_or_none()
             # The mode history is not read: no turn uses it.
             session = session_of(found) if found is not None else None
             if session is None or not is_owner(session, org, user):
                 raise NotFoundError(f"Unknown session '{session_id}'.")
-            rows = [_to_record(row) for row in reversed(tx.execute(newer).all())]
+            rows = [_to_record(row) for row in reversed(tx.execute(newer, turn_keys).all())]
             if window is not None and len(rows) <= history:  # the window reaches the rows read
                 rows = [*window.turns, *rows][-(history + 1) :]
             plan = decide(rows[-1] if rows else None)
@@ -105,10 +123,10 @@ class SqlTurnStore:
             for record in plan.writes():
                 record.updated_at = now
                 if plan.new and record is plan.run:
-                    tx.execute(insert(_TURNS).values(_row(record)))
+                    tx.execute(_INSERT, _row(record))
                 else:
                     record.version += 1
-                    tx.execute(update(_TURNS).where(_C.id == record.id).values(_changes(record)))
+                    tx.execute(_UPDATE, {"turn_id": record.id, **_changes(record)})
             return session, plan, rows
 
         session, plan, rows = await self._db.run(transaction)
@@ -134,12 +152,12 @@ class SqlTurnStore:
         now = utc_now()
         if turn.status != "running":
             turn.lease_until = None
-        statement = (
-            update(_TURNS)
-            .where(_C.id == turn.id, _C.version == turn.version, _C.status == "running")
-            .values(_changes(turn, version=turn.version + 1, now=now))
-        )
-        if await self._db.run(_changed(statement)) != 1:
+        keys = {
+            "turn_id": turn.id,
+            "held": turn.version,
+            **_changes(turn, version=turn.version + 1, now=now),
+        }
+        if await self._db.run(_changed(_CHECKPOINT, keys)) != 1:
             return False
         turn.version += 1
         turn.updated_at = now
@@ -147,12 +165,8 @@ class SqlTurnStore:
 
     async def heartbeat(self, turn: TurnRecord, until: Any) -> bool:
         """Extend the lease of a running turn still held by ``turn.owner``."""
-        statement = (
-            update(_TURNS)
-            .where(_C.id == turn.id, _C.status == "running", _C.owner == turn.owner)
-            .values(lease_until=until)
-        )
-        return await self._db.run(_changed(statement)) == 1
+        keys = {"turn_id": turn.id, "holder": turn.owner, "lease_until": until}
+        return await self._db.run(_changed(_HEARTBEAT, keys)) == 1
 
     async def cancel(self, session_id: str, org: str, turn_id: str) -> TurnRecord:
         """Mark a running or pending turn ``cancelled``."""
@@ -165,7 +179,7 @@ class SqlTurnStore:
             if row is None:
                 raise NotFoundError(f"Unknown turn '{turn_id}' in session '{session_id}'.")
             record = cancel_turn(_to_record(row))
-            tx.execute(update(_TURNS).where(_C.id == turn_id).values(_changes(record)))
+            tx.execute(_UPDATE, {"turn_id": turn_id, **_changes(record)})
             return record
 
         return await self._db.run(transaction)
@@ -203,9 +217,9 @@ class SqlTurnStore:
         return [_to_record(row) for row in reversed(rows)]
 
 
-def _changed(statement: Executable) -> Callable[[Connection], int]:
+def _changed(statement: Executable, keys: dict[str, Any]) -> Callable[[Connection], int]:
     """A transaction running ``statement`` and answering how many rows it changed."""
-    return lambda tx: cast(CursorResult[Any], tx.execute(statement)).rowcount
+    return lambda tx: cast(CursorResult[Any], tx.execute(statement, keys)).rowcount
 
 
 def _data(turn: TurnRecord) -> dict[str, Any]:
