@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import Connection, Row, Table, bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from aptix.db.engine import Database
@@ -21,6 +21,11 @@ from aptix.sessions.tables import ModeHistoryRow, SessionRow
 __all__ = ["SqlSessionManager", "new_session_id", "session_of"]
 
 SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
+_SESSIONS = cast(Table, SessionRow.__table__)
+_EXISTS = select(_SESSIONS.c.id).where(
+    _SESSIONS.c.id == bindparam("sid"), _SESSIONS.c.org == bindparam("org")
+)
+_INSERT = insert(_SESSIONS).returning(*_SESSIONS.c)
 MAX_PAGE = 200
 
 
@@ -55,17 +60,22 @@ class SqlSessionManager:
         problem = self._mode_problem(key)
         if problem:
             return InvokeResult.from_error(problem)
-        now = utc_now()
-        async with self._db.transaction() as tx:
-            if (
-                parent_session_id is not None
-                and await self._row(tx, parent_session_id, org) is None
+        values = _new_values(org, user, key, title, parent_session_id, utc_now())
+
+        def transaction(tx: Connection) -> Row[Any] | None:
+            # Core, not the ORM: a new session is one INSERT, and Database.run makes it one
+            # thread hop on SQLite (POST /v1/agent/execute creates one per new conversation).
+            if parent_session_id is not None and (
+                not SESSION_ID.match(parent_session_id)
+                or tx.execute(_EXISTS, {"sid": parent_session_id, "org": org}).first() is None
             ):
-                return InvokeResult.from_error(f"Unknown session '{parent_session_id}'.")
-            row = _new_row(org, user, key, title, parent_session_id, now)
-            tx.add(row)
-            await tx.flush()
-            return InvokeResult.create(_to_session(row))
+                return None
+            return tx.execute(_INSERT, values).one()
+
+        row = await self._db.run(transaction)
+        if row is None:
+            return InvokeResult.from_error(f"Unknown session '{parent_session_id}'.")
+        return InvokeResult.create(session_of(row))
 
     async def get_session(self, session_id: str, org: str) -> AgentSession | None:
         """The session, or None when it does not exist in ``org``."""
@@ -129,7 +139,7 @@ class SqlSessionManager:
                 return InvokeResult.from_error(f"Unknown session '{session_id}'.")
             now = utc_now()
             _change_mode(row, mode, reason, user, now)
-            child = _new_row(org, user, mode, None, session_id, now)
+            child = SessionRow(**_new_values(org, user, mode, None, session_id, now), history=[])
             tx.add(child)
             await tx.flush()
             return InvokeResult.create(_to_session(child))
@@ -165,24 +175,23 @@ class SqlSessionManager:
         return (await tx.scalars(query)).one_or_none()
 
 
-def _new_row(
+def _new_values(
     org: str, user: str, mode: str, title: str | None, parent: str | None, now: datetime
-) -> SessionRow:
-    return SessionRow(
-        id=new_session_id(),
-        org=org,
-        user_id=user,
-        title=title,
-        mode=mode,
-        mode_reason=None,
-        mode_set_at=now,
-        parent_session_id=parent,
-        active_workflow_id=None,
-        created_at=now,
-        updated_at=now,
-        version=1,
-        history=[],
-    )
+) -> dict[str, Any]:
+    return {
+        "id": new_session_id(),
+        "org": org,
+        "user_id": user,
+        "title": title,
+        "mode": mode,
+        "mode_reason": None,
+        "mode_set_at": now,
+        "parent_session_id": parent,
+        "active_workflow_id": None,
+        "created_at": now,
+        "updated_at": now,
+        "version": 1,
+    }
 
 
 def _change_mode(row: SessionRow, mode: str, reason: str, user: str, now: datetime) -> None:
