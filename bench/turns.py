@@ -11,7 +11,9 @@ all alike; each long session runs alone (see ``_long_session``).
 - long session: one session per framework, 1,020 k=0 turns; the median of turns 1,001-1,020
   against the median of turns 1-20.
 - HTTP: ``POST /v1/agent/execute`` (new session each) at 16 connections, on SQLite and on
-  PostgreSQL, served by ``bench.http_server``.
+  PostgreSQL, served by ``bench.http_server``. The load comes from ``wrk`` when installed
+  (Debian package ``wrk``); otherwise from an httpx client in this process, which competes
+  with the server for the same cores and reads lower.
 """
 
 from __future__ import annotations
