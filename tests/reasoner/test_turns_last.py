@@ -395,3 +395,62 @@ async def test_a_turn_in_a_long_session_reads_only_the_newest_turn(
     assert per_turn == [0] + [1] * 29
     users = [m["content"] for m in harness.model.requests[-1].messages if m["role"] == "user"]
     assert users == [f"q{i}" for i in range(30)]  # the whole history (50 turns) is still sent
+
+
+async def _slow_claims(h: Harness, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Make every SQLite transaction take 0.3 s on its worker thread; set once one started."""
+    import time
+
+    database = h.runtime.database
+    if database.sync_engine is None:
+        pytest.fail("this test needs the SQLite worker thread")
+    loop_event = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    run = database._run
+
+    def slow(fn):  # type: ignore[no-untyped-def]
+        loop.call_soon_threadsafe(loop_event.set)
+        time.sleep(0.3)
+        return run(fn)
+
+    monkeypatch.setattr(database, "_run", slow)
+    return loop_event
+
+
+async def test_a_caller_cancelled_during_its_claim_leaves_the_session_free(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    began = await _slow_claims(harness, monkeypatch)
+    task = asyncio.create_task(_ask(harness, "first"))
+    await began.wait()
+    task.cancel()  # the worker thread still commits the claim
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    monkeypatch.undo()
+    [turn] = await _turns(harness)
+    assert turn.status == "interrupted"
+    harness.model.add(reply("Second done."))
+    assert (await _ask(harness, "second")).text == "Second done."  # not session_busy
+
+
+async def test_a_resume_cancelled_during_its_claim_is_retried_with_its_results(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness.model.add(reply(None, call("request_user_approval", {"prompt": "Go?"}, id="u1")))
+    await _ask(harness)
+    began = await _slow_claims(harness, monkeypatch)
+    task = asyncio.create_task(_resume(harness))
+    await began.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    monkeypatch.undo()
+    [turn] = await _turns(harness)
+    assert turn.status == "interrupted"
+    harness.model.add(reply("Done, as approved."))
+    retried = await _resume(harness)
+    assert (retried.kind, retried.text) == ("ok", "Done, as approved.")
+    tool_messages = [m for m in harness.model.requests[-1].messages if m["role"] == "tool"]
+    assert tool_messages == [
+        {"role": "tool", "tool_call_id": "u1", "content": '{"approved": true}'}
+    ]

@@ -8,12 +8,14 @@ its process is alive. Cancelling the task that runs it marks it ``cancelled``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 from aptix.blank import strip_blank
+from aptix.db.types import utc_now
 from aptix.errors import LlmError, TurnError
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, Usage
 from aptix.log_setup import log_ids
@@ -21,7 +23,7 @@ from aptix.logger import AdminLogger, LogLevel
 from aptix.modes.catalog import ModeCatalog
 from aptix.reasoner.approvals import settle_approvals
 from aptix.reasoner.caps import ResponseCaps
-from aptix.reasoner.claims import Lease, resume_plan, start_plan
+from aptix.reasoner.claims import Lease, mark_dead, resume_plan, start_plan
 from aptix.reasoner.context import ContextBudget, ContextOverflowError
 from aptix.reasoner.endings import TurnEndings
 from aptix.reasoner.prompt import system_message
@@ -175,9 +177,17 @@ class AgentReasoner:
                 turn_id=uuid.uuid4().hex,
             )
         # One transaction: the owner check, the session's lock, the latest turns, the claim.
-        session, plan, history = await self._turns.claim(
-            session_id, org, user, decide, history=self._history_turns
+        claim = asyncio.ensure_future(
+            self._turns.claim(session_id, org, user, decide, history=self._history_turns)
         )
+        try:
+            session, plan, history = await asyncio.shield(claim)
+        except asyncio.CancelledError:
+            # The claim can still commit after the caller is gone (on SQLite it runs whole on
+            # a worker thread): a turn it started must not hold the session until its lease
+            # runs out.
+            await asyncio.shield(self._abandon(claim))
+            raise
         if plan.replay is not None:
             return PreparedTurn(replay=TurnResult.from_wire(plan.replay))
         assert plan.run is not None
@@ -185,6 +195,17 @@ class AgentReasoner:
             plan.run, session, Usage(), [], resume_key=plan.run.resume_key, role=role
         )
         return PreparedTurn(turn=turn, history=history)
+
+    async def _abandon(self, claim: asyncio.Future[Any]) -> None:
+        """Mark ``interrupted`` the turn a claim started for a caller that was cancelled."""
+        with contextlib.suppress(Exception):
+            _, plan, _ = await claim
+            if plan.run is not None:
+                # As if its process had died before running anything: a resume keeps the
+                # client's results, and the same request retried continues from them.
+                plan.run.lease_until = None
+                mark_dead(plan.run, utc_now())
+                await self._turns.save(plan.run)
 
     async def run(self, prepared: PreparedTurn, on_event: EventSink | None = None) -> TurnResult:
         """Run a turn claimed by :meth:`prepare` to its end (or its hand-off)."""
