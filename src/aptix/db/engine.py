@@ -67,11 +67,7 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction: committed on success, rolled back on error."""
-        if self._write_lock is None:
-            async with self._sessions() as session, session.begin():
-                yield session
-            return
-        async with self._write_lock, self._sessions() as session, session.begin():
+        async with self._locked(), self._sessions() as session, session.begin():
             yield session
 
     async def run(self, fn: Callable[[Connection], T]) -> T:
