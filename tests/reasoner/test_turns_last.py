@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable
 from datetime import timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from aptix.db.types import utc_now
 from aptix.errors import LlmError, NotFoundError, SessionBusyError, TurnError
 from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.reasoner import ToolResultInput, TurnResult
+from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.tables import TurnRow
 from aptix.testing import FunctionModel, ScriptedModel, call, reply
 from tests.reasoner.conftest import Harness
@@ -417,17 +419,25 @@ async def _slow_claims(h: Harness, monkeypatch: pytest.MonkeyPatch) -> asyncio.E
     return loop_event
 
 
-async def test_a_caller_cancelled_during_its_claim_leaves_the_session_free(
-    harness: Harness, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    began = await _slow_claims(harness, monkeypatch)
-    task = asyncio.create_task(_ask(harness, "first"))
+async def _cancel_during_claim(
+    h: Harness, monkeypatch: pytest.MonkeyPatch, request: Awaitable[TurnResult]
+) -> TurnRecord:
+    """Cancel ``request`` while its claim runs on the worker thread; the session's one turn."""
+    began = await _slow_claims(h, monkeypatch)
+    task = asyncio.ensure_future(request)
     await began.wait()
     task.cancel()  # the worker thread still commits the claim
     with pytest.raises(asyncio.CancelledError):
         await task
     monkeypatch.undo()
-    [turn] = await _turns(harness)
+    [turn] = await _turns(h)
+    return turn
+
+
+async def test_a_caller_cancelled_during_its_claim_leaves_the_session_free(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turn = await _cancel_during_claim(harness, monkeypatch, _ask(harness, "first"))
     assert turn.status == "interrupted"
     harness.model.add(reply("Second done."))
     assert (await _ask(harness, "second")).text == "Second done."  # not session_busy
@@ -438,14 +448,7 @@ async def test_a_resume_cancelled_during_its_claim_is_retried_with_its_results(
 ) -> None:
     harness.model.add(reply(None, call("request_user_approval", {"prompt": "Go?"}, id="u1")))
     await _ask(harness)
-    began = await _slow_claims(harness, monkeypatch)
-    task = asyncio.create_task(_resume(harness))
-    await began.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    monkeypatch.undo()
-    [turn] = await _turns(harness)
+    turn = await _cancel_during_claim(harness, monkeypatch, _resume(harness))
     assert turn.status == "interrupted"
     harness.model.add(reply("Done, as approved."))
     retried = await _resume(harness)

@@ -115,10 +115,9 @@ class SqlSessionManager:
         if problem:
             return InvokeResult.from_error(problem)
         async with self._db.transaction() as tx:
-            row = await self._row(tx, session_id, org, lock=True)
+            row = await self._switched(tx, session_id, mode, reason, org, user, utc_now())
             if row is None:
                 return InvokeResult.from_error(f"Unknown session '{session_id}'.")
-            _change_mode(row, mode, reason, user, utc_now())
             await tx.flush()
             return InvokeResult.create(_to_session(row))
 
@@ -134,11 +133,10 @@ class SqlSessionManager:
         if problem:
             return InvokeResult.from_error(problem)
         async with self._db.transaction() as tx:
-            row = await self._row(tx, session_id, org, lock=True)
+            now = utc_now()
+            row = await self._switched(tx, session_id, mode, reason, org, user, now)
             if row is None:
                 return InvokeResult.from_error(f"Unknown session '{session_id}'.")
-            now = utc_now()
-            _change_mode(row, mode, reason, user, now)
             child = SessionRow(**_new_values(org, user, mode, None, session_id, now), history=[])
             tx.add(child)
             await tx.flush()
@@ -163,6 +161,22 @@ class SqlSessionManager:
         except NotFoundError as exc:
             return str(exc)
         return None
+
+    async def _switched(
+        self,
+        tx: AsyncSession,
+        session_id: str,
+        mode: str,
+        reason: str,
+        org: str,
+        user: str,
+        now: datetime,
+    ) -> SessionRow | None:
+        """The locked session row with its mode changed, or None when it does not exist."""
+        row = await self._row(tx, session_id, org, lock=True)
+        if row is not None:
+            _change_mode(row, mode, reason, user, now)
+        return row
 
     async def _row(
         self, tx: AsyncSession, session_id: str, org: str, *, lock: bool = False
