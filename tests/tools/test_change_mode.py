@@ -154,6 +154,40 @@ async def test_validation_failures_use_the_literal_messages_and_never_call_the_m
     assert sessions.calls == []
 
 
+@pytest.mark.parametrize("branch", ["yes", "on", "1", "true", 1, 0, "no"])
+async def test_branch_must_be_a_real_boolean(
+    logger: RecordingLogger, context: AgentToolExecutionContext, branch: object
+) -> None:
+    sessions = FakeSessions()
+    outcome = await _tool(sessions, logger).execute(
+        json.dumps({**VALID, "branch": branch}), context
+    )
+    assert outcome.error_message == "ModeChangeTool requires a 'branch' boolean flag."
+    assert sessions.calls == []
+
+
+async def test_reason_is_echoed_as_given_not_trimmed(
+    logger: RecordingLogger, context: AgentToolExecutionContext
+) -> None:
+    sessions = FakeSessions()
+    reason = "  The user wants exact numbers.\n"
+    outcome = await _tool(sessions, logger).execute(
+        json.dumps({**VALID, "reason": reason}), context
+    )
+    assert json.loads(outcome.result or "")["reason"] == reason
+    assert sessions.calls[0][2] == reason
+
+
+@pytest.mark.parametrize(("manager", "with_logger"), [(None, True), (FakeSessions(), False)])
+def test_construction_refuses_missing_dependencies(
+    logger: RecordingLogger, manager: FakeSessions | None, with_logger: bool
+) -> None:
+    with pytest.raises(TypeError, match="ModeChangeTool requires a"):
+        ModeChangeTool(manager, logger if with_logger else None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        ModeChangeTool(None, None)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("args", ["", "   ", "\n\t", None])
 async def test_null_or_whitespace_arguments_are_refused(
     logger: RecordingLogger, context: AgentToolExecutionContext, args: str | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
@@ -38,6 +38,13 @@ class _Args(ToolArgs):
         None, description="Short explanation of why this mode fits the user's request."
     )
 
+    @field_validator("branch", mode="before")
+    @classmethod
+    def _only_a_boolean(cls, value: object) -> object:
+        # TUL-007 §3.3 asks for a boolean: "yes", "on", "1" or 1 must not pass as true, so
+        # anything else reads as "not supplied" and gets the §3.4 message.
+        return value if isinstance(value, bool) else None
+
 
 class _Result(ToolResult):
     success: bool
@@ -69,6 +76,11 @@ class ModeChangeTool(AgentTool):
     }
 
     def __init__(self, session_manager: SessionManager, logger: AdminLogger) -> None:
+        # TUL-007 §3.2: both dependencies are required and non-null.
+        if session_manager is None:
+            raise TypeError("ModeChangeTool requires a session manager, not None.")
+        if logger is None:
+            raise TypeError("ModeChangeTool requires a logger, not None.")
         self._sessions = session_manager
         self._logger = logger
 
@@ -102,12 +114,13 @@ class ModeChangeTool(AgentTool):
             return InvokeResult(errors=parsed.errors)
         args = parsed.result
         mode = (args.mode or "").strip()
-        reason = (args.reason or "").strip()
+        # The reason is checked trimmed but kept as given: §3.6 echoes the input value.
+        reason = args.reason or ""
         if not mode:
             return InvokeResult.from_error(NO_MODE)
         if args.branch is None:
             return InvokeResult.from_error(NO_BRANCH)
-        if not reason:
+        if not reason.strip():
             return InvokeResult.from_error(NO_REASON)
         try:
             # With branch the mode change and the new session are one transaction: a failure
