@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections import Counter
 
 from aptix.workflows.loader import load_builtin
-from tests.workflows.matchset import catalog, labelled
+from tests.workflows.matchset import (
+    catalog,
+    chitchat,
+    fresh,
+    labelled,
+    nearmiss,
+    terse_catalog,
+    terse_labelled,
+)
 
 
 def test_the_set_is_large_and_labelled_against_served_workflows() -> None:
@@ -24,3 +32,24 @@ def test_the_set_is_large_and_labelled_against_served_workflows() -> None:
 def test_the_eval_catalog_is_not_built_in() -> None:
     builtin = {i.manifest.workflow_id for i in load_builtin()[0]}
     assert not builtin & {m.workflow_id for m in catalog()}
+
+
+def test_the_held_out_sets_are_as_large_as_issue_22_asks() -> None:
+    near = nearmiss() + tuple(r for r in terse_labelled() if r.expected is None)
+    assert len(near) >= 100
+    assert len(chitchat()) >= 30
+    assert len(fresh()) >= 90
+    terse_ids = {m.workflow_id for m in terse_catalog()}
+    terse_requests = [r for r in terse_labelled() if r.expected is not None]
+    assert {r.expected for r in terse_requests} == terse_ids
+    assert all(len(m.user_intent_patterns) <= 3 for m in terse_catalog())
+
+
+def test_no_message_is_in_two_sets() -> None:
+    held = fresh() + terse_labelled() + nearmiss() + chitchat()
+    keys = [" ".join(r.message.casefold().split()) for r in labelled() + held]
+    assert len(keys) == len(set(keys))
+    served = {m.workflow_id for m in catalog()} | {
+        i.manifest.workflow_id for i in load_builtin()[0]
+    }
+    assert {r.expected for r in fresh()} <= served
