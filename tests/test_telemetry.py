@@ -23,11 +23,12 @@ from aptix.telemetry import (
     NO_TRACING,
     REFUSAL_EVENT,
     OtelTracing,
-    TracedToolExecutor,
     open_tracing,
 )
 from aptix.testing import ScriptedModel, call, reply
 from aptix.tools.executor import AgentToolExecutor
+from aptix.tools.traced import TracedToolExecutor
+from tests.otlp import OtlpReceiver
 
 
 @dataclass
@@ -120,7 +121,8 @@ async def test_the_span_tree_of_a_turn_with_a_tool_call_and_a_hand_off(traced: T
         assert attributes["gen_ai.operation.name"] == "invoke_agent"
         assert attributes["gen_ai.agent.name"] == "aptix"
         assert attributes["session.id"] == session_id
-        assert attributes["gen_ai.conversation.id"] == first.turn_id
+        assert attributes["gen_ai.conversation.id"] == session_id  # not the turn's id
+        assert attributes["aptix.turn.id"] == first.turn_id
         assert attributes["aptix.mode"] == "general"
         assert turn.kind == SpanKind.INTERNAL
     assert _attrs(handed)["aptix.turn.kind"] == "tool-only"
@@ -158,7 +160,8 @@ async def test_the_span_tree_of_a_turn_with_a_tool_call_and_a_hand_off(traced: T
     calculator = _attrs(tools["execute_tool agent_calculator"])
     assert calculator["gen_ai.operation.name"] == "execute_tool"
     assert calculator["gen_ai.tool.call.id"] == "c1"
-    assert calculator["gen_ai.conversation.id"] == first.turn_id
+    assert calculator["gen_ai.conversation.id"] == session_id
+    assert calculator["aptix.turn.id"] == first.turn_id
     assert tools["execute_tool agent_calculator"].status.status_code == StatusCode.UNSET
     assert _attrs(tools["execute_tool request_user_approval"])["aptix.tool.handed_off"] is True
 
@@ -232,51 +235,10 @@ async def test_the_active_workflow_and_its_refusals_are_on_the_spans(traced: Tra
     assert [e.attributes["gen_ai.tool.call.id"] for e in refusals] == ["h1"]  # type: ignore[index]
 
 
-class _Collector:
-    """An OTLP/HTTP trace receiver on 127.0.0.1 that keeps the decoded export requests."""
-
-    def __init__(self) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-            ExportTraceServiceRequest,
-        )
-
-        received: list[tuple[str, Any]] = []
-        self.received = received
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(body)
-                received.append((self.path, request))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> _Collector:
-        import threading
-
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 async def test_spans_reach_an_otlp_collector_named_by_otel_variables(
     settings: AptixSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with _Collector() as collector:
+    with OtlpReceiver() as collector:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
         monkeypatch.setenv("OTEL_SERVICE_NAME", "aptix-otlp-test")
         async with open_runtime(settings.model_copy(update={"otel": True})) as runtime:

@@ -35,6 +35,7 @@ from aptix.tools.executor import AgentToolExecutor
 from aptix.tools.mcp_source.source import McpToolSource
 from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
+from aptix.tools.traced import tool_executor
 from aptix.workflows.boot import build_boot_message
 from aptix.workflows.guard import offered_tools, workflow_guard
 from aptix.workflows.services import (
@@ -223,7 +224,8 @@ async def open_runtime(
         workflows.load_files(known, settings.workflows_path)
         await workflows.load_published()
         workflows.warm_up()
-        executor = tracing.tool_executor(
+        executor = tool_executor(
+            tracing,
             registry,
             logger,
             timeout_seconds=settings.tool_timeout_seconds,

@@ -2,13 +2,19 @@
 
 With ``APTIX_OTEL=true`` and the ``otel`` extra, every turn is an ``invoke_agent`` span, every
 model call a ``chat`` span and every tool call an ``execute_tool`` span below it, with the
-attributes of the OpenTelemetry GenAI semantic conventions (``gen_ai.*``) plus the session,
-mode and active workflow. Calls that are refused, and calls handed to the client, are span
-events. Spans are exported over OTLP/HTTP as the standard ``OTEL_*`` variables say
-(``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_SERVICE_NAME``, ``OTEL_TRACES_SAMPLER``...).
+attributes of the OpenTelemetry GenAI semantic conventions (``gen_ai.*``; the conversation is
+the session) plus the mode and active workflow. Calls that are refused, and calls handed to
+the client, are span events. Behind the HTTP API a turn's span is a child of the request's
+server span, which FastAPI's own telemetry makes and which continues an incoming
+``traceparent``. The tracer provider follows the standard ``OTEL_*`` variables
+(``OTEL_TRACES_EXPORTER``, ``OTEL_EXPORTER_OTLP_*``, ``OTEL_SERVICE_NAME``...).
 
 Without it, :data:`NO_TRACING` stands in: its spans are one shared object whose methods do
-nothing, the tool executor is the plain one, and OpenTelemetry is never imported.
+nothing, the tool executor is the plain one, and OpenTelemetry's SDK is never imported.
+
+Telemetry is infrastructure: it reads turns, results and calls through the structural
+protocols below and imports neither ``aptix.reasoner`` nor ``aptix.tools``; the traced
+executor lives in :mod:`aptix.tools.traced`.
 """
 
 from __future__ import annotations
@@ -16,21 +22,17 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from aptix.errors import ConfigurationError
-from aptix.tools.executor import AgentToolExecutor
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-    from aptix.llm.types import LlmClient, LlmRequest, LlmResponse
-    from aptix.reasoner.result import TurnResult
-    from aptix.reasoner.running import RunningTurn
     from aptix.settings import AptixSettings
-    from aptix.tools.base import AgentTool
-    from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
 
 __all__ = [
     "CAPPED_EVENT",
@@ -39,10 +41,82 @@ __all__ = [
     "REFUSAL_EVENT",
     "OtelTracing",
     "SpanHandle",
-    "TracedToolExecutor",
     "Tracing",
     "open_tracing",
+    "span_exporters",
 ]
+
+
+# What tracing reads from the layers above it, as structural protocols: telemetry is
+# infrastructure and imports neither the reasoner nor the tools (docs/architecture.md).
+
+
+class _Usage(Protocol):
+    @property
+    def prompt_tokens(self) -> int: ...
+    @property
+    def completion_tokens(self) -> int: ...
+
+
+class TracedResponse(Protocol):
+    """A model response (``aptix.llm.types.LlmResponse``)."""
+
+    @property
+    def model_id(self) -> str | None: ...
+    @property
+    def finish_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> _Usage: ...
+
+
+class TracedResult(Protocol):
+    """How a turn ended (``aptix.reasoner.result.TurnResult``)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def usage(self) -> _Usage: ...
+    @property
+    def model_id(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+class _Session(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def active_workflow_id(self) -> str | None: ...
+
+
+class _Record(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class TracedTurn(Protocol):
+    """A running turn (``aptix.reasoner.running.RunningTurn``)."""
+
+    @property
+    def session(self) -> _Session: ...
+    @property
+    def record(self) -> _Record: ...
+    @property
+    def resume_key(self) -> object: ...
+
+
+class TracedCall(Protocol):
+    """A tool call (``aptix.tools.context.AgentToolCall``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def call_id(self) -> str: ...
+
 
 #: ``gen_ai.agent.name`` of every ``invoke_agent`` span.
 AGENT_NAME = "aptix"
@@ -55,15 +129,18 @@ CAPPED_EVENT = "aptix.response.capped"
 
 
 class SpanHandle:
-    """What the reasoner records on a span; this base records nothing (tracing is off)."""
+    """What the reasoner and the executor record on a span; this base records nothing."""
 
     __slots__ = ()
 
-    def model_response(self, response: LlmResponse) -> None:
+    def model_response(self, response: TracedResponse) -> None:
         """Record a model call's response (model, finish reason, tokens)."""
 
-    def turn_result(self, result: TurnResult) -> None:
+    def turn_result(self, result: TracedResult) -> None:
         """Record how a turn ended."""
+
+    def tool_outcome(self, *, handed_off: bool, error: str | None) -> None:
+        """Record how a tool call ended (handed to the client, or failed with ``error``)."""
 
     def event(self, name: str, attributes: dict[str, Any]) -> None:
         """Add an event to the span."""
@@ -90,22 +167,32 @@ class Tracing:
 
     enabled = False
 
-    def turn(self, turn: RunningTurn) -> contextlib.AbstractContextManager[SpanHandle]:
+    def turn(self, turn: TracedTurn) -> contextlib.AbstractContextManager[SpanHandle]:
         """The ``invoke_agent`` span around one turn (a new instruction or a resume)."""
         return _NO_SCOPE
 
     def model_call(
-        self, model: LlmClient, request: LlmRequest
+        self, model: object, request: object
     ) -> contextlib.AbstractContextManager[SpanHandle]:
         """The ``chat`` span around one model call."""
+        return _NO_SCOPE
+
+    def tool_call(
+        self, call: TracedCall, *, session_id: str | None, turn_id: str | None
+    ) -> contextlib.AbstractContextManager[SpanHandle]:
+        """The ``execute_tool`` span around one tool call."""
         return _NO_SCOPE
 
     def event(self, name: str, attributes: dict[str, Any]) -> None:
         """Add an event to the current span."""
 
-    def tool_executor(self, *args: Any, **kwargs: Any) -> AgentToolExecutor:
-        """An :class:`AgentToolExecutor` built with these arguments (spans: a traced one)."""
-        return AgentToolExecutor(*args, **kwargs)
+    @property
+    def provider(self) -> TracerProvider | None:
+        """The tracer provider spans go through (None: tracing is off)."""
+        return None
+
+    def flush(self) -> None:
+        """Export what is buffered."""
 
     def shutdown(self) -> None:
         """Export what is buffered and stop."""
@@ -121,7 +208,7 @@ class _OtelSpan(SpanHandle):
     def __init__(self, span: Span) -> None:
         self.span = span
 
-    def model_response(self, response: LlmResponse) -> None:
+    def model_response(self, response: TracedResponse) -> None:
         span = self.span
         if response.model_id:
             span.set_attribute("gen_ai.response.model", response.model_id)
@@ -130,7 +217,7 @@ class _OtelSpan(SpanHandle):
         span.set_attribute("gen_ai.usage.input_tokens", response.usage.prompt_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", response.usage.completion_tokens)
 
-    def turn_result(self, result: TurnResult) -> None:
+    def turn_result(self, result: TracedResult) -> None:
         span = self.span
         span.set_attribute("aptix.turn.kind", result.kind)
         span.set_attribute("aptix.mode", result.mode)
@@ -139,17 +226,29 @@ class _OtelSpan(SpanHandle):
         if result.model_id:
             span.set_attribute("gen_ai.response.model", result.model_id)
         if result.error:
-            from opentelemetry.trace import Status, StatusCode
+            self._error("aptix.turn_error", result.error)
 
-            span.set_attribute("error.type", "aptix.turn_error")
-            span.set_status(Status(StatusCode.ERROR, result.error))
+    def tool_outcome(self, *, handed_off: bool, error: str | None) -> None:
+        if handed_off:
+            self.span.set_attribute("aptix.tool.handed_off", True)
+        if error:
+            self._error("aptix.tool_error", error)
 
     def event(self, name: str, attributes: dict[str, Any]) -> None:
         self.span.add_event(name, attributes)
 
+    def _error(self, kind: str, message: str) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        self.span.set_attribute("error.type", kind)
+        self.span.set_status(Status(StatusCode.ERROR, message))
+
 
 class OtelTracing(Tracing):
-    """Spans through an OpenTelemetry tracer (from ``provider``, or the global one)."""
+    """Spans through an OpenTelemetry tracer (from ``provider``, or the global one).
+
+    ``owned``: :meth:`shutdown` shuts ``provider`` down (it was made for this object).
+    """
 
     enabled = True
 
@@ -163,14 +262,20 @@ class OtelTracing(Tracing):
         self._owned = owned
         self.tracer: Tracer = trace.get_tracer("aptix", __version__, tracer_provider=provider)
 
+    @property
+    def provider(self) -> TracerProvider:
+        """The tracer provider spans go through."""
+        return self._provider or self._trace.get_tracer_provider()
+
     @contextlib.contextmanager
-    def turn(self, turn: RunningTurn) -> Iterator[SpanHandle]:
+    def turn(self, turn: TracedTurn) -> Iterator[SpanHandle]:
         """The ``invoke_agent`` span around one turn (a new instruction or a resume)."""
         session = turn.session
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": AGENT_NAME,
-            "gen_ai.conversation.id": turn.record.id,
+            # The conversation is the session: its turns (and their resumes) share the id.
+            "gen_ai.conversation.id": session.id,
             "session.id": session.id,
             "aptix.turn.id": turn.record.id,
             "aptix.turn.resumed": turn.resume_key is not None,
@@ -184,7 +289,7 @@ class OtelTracing(Tracing):
             yield _OtelSpan(span)
 
     @contextlib.contextmanager
-    def model_call(self, model: LlmClient, request: LlmRequest) -> Iterator[SpanHandle]:
+    def model_call(self, model: object, request: object) -> Iterator[SpanHandle]:
         """The ``chat`` span around one model call."""
         from opentelemetry.trace import SpanKind
 
@@ -213,69 +318,53 @@ class OtelTracing(Tracing):
         ) as span:
             yield _OtelSpan(span)
 
-    def event(self, name: str, attributes: dict[str, Any]) -> None:
-        """Add an event to the current span."""
-        self._trace.get_current_span().add_event(name, attributes)
-
-    def tool_executor(self, *args: Any, **kwargs: Any) -> AgentToolExecutor:
-        """A :class:`TracedToolExecutor` built with these arguments."""
-        return TracedToolExecutor(self, *args, **kwargs)
-
-    def shutdown(self) -> None:
-        """Export what is buffered and stop (only a provider this object made)."""
-        shutdown = getattr(self._provider, "shutdown", None)
-        if self._owned and shutdown is not None:
-            shutdown()
-
-
-class TracedToolExecutor(AgentToolExecutor):
-    """An executor that runs each call inside an ``execute_tool`` span.
-
-    A subclass rather than a check in :meth:`AgentToolExecutor.execute`, so that the plain
-    executor does not pay for tracing when it is off.
-    """
-
-    def __init__(self, tracing: OtelTracing, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.tracing = tracing
-
-    async def execute(
-        self, call: AgentToolCall, context: AgentToolExecutionContext, *, approved: bool = False
-    ) -> AgentToolCall:
-        """Run one call inside its ``execute_tool`` span."""
-        from opentelemetry.trace import Status, StatusCode
-
+    @contextlib.contextmanager
+    def tool_call(
+        self, call: TracedCall, *, session_id: str | None, turn_id: str | None
+    ) -> Iterator[SpanHandle]:
+        """The ``execute_tool`` span around one tool call."""
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.name,
             "gen_ai.tool.call.id": call.call_id,
             "gen_ai.tool.type": "function",
         }
-        if context.session_id:
-            attributes["session.id"] = context.session_id
-        if context.conversation_id:
-            attributes["gen_ai.conversation.id"] = context.conversation_id
-        with self.tracing.tracer.start_as_current_span(
+        if session_id:
+            attributes["session.id"] = session_id
+            attributes["gen_ai.conversation.id"] = session_id
+        if turn_id:
+            attributes["aptix.turn.id"] = turn_id
+        with self.tracer.start_as_current_span(
             f"execute_tool {call.name}", attributes=attributes
         ) as span:
-            done = await super().execute(call, context, approved=approved)
-            if done.requires_client_execution and done.was_executed:
-                span.set_attribute("aptix.tool.handed_off", True)
-            if done.error_message:
-                span.set_attribute("error.type", "aptix.tool_error")
-                span.set_status(Status(StatusCode.ERROR, done.error_message))
-            return done
+            yield _OtelSpan(span)
 
-    def _refused(self, tool: AgentTool, call: AgentToolCall, reason: str) -> None:
-        self.tracing.event(REFUSAL_EVENT, refusal_attributes(call, reason))
+    def event(self, name: str, attributes: dict[str, Any]) -> None:
+        """Add an event to the current span."""
+        self._trace.get_current_span().add_event(name, attributes)
+
+    def flush(self) -> None:
+        """Export what is buffered (an SDK provider's ``force_flush``)."""
+        force_flush = getattr(self.provider, "force_flush", None)
+        if force_flush is not None:
+            force_flush()
+
+    def shutdown(self) -> None:
+        """Export what is buffered; stop the provider if this object made it."""
+        if not self._owned:
+            self.flush()
+            return
+        shutdown = getattr(self._provider, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
 
 
-def refusal_attributes(call: AgentToolCall, reason: str) -> dict[str, Any]:
+def refusal_attributes(call: TracedCall, reason: str) -> dict[str, Any]:
     """The attributes of a refusal event."""
     return {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.call_id, "reason": reason}
 
 
-def hand_off_attributes(calls: Sequence[AgentToolCall]) -> dict[str, Any]:
+def hand_off_attributes(calls: Sequence[TracedCall]) -> dict[str, Any]:
     """The attributes of a hand-off event: the calls the client now has to answer."""
     return {
         "gen_ai.tool.name": [c.name for c in calls],
@@ -283,17 +372,61 @@ def hand_off_attributes(calls: Sequence[AgentToolCall]) -> dict[str, Any]:
     }
 
 
-def open_tracing(settings: AptixSettings) -> Tracing:
-    """:data:`NO_TRACING`, or with ``APTIX_OTEL=true`` an OTLP-exporting :class:`OtelTracing`.
+#: ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`` -> the exporter's entry-point name.
+_OTLP_BY_PROTOCOL = {"http/protobuf": "otlp_proto_http", "grpc": "otlp_proto_grpc"}
 
-    An SDK tracer provider already installed (by an embedding application) is used as it is;
-    otherwise one is made from the ``OTEL_*`` variables and installed globally.
+
+def span_exporters(environ: dict[str, str] | os._Environ[str] = os.environ) -> list[SpanExporter]:
+    """The exporters ``OTEL_TRACES_EXPORTER`` names (default ``otlp``; ``none``: no export).
+
+    Names are looked up in the ``opentelemetry_traces_exporter`` entry points, as the SDK's
+    own configurator does (``console``, ``otlp_proto_http``, and any installed exporter).
+    ``otlp`` follows ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL``, ``http/protobuf`` by default
+    as the specification says (the ``otel`` extra ships the HTTP exporter; ``grpc`` needs
+    ``opentelemetry-exporter-otlp-proto-grpc``). Each exporter reads its own variables
+    (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``..._HEADERS``, ``..._TIMEOUT``...).
+    """
+    names = [n.strip() for n in environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")]
+    if names == ["none"]:
+        return []
+    available = {e.name: e for e in entry_points(group="opentelemetry_traces_exporter")}
+    exporters: list[SpanExporter] = []
+    for name in filter(None, names):
+        if name == "otlp":
+            protocol = (
+                environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+                or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+                or "http/protobuf"
+            ).strip()
+            if protocol not in _OTLP_BY_PROTOCOL:
+                raise ConfigurationError(
+                    f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported.",
+                    hint="use http/protobuf (or grpc with opentelemetry-exporter-otlp-proto-grpc)",
+                )
+            name = _OTLP_BY_PROTOCOL[protocol]
+        found = available.get(name)
+        if found is None:
+            raise ConfigurationError(
+                f"OTEL_TRACES_EXPORTER names {name!r}, which is not installed.",
+                hint=f"installed: {', '.join(sorted(available)) or 'none'}; or install its package",
+            )
+        exporters.append(found.load()())
+    return exporters
+
+
+def open_tracing(settings: AptixSettings, *, owned: bool = True) -> Tracing:
+    """:data:`NO_TRACING`, or with ``APTIX_OTEL=true`` an :class:`OtelTracing`.
+
+    An SDK tracer provider already installed (``opentelemetry-instrument``, an embedding
+    application) is used as it is. Otherwise one is made as the standard variables say:
+    ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES`` (service name ``aptix`` when neither
+    names one), ``OTEL_TRACES_SAMPLER``, ``OTEL_BSP_*`` and the exporters of
+    :func:`span_exporters`. ``owned``: the runtime shuts it down when it closes.
     """
     if not settings.otel:
         return NO_TRACING
     try:
         from opentelemetry import trace
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -305,14 +438,13 @@ def open_tracing(settings: AptixSettings) -> Tracing:
     current = trace.get_tracer_provider()
     if isinstance(current, SdkTracerProvider):
         return OtelTracing(current)
-    # Resource.create() reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, the provider
-    # OTEL_TRACES_SAMPLER, the exporter OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT/HEADERS/TIMEOUT.
     named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get(
         "OTEL_RESOURCE_ATTRIBUTES", ""
     )
     provider = SdkTracerProvider(
         resource=Resource.create({} if named else {"service.name": "aptix"})
     )
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    # Not installed globally: each runtime flushes and shuts down its own on close.
-    return OtelTracing(provider, owned=True)
+    for exporter in span_exporters():
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    # Not installed globally: an embedding application's own providers are left alone.
+    return OtelTracing(provider, owned=owned)

@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from fastapi.telemetry import TelemetryConfig
 from pydantic.alias_generators import to_camel
 from starlette.routing import Route
 from starlette.types import ASGIApp
@@ -32,6 +33,7 @@ from aptix.llm.types import LlmClient
 from aptix.loopback import is_loopback
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings, load_settings
+from aptix.telemetry import Tracing, open_tracing
 
 __all__ = ["create_app"]
 
@@ -57,13 +59,17 @@ def create_app(
             hint="set APTIX_API_KEYS, or bind 127.0.0.1",
         )
 
+    # Made here, not in the lifespan: FastAPI's server spans need the provider up front. The
+    # runtime flushes it on close; the SDK shuts it down at exit (an app may start again).
+    tracing = runtime.tracing if runtime is not None else open_tracing(settings, owned=False)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if runtime is not None:
             _attach(app, runtime, model)
             yield
             return
-        async with open_runtime(settings) as opened:
+        async with open_runtime(settings, tracing=tracing) as opened:
             _attach(app, opened, model)
             from aptix.mcp.http import mcp_http_app
 
@@ -92,6 +98,7 @@ def create_app(
         # Served from the package by install_offline_docs, not from a CDN.
         docs_url=None,
         redoc_url=None,
+        telemetry=_telemetry(tracing),
     )
     app.state.key_verifier = verifier
     app.state.metrics = Metrics()
@@ -118,6 +125,26 @@ def _attach(app: FastAPI, runtime: Runtime, model: LlmClient | None) -> None:
     app.state.runtime = runtime
     if model is not None or runtime.settings.model_configured:
         app.state.reasoner = runtime.reasoner(model)
+
+
+def _telemetry(tracing: Tracing) -> TelemetryConfig:
+    """FastAPI's own OpenTelemetry: on with ``APTIX_OTEL``, through Aptix's tracer provider.
+
+    Its server span continues an incoming ``traceparent`` (the global propagator,
+    ``OTEL_PROPAGATORS``) and is the parent of the turn's ``invoke_agent`` span. Its per-request
+    operation spans (dependencies, endpoint, serialization) are left out, and so are the probes.
+    """
+    if not tracing.enabled:
+        return {"tracing": False, "metrics": False, "logs": False}
+    return {
+        "tracer_provider": tracing.provider,
+        "operation_spans": False,
+        "exclude": lambda scope: scope.get("path") in _UNTRACED,
+    }
+
+
+#: Probes: a span each would bury the turns.
+_UNTRACED = frozenset({"/healthz", "/metrics"})
 
 
 def _operation_id(route: APIRoute) -> str:

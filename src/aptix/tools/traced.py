@@ -1,0 +1,48 @@
+"""``TracedToolExecutor``: the executor with an ``execute_tool`` span around each call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aptix.telemetry import REFUSAL_EVENT, Tracing, refusal_attributes
+from aptix.tools.base import AgentTool
+from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
+from aptix.tools.executor import AgentToolExecutor
+
+__all__ = ["TracedToolExecutor", "tool_executor"]
+
+
+class TracedToolExecutor(AgentToolExecutor):
+    """An executor that runs each call inside an ``execute_tool`` span.
+
+    A subclass rather than a check in :meth:`AgentToolExecutor.execute`, so that the plain
+    executor does not pay for tracing when it is off.
+    """
+
+    def __init__(self, tracing: Tracing, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tracing = tracing
+
+    async def execute(
+        self, call: AgentToolCall, context: AgentToolExecutionContext, *, approved: bool = False
+    ) -> AgentToolCall:
+        """Run one call inside its ``execute_tool`` span."""
+        with self.tracing.tool_call(
+            call, session_id=context.session_id, turn_id=context.conversation_id
+        ) as span:
+            done = await super().execute(call, context, approved=approved)
+            span.tool_outcome(
+                handed_off=done.requires_client_execution and done.was_executed,
+                error=done.error_message,
+            )
+            return done
+
+    def _refused(self, tool: AgentTool, call: AgentToolCall, reason: str) -> None:
+        self.tracing.event(REFUSAL_EVENT, refusal_attributes(call, reason))
+
+
+def tool_executor(tracing: Tracing, *args: Any, **kwargs: Any) -> AgentToolExecutor:
+    """An executor built with these arguments: a traced one when ``tracing`` is on."""
+    if tracing.enabled:
+        return TracedToolExecutor(tracing, *args, **kwargs)
+    return AgentToolExecutor(*args, **kwargs)
