@@ -30,6 +30,7 @@ from aptix.tools.builtin.user_approval import UserApprovalTool
 from aptix.tools.builtin.workflow_authoring import WorkflowAuthoringTool
 from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
 from aptix.tools.builtin.workflow_run import WorkflowRunTool
+from aptix.tools.bulkhead import BULKHEADS
 from aptix.tools.context import AgentToolExecutionContext, context_for
 from aptix.tools.executor import AgentToolExecutor
 from aptix.tools.mcp_source.source import McpToolSource
@@ -204,6 +205,7 @@ async def open_runtime(
     """
     settings = settings or load_settings()
     configure_logging(settings.log_level, json_lines=settings.log_json)
+    BULKHEADS.configure(settings.tool_threads)
     logger = StdlibAdminLogger()
     tracing = tracing or open_tracing(settings)
     modes = load_mode_catalog(settings.modes_path)

@@ -127,6 +127,13 @@ class AptixSettings(BaseSettings):
         "(default: when the 'semantic' extra is installed).",
     )
     tool_timeout_seconds: float = Field(30.0, gt=0, description="Per-tool execution time limit.")
+    tool_threads: int = Field(
+        8,
+        ge=1,
+        description="Threads each org's plain-function (sync) tools run in. A call left running "
+        "past its time limit holds its thread until it returns; while all of an org's threads "
+        "are held so, its new sync calls fail at once (503 over HTTP).",
+    )
     load_plugins: bool = Field(True, description="Load tools from the aptix.tools entry points.")
     log_level: LogLevelName = Field(
         "WARNING", description="Level of the aptix logger: DEBUG, INFO, WARNING, ERROR or CRITICAL."

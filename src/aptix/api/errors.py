@@ -30,8 +30,10 @@ _CODES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "invalid_request",
+    429: "rate_limited",
     502: "model_error",
     503: "unavailable",
+    504: "timeout",
 }
 
 

@@ -153,7 +153,10 @@ _ERRORS = {
     409: "The request conflicts with the current state.",
     413: "The body is larger than the limit (`APTIX_MAX_BODY_BYTES`).",
     422: "The request is invalid; the message says which part and why.",
-    503: "The database (or the model configuration) is unavailable; see `Retry-After`.",
+    429: "A rate limit or quota is reached; see `Retry-After`, `RateLimit` and `RateLimit-Policy`.",
+    503: "The database (or the model configuration) is unavailable, or the org's tool threads "
+    "are all held; see `Retry-After`.",
+    504: "A tool or the workflow registry ran out of time.",
 }
 
 #: The error answers every operation documents, all with the envelope.

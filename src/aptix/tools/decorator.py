@@ -7,7 +7,6 @@ See docs/writing-a-tool.md.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
 from aptix.tools.args import describe_validation_error
 from aptix.tools.base import AgentTool
+from aptix.tools.bulkhead import BULKHEADS, BulkheadFullError
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.executor import GENERIC_FAILURE
 from aptix.tools.signature import FunctionSignature, read_signature
@@ -75,10 +75,12 @@ class FunctionTool(AgentTool):
             if self._is_async:
                 value = await self.function(**kwargs)
             else:
-                value = await asyncio.to_thread(self.function, **kwargs)
+                value = await BULKHEADS.run(context.org, self.function, **kwargs)
             return InvokeResult.create(pydantic_core.to_json(value, by_alias=True).decode())
         except ToolError as exc:
             return InvokeResult.from_error(str(exc) or f"The tool '{self.TOOL_NAME}' failed.")
+        except BulkheadFullError as exc:
+            return InvokeResult.from_error(str(exc))
         except Exception as exc:
             self._logger.add_exception(
                 f"[{self.TOOL_NAME}_ExecuteAsync__Exception]", exc, *context.log_pairs()

@@ -12,6 +12,7 @@ from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
 from aptix.tools.base import AgentTool
+from aptix.tools.bulkhead import BULKHEADS
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
 from aptix.tools.registry import AgentToolRegistry
 
@@ -95,7 +96,7 @@ class AgentToolExecutor:
             return await self._execute_approved(tool, call, context, limit)
         clock = time.perf_counter()
         if self._registry.runs_in_thread(tool.TOOL_NAME):
-            work: Any = asyncio.to_thread(tool.execute, call.arguments_json, context)
+            work: Any = BULKHEADS.run_tool(context.org, tool.execute, call.arguments_json, context)
             started = await self._finish(tool, work, context, limit)
         else:
             started = self._start(tool, call.arguments_json, context)

@@ -13,6 +13,7 @@ from aptix.api.responses import Mode
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import MatchRequest
 from aptix.runtime import Runtime
+from aptix.tools.bulkhead import http_refusal
 
 router = APIRouter(tags=["catalogs"])
 
@@ -38,6 +39,9 @@ async def _registry(runtime: Runtime, caller: Caller, arguments: dict[str, Any])
     )
     if outcome.result is None:
         message = outcome.error_message or "The workflow registry failed."
+        if (refusal := http_refusal(message)) is not None:
+            status, code, headers = refusal
+            raise ApiError(status, message, code, headers=headers)
         raise ApiError(404 if message.startswith("Unknown workflow") else 409, message)
     return json.loads(outcome.result)
 

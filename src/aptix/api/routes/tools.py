@@ -12,6 +12,7 @@ from aptix.api.errors import ApiError
 from aptix.api.responses import ToolInfo
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import InvokeRequest, InvokeResponse
+from aptix.tools.bulkhead import http_refusal
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
@@ -40,7 +41,11 @@ async def list_tools(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
 async def invoke_tool(
     name: str, body: InvokeRequest, runtime: RuntimeDep, caller: CallerDep
 ) -> JSONResponse:
-    """Run one tool as the caller; a tool's own failure is a 200 with ``successful: false``."""
+    """Run one tool as the caller; a tool's own failure is a 200 with ``successful: false``.
+
+    A call that ran out of time is 504 ``timeout``; one refused because the org's sync tool
+    threads are all held by earlier timed-out calls is 503 ``overloaded`` with ``Retry-After``.
+    """
     if not runtime.registry.has_tool(name):
         raise ApiError(404, f"Unknown tool '{name}'.")
     arguments = body.arguments if isinstance(body.arguments, str) else json.dumps(body.arguments)
@@ -49,6 +54,10 @@ async def invoke_tool(
         org=caller.org, user=caller.user, role=caller.role, session_id=body.session_id
     )
     outcome = await runtime.executor.invoke(name, arguments, context)
+    if outcome.error_message and (refusal := http_refusal(outcome.error_message)):
+        # Not the tool's own answer: it ran out of time, or was never started.
+        status, code, headers = refusal
+        raise ApiError(status, outcome.error_message, code, headers=headers)
     wire = outcome.to_wire()
     wire["result"] = _decode(outcome.result)
     # Already the documented shape: skip FastAPI's second validation pass on the hot path.

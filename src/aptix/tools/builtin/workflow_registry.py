@@ -8,7 +8,6 @@ The tool never changes state (TUL-006 §5.4).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any, ClassVar
 
@@ -18,6 +17,7 @@ from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
 from aptix.tools.args import ToolArgs, function_schema, parse_arguments
 from aptix.tools.base import AgentTool
+from aptix.tools.bulkhead import run_builtin
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus
 from aptix.workflows.registry import DEFAULT_MATCH_LIMIT, WorkflowRegistry, status_note
@@ -173,7 +173,7 @@ class WorkflowRegistryTool(AgentTool):
             )
         # Encoding a message with the semantic model takes milliseconds of CPU: keep it off
         # the event loop.
-        found = await asyncio.to_thread(self._registry.match, message, limit, org)
+        found = await run_builtin(self._registry.match, message, limit, org)
         matches = [m.to_wire() for m in found]
         return InvokeResult.create(_dump({"matches": matches}))
 
