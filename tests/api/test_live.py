@@ -2,8 +2,9 @@
 
 schemathesis runs as its own command line, as a user would run it: every check, every phase
 (stateful included, its links inferred from the ``Location`` of creates), on SQLite and on
-PostgreSQL. CI runs 100 examples per operation (``APTIX_CI``); ``APTIX_SCHEMATHESIS_EXAMPLES``
-overrides the count for a longer run by hand.
+PostgreSQL with API keys, and on SQLite in the default keyless mode. CI runs 100 examples per
+operation (``APTIX_CI``; a quarter keyless); ``APTIX_SCHEMATHESIS_EXAMPLES`` overrides the
+count for a longer run by hand.
 """
 
 from __future__ import annotations
@@ -84,7 +85,42 @@ def test_served_process_answers_health_tools_and_sessions(live: Served) -> None:
     assert bad.json()["error"]["code"] == "invalid_request"
 
 
+@pytest.fixture(scope="module")
+def keyless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The default keyless mode (loopback only, no key): its document states no security."""
+    with (
+        ScriptedOpenAIServer() as model,
+        served(
+            tmp_path_factory.mktemp("keyless"),
+            APTIX_LLM_BASE_URL=model.base_url,
+            APTIX_LLM_MODEL="scripted",
+            APTIX_LLM_MAX_RETRIES="0",
+            APTIX_SEMANTIC_MATCHING="false",
+        ) as running,
+    ):
+        yield running
+
+
 def test_schemathesis_all_checks_and_phases_find_nothing(live: Served, tmp_path: Path) -> None:
+    _schemathesis(live, tmp_path, headers=AUTH)
+
+
+def test_schemathesis_finds_nothing_in_keyless_mode(keyless: Served, tmp_path: Path) -> None:
+    # Without keys the document requires no auth (schemathesis checks that nothing answers 401
+    # where the document promises none) and schemathesis sends no key.
+    document = httpx.get(f"{keyless.url}/openapi.json").json()
+    assert "securitySchemes" not in document.get("components", {})
+    # A quarter of the examples: the routes are the keyed runs' own; only the auth differs.
+    _schemathesis(keyless, tmp_path, headers={}, examples=max(10, EXAMPLES_PER_OPERATION // 4))
+
+
+def _schemathesis(
+    live: Served,
+    tmp_path: Path,
+    *,
+    headers: dict[str, str],
+    examples: int = EXAMPLES_PER_OPERATION,
+) -> None:
     live_url = live.url
     report = tmp_path / "junit.xml"
     config = tmp_path / "schemathesis.toml"
@@ -112,15 +148,14 @@ def test_schemathesis_all_checks_and_phases_find_nothing(live: Served, tmp_path:
             "--phases",
             "examples,coverage,fuzzing,stateful",
             "--max-examples",
-            str(EXAMPLES_PER_OPERATION),
+            str(examples),
             "--generation-database",
             "none",
             # NUL in any string is refused by design (422, see aptix.nul); JSON Schema cannot
             # say so for free-form tool arguments, so strings are generated without it.
             "--generation-allow-x00",
             "false",
-            "--header",
-            f"Authorization: Bearer {KEY}",
+            *(arg for name, value in headers.items() for arg in ("--header", f"{name}: {value}")),
             "--report",
             "junit",
             "--report-junit-path",

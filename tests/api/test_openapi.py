@@ -81,3 +81,21 @@ async def test_405_lists_every_method_of_the_path(client: httpx.AsyncClient) -> 
     assert literal.headers["allow"] == "POST"
     templated = await client.delete("/v1/sessions/abc")
     assert templated.headers["allow"] == "GET, HEAD"
+
+
+async def test_bearer_auth_is_stated_only_when_keys_are_configured(
+    client: httpx.AsyncClient, no_model_client: httpx.AsyncClient
+) -> None:
+    keyed = (await client.get("/openapi.json")).json()
+    keyless = (await no_model_client.get("/openapi.json")).json()
+    validate(keyless)
+    keyed_ops = [op for ops in keyed["paths"].values() for op in ops.values()]
+    keyless_ops = [op for ops in keyless["paths"].values() for op in ops.values()]
+    assert keyed["components"]["securitySchemes"]
+    security = {op["operationId"]: op.get("security") for op in keyed_ops}
+    assert security["createSession"] == security["execute"] == [{"ApiKey": []}]
+    assert "securitySchemes" not in keyless["components"]
+    assert not [op["operationId"] for op in keyless_ops if "security" in op]
+    assert not [op["operationId"] for op in keyless_ops if "401" in op["responses"]]
+    # What a keyless server really does: no key, no 401.
+    assert (await no_model_client.get("/v1/sessions")).status_code == 200

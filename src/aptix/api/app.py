@@ -151,6 +151,15 @@ def _operation_id(route: APIRoute) -> str:
     return to_camel(route.name)
 
 
+def _without_auth(document: dict[str, Any]) -> None:
+    """Keyless mode: no operation needs a key and none answers 401, so the document says so."""
+    for path in document.get("paths", {}).values():
+        for operation in path.values():
+            operation.pop("security", None)
+            operation.get("responses", {}).pop("401", None)
+    document.get("components", {}).pop("securitySchemes", None)
+
+
 class _AptixApp(FastAPI):
     """FastAPI whose plain-text refusals (Starlette's 413, the MCP SDK's 421...) are enveloped."""
 
@@ -159,6 +168,8 @@ class _AptixApp(FastAPI):
         if self.openapi_schema is not None:
             return self.openapi_schema
         document = super().openapi()
+        if not self.state.key_verifier.enabled:
+            _without_auth(document)
         runtime: Runtime | None = getattr(self.state, "runtime", None)
         if runtime is not None:
             keys = list(runtime.services.modes.keys)
