@@ -25,7 +25,7 @@ from aptix.api.edge import (
 )
 from aptix.api.errors import EnvelopeErrors, install_error_handlers
 from aptix.api.metrics import Metrics, ObserveMiddleware, with_request_ids
-from aptix.api.routes import agent, catalog, health, sessions, tools
+from aptix.api.routes import agent, catalog, health, openai, sessions, tools
 from aptix.api.schemas import ERROR_RESPONSES
 from aptix.console import ConsoleFiles
 from aptix.errors import ConfigurationError
@@ -114,7 +114,14 @@ def create_app(
         app.add_middleware(LoopbackOnly)
     elif not settings.public_metrics:
         app.add_middleware(RequireKeyForOperations, verifier=verifier)
-    for router in (health.router, tools.router, sessions.router, catalog.router, agent.router):
+    for router in (
+        health.router,
+        tools.router,
+        sessions.router,
+        catalog.router,
+        agent.router,
+        openai.router,
+    ):
         app.include_router(router, responses=ERROR_RESPONSES)
     install_offline_docs(app)
     app.mount("/console", ConsoleFiles(), name="console")

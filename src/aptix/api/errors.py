@@ -17,7 +17,15 @@ from aptix.api.outage import OUTAGE_TYPES, RETRY_AFTER_SECONDS, OutageLog, is_da
 from aptix.errors import ConfigurationError, LlmError, NotFoundError, TurnError
 from aptix.logger import StdlibAdminLogger
 
-__all__ = ["ApiError", "EnvelopeErrors", "error_body", "install_error_handlers", "too_large"]
+__all__ = [
+    "OPENAI_PATHS",
+    "ApiError",
+    "EnvelopeErrors",
+    "error_body",
+    "install_error_handlers",
+    "openai_error_body",
+    "too_large",
+]
 
 _CODES = {
     400: "bad_request",
@@ -58,15 +66,42 @@ class ApiError(Exception):
         self.headers = headers
 
 
+#: Routes whose clients (OpenAI SDKs, chat UIs) read OpenAI's error shape: the envelope
+#: plus its ``type`` and ``param``.
+OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})
+
+_OPENAI_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+}
+
+
 def error_body(code: str, message: str) -> dict[str, Any]:
     """The JSON error envelope."""
     return {"error": {"code": code, "message": message}}
 
 
+def openai_error_body(status: int, code: str, message: str) -> dict[str, Any]:
+    """The envelope in OpenAI's shape: ``code`` and ``message`` plus ``type`` and ``param``."""
+    kind = _OPENAI_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"code": code, "message": message, "type": kind, "param": None}}
+
+
 def _response(
-    status: int, code: str, message: str, headers: dict[str, str] | None = None
+    status: int,
+    code: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+    *,
+    path: str = "",
 ) -> JSONResponse:
-    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+    if path in OPENAI_PATHS:
+        body = openai_error_body(status, code, message)
+    else:
+        body = error_body(code, message)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def too_large(limit: int | None) -> str:
@@ -104,12 +139,15 @@ def install_error_handlers(app: FastAPI) -> None:
     logger = StdlibAdminLogger()
 
     @app.exception_handler(ApiError)
-    async def _api(_: Request, exc: ApiError) -> JSONResponse:
-        return _response(exc.status, exc.code, exc.message, exc.headers)
+    async def _api(request: Request, exc: ApiError) -> JSONResponse:
+        return _response(exc.status, exc.code, exc.message, exc.headers, path=request.url.path)
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return _response(422, "invalid_request", _describe(exc))
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        path = request.url.path
+        # OpenAI answers an invalid request 400, and its clients expect that.
+        status = 400 if path in OPENAI_PATHS else 422
+        return _response(status, "invalid_request", _describe(exc), path=path)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -121,23 +159,24 @@ def install_error_handlers(app: FastAPI) -> None:
         headers = dict(exc.headers or {})
         if exc.status_code == 405 and (allowed := _allowed_methods(request)):
             headers["Allow"] = allowed
-        return _response(exc.status_code, _CODES.get(exc.status_code, "error"), message, headers)
+        code = _CODES.get(exc.status_code, "error")
+        return _response(exc.status_code, code, message, headers, path=request.url.path)
 
     @app.exception_handler(NotFoundError)
-    async def _missing(_: Request, exc: NotFoundError) -> JSONResponse:
-        return _response(404, "not_found", str(exc))
+    async def _missing(request: Request, exc: NotFoundError) -> JSONResponse:
+        return _response(404, "not_found", str(exc), path=request.url.path)
 
     @app.exception_handler(TurnError)
-    async def _turn(_: Request, exc: TurnError) -> JSONResponse:
-        return _response(409, exc.code, str(exc))
+    async def _turn(request: Request, exc: TurnError) -> JSONResponse:
+        return _response(409, exc.code, str(exc), path=request.url.path)
 
     @app.exception_handler(LlmError)
-    async def _llm(_: Request, exc: LlmError) -> JSONResponse:
-        return _response(502, "model_error", str(exc))
+    async def _llm(request: Request, exc: LlmError) -> JSONResponse:
+        return _response(502, "model_error", str(exc), path=request.url.path)
 
     @app.exception_handler(ConfigurationError)
-    async def _config(_: Request, exc: ConfigurationError) -> JSONResponse:
-        return _response(503, "unavailable", str(exc))
+    async def _config(request: Request, exc: ConfigurationError) -> JSONResponse:
+        return _response(503, "unavailable", str(exc), path=request.url.path)
 
     outages = OutageLog()
 
@@ -152,6 +191,7 @@ def install_error_handlers(app: FastAPI) -> None:
             "database_unavailable",
             "The database is not reachable right now; retry shortly.",
             {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            path=request.url.path,
         )
 
     for kind in OUTAGE_TYPES:
@@ -165,7 +205,8 @@ def install_error_handlers(app: FastAPI) -> None:
             ("Path", request.url.path),
             ("RequestId", correlation_id.get() or ""),
         )
-        return _response(500, "internal_error", "The server failed unexpectedly; it was logged.")
+        message = "The server failed unexpectedly; it was logged."
+        return _response(500, "internal_error", message, path=request.url.path)
 
 
 class EnvelopeErrors:
@@ -200,16 +241,21 @@ class EnvelopeErrors:
                 text += message.get("body", b"")
                 if message.get("more_body", False):
                     return
-                await self._send_envelope(send, held, text.decode("utf-8", "replace"))
+                await self._send_envelope(send, held, text.decode("utf-8", "replace"), scope)
                 return
             await send(message)
 
         await self.app(scope, receive, rewrite)
 
-    async def _send_envelope(self, send: Send, start: Message, text: str) -> None:
+    async def _send_envelope(self, send: Send, start: Message, text: str, scope: Scope) -> None:
         status: int = start["status"]
         message = too_large(self.max_body_size) if status == 413 else text.strip() or "Refused."
-        body = json.dumps(error_body(_CODES.get(status, "error"), message)).encode()
+        code = _CODES.get(status, "error")
+        if scope.get("path") in OPENAI_PATHS:
+            envelope = openai_error_body(status, code, message)
+        else:
+            envelope = error_body(code, message)
+        body = json.dumps(envelope).encode()
         kept = [
             (k, v)
             for k, v in start.get("headers", ())

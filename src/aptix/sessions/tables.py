@@ -1,4 +1,4 @@
-"""The ``sessions`` and ``session_mode_history`` tables."""
+"""The ``sessions``, ``session_mode_history`` and ``session_fingerprints`` tables."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from aptix.db.base import Base
 from aptix.db.types import UtcDateTime
 
-__all__ = ["ModeHistoryRow", "SessionRow"]
+__all__ = ["FingerprintRow", "ModeHistoryRow", "SessionRow"]
 
 
 class SessionRow(Base):
@@ -55,3 +55,23 @@ class ModeHistoryRow(Base):
     reason: Mapped[str] = mapped_column(Text)
     changed_at: Mapped[datetime] = mapped_column(UtcDateTime)
     changed_by: Mapped[str] = mapped_column(String(200))
+
+
+class FingerprintRow(Base):
+    """One conversation state a client may continue from, and the model name it was shown."""
+
+    __tablename__ = "session_fingerprints"
+    __table_args__ = (
+        Index("ix_session_fingerprints_lookup", "org", "user_id", "fingerprint"),
+        Index("ix_session_fingerprints_session", "session_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    org: Mapped[str] = mapped_column(String(200))
+    user_id: Mapped[str] = mapped_column(String(200))
+    session_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("sessions.id", ondelete="CASCADE")
+    )
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -1,0 +1,293 @@
+"""``POST /v1/chat/completions`` and ``GET /v1/models``: Aptix behind the OpenAI API.
+
+Models are modes (``aptix-<mode key>``). The server owns the session, found from the
+``X-Aptix-Session`` header, else from the fingerprint of the conversation the client resends,
+else created, with the earlier messages as its starting context. The turn is an ordinary
+Aptix turn: modes, workflows, approvals and the ledger apply; server tools run inside it and
+only client-final calls come back as ``tool_calls``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from aptix.api.auth import Caller
+from aptix.api.errors import ApiError, openai_error_body
+from aptix.api.openai.conversation import (
+    Ask,
+    answer_message,
+    fingerprint,
+    read_ask,
+    starting_context,
+)
+from aptix.api.openai.schemas import ChatCompletionRequest
+from aptix.api.openai.wire import (
+    completion_body,
+    completion_chunk,
+    extension,
+    finish_reason,
+    handed_over,
+    mode_of_model,
+    model_of_mode,
+    openai_tool_calls,
+    usage_body,
+)
+from aptix.api.routes.agent import NO_MODEL
+from aptix.api.routes.deps import CallerDep, RuntimeDep
+from aptix.api.schemas import ErrorBody
+from aptix.errors import AptixError
+from aptix.reasoner import AgentReasoner, TurnEvent, TurnResult
+from aptix.runtime import Runtime
+from aptix.sessions.fingerprints import ConversationFingerprints
+
+router = APIRouter(tags=["openai"])
+
+SESSION_HEADER = "X-Aptix-Session"
+
+
+def _fingerprints(request: Request) -> ConversationFingerprints:
+    store: ConversationFingerprints | None = getattr(request.app.state, "fingerprints", None)
+    if store is None:
+        runtime: Runtime = request.app.state.runtime
+        store = request.app.state.fingerprints = ConversationFingerprints(runtime.database)
+    return store
+
+
+FingerprintsDep = Annotated[ConversationFingerprints, Depends(_fingerprints)]
+
+
+@router.get("/v1/models")
+async def list_models(runtime: RuntimeDep, _: CallerDep) -> dict[str, Any]:
+    """One model per mode: picking ``aptix-<mode key>`` picks the session's mode."""
+    modes = await runtime.services.modes.get_all_modes()
+    return {
+        "object": "list",
+        "data": [
+            {"id": model_of_mode(m.key), "object": "model", "created": 0, "owned_by": "aptix"}
+            for m in modes
+        ],
+    }
+
+
+@router.post(
+    "/v1/chat/completions",
+    response_model=None,
+    responses={
+        200: {
+            "description": "A `chat.completion`, or with `stream: true` its "
+            "`chat.completion.chunk`s as Server-Sent Events ending with `[DONE]`.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        400: {
+            "model": ErrorBody,
+            "description": "The messages are not a Chat Completions conversation. Errors "
+            "on this route add OpenAI's `type` and `param` to the envelope.",
+        },
+        502: {"model": ErrorBody, "description": "The model endpoint failed."},
+    },
+)
+async def create_chat_completion(
+    body: ChatCompletionRequest,
+    request: Request,
+    runtime: RuntimeDep,
+    caller: CallerDep,
+    fingerprints: FingerprintsDep,
+    x_aptix_session: Annotated[str | None, Header(max_length=64)] = None,
+) -> JSONResponse | EventSourceResponse:
+    """Run the last user message as a turn, or resume it with the trailing tool messages."""
+    reasoner: AgentReasoner | None = request.app.state.reasoner
+    if reasoner is None:
+        raise ApiError(503, NO_MODEL, "model_not_configured")
+    mode = mode_of_model(body.model, runtime.services.modes.keys)
+    if mode is None:
+        raise ApiError(
+            404,
+            f"The model '{body.model}' does not exist; GET /v1/models lists the models "
+            "(one per mode).",
+            "model_not_found",
+        )
+    try:
+        ask = read_ask(body.messages)
+    except ValueError as exc:
+        raise ApiError(400, str(exc), "invalid_request_error") from exc
+    session_id, instruction = await _session_for(
+        runtime, caller, fingerprints, ask, body.model, mode, x_aptix_session
+    )
+    prepared = await reasoner.prepare(
+        session_id=session_id,
+        org=caller.org,
+        user=caller.user,
+        role=caller.role,
+        instruction=instruction,
+        tool_results=ask.tool_results or None,
+    )
+    if prepared.replay is not None:
+        raise ApiError(
+            409,
+            "These tool results were already posted and their calls answered; each call "
+            "takes its result once. Continue with a new user message.",
+            "tool_results_already_posted",
+            headers={SESSION_HEADER: session_id},
+        )
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    headers = {SESSION_HEADER: session_id}
+
+    async def remember(result: TurnResult) -> None:
+        answer = answer_message(result.text, openai_tool_calls(handed_over(result)))
+        held = fingerprint([*body.messages, answer])
+        if held is not None:
+            await fingerprints.remember(
+                org=caller.org,
+                user=caller.user,
+                session_id=session_id,
+                fingerprint=held,
+                model=model_of_mode(result.mode),
+            )
+
+    if body.stream:
+        usage = body.stream_options is not None and body.stream_options.include_usage
+        chunks = _chunks(reasoner, prepared, completion_id, body.model, usage, remember)
+        return EventSourceResponse(chunks, sep="\n", headers=headers)
+    result = await reasoner.run(prepared)
+    if result.kind == "error":
+        raise ApiError(
+            502, result.error or "The model endpoint failed.", "model_error", headers=headers
+        )
+    await remember(result)
+    return JSONResponse(completion_body(result, completion_id), headers=headers)
+
+
+async def _session_for(
+    runtime: Runtime,
+    caller: Caller,
+    fingerprints: ConversationFingerprints,
+    ask: Ask,
+    model: str,
+    mode: str,
+    header: str | None,
+) -> tuple[str, str | None]:
+    """The session this request continues (or a new one), and the instruction to run."""
+    sessions = runtime.services.sessions
+    session_id = header
+    shown_model: str | None = None
+    if session_id is None:
+        held = fingerprint(ask.earlier)
+        found = None if held is None else await fingerprints.find(caller.org, caller.user, held)
+        if found is not None:
+            session_id, shown_model = found.session_id, found.model
+    elif await sessions.get_session(session_id, caller.org) is None:
+        raise ApiError(404, f"Unknown session '{session_id}'.", "not_found")
+    else:
+        shown_model = await fingerprints.last_model(session_id)
+    if session_id is None:
+        if ask.tool_results:
+            raise ApiError(
+                400,
+                "No session is waiting for these tool results: send the conversation as it "
+                f"was answered, or the {SESSION_HEADER} header of its session.",
+                "invalid_request_error",
+            )
+        created = await sessions.create_session(org=caller.org, user=caller.user, mode=mode)
+        if created.result is None:
+            raise ApiError(422, created.error_message or "Could not create the session.")
+        assert ask.instruction is not None
+        return created.result.id, starting_context(ask.earlier, ask.instruction)
+    if ask.instruction is not None and model != shown_model:
+        # The client picked another model since the last answer: that picks the mode.
+        session = await sessions.get_session(session_id, caller.org)
+        if session is not None and session.mode != mode:
+            await sessions.set_session_mode(
+                session_id, mode, f"Model {model} picked by the client.", caller.org, caller.user
+            )
+    return session_id, ask.instruction
+
+
+#: Turns whose client went away, kept referenced until their cancellation is recorded.
+_ORPHANS: set[asyncio.Task[None]] = set()
+
+
+async def _chunks(
+    reasoner: AgentReasoner,
+    prepared: Any,
+    completion_id: str,
+    model: str,
+    include_usage: bool,
+    remember: Any,
+) -> AsyncIterator[ServerSentEvent]:
+    queue: asyncio.Queue[TurnEvent | TurnResult | AptixError | None] = asyncio.Queue()
+
+    async def sink(event: TurnEvent) -> None:
+        await queue.put(event)
+
+    async def run() -> None:
+        try:
+            await queue.put(await reasoner.run(prepared, on_event=sink))
+        except AptixError as exc:
+            await queue.put(exc)
+        finally:
+            await queue.put(None)
+
+    task = asyncio.create_task(run())
+    streamed = False
+    try:
+        first = {"role": "assistant", "content": ""}
+        yield ServerSentEvent(data=completion_chunk(completion_id, model, first))
+        while (item := await queue.get()) is not None:
+            if isinstance(item, AptixError):
+                code = getattr(item, "code", type(item).__name__)
+                yield ServerSentEvent(data=_json(openai_error_body(409, code, str(item))))
+            elif isinstance(item, TurnResult):
+                if item.text and not streamed:  # a model that answered without streaming
+                    delta = {"content": item.text}
+                    yield ServerSentEvent(data=completion_chunk(completion_id, model, delta))
+                async for event in _final_chunks(item, completion_id, include_usage, remember):
+                    yield event
+            elif item.type == "text_delta":
+                streamed = True
+                delta = {"content": item.data.get("delta", "")}
+                yield ServerSentEvent(data=completion_chunk(completion_id, model, delta))
+            elif item.type not in ("text", "turn_finished", "client_calls_pending"):
+                aptix = {"event": item.type, "data": item.data}
+                yield ServerSentEvent(data=completion_chunk(completion_id, model, {}, aptix=aptix))
+        yield ServerSentEvent(data="[DONE]")
+    finally:
+        if not task.done():  # the client went away: cancel the turn (recorded as cancelled)
+            task.cancel()
+            _ORPHANS.add(task)
+            task.add_done_callback(_ORPHANS.discard)
+
+
+async def _final_chunks(
+    result: TurnResult, completion_id: str, include_usage: bool, remember: Any
+) -> AsyncIterator[ServerSentEvent]:
+    model = model_of_mode(result.mode)
+    if result.kind == "error":
+        message = result.error or "The model endpoint failed."
+        yield ServerSentEvent(data=_json(openai_error_body(502, "model_error", message)))
+        return
+    calls = openai_tool_calls(handed_over(result))
+    if calls:
+        delta = {"tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]}
+        yield ServerSentEvent(data=completion_chunk(completion_id, model, delta))
+    await remember(result)
+    yield ServerSentEvent(
+        data=completion_chunk(
+            completion_id, model, {}, finish=finish_reason(result), aptix=extension(result)
+        )
+    )
+    if include_usage:
+        yield ServerSentEvent(
+            data=completion_chunk(completion_id, model, None, usage=usage_body(result))
+        )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value)

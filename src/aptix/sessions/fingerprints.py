@@ -1,0 +1,99 @@
+"""Conversation fingerprints: how a stateless chat client's next request finds its session.
+
+An OpenAI-style client resends the whole conversation with every request. After each answer
+the server stores the fingerprint of the conversation as the client now holds it (its
+messages plus the answer); the next request's earlier messages hash to the same value, and
+the lookup finds the session. A fingerprint that two sessions share finds neither.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, bindparam, insert, select
+
+from aptix.db.engine import Database
+from aptix.db.types import utc_now
+from aptix.sessions.tables import FingerprintRow
+
+__all__ = ["ConversationFingerprints", "Remembered"]
+
+
+_TABLE = cast(Table, FingerprintRow.__table__)
+_FIND = (
+    select(_TABLE.c.session_id, _TABLE.c.model)
+    .where(
+        _TABLE.c.org == bindparam("org"),
+        _TABLE.c.user_id == bindparam("user"),
+        _TABLE.c.fingerprint == bindparam("fingerprint"),
+    )
+    .limit(50)
+)
+_LAST_MODEL = (
+    select(_TABLE.c.model)
+    .where(_TABLE.c.session_id == bindparam("sid"))
+    .order_by(_TABLE.c.id.desc())
+    .limit(1)
+)
+_INSERT = insert(_TABLE)
+
+
+class Remembered:
+    """A session found by its conversation, and the model name its last answer carried."""
+
+    __slots__ = ("model", "session_id")
+
+    def __init__(self, session_id: str, model: str) -> None:
+        self.session_id = session_id
+        self.model = model
+
+
+class ConversationFingerprints:
+    """Stores and finds conversation fingerprints, scoped to the caller's org and user."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    async def find(self, org: str, user: str, fingerprint: str) -> Remembered | None:
+        """The one session of this caller whose conversation hashes to ``fingerprint``.
+
+        None when no session does, or when more than one does (the client's conversation is
+        then ambiguous, and continuing either would be a guess).
+        """
+
+        def read(tx: Connection) -> list[Any]:
+            params = {"org": org, "user": user, "fingerprint": fingerprint}
+            return list(tx.execute(_FIND, params).all())
+
+        rows = await self._db.run(read)
+        sessions = {row.session_id for row in rows}
+        if len(sessions) != 1:
+            return None
+        return Remembered(rows[-1].session_id, rows[-1].model)
+
+    async def last_model(self, session_id: str) -> str | None:
+        """The model name the session's last answer on this endpoint carried, if any."""
+
+        def read(tx: Connection) -> str | None:
+            value = tx.execute(_LAST_MODEL, {"sid": session_id}).scalar()
+            return None if value is None else str(value)
+
+        return await self._db.run(read)
+
+    async def remember(
+        self, *, org: str, user: str, session_id: str, fingerprint: str, model: str
+    ) -> None:
+        """Record that ``session_id`` now holds the conversation hashing to ``fingerprint``."""
+        values = {
+            "org": org,
+            "user_id": user,
+            "session_id": session_id,
+            "fingerprint": fingerprint,
+            "model": model,
+            "created_at": utc_now(),
+        }
+
+        def write(tx: Connection) -> None:
+            tx.execute(_INSERT, values)
+
+        await self._db.run(write)
