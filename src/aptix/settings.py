@@ -149,8 +149,8 @@ class AptixSettings(BaseSettings):
     api_keys: SecretStr | None = Field(
         None,
         description="Bearer keys and who they are: 'key1=org:user[:role],key2=org2:user2'; "
-        "role user (default), author or admin. Without keys the server runs as one local "
-        "admin user on 127.0.0.1 only.",
+        "role user (default), author or admin; each key once. Without keys the server runs as "
+        "one local admin user on 127.0.0.1 only.",
     )
     max_body_bytes: int = Field(1_048_576, gt=0, description="Largest accepted request body.")
     mcp_servers: dict[str, McpServerConfig] = Field(
@@ -212,6 +212,7 @@ class AptixSettings(BaseSettings):
         if self.api_keys is None or not self.api_keys.get_secret_value().strip():
             return {}
         keys: dict[str, KeyOwner] = {}
+        positions: dict[str, int] = {}
         for index, item in enumerate(self.api_keys.get_secret_value().split(","), 1):
             key, _, who = item.strip().partition("=")
             org, _, rest = who.partition(":")
@@ -227,6 +228,13 @@ class AptixSettings(BaseSettings):
                     f"APTIX_API_KEYS entry #{index} has the unknown role '{role}'; "
                     f"use one of: {', '.join(ROLES)}."
                 )
+            if key in positions:
+                # Which owner would win is a guess: refuse, naming positions, never the key.
+                raise ValueError(
+                    f"APTIX_API_KEYS entry #{index} repeats the key of entry "
+                    f"#{positions[key]}; list each key once."
+                )
+            positions[key] = index
             keys[key] = KeyOwner(org, user, role)
         return keys
 

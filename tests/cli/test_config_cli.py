@@ -98,3 +98,26 @@ def test_invalid_settings_end_every_command_cleanly(
     result = runner.invoke(app, command)
     assert result.exit_code == 2
     assert "Invalid settings: APTIX_PORT" in result.stderr
+
+
+def test_a_key_listed_twice_is_refused_naming_positions_not_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    keys = "s3cret-one=acme:ann,k2=acme:amy,s3cret-one=globex:bob:admin"
+    with pytest.raises(ValueError, match="entry #3 repeats the key of entry #1") as caught:
+        AptixSettings(api_keys=keys).api_key_map()
+    assert "s3cret-one" not in str(caught.value)
+    monkeypatch.setenv("APTIX_API_KEYS", keys)
+    for command in (["serve"], ["config", "show"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2, command
+        assert "APTIX_API_KEYS entry #3 repeats the key of entry #1" in result.stderr
+        assert "s3cret-one" not in result.stderr + result.stdout
+
+
+def test_config_show_refuses_a_role_that_serve_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APTIX_API_KEYS", "k1=acme:ann:root")
+    for command in (["serve"], ["config", "show"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2, command
+        assert "entry #1 has the unknown role 'root'" in result.stderr

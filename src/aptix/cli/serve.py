@@ -15,7 +15,7 @@ from aptix.loopback import is_loopback
 from aptix.urls import mask_credentials
 
 if TYPE_CHECKING:
-    from aptix.settings import AptixSettings
+    from aptix.settings import AptixSettings, KeyOwner
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 
@@ -31,10 +31,7 @@ def serve(
     import uvicorn
 
     settings = settings_or_exit()
-    try:
-        keys = settings.api_key_map()
-    except ValueError as exc:
-        fail(f"{exc} — fix APTIX_API_KEYS, or unset it for one local user", code=2)
+    keys = _keys_or_exit(settings)
     bind = host or settings.host
     if not keys and not is_loopback(bind):
         fail(
@@ -71,6 +68,14 @@ def serve(
     )
 
 
+def _keys_or_exit(settings: AptixSettings) -> dict[str, KeyOwner]:
+    """``APTIX_API_KEYS`` parsed; a malformed list ends the command (serve and config show)."""
+    try:
+        return settings.api_key_map()
+    except ValueError as exc:
+        fail(f"{exc} — fix APTIX_API_KEYS, or unset it for one local user", code=2)
+
+
 def _notices(settings: AptixSettings) -> Callable[..., None]:
     """Print start-up notices on stderr: as log lines with APTIX_LOG_JSON, so all is JSON."""
     if not settings.log_json:
@@ -82,8 +87,9 @@ def _notices(settings: AptixSettings) -> Callable[..., None]:
 
 @config_app.command("show")
 def show(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Print the effective settings, secrets masked."""
+    """Print the effective settings, secrets masked; keys ``aptix serve`` refuses fail here too."""
     settings = settings_or_exit()
+    _keys_or_exit(settings)
     values: dict[str, Any] = settings.model_dump(mode="json")
     for secret in ("llm_api_key", "api_keys"):
         if values.get(secret):
