@@ -5,14 +5,13 @@ from __future__ import annotations
 import ast
 import decimal
 from decimal import ROUND_FLOOR, Decimal
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
-from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
-from aptix.tools.args import ToolArgs, ToolResult, function_schema, parse_arguments
-from aptix.tools.base import AgentTool
+from aptix.tools.args import ToolArgs
+from aptix.tools.builtin.base import BuiltinTool, CallResult, Refusal, hints
 from aptix.tools.context import AgentToolExecutionContext
 
 __all__ = ["CONTEXT", "CalculationError", "CalculatorTool", "evaluate"]
@@ -46,15 +45,13 @@ class _Args(ToolArgs):
     )
 
 
-class _Result(ToolResult):
+class _Result(CallResult):
     expression: str
     result: int | float
     result_text: str
-    conversation_id: str | None
-    session_id: str | None
 
 
-class CalculatorTool(AgentTool):
+class CalculatorTool(BuiltinTool[_Args, _Result]):
     """Evaluates arithmetic safely: + - * / // % **, parentheses, unary minus and decimals."""
 
     TOOL_NAME = "agent_calculator"
@@ -63,35 +60,17 @@ class CalculatorTool(AgentTool):
         "computing it yourself. Supports + - * / // % ** (also × ÷ ^), parentheses, unary "
         "minus and decimal numbers. Pass the whole expression as one string."
     )
-    is_fully_executed_on_server = True
-    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
-        "title": "Calculator",
-        "readOnlyHint": True,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    }
-
-    def __init__(self, logger: AdminLogger) -> None:
-        self._logger = logger
+    TOOL_ANNOTATIONS = hints("Calculator", read_only=True, idempotent=True)
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """Return the function-tool schema."""
-        return function_schema(
-            cls.TOOL_NAME,
-            "Evaluates an arithmetic expression exactly and returns the numeric result.",
-            _Args,
-            required=("expression",),
-        )
+        description = "Evaluates an arithmetic expression exactly and returns the numeric result."
+        return cls.function_schema(description, required=("expression",))
 
-    async def execute(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
+    async def run(self, args: _Args, context: AgentToolExecutionContext) -> _Result | Refusal:
         """Evaluate the expression."""
-        parsed = parse_arguments(_Args, arguments_json)
-        if parsed.result is None:
-            return InvokeResult(errors=parsed.errors)
-        expression = (parsed.result.expression or "").strip()
+        expression = (args.expression or "").strip()
         if not expression:
             return InvokeResult.from_error(
                 "CalculatorTool requires a non-empty 'expression' string."
@@ -100,14 +79,11 @@ class CalculatorTool(AgentTool):
             value = evaluate(expression)
         except CalculationError as exc:
             return InvokeResult.from_error(str(exc))
-        result = _Result(
+        return _Result(
             expression=expression,
             result=_as_json_number(value),
             result_text=_as_text(value),
-            conversation_id=context.conversation_id,
-            session_id=context.session_id,
         )
-        return InvokeResult.create(result.to_json())
 
 
 def evaluate(expression: str) -> Decimal:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field, field_validator
 
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
 from aptix.sessions.manager import SessionManager
-from aptix.tools.args import ToolArgs, ToolResult, function_schema, parse_arguments
-from aptix.tools.base import AgentTool
+from aptix.tools.args import ToolArgs, ToolResult
+from aptix.tools.builtin.base import BuiltinTool, Refusal, hints
 from aptix.tools.context import AgentToolExecutionContext
 
 __all__ = ["ModeChangeTool"]
@@ -53,8 +53,12 @@ class _Result(ToolResult):
     reason: str
     branched_session_id: str | None = None
 
+    def to_json(self) -> str:
+        """Serialize with camelCase keys, leaving out ``branchedSessionId`` when not branched."""
+        return self.model_dump_json(by_alias=True, exclude_none=True)
 
-class ModeChangeTool(AgentTool):
+
+class ModeChangeTool(BuiltinTool[_Args, _Result]):
     """Persists a mode change on the current session; with ``branch`` also opens a child."""
 
     TOOL_NAME = "agent_change_mode"
@@ -66,14 +70,8 @@ class ModeChangeTool(AgentTool):
         "Call this tool only for options (2) or (3): use branch=false for switching the "
         "current session, and branch=true when the user wants to switch and start a new session."
     )
-    is_fully_executed_on_server = True
-    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
-        "title": "Change mode",
-        "readOnlyHint": False,
-        "destructiveHint": False,
-        "idempotentHint": False,
-        "openWorldHint": False,
-    }
+    TOOL_ANNOTATIONS = hints("Change mode", read_only=False, destructive=False, idempotent=False)
+    FAILURE = FAILED
 
     def __init__(self, session_manager: SessionManager, logger: AdminLogger) -> None:
         # TUL-007 §3.2: both dependencies are required and non-null.
@@ -81,38 +79,37 @@ class ModeChangeTool(AgentTool):
             raise TypeError("ModeChangeTool requires a session manager, not None.")
         if logger is None:
             raise TypeError("ModeChangeTool requires a logger, not None.")
+        super().__init__(logger)
         self._sessions = session_manager
-        self._logger = logger
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """Return the function-tool schema (TUL-007 §5.3 description)."""
-        return function_schema(
-            cls.TOOL_NAME,
+        return cls.function_schema(
             "Changes the mode for the current agent session to the specified mode string. "
             "Call only after the user confirms a mode change, and provide a short 'reason' "
             "describing why this mode fits the current request. Set branch=true when the user "
             "wants the new work to start as a separate session.",
-            _Args,
             required=("mode", "branch", "reason"),
         )
 
     async def execute(
         self, arguments_json: str, context: AgentToolExecutionContext | None
     ) -> InvokeResult[str]:
-        """Validate, change the mode, and (with ``branch``) create the linked session."""
+        """Refuse a call without arguments, context or session before parsing (TUL-007 §3.4)."""
         if arguments_json is None or not arguments_json.strip():
             return InvokeResult.from_error(EMPTY_ARGUMENTS)
         if context is None:
             return InvokeResult.from_error(NO_CONTEXT)
-        ids = context.log_pairs()
         if not context.session_id:
-            self._logger.add_error(f"[{self.TOOL_NAME}_ExecuteAsync]", NO_SESSION, *ids)
+            self._logger.add_error(
+                f"[{self.TOOL_NAME}_ExecuteAsync]", NO_SESSION, *context.log_pairs()
+            )
             return InvokeResult.from_error(NO_SESSION)
-        parsed = parse_arguments(_Args, arguments_json)
-        if parsed.result is None:
-            return InvokeResult(errors=parsed.errors)
-        args = parsed.result
+        return await super().execute(arguments_json, context)
+
+    async def run(self, args: _Args, context: AgentToolExecutionContext) -> _Result | Refusal:
+        """Change the mode and (with ``branch``) create the linked session."""
         mode = (args.mode or "").strip()
         # The reason is checked trimmed but kept as given: §3.6 echoes the input value.
         reason = args.reason or ""
@@ -122,23 +119,17 @@ class ModeChangeTool(AgentTool):
             return InvokeResult.from_error(NO_BRANCH)
         if not reason.strip():
             return InvokeResult.from_error(NO_REASON)
-        try:
-            # With branch the mode change and the new session are one transaction: a failure
-            # leaves the session as it was, so "failed to change the session mode" is true.
-            changed = await (
-                self._sessions.branch_session if args.branch else self._sessions.set_session_mode
-            )(context.session_id, mode, reason, context.org, context.user)
-            if changed.result is None:
-                return InvokeResult(errors=changed.errors)
-            branched_id = changed.result.id if args.branch else None
-        except Exception as exc:
-            self._logger.add_exception(f"[{self.TOOL_NAME}_ExecuteAsync__Exception]", exc, *ids)
-            return InvokeResult.from_error(FAILED)
-        result = _Result(
+        # With branch the mode change and the new session are one transaction: a failure
+        # leaves the session as it was, so "failed to change the session mode" is true.
+        assert context.session_id  # execute() refused a call without one
+        change = self._sessions.branch_session if args.branch else self._sessions.set_session_mode
+        changed = await change(context.session_id, mode, reason, context.org, context.user)
+        if changed.result is None:
+            return changed
+        return _Result(
             success=True,
             mode=mode,
             branch=args.branch,
             reason=reason,
-            branched_session_id=branched_id,
+            branched_session_id=changed.result.id if args.branch else None,
         )
-        return InvokeResult.create(result.model_dump_json(by_alias=True, exclude_none=True))

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
 from aptix.logger import AdminLogger
 from aptix.modes.catalog import ModeCatalog
 from aptix.results import InvokeResult
-from aptix.tools.args import ToolArgs, ToolResult, function_schema, parse_arguments
-from aptix.tools.base import AgentTool
+from aptix.tools.args import ToolArgs, ToolResult
+from aptix.tools.builtin.base import BuiltinTool, Refusal, hints
 from aptix.tools.context import AgentToolExecutionContext
 
 __all__ = ["ListModesTool"]
@@ -38,7 +38,7 @@ class _Result(ToolResult):
     modes: list[_ModeSummary]
 
 
-class ListModesTool(AgentTool):
+class ListModesTool(BuiltinTool[_Args, _Result]):
     """Returns every configured mode with its summary; never changes anything."""
 
     TOOL_NAME = "agent_list_modes"
@@ -49,48 +49,32 @@ class ListModesTool(AgentTool):
         "nor when you already know the current mode and need no options, and never as a "
         "substitute for agent_change_mode: this tool is informational only and changes nothing."
     )
-    is_fully_executed_on_server = True
-    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
-        "title": "List modes",
-        "readOnlyHint": True,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    }
+    TOOL_ANNOTATIONS = hints("List modes", read_only=True, idempotent=True)
+    FAILURE = "ListModesTool could not read the mode catalog."
 
     def __init__(self, catalog: ModeCatalog | None, logger: AdminLogger) -> None:
+        super().__init__(logger)
         self._catalog = catalog
-        self._logger = logger
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """Return the function-tool schema (no required properties)."""
-        return function_schema(
-            cls.TOOL_NAME,
+        return cls.function_schema(
             "Lists the available agent modes with their key, name, description and whether "
-            "each is the default; read-only.",
-            _Args,
+            "each is the default; read-only."
         )
 
-    async def execute(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
+    async def run(self, args: _Args, context: AgentToolExecutionContext) -> _Result | Refusal:
         """Return the ``modes`` payload."""
-        parsed = parse_arguments(_Args, arguments_json)
-        if parsed.result is None:
-            return InvokeResult(errors=parsed.errors)
-        include_examples = bool(parsed.result.include_examples)
-        ids = context.log_pairs()
-        try:
-            modes = await self._catalog.get_all_modes() if self._catalog else None
-        except Exception as exc:
-            self._logger.add_exception(f"[{self.TOOL_NAME}_ExecuteAsync__Exception]", exc, *ids)
-            return InvokeResult.from_error("ListModesTool could not read the mode catalog.")
+        modes = await self._catalog.get_all_modes() if self._catalog else None
         if modes is None:
             self._logger.add_error(
-                f"[{self.TOOL_NAME}_ExecuteAsync]", "The mode catalog returned no modes.", *ids
+                f"[{self.TOOL_NAME}_ExecuteAsync]",
+                "The mode catalog returned no modes.",
+                *context.log_pairs(),
             )
-            return InvokeResult.from_error("ListModesTool could not read the mode catalog.")
-        result = _Result(
+            return InvokeResult.from_error(self.FAILURE)
+        return _Result(
             modes=[
                 _ModeSummary(
                     id=m.id,
@@ -100,9 +84,8 @@ class ListModesTool(AgentTool):
                     system_prompt_summary=m.system_prompt_summary,
                     is_default=m.is_default,
                     human_role_hints=m.human_role_hints,
-                    example_utterances=m.example_utterances if include_examples else None,
+                    example_utterances=m.example_utterances if args.include_examples else None,
                 )
                 for m in modes
             ]
         )
-        return InvokeResult.create(result.to_json())

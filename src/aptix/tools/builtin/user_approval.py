@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
-from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
-from aptix.tools.args import ToolArgs, ToolResult, function_schema, parse_arguments
-from aptix.tools.base import AgentTool
+from aptix.tools.args import ToolArgs
+from aptix.tools.builtin.base import BuiltinTool, CallResult, Refusal, hints, too_long
 from aptix.tools.context import AgentToolExecutionContext
 
 __all__ = ["UserApprovalTool"]
@@ -26,18 +25,16 @@ class _Args(ToolArgs):
     )
 
 
-class _Result(ToolResult):
+class _Result(CallResult):
     kind: str = "approval_request"
     prompt: str
     action: str | None
     details: str | None
     destructive: bool
     choices: tuple[str, ...] = ("approve", "reject")
-    conversation_id: str | None
-    session_id: str | None
 
 
-class UserApprovalTool(AgentTool):
+class UserApprovalTool(BuiltinTool[_Args, _Result]):
     """Client-final: the server validates and shapes the request; the client asks the person."""
 
     TOOL_NAME = "request_user_approval"
@@ -48,49 +45,26 @@ class UserApprovalTool(AgentTool):
         "tool result; do not proceed unless it approves."
     )
     is_fully_executed_on_server = False
-    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
-        "title": "Ask the user to approve",
-        "readOnlyHint": True,
-        "openWorldHint": False,
-    }
-
-    def __init__(self, logger: AdminLogger) -> None:
-        self._logger = logger
+    TOOL_ANNOTATIONS = hints("Ask the user to approve", read_only=True)
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """Return the function-tool schema."""
-        return function_schema(
-            cls.TOOL_NAME,
-            "Asks the user to approve or reject an action before it is carried out.",
-            _Args,
-            required=("prompt",),
-        )
+        description = "Asks the user to approve or reject an action before it is carried out."
+        return cls.function_schema(description, required=("prompt",))
 
-    async def execute(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
+    async def run(self, args: _Args, context: AgentToolExecutionContext) -> _Result | Refusal:
         """Validate the request and return the payload the client will show."""
-        parsed = parse_arguments(_Args, arguments_json)
-        if parsed.result is None:
-            return InvokeResult(errors=parsed.errors)
-        args = parsed.result
         prompt = (args.prompt or "").strip()
         if not prompt:
             return InvokeResult.from_error(
                 "UserApprovalTool requires a non-empty 'prompt' string to show the user."
             )
-        if len(prompt) > MAX_PROMPT_LENGTH:
-            return InvokeResult.from_error(
-                f"UserApprovalTool 'prompt' is too long ({len(prompt)} characters; "
-                f"the limit is {MAX_PROMPT_LENGTH})."
-            )
-        payload = _Result(
+        if long := too_long("UserApprovalTool 'prompt'", prompt, MAX_PROMPT_LENGTH):
+            return InvokeResult.from_error(long)
+        return _Result(
             prompt=prompt,
             action=(args.action or "").strip() or None,
             details=(args.details or "").strip() or None,
             destructive=bool(args.destructive),
-            conversation_id=context.conversation_id,
-            session_id=context.session_id,
         )
-        return InvokeResult.create(payload.to_json())

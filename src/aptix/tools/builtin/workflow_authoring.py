@@ -8,15 +8,20 @@ becomes a failed ``InvokeResult``.
 
 from __future__ import annotations
 
-import json
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
-from aptix.tools.args import ToolArgs, function_schema, parse_arguments
-from aptix.tools.base import AgentTool
+from aptix.tools.builtin.base import (
+    BuiltinTool,
+    OperationArgs,
+    compact_json,
+    hints,
+    operation_field,
+    operation_refusal,
+)
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.workflows.authoring import WorkflowAuthoring
 from aptix.workflows.outcome import UPDATABLE_FIELDS, AuthoringOutcome, normalise_fields
@@ -47,12 +52,8 @@ _ROLE_NEEDED = {
 _RANK = {"user": 0, "author": 1, "admin": 2}
 
 
-class _Args(ToolArgs):
-    operation: str = Field(
-        "",
-        description="One of: " + ", ".join(OPERATIONS) + ".",
-        json_schema_extra={"enum": list(OPERATIONS)},
-    )
+class _Args(OperationArgs):
+    operation: str = operation_field(OPERATIONS, "One of: " + ", ".join(OPERATIONS) + ".")
     workflow_id: str | None = Field(
         None, description="The workflow's snake_case id (every operation but the list)."
     )
@@ -63,12 +64,6 @@ class _Args(ToolArgs):
     fields: dict[str, Any] | None = Field(
         None,
         description="update_workflow: the fields to set, from: " + ", ".join(UPDATABLE_FIELDS),
-    )
-
-
-def _envelope(outcome: AuthoringOutcome) -> InvokeResult[str]:
-    return InvokeResult.create(
-        json.dumps(outcome.to_wire(), ensure_ascii=False, separators=(",", ":"))
     )
 
 
@@ -94,7 +89,7 @@ def _changes_status(fields: dict[str, Any] | None) -> bool:
     return status is not None and str(status).strip().lower() != "draft"
 
 
-class WorkflowAuthoringTool(AgentTool):
+class WorkflowAuthoringTool(BuiltinTool[_Args, dict[str, Any]]):
     """Drafts, edits, validates, publishes and lists workflows under the user's direction."""
 
     TOOL_NAME = "agent_workflow_authoring"
@@ -105,62 +100,37 @@ class WorkflowAuthoringTool(AgentTool):
         "Results are {ok, workflow?, workflows?, messages?} or {ok:false, errors:[{field, "
         "message}]}; treat errors as authoritative. Never invent workflow ids or tool names."
     )
-    is_fully_executed_on_server = True
-    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
-        "title": "Workflow authoring",
-        "readOnlyHint": False,
-        "destructiveHint": True,
-        "idempotentHint": False,
-        "openWorldHint": False,
-    }
+    TOOL_ANNOTATIONS = hints(
+        "Workflow authoring", read_only=False, destructive=True, idempotent=False
+    )
+    FAILURE = "The workflow authoring tool failed unexpectedly. The error has been logged."
 
     def __init__(self, authoring: WorkflowAuthoring, logger: AdminLogger) -> None:
+        super().__init__(logger)
         self._authoring = authoring
-        self._logger = logger
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """Return the function-tool schema."""
-        return function_schema(
-            cls.TOOL_NAME,
+        return cls.function_schema(
             "Creates, edits, validates and publishes workflow definitions.",
-            _Args,
             required=("operation",),
         )
 
-    async def execute(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
+    def invalid(self, message: str) -> InvokeResult[str]:
+        """Arguments that do not parse are guidance in the envelope, not a failed call."""
+        return InvokeResult.create(compact_json(AuthoringOutcome.fail("", message).to_wire()))
+
+    async def run(self, args: _Args, context: AgentToolExecutionContext) -> dict[str, Any]:
         """Run one authoring operation and return its envelope."""
-        parsed = parse_arguments(_Args, arguments_json)
-        if parsed.result is None:
-            return _envelope(AuthoringOutcome.fail("", parsed.error_message or "Bad arguments."))
-        args = parsed.result
-        try:
-            return _envelope(await self._run(args, context))
-        except Exception as exc:
-            self._logger.add_exception(
-                f"[{self.TOOL_NAME}_ExecuteAsync__Exception]",
-                exc,
-                *context.log_pairs(),
-                ("Operation", args.operation),
-            )
-            return InvokeResult.from_error(
-                "The workflow authoring tool failed unexpectedly. The error has been logged."
-            )
+        return (await self._run(args, context)).to_wire()
 
     async def _run(self, args: _Args, context: AgentToolExecutionContext) -> AuthoringOutcome:
         operation = args.operation.strip()
         actor = context.user or None
-        if not operation:
-            return AuthoringOutcome.fail(
-                "operation", f"Missing 'operation'. Use one of: {', '.join(OPERATIONS)}."
-            )
-        if operation not in OPERATIONS:
-            return AuthoringOutcome.fail(
-                "operation",
-                f"Unknown operation '{operation}'. Use one of: {', '.join(OPERATIONS)}.",
-            )
+        wrong = operation_refusal(operation, OPERATIONS)
+        if wrong:
+            return AuthoringOutcome.fail("operation", wrong)
         refusal = _role_refusal(operation, args, context.role)
         if refusal is not None:
             return refusal

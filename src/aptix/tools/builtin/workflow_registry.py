@@ -8,15 +8,22 @@ The tool never changes state (TUL-006 §5.4).
 
 from __future__ import annotations
 
-import json
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
-from aptix.tools.args import ToolArgs, function_schema, parse_arguments
-from aptix.tools.base import AgentTool
+from aptix.tools.builtin.base import (
+    BuiltinTool,
+    OperationArgs,
+    Payload,
+    Refusal,
+    hints,
+    operation_field,
+    operation_refusal,
+    too_long,
+)
 from aptix.tools.bulkhead import run_builtin
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus
@@ -29,11 +36,9 @@ MAX_MESSAGE_LENGTH = 4_000
 MAX_LIMIT = 20
 
 
-class _Args(ToolArgs):
-    operation: str = Field(
-        "",
-        description="What to do: list_workflows, get_workflow_manifest or match_workflow.",
-        json_schema_extra={"enum": list(OPERATIONS)},
+class _Args(OperationArgs):
+    operation: str = operation_field(
+        OPERATIONS, "What to do: list_workflows, get_workflow_manifest or match_workflow."
     )
     workflow_id: str | None = Field(
         None, description="The workflow to return (required for get_workflow_manifest)."
@@ -49,11 +54,7 @@ class _Args(ToolArgs):
     )
 
 
-def _dump(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-
-
-class WorkflowRegistryTool(AgentTool):
+class WorkflowRegistryTool(BuiltinTool[_Args, dict[str, Any]]):
     """Lists workflows, returns a workflow's manifest, and matches user messages to workflows."""
 
     TOOL_NAME = "agent_workflow_registry"
@@ -65,66 +66,37 @@ class WorkflowRegistryTool(AgentTool):
         "exactly; call list_workflows when the user asks what you can do. Never invent a "
         "workflow that this tool does not return."
     )
-    is_fully_executed_on_server = True
-    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
-        "title": "Workflow registry",
-        "readOnlyHint": True,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    }
+    TOOL_ANNOTATIONS = hints("Workflow registry", read_only=True, idempotent=True)
+    FAILURE = "The workflow registry failed unexpectedly. The error has been logged."
 
     def __init__(self, registry: WorkflowRegistry, logger: AdminLogger) -> None:
+        super().__init__(logger)
         self._registry = registry
-        self._logger = logger
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """Return the function-tool schema."""
-        return function_schema(
-            cls.TOOL_NAME,
+        return cls.function_schema(
             "Returns the workflow catalog, one workflow's manifest, or the workflows that "
             "match a user message.",
-            _Args,
             required=("operation",),
         )
 
-    async def execute(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
+    async def run(self, args: _Args, context: AgentToolExecutionContext) -> Payload:
         """Run one read-only operation."""
-        parsed = parse_arguments(_Args, arguments_json)
-        if parsed.result is None:
-            return InvokeResult(errors=parsed.errors)
-        args = parsed.result
         operation = args.operation.strip()
-        try:
-            if not operation:
-                return InvokeResult.from_error(
-                    f"Missing 'operation'. Use one of: {', '.join(OPERATIONS)}."
-                )
-            # Deployment-wide workflows plus the caller's org's own, never another org's.
-            org = context.org
-            if operation == "list_workflows":
-                return self._list(org)
-            if operation == "get_workflow_manifest":
-                return self._manifest(args.workflow_id, org)
-            if operation == "match_workflow":
-                return await self._match(args.user_message, args.limit or DEFAULT_MATCH_LIMIT, org)
-            return InvokeResult.from_error(
-                f"Unknown operation '{operation}'. Use one of: {', '.join(OPERATIONS)}."
-            )
-        except Exception as exc:
-            self._logger.add_exception(
-                f"[{self.TOOL_NAME}_ExecuteAsync__Exception]",
-                exc,
-                *context.log_pairs(),
-                ("Operation", operation),
-            )
-            return InvokeResult.from_error(
-                "The workflow registry failed unexpectedly. The error has been logged."
-            )
+        refusal = operation_refusal(operation, OPERATIONS)
+        if refusal:
+            return InvokeResult.from_error(refusal)
+        # Deployment-wide workflows plus the caller's org's own, never another org's.
+        org = context.org
+        if operation == "list_workflows":
+            return self._list(org)
+        if operation == "get_workflow_manifest":
+            return self._manifest(args.workflow_id, org)
+        return await self._match(args.user_message, args.limit or DEFAULT_MATCH_LIMIT, org)
 
-    def _list(self, org: str) -> InvokeResult[str]:
+    def _list(self, org: str) -> Payload:
         rows = [
             {
                 "workflowId": m.workflow_id,
@@ -134,20 +106,18 @@ class WorkflowRegistryTool(AgentTool):
             }
             for m in self._registry.listed(org)
         ]
-        return InvokeResult.create(_dump({"workflows": rows}))
+        return {"workflows": rows}
 
-    def _manifest(self, workflow_id: str | None, org: str) -> InvokeResult[str]:
+    def _manifest(self, workflow_id: str | None, org: str) -> Payload:
         wanted = (workflow_id or "").strip()
         if not wanted:
             return InvokeResult.from_error(
                 "Operation 'get_workflow_manifest' requires a non-empty 'workflowId'."
             )
-        manifest = self._registry.get(wanted, org)
-        if manifest is None:
-            return InvokeResult.from_error(f"Unknown workflow '{wanted}'.")
+        manifest = enabled_manifest(self._registry, wanted, org)
+        if isinstance(manifest, InvokeResult):
+            return manifest
         wid = manifest.workflow_id
-        if manifest.status is WorkflowStatus.DISABLED:
-            return InvokeResult.from_error(f"Workflow '{wid}' is disabled and cannot be run.")
         if manifest.status is WorkflowStatus.DRAFT:
             return InvokeResult.from_error(f"Workflow '{wid}' is a draft and is not published.")
         problems = self._registry.problems(manifest)
@@ -158,24 +128,33 @@ class WorkflowRegistryTool(AgentTool):
         warnings = [w for w in (status_note(manifest), _approval_note(manifest)) if w]
         if warnings:
             payload["warnings"] = warnings
-        return InvokeResult.create(_dump(payload))
+        return payload
 
-    async def _match(self, user_message: str | None, limit: int, org: str) -> InvokeResult[str]:
+    async def _match(self, user_message: str | None, limit: int, org: str) -> Payload:
         message = (user_message or "").strip()
         if not message:
             return InvokeResult.from_error(
                 "Operation 'match_workflow' requires a non-empty 'userMessage'."
             )
-        if len(message) > MAX_MESSAGE_LENGTH:
-            return InvokeResult.from_error(
-                f"'userMessage' is too long ({len(message)} characters; "
-                f"the limit is {MAX_MESSAGE_LENGTH})."
-            )
+        if long := too_long("'userMessage'", message, MAX_MESSAGE_LENGTH):
+            return InvokeResult.from_error(long)
         # Encoding a message with the semantic model takes milliseconds of CPU: keep it off
         # the event loop.
         found = await run_builtin(self._registry.match, message, limit, org)
-        matches = [m.to_wire() for m in found]
-        return InvokeResult.create(_dump({"matches": matches}))
+        return {"matches": [m.to_wire() for m in found]}
+
+
+def enabled_manifest(
+    registry: WorkflowRegistry, workflow_id: str, org: str
+) -> WorkflowManifest | Refusal:
+    """The manifest of ``workflow_id`` as ``org`` sees it, or why it cannot be run."""
+    manifest = registry.get(workflow_id, org)
+    if manifest is None:
+        return InvokeResult.from_error(f"Unknown workflow '{workflow_id}'.")
+    if manifest.status is WorkflowStatus.DISABLED:
+        wid = manifest.workflow_id
+        return InvokeResult.from_error(f"Workflow '{wid}' is disabled and cannot be run.")
+    return manifest
 
 
 def _approval_note(manifest: WorkflowManifest) -> str | None:

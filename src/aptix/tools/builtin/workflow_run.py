@@ -7,8 +7,7 @@ active unless the active manifest's ``allowedTransitions`` names it (or ``"*"``)
 
 from __future__ import annotations
 
-import json
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
@@ -16,10 +15,18 @@ from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
 from aptix.sessions.manager import SessionManager
 from aptix.sessions.models import AgentSession
-from aptix.tools.args import ToolArgs, function_schema, parse_arguments
-from aptix.tools.base import AgentTool
+from aptix.tools.builtin.base import (
+    BuiltinTool,
+    OperationArgs,
+    Payload,
+    hints,
+    operation_field,
+    operation_refusal,
+    too_long,
+)
+from aptix.tools.builtin.workflow_registry import enabled_manifest
 from aptix.tools.context import AgentToolExecutionContext
-from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus
+from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.registry import WorkflowRegistry, status_note
 from aptix.workflows.validation import ALWAYS_OFFERED_TOOLS
 
@@ -29,11 +36,9 @@ OPERATIONS = ("start_workflow", "complete_workflow", "cancel_workflow")
 MAX_SUMMARY_LENGTH = 4_000
 
 
-class _Args(ToolArgs):
-    operation: str = Field(
-        "",
-        description="start_workflow, complete_workflow or cancel_workflow.",
-        json_schema_extra={"enum": list(OPERATIONS)},
+class _Args(OperationArgs):
+    operation: str = operation_field(
+        OPERATIONS, "start_workflow, complete_workflow or cancel_workflow."
     )
     workflow_id: str | None = Field(None, description="The workflow to start, complete or cancel.")
     summary: str | None = Field(
@@ -42,11 +47,7 @@ class _Args(ToolArgs):
     reason: str | None = Field(None, description="cancel_workflow: why it is being cancelled.")
 
 
-def _dump(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-
-
-class WorkflowRunTool(AgentTool):
+class WorkflowRunTool(BuiltinTool[_Args, dict[str, Any]]):
     """Starts, completes and cancels the session's active workflow."""
 
     TOOL_NAME = "agent_workflow_run"
@@ -57,50 +58,31 @@ class WorkflowRunTool(AgentTool):
         "complete_workflow with a summary and offer the returned followUpOptions. Call "
         "cancel_workflow when the user wants to stop."
     )
-    is_fully_executed_on_server = True
-    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {
-        "title": "Run a workflow",
-        "readOnlyHint": False,
-        "destructiveHint": False,
-        "idempotentHint": False,
-        "openWorldHint": False,
-    }
+    TOOL_ANNOTATIONS = hints("Run a workflow", read_only=False, destructive=False, idempotent=False)
+    FAILURE = "The workflow run tool failed unexpectedly. The error has been logged."
 
     def __init__(
         self, registry: WorkflowRegistry, sessions: SessionManager, logger: AdminLogger
     ) -> None:
+        super().__init__(logger)
         self._registry = registry
         self._sessions = sessions
-        self._logger = logger
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """Return the function-tool schema."""
-        return function_schema(
-            cls.TOOL_NAME,
+        return cls.function_schema(
             "Starts a workflow in this session, or completes or cancels the active one.",
-            _Args,
             required=("operation", "workflowId"),
         )
 
-    async def execute(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
+    async def run(self, args: _Args, context: AgentToolExecutionContext) -> Payload:
         """Run one operation on the session's active workflow."""
-        parsed = parse_arguments(_Args, arguments_json)
-        if parsed.result is None:
-            return InvokeResult(errors=parsed.errors)
-        args = parsed.result
         operation = args.operation.strip()
-        if not operation:
-            return InvokeResult.from_error(
-                f"Missing 'operation'. Use one of: {', '.join(OPERATIONS)}."
-            )
-        if operation not in OPERATIONS:
-            return InvokeResult.from_error(
-                f"Unknown operation '{operation}'. Use one of: {', '.join(OPERATIONS)}."
-            )
         workflow_id = (args.workflow_id or "").strip()
+        refusal = operation_refusal(operation, OPERATIONS)
+        if refusal:
+            return InvokeResult.from_error(refusal)
         if not workflow_id:
             return InvokeResult.from_error(
                 f"Operation '{operation}' requires a non-empty 'workflowId'."
@@ -109,35 +91,22 @@ class WorkflowRunTool(AgentTool):
             return InvokeResult.from_error(
                 "agent_workflow_run needs a session: this call has no session id."
             )
-        try:
-            session = await self._sessions.get_session(context.session_id, context.org)
-            if session is None:
-                return InvokeResult.from_error(f"Session '{context.session_id}' was not found.")
-            if operation == "start_workflow":
-                return await self._start(session, workflow_id, context)
-            if operation == "complete_workflow":
-                return await self._complete(session, workflow_id, args.summary, context)
-            return await self._cancel(session, workflow_id, args.reason, context)
-        except Exception as exc:
-            self._logger.add_exception(
-                f"[{self.TOOL_NAME}_ExecuteAsync__Exception]",
-                exc,
-                *context.log_pairs(),
-                ("Operation", operation),
-            )
-            return InvokeResult.from_error(
-                "The workflow run tool failed unexpectedly. The error has been logged."
-            )
+        session = await self._sessions.get_session(context.session_id, context.org)
+        if session is None:
+            return InvokeResult.from_error(f"Session '{context.session_id}' was not found.")
+        if operation == "start_workflow":
+            return await self._start(session, workflow_id, context)
+        if operation == "complete_workflow":
+            return await self._complete(session, workflow_id, args.summary, context)
+        return await self._cancel(session, workflow_id, args.reason, context)
 
     async def _start(
         self, session: AgentSession, workflow_id: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
-        manifest = self._registry.get(workflow_id, context.org)
-        if manifest is None:
-            return InvokeResult.from_error(f"Unknown workflow '{workflow_id}'.")
+    ) -> Payload:
+        manifest = enabled_manifest(self._registry, workflow_id, context.org)
+        if isinstance(manifest, InvokeResult):
+            return manifest
         wid = manifest.workflow_id
-        if manifest.status is WorkflowStatus.DISABLED:
-            return InvokeResult.from_error(f"Workflow '{wid}' is disabled and cannot be run.")
         if not manifest.runnable:
             return InvokeResult.from_error(f"Workflow '{wid}' is not published.")
         active = session.active_workflow_id
@@ -152,7 +121,7 @@ class WorkflowRunTool(AgentTool):
             session.id, wid, context.org, context.user
         )
         if not changed.successful:
-            return InvokeResult(errors=changed.errors)
+            return changed
         payload: dict[str, Any] = {
             "workflowId": wid,
             "title": manifest.title,
@@ -167,7 +136,7 @@ class WorkflowRunTool(AgentTool):
         note = status_note(manifest)
         if note:
             payload["warnings"] = [note]
-        return InvokeResult.create(_dump(payload))
+        return payload
 
     async def _complete(
         self,
@@ -175,34 +144,25 @@ class WorkflowRunTool(AgentTool):
         workflow_id: str,
         summary: str | None,
         context: AgentToolExecutionContext,
-    ) -> InvokeResult[str]:
+    ) -> Payload:
         text = (summary or "").strip()
         if not text:
             return InvokeResult.from_error(
                 "Operation 'complete_workflow' requires a non-empty 'summary' of what the "
                 "workflow achieved."
             )
-        if len(text) > MAX_SUMMARY_LENGTH:
-            return InvokeResult.from_error(
-                f"'summary' is too long ({len(text)} characters; the limit is "
-                f"{MAX_SUMMARY_LENGTH})."
-            )
-        refusal = _not_active(session, workflow_id)
-        if refusal:
-            return InvokeResult.from_error(refusal)
+        if long := too_long("'summary'", text, MAX_SUMMARY_LENGTH):
+            return InvokeResult.from_error(long)
+        ended = await self._end(session, workflow_id, context)
+        if ended is not None:
+            return ended
         manifest = self._registry.get(workflow_id, context.org)
-        cleared = await self._sessions.set_active_workflow(
-            session.id, None, context.org, context.user
-        )
-        if not cleared.successful:
-            return InvokeResult(errors=cleared.errors)
-        payload = {
+        return {
             "workflowId": session.active_workflow_id,
             "state": "completed",
             "summary": text,
             "followUpOptions": list(manifest.follow_up_options) if manifest else [],
         }
-        return InvokeResult.create(_dump(payload))
 
     async def _cancel(
         self,
@@ -210,19 +170,26 @@ class WorkflowRunTool(AgentTool):
         workflow_id: str,
         reason: str | None,
         context: AgentToolExecutionContext,
-    ) -> InvokeResult[str]:
+    ) -> Payload:
+        ended = await self._end(session, workflow_id, context)
+        if ended is not None:
+            return ended
+        payload: dict[str, Any] = {"workflowId": session.active_workflow_id, "state": "cancelled"}
+        if reason and reason.strip():
+            payload["reason"] = reason.strip()
+        return payload
+
+    async def _end(
+        self, session: AgentSession, workflow_id: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[Any] | None:
+        """Clear the active workflow ``workflow_id``; a failed result says why it cannot."""
         refusal = _not_active(session, workflow_id)
         if refusal:
             return InvokeResult.from_error(refusal)
         cleared = await self._sessions.set_active_workflow(
             session.id, None, context.org, context.user
         )
-        if not cleared.successful:
-            return InvokeResult(errors=cleared.errors)
-        payload: dict[str, Any] = {"workflowId": session.active_workflow_id, "state": "cancelled"}
-        if reason and reason.strip():
-            payload["reason"] = reason.strip()
-        return InvokeResult.create(_dump(payload))
+        return None if cleared.successful else cleared
 
 
 def _allows(active: WorkflowManifest | None, target: str) -> bool:
