@@ -15,6 +15,57 @@ HOSTILE = (
     "<script>window.__pwned = 1</script> [click me](javascript:alert(1)) **bold** "
     '<img src=x onerror="window.__pwned = 2">'
 )
+#: 300 characters, one token: shown whole and wrapped, never cut or wider than the page.
+LONG_URL = "https://example.test/" + "a1b2c3d4e5" * 27 + "end"
+#: Markdown written to escape the console: every line of it must stay inert.
+HOSTILE_MARKDOWN = "\n".join(
+    [
+        "# Report",
+        "first line",
+        "second line",
+        "",
+        "[js link](javascript:window.__pwned=3) [JS](JaVaScRiPt:window.__pwned=4) "
+        "[entity](&#106;avascript:window.__pwned=5) [data](data:text/html;base64,PHNjcmlwdD4=) "
+        "<javascript:window.__pwned=6> [ok link](https://example.test/ok)",
+        "![tracker](https://example.test/pixel.png) ![js](javascript:window.__pwned=7) "
+        "![data](data:image/png;base64,iVBORw0KGgo=)",
+        '<img src=x onerror="window.__pwned=8"> <iframe src="javascript:1"></iframe> '
+        '<svg onload="window.__pwned=9"></svg> <a href="javascript:1">raw</a>',
+        "",
+        '<div onclick="window.__pwned=10">html block</div>',
+        "",
+        "```html",
+        "<script>window.__pwned = 11</script>",
+        "  indented line",
+        "```",
+        "",
+        f"A long token: {LONG_URL}",
+        "",
+        "`" + "x" * 400 + "`",
+        "",
+        "| a | b |",
+        "| - | - |",
+        "| " + "y" * 300 + " | **cell** |",
+    ]
+)
+#: A Markdown answer as a model writes one (the screenshots show it rendered).
+MARKDOWN_ANSWER = "\n".join(
+    [
+        "## Quarter summary",
+        "Revenue grew by **12%**; costs stayed flat.",
+        "The two regions:",
+        "",
+        "1. *North*: ahead of plan",
+        "2. *South*: on plan",
+        "",
+        "```python",
+        "total = sum(region.revenue for region in regions)",
+        'print(f"{total:,}")',
+        "```",
+        "",
+        f"Source: {LONG_URL}",
+    ]
+)
 BIG_NAME = "x" * 2_000_000  # the greeting repeats it: a 2 MB tool result
 
 
@@ -43,6 +94,10 @@ def respond(body: dict[str, Any]) -> Step:
         return reply(None, call("agent_workflow_run", start, id="start-1"))
     if text == "hostile":
         return reply(HOSTILE)
+    if text == "summarise the quarter":
+        return reply(MARKDOWN_ANSWER)
+    if text == "hostile markdown":
+        return reply(HOSTILE_MARKDOWN)
     if text == "big result":
         return reply(None, call("agent_hello_world", {"name": BIG_NAME}, id="greet-1"))
     if text == "slow":

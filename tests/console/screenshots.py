@@ -1,4 +1,5 @@
-"""Screenshots of every console page at 1280×800, for docs/console.md.
+"""Screenshots of every console page at 1280×800, and of chat and a session at 390 px wide,
+for docs/console.md.
 
     python -m tests.console.screenshots [OUT_DIR]   # default: docs/console
 
@@ -17,7 +18,7 @@ import httpx
 from playwright.sync_api import Page, expect, sync_playwright
 
 from aptix.testing.server import ScriptedOpenAIServer
-from tests.console.browser import VIEWPORT, aptix_serve
+from tests.console.browser import PHONE, VIEWPORT, aptix_serve
 from tests.console.model import respond
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +89,28 @@ def main(out: Path) -> None:
         expect(page.locator(".note.welcome")).to_be_visible()
         expect(page.get_by_role("button", name="Send")).to_be_enabled()
         _shoot(page, out, "chat")
+        page.get_by_label("Message").fill("slow")
+        page.get_by_role("button", name="Send").click()
+        expect(page.locator(".thinking")).to_be_visible()
+        _shoot(page, out, "chat-thinking")
+        page.get_by_role("button", name="Cancel turn").click()
+        expect(page.get_by_role("button", name="Send")).to_be_enabled()
+        page.get_by_role("button", name="New session").click()
+        page.get_by_label("Message").fill("summarise the quarter")
+        page.get_by_role("button", name="Send").click()
+        expect(page.locator(".msg.assistant .md pre")).to_be_visible()
+        expect(page.get_by_role("button", name="Send")).to_be_enabled()
+        _shoot(page, out, "chat-markdown")
+        page.set_viewport_size(PHONE)
+        page.locator(".msg.assistant .md").last.scroll_into_view_if_needed()
+        _shoot(page, out, "chat-markdown-390")
+        href = page.locator("#chat-session a").get_attribute("href") or ""
+        page.goto(f"{url}/console/{href}")
+        expect(page.locator(".answer-text .md pre")).to_be_visible()
+        page.get_by_role("article", name="Turn 1").scroll_into_view_if_needed()
+        page.evaluate("window.scrollBy(0, -8)")
+        _shoot(page, out, "session-390")
+        page.set_viewport_size(VIEWPORT)
 
         page.goto(f"{url}/console/#/sessions")
         expect(page.get_by_role("table")).to_be_visible()

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, Route, expect
 from aptix.testing.server import ScriptedOpenAIServer
 from tests.console.browser import PHONE, VIEWPORT, aptix_serve
 from tests.console.conftest import PageFactory
-from tests.console.model import HOSTILE, respond
+from tests.console.model import HOSTILE, HOSTILE_MARKDOWN, LONG_URL, respond
 
 PREVIEW_CHARS = 4000  # dom.js
 
@@ -114,19 +114,85 @@ def test_the_active_workflow_is_shown_once_started(url: str, open_page: PageFact
     expect(page.locator("dl.facts").first).to_contain_text("guided_calculation")
 
 
-def test_model_text_with_script_and_markdown_is_shown_as_text(
+def test_model_html_is_shown_as_text_and_markdown_is_rendered(
     url: str, open_page: PageFactory
 ) -> None:
     page = open_page(key="key-a")
     _chat(page, url, "hostile")
-    answer = page.locator(".msg.assistant p").last
-    expect(answer).to_have_text(HOSTILE)
+    answer = page.locator(".msg.assistant .md").last
+    # Raw HTML is text; the javascript: link is not a link; **bold** is bold.
+    expect(answer).to_have_text(HOSTILE.replace("**bold**", "bold"))
     transcript = page.locator(".transcript")
+    expect(transcript.locator("strong")).to_have_text("bold")
     expect(transcript.locator("script")).to_have_count(0)
     expect(transcript.locator("img")).to_have_count(0)
     expect(transcript.locator("a")).to_have_count(0)
-    expect(transcript.locator("strong")).to_have_count(0)
     assert page.evaluate("window.__pwned") is None
+
+
+#: Every element in the transcript's Markdown that is not one Markdown makes.
+FOREIGN_ELEMENTS = """() => [...document.querySelectorAll('.transcript .md *')]
+  .map((el) => el.tagName.toLowerCase())
+  .filter((tag) => !['a','blockquote','br','code','del','em','h1','h2','h3','h4','h5','h6',
+    'hr','li','ol','p','pre','s','strong','table','tbody','td','th','thead','tr','ul']
+    .includes(tag))"""
+
+
+@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1280x800", "phone"])
+def test_hostile_markdown_is_sanitised_keeps_its_lines_and_fits_the_width(
+    url: str, open_page: PageFactory, viewport: dict[str, int]
+) -> None:
+    page = open_page(key="key-a", viewport=viewport)
+    _chat(page, url, "hostile markdown")
+    answer = page.locator(".msg.assistant .md").last
+    expect(answer.locator("table")).to_be_visible()  # the whole answer is in
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate(FOREIGN_ELEMENTS) == []
+    # Only the http(s) links stay links (the image became a link to it, never loaded).
+    hrefs = answer.locator("a").evaluate_all("els => els.map((a) => a.getAttribute('href'))")
+    assert sorted(hrefs) == sorted(
+        ["https://example.test/ok", "https://example.test/pixel.png", LONG_URL]
+    )
+    for link in answer.locator("a").all():
+        assert link.get_attribute("rel") == "noopener noreferrer nofollow"
+    expect(answer.get_by_role("link", name="Image: tracker")).to_be_visible()
+    expect(answer).to_contain_text("Image: data")  # a data: image is its alt text
+    assert not [a for a in page.locator(".transcript [onclick], .transcript [onerror]").all()]
+    # The rest is text, shown as the model wrote it.
+    for shown in (
+        "[js link](javascript:",
+        "<img src=x onerror=",
+        "<iframe",
+        "<svg onload",
+        '<div onclick="window.__pwned=10">html block</div>',
+    ):
+        expect(answer).to_contain_text(shown)
+    expect(answer.locator("h1")).to_have_text("Report")
+    # A single newline is a line break: "first line" and "second line" stay two lines.
+    assert answer.locator("p").first.evaluate("p => p.innerText") == "first line\nsecond line"
+    code = answer.locator("pre code")
+    expect(code).to_have_text("<script>window.__pwned = 11</script>\n  indented line\n")
+    # The 300-character URL is whole, and nothing is wider than the window or the transcript.
+    expect(answer.get_by_role("link", name=LONG_URL)).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    transcript = page.locator(".transcript")
+    assert transcript.evaluate("el => el.scrollWidth - el.clientWidth") <= 0
+    assert HOSTILE_MARKDOWN.count("\n") > 20
+
+
+def test_a_session_page_renders_the_answer_as_markdown(url: str, open_page: PageFactory) -> None:
+    answer = httpx.post(
+        f"{url}/v1/agent/execute", json={"instruction": "hostile markdown"}, headers=A, timeout=60
+    ).json()
+    page = open_page(key="key-a", viewport=PHONE)
+    page.goto(f"{url}/console/#/sessions/{answer['sessionId']}")
+    text = page.get_by_role("article", name="Turn 1").locator(".answer-text .md")
+    expect(text.locator("pre code")).to_contain_text("<script>window.__pwned = 11</script>")
+    expect(text.get_by_role("link", name=LONG_URL)).to_be_visible()
+    assert page.evaluate(FOREIGN_ELEMENTS.replace(".transcript .md", ".answer-text .md")) == []
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
 
 
 def test_a_2_mb_tool_result_is_shortened_with_a_way_to_see_it_all(
@@ -149,11 +215,14 @@ def test_a_2_mb_tool_result_is_shortened_with_a_way_to_see_it_all(
 def test_a_running_turn_can_be_cancelled(url: str, open_page: PageFactory) -> None:
     page = open_page(key="key-a")
     _chat(page, url, "slow")
+    thinking = page.get_by_role("status").filter(has_text="Thinking")
+    expect(thinking).to_be_visible()  # while the turn runs
     cancel = page.get_by_role("button", name="Cancel turn")
     expect(cancel).to_be_enabled()
     cancel.click()
     expect(page.locator(".transcript")).to_contain_text("Turn cancelled.")
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    expect(thinking).to_have_count(0)
 
 
 def test_a_lost_stream_offers_a_retry_and_the_turn_runs_once(

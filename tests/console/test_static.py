@@ -39,7 +39,7 @@ async def test_console_is_served_with_a_strict_content_security_policy(
 
 def test_no_console_file_reaches_outside_or_writes_html() -> None:
     for path in STATIC_DIR.rglob("*"):
-        if path.suffix not in {".html", ".js", ".css"}:
+        if path.suffix not in {".html", ".js", ".css"} or path.parent.name == "vendor":
             continue
         text = path.read_text()
         assert not re.search(r"https?://", text), f"{path.name} names an outside URL"
@@ -60,3 +60,24 @@ async def test_docs_and_redoc_load_their_assets_from_the_server(
             assert got.status_code == 200, asset
     bundle = await client.get("/docs-assets/swagger-ui-bundle.js")
     assert len(bundle.content) > 100_000
+
+
+async def test_the_vendored_markdown_libraries_are_served_as_listed(
+    client: httpx.AsyncClient,
+) -> None:
+    vendor = STATIC_DIR / "vendor"
+    assert sorted(p.name for p in vendor.iterdir()) == [
+        "LICENSE-dompurify",
+        "LICENSE-markdown-it",
+        "README.md",
+        "markdown-it.js",
+        "purify.js",
+    ]
+    readme = (vendor / "README.md").read_text()
+    assert "markdown-it 15.0.3" in readme
+    assert "dompurify 3.4.18" in readme
+    for name in ("markdown-it.js", "purify.js"):
+        served = await client.get(f"/console/vendor/{name}")
+        assert served.status_code == 200
+        assert "javascript" in served.headers["content-type"]
+        assert "sourceMappingURL" not in served.text

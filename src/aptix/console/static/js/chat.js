@@ -2,6 +2,7 @@
 
 import { api, ApiError, streamTurn, Unauthorized } from "./api.js";
 import { append, h, longText, notice, pretty, replace, shortId } from "./dom.js";
+import { markdownBlock, renderMarkdown } from "./markdown.js";
 
 const APPROVAL_TOOL = "request_user_approval";
 
@@ -11,7 +12,7 @@ export class Chat {
     this.lastSeq = 0;
     this.controller = null; // the running turn's stream
     this.pending = null; // {turnId, calls, answers}
-    this.bubble = null; // the assistant message being streamed
+    this.bubble = null; // the assistant message being streamed: {el, text, frame}
     this.calls = new Map(); // callId -> its <details>
 
     this.modeEl = h("strong", { id: "chat-mode" }, "…");
@@ -23,6 +24,13 @@ export class Chat {
     newButton.addEventListener("click", () => this.reset());
     this.banner = h("div");
     this.log = h("div", { class: "transcript", role: "log", "aria-label": "Conversation" });
+    // Shown at the end of the transcript while a turn runs.
+    this.thinking = h(
+      "p",
+      { class: "thinking", role: "status", hidden: true },
+      h("span", { class: "dots", "aria-hidden": "true" }, h("span"), h("span"), h("span")),
+      " Thinking…",
+    );
     this.message = h("textarea", { id: "message", rows: 3 });
     this.message.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -150,10 +158,37 @@ export class Chat {
     }
   }
 
+  /** A message: the user's as typed (text), the model's as sanitised Markdown. */
   say(role, text) {
-    const el = h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You" : "Aptix"), h("p", {}, text));
+    const body = role === "user" ? h("p", {}, text) : markdownBlock(text);
+    const el = h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You" : "Aptix"), body);
     this.put(el);
     return el;
+  }
+
+  /** Streamed text: rendered again at most once a frame, whole (Markdown needs the whole). */
+  stream(delta) {
+    if (!this.bubble) this.bubble = { el: this.say("assistant", "").querySelector(".md"), text: "", frame: 0 };
+    const bubble = this.bubble;
+    bubble.text += delta;
+    if (bubble.frame) return;
+    bubble.frame = requestAnimationFrame(() => {
+      bubble.frame = 0;
+      renderMarkdown(bubble.el, bubble.text);
+      this.log.scrollTop = this.log.scrollHeight;
+    });
+  }
+
+  /** The final text of the streamed message (or a new message when nothing streamed). */
+  streamed(text) {
+    const bubble = this.bubble;
+    this.bubble = null;
+    if (!bubble) {
+      this.say("assistant", text);
+      return;
+    }
+    if (bubble.frame) cancelAnimationFrame(bubble.frame);
+    renderMarkdown(bubble.el, text);
   }
 
   note(text, kind = "note") {
@@ -164,7 +199,7 @@ export class Chat {
 
   /** Append to the transcript and keep its end in view (the page itself does not move). */
   put(el) {
-    this.log.append(el);
+    this.log.insertBefore(el, this.thinking.isConnected ? this.thinking : null);
     this.log.scrollTop = this.log.scrollHeight;
   }
 
@@ -212,7 +247,7 @@ export class Chat {
       }
     } finally {
       this.controller = null;
-      this.bubble = null;
+      if (this.bubble) this.streamed(this.bubble.text); // a cut stream keeps what came
       this.setBusy(false);
     }
     if (lost) this.offerRetry(body, knownSeq);
@@ -222,17 +257,20 @@ export class Chat {
   setBusy(busy) {
     this.sendButton.disabled = busy || this.banner.childElementCount > 0;
     this.cancelButton.disabled = !busy && !this.pending;
+    this.thinking.hidden = !busy;
+    if (busy) {
+      this.log.append(this.thinking); // last, below what the turn shows
+      this.log.scrollTop = this.log.scrollHeight;
+    } else {
+      this.thinking.remove();
+    }
   }
 
   onEvent(type, data) {
     if (type === "text_delta") {
-      if (!this.bubble) this.bubble = this.say("assistant", "").querySelector("p");
-      this.bubble.append(data.delta);
-      this.log.scrollTop = this.log.scrollHeight;
+      this.stream(data.delta);
     } else if (type === "text") {
-      if (this.bubble) this.bubble.textContent = data.text;
-      else this.say("assistant", data.text);
-      this.bubble = null;
+      this.streamed(data.text);
     } else if (type === "tool_call_started") {
       this.callStarted(data);
     } else if (type === "tool_call_finished") {
@@ -291,7 +329,7 @@ export class Chat {
       go.addEventListener("click", () => {
         location.hash = `#/chat/${encodeURIComponent(branched)}`;
       });
-      this.log.append(h("p", { class: "note" }, `A new session ${shortId(branched)} was branched off. `, go));
+      this.put(h("p", { class: "note" }, `A new session ${shortId(branched)} was branched off. `, go));
     }
   }
 

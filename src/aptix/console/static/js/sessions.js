@@ -2,6 +2,7 @@
 
 import { api } from "./api.js";
 import { h, longText, pretty, replace, shortId, table, when } from "./dom.js";
+import { markdownBlock } from "./markdown.js";
 
 const PAGE = 20;
 
@@ -112,7 +113,7 @@ function turnView(turn) {
     { class: "turn", "aria-label": `Turn ${turn.seq}` },
     h("h3", {}, `Turn ${turn.seq} · ${turn.status} · ${tokens} tokens`),
     turn.instruction ? h("p", { class: "instruction" }, h("span", { class: "who" }, "Instruction "), turn.instruction) : null,
-    turn.text ? h("p", { class: "answer-text" }, h("span", { class: "who" }, "Answer "), turn.text) : null,
+    turn.text ? h("div", { class: "answer-text" }, h("span", { class: "who" }, "Answer"), markdownBlock(turn.text)) : null,
     turn.modelCalls.length
       ? table(
           `Model calls of turn ${turn.seq}`,
