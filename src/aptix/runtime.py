@@ -136,7 +136,10 @@ class Runtime:
         )
 
     def default_model(self) -> LlmClient:
-        """The configured model client; :class:`ConfigurationError` when none is configured."""
+        """The configured model client; :class:`ConfigurationError` when none is configured.
+
+        ``APTIX_LLM_MODEL=demo`` without an endpoint is the built-in demo model.
+        """
         settings = self.settings
         if not settings.model_configured or settings.llm_model is None:
             raise ConfigurationError(
@@ -144,6 +147,10 @@ class Runtime:
                 hint="set APTIX_LLM_MODEL (and APTIX_LLM_BASE_URL and APTIX_LLM_API_KEY for an "
                 "endpoint other than OpenAI's; docs/providers.md has examples)",
             )
+        from aptix.llm.demo import DemoModel, is_demo
+
+        if is_demo(settings.llm_model, settings.llm_base_url):
+            return DemoModel()
         from aptix.llm.openai_client import OpenAiLlmClient
 
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None

@@ -91,12 +91,18 @@ async def test_new_prints_the_new_session_id_and_chats_there(runtime: Runtime) -
     assert session.mode == "calculation"
 
 
-async def test_quit_ends_and_unknown_commands_show_help(runtime: Runtime) -> None:
+async def test_quit_ends_and_unknown_commands_are_named_with_a_suggestion(
+    runtime: Runtime,
+) -> None:
     state = ChatState(await open_session(runtime, None, None))
     assert (await _said(runtime, state, "/quit"))[0]
     assert (await _said(runtime, state, "/exit"))[0]
     done, shown = await _said(runtime, state, "/nonsense")
     assert not done
+    assert shown.startswith("Unknown command /nonsense. Commands: /mode, /modes")
+    _, shown = await _said(runtime, state, "/workflow")
+    assert shown.startswith("Unknown command /workflow. Did you mean /workflows?")
+    _, shown = await _said(runtime, state, "/help")
     assert shown.startswith("Commands: /mode, /modes")
     _, shown = await _said(runtime, state, "/details")
     assert state.details

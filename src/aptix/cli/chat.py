@@ -29,12 +29,14 @@ from aptix.cli.chat_input import LineReader, open_reader
 from aptix.cli.chat_view import TurnView
 from aptix.cli.output import console, fail, say
 from aptix.cli.runtime import config_failed
+from aptix.llm.demo import is_demo
 
 if TYPE_CHECKING:
     from aptix.reasoner import AgentReasoner, ToolResultInput, TurnResult
     from aptix.runtime import Runtime
 
 APPROVAL_TOOL = "request_user_approval"
+DEMO_TRY = "Try: calculate 2*(3+4), list the modes, show the workflows, ask me for approval."
 #: Where the chat's log lines go (in the data directory): the screen is the conversation's.
 LOG_FILE = "chat.log"
 
@@ -43,7 +45,17 @@ def chat(
     session_id: Annotated[
         str | None, typer.Option("--session-id", help="Continue this session.")
     ] = None,
+    resume_last: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Continue the most recently used session."),
+    ] = False,
     mode: Annotated[str | None, typer.Option(help="Mode of a new session.")] = None,
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo", help="Chat with the built-in offline demo model (APTIX_LLM_MODEL=demo)."
+        ),
+    ] = False,
     tool_details: Annotated[
         bool,
         typer.Option(
@@ -53,13 +65,17 @@ def chat(
 ) -> None:
     """Chat with the agent: text streams in, tool calls show as they run, approvals are asked here.
 
-    Arrow keys edit and recall earlier lines (kept in the data directory), Tab completes
-    slash commands, Ctrl-C stops a running turn, Ctrl-D quits.
+    Arrow keys edit and recall earlier lines (kept in the data directory), Alt-Enter (or Esc
+    then Enter) starts a new line, Tab completes slash commands, Ctrl-C stops a running turn,
+    Ctrl-D quits. --session-id and --continue show the session's last turns first.
     """
     from aptix.errors import AptixError, ConfigurationError
+    from aptix.llm.demo import use_demo_model
 
+    if demo:
+        use_demo_model()
     try:
-        asyncio.run(_main(session_id, mode, tool_details))
+        asyncio.run(_main(session_id, mode, tool_details, resume_last))
     except ConfigurationError as exc:
         config_failed(exc)
     except AptixError as exc:
@@ -68,7 +84,7 @@ def chat(
         console.print()
 
 
-async def _main(session_id: str | None, mode: str | None, details: bool) -> None:
+async def _main(session_id: str | None, mode: str | None, details: bool, resume: bool) -> None:
     from aptix.runtime import open_runtime
 
     async with open_runtime() as runtime:
@@ -76,7 +92,7 @@ async def _main(session_id: str | None, mode: str | None, details: bool) -> None
         reasoner = runtime.reasoner()
         modes = await runtime.services.modes.get_all_modes()
         state = ChatState(
-            await open_session(runtime, session_id, mode),
+            await open_session(runtime, session_id, mode, resume_last=resume),
             details=details,
             mode_keys=tuple(m.key for m in modes),
         )
@@ -84,6 +100,8 @@ async def _main(session_id: str | None, mode: str | None, details: bool) -> None
             runtime.settings.data_dir, COMMANDS, lambda: state.mode_keys, state.toggle_details
         )
         say(("Aptix chat", "bold"), f" — session {state.session_id}. {help_line()}")
+        if is_demo(runtime.settings.llm_model, runtime.settings.llm_base_url):
+            say(("Demo model:", "bold yellow"), f" offline and rule-based, not an LLM. {DEMO_TRY}")
         with _Interrupts() as interrupts:
             await _converse(runtime, reasoner, reader, state, interrupts)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -10,7 +11,10 @@ from aptix.cli.output import say
 if TYPE_CHECKING:
     from aptix.runtime import Runtime
 
-__all__ = ["COMMANDS", "ChatState", "help_line", "open_session", "run_command"]
+__all__ = ["COMMANDS", "RECENT_TURNS", "ChatState", "help_line", "open_session", "run_command"]
+
+#: Turns of a resumed session shown before its prompt.
+RECENT_TURNS = 5
 
 #: Every command with what it does (shown by Tab completion and /help).
 COMMANDS: dict[str, str] = {
@@ -44,14 +48,25 @@ class ChatState:
         say(("tool details ", "dim"), ("on" if self.details else "off", "bold"))
 
 
-async def open_session(runtime: Runtime, session_id: str | None, mode: str | None) -> str:
-    """The session to chat in: ``session_id`` if it is ours, else a new one in ``mode``."""
+async def open_session(
+    runtime: Runtime, session_id: str | None, mode: str | None, *, resume_last: bool = False
+) -> str:
+    """The session to chat in, its last turns shown; a new one in ``mode`` if none is named.
+
+    ``session_id`` names it; with ``resume_last`` it is the most recently used one.
+    """
     from aptix.errors import AptixError
 
     sessions = runtime.services.sessions
+    if resume_last and not session_id:
+        latest = await sessions.list_sessions("local", "local", limit=1)
+        if not latest:
+            say(("No earlier session to continue: starting a new one.", "dim"))
+        session_id = latest[0].id if latest else None
     if session_id:
         if await sessions.get_session(session_id, "local") is None:
             raise AptixError(f"Unknown session '{session_id}'.")
+        await _show_recent(runtime, session_id)
         return session_id
     created = await sessions.create_session(org="local", user="local", mode=mode)
     if created.result is None:
@@ -92,9 +107,30 @@ async def run_command(runtime: Runtime, state: ChatState, line: str) -> bool:
             say("  ", (w.workflow_id, "bold"), f" — {w.title}")
     elif command == "/details":
         state.toggle_details()
-    else:
+    elif command == "/help":
         say(help_line())
+    else:
+        close = difflib.get_close_matches(command, [*COMMANDS, *QUIT], n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        say((f"Unknown command {command}.", "red"), f"{hint} {help_line()}")
     return False
+
+
+async def _show_recent(runtime: Runtime, session_id: str) -> None:
+    """The session's last turns, so a resumed chat shows where it left off."""
+    from aptix.cli.chat_view import LABEL
+
+    turns = await runtime.turns.list_turns(session_id, "local", limit=RECENT_TURNS)
+    if not turns:
+        return
+    say((f"Last {len(turns)} turn(s) of this session:", "dim"))
+    for turn in turns:
+        if turn.instruction:
+            say(("you>", "bold"), " ", turn.instruction)
+        if turn.text:
+            say(LABEL, " ", turn.text)
+        elif turn.status != "completed":
+            say(LABEL, " ", (f"({turn.status})", "dim"))
 
 
 async def _list_modes(runtime: Runtime, state: ChatState) -> None:

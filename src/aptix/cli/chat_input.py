@@ -2,7 +2,8 @@
 
 On a terminal the prompt is :mod:`prompt_toolkit`'s: arrow keys edit and recall, the history
 is kept in ``<data_dir>/chat_history`` between runs, Tab completes slash commands and mode
-keys, and Ctrl-O toggles tool details. When stdin is not a terminal (a pipe, a script) the
+keys, Alt-Enter (or Esc then Enter: terminals send the same keys) starts a new line in the
+message, and Ctrl-O toggles tool details. When stdin is not a terminal (a pipe, a script) the
 lines are read plainly. Either way Ctrl-C raises :class:`KeyboardInterrupt` and Ctrl-D (or
 the end of the input) :class:`EOFError`.
 """
@@ -116,6 +117,10 @@ def open_reader(
     @keys.add("c-o")
     def _toggle(event: KeyPressEvent) -> None:
         run_in_terminal(on_toggle_details)
+
+    @keys.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
 
     @keys.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:

@@ -1,13 +1,22 @@
 """How ``aptix chat`` shows a turn: text as it streams, Markdown once it is whole, one line a tool.
 
-Model text is data: it is shown through :class:`~rich.text.Text` while it streams and through
+Model text is data: every piece of it, and every tool name and result, passes through
+:func:`~aptix.cli.output.inert` (no control character or escape sequence reaches the terminal)
+and is shown through :class:`~rich.text.Text` while it streams and through
 :class:`~rich.markdown.Markdown` (links spelled out, never hidden behind their label) when it is
-complete, so ``[bold]`` or ``list[str]`` are never read as Rich markup. On a terminal without
-cursor control (``TERM=dumb``, a pipe) the pieces are printed as they come and not re-rendered.
+complete, so ``[bold]`` or ``list[str]`` are never read as Rich markup. Long words (a URL, an
+id, a line of JSON) fold onto the next line; the final text is never cut.
+
+The live region (the spinner, the text as it streams) is redrawn only from the event loop:
+``Live(auto_refresh=False)`` and a ticker task that refreshes it, so no background thread can
+draw between the lines of the final print. On a terminal without cursor control
+(``TERM=dumb``, a pipe) the pieces are printed as they come and not re-rendered.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,12 +29,14 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from aptix.cli.output import console, say, styled
+from aptix.cli.output import console, inert, say, styled
 from aptix.reasoner import TurnEvent
 
 __all__ = ["TurnView", "tool_line"]
 
 LABEL = ("agent>", "bold green")
+#: How often the spinner turns (redraws run on the event loop, never on a thread).
+TICK_SECONDS = 1 / 8
 
 
 class _Tail:
@@ -45,7 +56,7 @@ class _Tail:
 def _labelled(body: RenderableType) -> Table:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
-    grid.add_column()
+    grid.add_column(overflow="fold")  # a table column cuts with "…" unless told to fold
     grid.add_row(styled(LABEL), body)
     return grid
 
@@ -56,12 +67,12 @@ def _one_line(value: str) -> str:
 
 def tool_line(data: dict[str, Any], *, details: bool) -> RenderableType:
     """A finished tool call: one line (cut to the screen's width), or everything with details."""
-    name = str(data.get("name", ""))
+    name = inert(str(data.get("name", "")))
     if data.get("wasExecuted"):
-        outcome, style = str(data.get("resultJson") or ""), "dim"
+        outcome, style = inert(str(data.get("resultJson") or "")), "dim"
     else:
-        outcome, style = f"error: {data.get('errorMessage') or ''}", "dim red"
-    arguments = str(data.get("argumentsJson") or "")
+        outcome, style = inert(f"error: {data.get('errorMessage') or ''}"), "dim red"
+    arguments = inert(str(data.get("argumentsJson") or ""))
     if not details:
         line = styled(("  ⚙ ", "dim"), (name, "bold"), (f"({_one_line(arguments)}) → ", "dim"))
         line.append(_one_line(outcome), style=style)
@@ -71,7 +82,7 @@ def tool_line(data: dict[str, Any], *, details: bool) -> RenderableType:
         return row
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True, style="dim")
-    grid.add_column()
+    grid.add_column(overflow="fold")
     grid.add_row(Text("  ⚙"), styled((name, "bold")))
     grid.add_row(Text("  args"), Text(_pretty(arguments)))
     grid.add_row(Text("  result"), Text(_pretty(outcome), style=style))
@@ -80,7 +91,7 @@ def tool_line(data: dict[str, Any], *, details: bool) -> RenderableType:
 
 def _pretty(value: str) -> str:
     try:
-        return json.dumps(json.loads(value), indent=2, ensure_ascii=False)
+        return inert(json.dumps(json.loads(value), indent=2, ensure_ascii=False))
     except ValueError:
         return value
 
@@ -91,6 +102,7 @@ class TurnView:
 
     details: bool = False
     _live: Live | None = None
+    _ticker: asyncio.Task[None] | None = None
     _streamed: list[str] = field(default_factory=list)
 
     @property
@@ -98,15 +110,24 @@ class TurnView:
         return console.is_terminal and not console.is_dumb_terminal
 
     def open(self) -> None:
-        """Start the turn: a spinner until the first text arrives."""
+        """Start the turn: a spinner until the first text arrives (call it in the event loop)."""
         if self._interactive:
+            # auto_refresh=False: Rich's refresh thread raced the final print and overwrote
+            # the screen (issue 23); every redraw now happens on this loop, in order.
             self._live = Live(
                 Spinner("dots", Text("thinking…", style="dim")),
                 console=console,
                 transient=True,
-                refresh_per_second=8,
+                auto_refresh=False,
             )
-            self._live.start()
+            self._live.start(refresh=True)
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while self._live is not None:
+            await asyncio.sleep(TICK_SECONDS)
+            if self._live is not None:
+                self._live.refresh()
 
     async def on_event(self, event: TurnEvent) -> None:
         """Draw one event of the running turn."""
@@ -124,10 +145,14 @@ class TurnView:
 
     def close(self) -> None:
         """End the turn's display; text still streaming stays on screen as it came."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         if self._streamed:
             self._text("".join(self._streamed), markdown=False)
         if self._live is not None:
-            self._live.stop()
+            with contextlib.suppress(Exception):  # a closed terminal must not hide the turn's end
+                self._live.stop()
             self._live = None
 
     def _delta(self, piece: str) -> None:
@@ -135,9 +160,10 @@ class TurnView:
             console.print(styled(LABEL, " "), end="")
         self._streamed.append(piece)
         if self._live is not None:
-            self._live.update(_Tail(_labelled(Text("".join(self._streamed)))), refresh=True)
+            text = inert("".join(self._streamed))
+            self._live.update(_Tail(_labelled(Text(text))), refresh=True)
         else:
-            console.print(Text(piece), end="", soft_wrap=True)
+            console.print(Text(inert(piece)), end="", soft_wrap=True)
 
     def _text(self, text: str, *, markdown: bool = True) -> None:
         shown, self._streamed = bool(self._streamed), []
@@ -147,6 +173,7 @@ class TurnView:
             else:
                 console.print(styled(LABEL, " ", text), soft_wrap=True)
             return
-        body = Markdown(text, hyperlinks=False) if markdown else Text(text)
+        safe = inert(text)
+        body = Markdown(safe, hyperlinks=False) if markdown else Text(safe)
         self._live.update(Spinner("dots", Text("working…", style="dim")))
         console.print(_labelled(body))

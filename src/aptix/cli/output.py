@@ -1,15 +1,18 @@
 """Shared console helpers: JSON for pipes, Rich for people, clean errors for both.
 
 Every string that came from outside (model text, tool results, titles, file contents, error
-details) reaches the terminal through :func:`say`, :func:`styled`, :func:`new_table` or
-:func:`fail`, which build Rich :class:`~rich.text.Text` objects: nothing is ever parsed as
-markup or emoji codes, so ``[bold]``, ``[/x]`` or ``list[str]`` print byte for byte. The
-consoles themselves have markup off too, so a plain ``console.print(s)`` is also safe.
+details) reaches the terminal through :func:`say`, :func:`styled`, :func:`new_table`,
+:func:`add_row`, :func:`print_json` or :func:`fail`. They pass it through :func:`inert`, so
+no control character or escape sequence reaches the terminal (a screen clear or an OSC title
+change shows as ``␛[2J`` / ``␛]0;…``), and build Rich :class:`~rich.text.Text` objects, so
+nothing is ever parsed as markup or emoji codes: ``[bold]``, ``[/x]`` or ``list[str]`` print
+as typed. The consoles themselves have markup off too.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, NoReturn
 
@@ -24,6 +27,7 @@ __all__ = [
     "console",
     "err_console",
     "fail",
+    "inert",
     "new_table",
     "print_json",
     "say",
@@ -34,6 +38,33 @@ __all__ = [
 console = Console(highlight=False, markup=False, emoji=False)
 err_console = Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
+
+def _inert_table() -> dict[int, str]:
+    # C0 controls become their Control Pictures (ESC -> "␛"), so an escape sequence is shown
+    # as text and never acted on; newline and tab stay. C1 controls (which 8-bit terminals
+    # read as CSI, OSC, DCS...) and the bidirectional controls (which reorder what is shown,
+    # "Trojan Source") have no picture and are spelled out as <U+XXXX>.
+    table = {c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"}
+    table[0x7F] = "\u2421"
+    bidi = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+    for c in [*range(0x80, 0xA0), *bidi]:
+        table[c] = f"<U+{c:04X}>"
+    return table
+
+
+_INERT = _inert_table()
+_JSON_UNSAFE = re.compile("[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def inert(text: str) -> str:
+    """``text`` with every control character and escape sequence made visible and harmless.
+
+    Newlines and tabs are kept (CR LF becomes LF); everything a terminal would act on (ESC,
+    a lone CR, backspace, bell, C1 and bidi controls) is shown, not obeyed.
+    """
+    return text.replace("\r\n", "\n").translate(_INERT)
+
+
 #: A piece of a line: plain text, or ``(text, style)`` where only the style is ours.
 Part = str | tuple[str, str]
 
@@ -43,9 +74,9 @@ def styled(*parts: Part) -> Text:
     line = Text()
     for part in parts:
         if isinstance(part, tuple):
-            line.append(str(part[0]), style=part[1])
+            line.append(inert(str(part[0])), style=part[1])
         else:
-            line.append(str(part))
+            line.append(inert(str(part)))
     return line
 
 
@@ -61,20 +92,23 @@ def warn(message: str) -> None:
 
 def new_table(title: str, *columns: str, bold_first: bool = False) -> Table:
     """A table whose title and header are text; add rows with :func:`add_row`-safe cells."""
-    table = Table(title=Text(title))
+    table = Table(title=Text(inert(title)))
     for index, column in enumerate(columns):
-        table.add_column(Text(column), style="bold" if bold_first and index == 0 else None)
+        table.add_column(Text(inert(column)), style="bold" if bold_first and index == 0 else None)
     return table
 
 
 def add_row(table: Table, *cells: Any) -> None:
     """Add a row whose cells are shown as text, whatever they contain."""
-    table.add_row(*(Text("" if c is None else str(c)) for c in cells))
+    table.add_row(*(Text("" if c is None else inert(str(c))) for c in cells))
 
 
 def print_json(data: Any) -> None:
     """Write ``data`` as indented JSON to stdout (no colour, so pipes get plain text)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    # JSON escapes C0 controls itself; C1 and bidi controls can only sit inside strings, where
+    # the \\uXXXX form is the same data and inert on a terminal.
+    sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

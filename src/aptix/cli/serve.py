@@ -26,10 +26,20 @@ def serve(
     reload: Annotated[
         bool, typer.Option(help="Restart when the code changes (development).")
     ] = False,
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo", help="Answer with the built-in offline demo model (APTIX_LLM_MODEL=demo)."
+        ),
+    ] = False,
 ) -> None:
     """Start the HTTP API (and MCP at /mcp) on the embedded default or the configured database."""
     import uvicorn
 
+    from aptix.llm.demo import is_demo, use_demo_model
+
+    if demo:  # through the environment, which the app factory (and --reload's child) reads
+        use_demo_model()
     settings = settings_or_exit()
     keys = _keys_or_exit(settings)
     bind = host or settings.host
@@ -45,7 +55,12 @@ def serve(
     notice = _notices(settings)
     if not keys:
         notice("No APTIX_API_KEYS set: serving one local user (org 'local'), on loopback only.")
-    if not settings.model_configured:
+    if is_demo(settings.llm_model, settings.llm_base_url):
+        notice(
+            "Using the built-in demo model: offline and rule-based, not a language model "
+            "(set APTIX_LLM_MODEL and APTIX_LLM_BASE_URL for a real one)."
+        )
+    elif not settings.model_configured:
         notice(
             "No model configured (APTIX_LLM_MODEL): /v1/agent/execute answers 503; "
             "every other route works."

@@ -6,6 +6,9 @@ HTTP failures (:class:`Fail`), delays (:class:`Delay`) and answers held until th
 releases them (:class:`Hold`), then from an optional ``respond`` function, and records every
 request body.
 It uses only the standard library, so it starts in milliseconds in any test.
+
+``python -m aptix.testing.server`` runs one from the command line (see
+:mod:`aptix.testing.server_cli`).
 """
 
 from __future__ import annotations
@@ -67,6 +70,9 @@ class ScriptedOpenAIServer:
     api_key: str | None = None
     #: Answers requests once the script is used up (called in the server's threads).
     respond: Callable[[dict[str, Any]], Step] | None = None
+    #: Where to listen; port 0 picks a free one.
+    host: str = "127.0.0.1"
+    port: int = 0
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _arrived: threading.Condition = field(default_factory=threading.Condition)
@@ -103,9 +109,9 @@ class ScriptedOpenAIServer:
             raise AssertionError(f"{len(self.script)} scripted answer(s) were not used.")
 
     def start(self) -> ScriptedOpenAIServer:
-        """Bind a free port on 127.0.0.1 and serve in a background thread."""
+        """Bind :attr:`host` and :attr:`port` (a free port by default); serve in a thread."""
         self._stopped.clear()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = ThreadingHTTPServer((self.host, self.port), _handler(self))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -312,3 +318,9 @@ def _responses_body(response: LlmResponse, model: str) -> dict[str, Any]:
             "total_tokens": response.usage.total_tokens,
         },
     }
+
+
+if __name__ == "__main__":  # python -m aptix.testing.server
+    from aptix.testing.server_cli import main
+
+    main()

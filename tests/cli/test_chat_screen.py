@@ -1,0 +1,220 @@
+"""What ``aptix chat`` leaves on a real terminal's screen (a pty read back through pyte).
+
+pyte is a VT100 emulator: feeding it everything the chat wrote gives the screen a person
+would see, so a redraw that overwrote earlier lines, a cleared screen or a changed window
+title shows up as what it is, not as bytes in a log.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+import pyte
+
+from aptix.testing import call, reply
+from aptix.testing.server import ScriptedOpenAIServer
+
+ROWS, COLUMNS = 60, 120
+ESC = "\x1b"
+HOSTILE = (
+    f"Before{ESC}[2J{ESC}[H{ESC}]0;pwned{ESC}\\{ESC}]0;pwned\x07"
+    f"{ESC}]8;;https://evil.example/{ESC}\\click{ESC}]8;;{ESC}\\"
+    f"{ESC}P+q544e{ESC}\\\x9b31mC1\x9d2;pwned\x9c"
+    "[bold red]markup[/] \u202eevil\u202c \u2066iso\u2069 back\bspace\rreturn After"
+)
+URL = "https://example.com/" + "a1b2c3d4e5" * 28  # 300 characters, no place to break
+MARKDOWN = f"""# Release notes
+
+The **build** passed. See {URL} for details.
+
+```python
+def greet(name: str) -> str:
+    return f"hello {{name}}"
+```
+
+- first point
+- second point
+"""
+
+
+def _env(tmp_path: Path, base_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "APTIX_DATA_DIR": str(tmp_path),
+        "APTIX_LLM_BASE_URL": base_url,
+        "APTIX_LLM_MODEL": "scripted",
+        "APTIX_LLM_MAX_RETRIES": "0",
+        "APTIX_SEMANTIC_MATCHING": "false",
+        "TERM": "xterm",
+        "COLUMNS": str(COLUMNS),
+        "LINES": str(ROWS),
+        "PROMPT_TOOLKIT_NO_CPR": "1",  # pexpect does not answer cursor-position requests
+    }
+
+
+def _spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "aptix", "chat", *args],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(ROWS, COLUMNS),
+    )
+    child.logfile_read = io.StringIO()
+    return child
+
+
+def _output(child: pexpect.spawn) -> str:
+    log = child.logfile_read
+    assert isinstance(log, io.StringIO)
+    return log.getvalue()
+
+
+def _screen(output: str) -> pyte.Screen:
+    screen = pyte.Screen(COLUMNS, ROWS)
+    pyte.Stream(screen).feed(output)
+    return screen
+
+
+def _rows(screen: pyte.Screen) -> list[str]:
+    return [row.rstrip() for row in screen.display]
+
+
+def _one_exchange(child: pexpect.spawn, message: str, last_words: str) -> None:
+    child.expect_exact("you>")
+    child.sendline(message)
+    child.expect_exact(last_words)
+    child.expect_exact("you>")
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+
+
+def test_hostile_model_text_tool_names_and_results_are_shown_as_inert_text(
+    tmp_path: Path,
+) -> None:
+    script = [
+        reply(
+            None,
+            call("agent_calculator", {"expression": f"1+{ESC}[2J"}),
+            call(f"evil{ESC}]0;pwned\x07_tool", {}),
+        ),
+        reply(HOSTILE),
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        child = _spawn(_env(tmp_path, server.base_url))
+        try:
+            _one_exchange(child, "Say something nasty", "After")
+        finally:
+            child.close()
+        server.assert_complete()
+    output = _output(child)
+    for attack in (f"{ESC}[2J", f"{ESC}[H{ESC}]", f"{ESC}]0;", f"{ESC}]8;", f"{ESC}P", "\x9b"):
+        assert attack not in output, attack
+    assert not any(c in output for c in "\u202e\u2066\u2069\x07\b\x9d")
+    screen = _screen(output)
+    assert screen.title == ""  # pyte keeps what an OSC title change would have set
+    shown = "\n".join(_rows(screen))
+    assert "Aptix chat — session" in shown  # nothing cleared the screen
+    assert "Before␛[2J␛[H␛]0;pwned␛\\␛]0;pwned␇" in shown
+    assert "[bold red]markup[/] <U+202E>evil<U+202C> <U+2066>iso<U+2069>" in shown
+    assert "back␈space␍return After" in shown
+    assert "1+␛[2J" in shown  # the calculator's argument, in the tool line
+    assert "evil␛]0;pwned␇_tool" in shown  # an unknown tool's name
+
+
+def test_a_markdown_reply_in_a_fresh_process_renders_cleanly_ten_times_out_of_ten(
+    tmp_path: Path,
+) -> None:
+    runs, at_once = 10, 5  # five processes at a time: the machine's cores are all used
+    screens: list[list[str]] = []
+    with ScriptedOpenAIServer([reply(MARKDOWN) for _ in range(runs)]) as server:
+        for batch in range(runs // at_once):
+            children = [
+                _spawn(_env(tmp_path / f"{batch}-{n}", server.base_url)) for n in range(at_once)
+            ]
+            try:
+                for child in children:
+                    child.expect_exact("you>")
+                    child.sendline("What changed?")
+                for child in children:
+                    child.expect_exact("second point")
+                    child.expect_exact("you>")
+                    child.sendline("/quit")
+                for child in children:
+                    child.expect(pexpect.EOF)
+            finally:
+                for child in children:
+                    child.close()
+            assert [c.exitstatus for c in children] == [0] * at_once
+            screens.extend(_rows(_screen(_output(c))) for c in children)
+        server.assert_complete()
+    assert len(screens) == runs
+    expected = [
+        "Aptix chat — session",
+        "you> What changed?",
+        "Release notes",
+        "The build passed. See",
+        "def greet(name: str) -> str:",
+        'return f"hello {name}"',
+        "• first point",
+        "• second point",
+        "you> /quit",
+    ]
+    for rows in screens:
+        text = "\n".join(rows)
+        positions = [text.find(line) for line in expected]
+        assert -1 not in positions, text
+        assert positions == sorted(positions), text
+        assert text.count("Release notes") == 1, text  # no leftover of the live region
+        assert "…" not in text
+        # The URL folds over several rows; read back without the indentation it is whole.
+        assert URL in "".join(row.strip() for row in rows)
+
+
+def test_alt_enter_adds_a_line_unknown_commands_are_named_and_continue_shows_the_last_turns(
+    tmp_path: Path,
+) -> None:
+    script = [reply("Two lines received."), reply("Welcome back.")]
+    with ScriptedOpenAIServer(script) as server:
+        env = _env(tmp_path, server.base_url)
+        first = _spawn(env)
+        try:
+            first.expect(r"session ([0-9a-f-]+)\.")
+            session_id = first.match.group(1)
+            first.expect_exact("you>")
+            first.send("/bogus\r")
+            first.expect_exact("Unknown command /bogus.")
+            first.expect_exact("you>")
+            first.send(f"first line{ESC}\rsecond line\r")  # Alt-Enter arrives as Esc, Enter
+            first.expect_exact("Two lines received.")
+            first.expect_exact("you>")
+            first.sendline("/quit")
+            first.expect(pexpect.EOF)
+        finally:
+            first.close()
+        second = _spawn(env, "--continue")
+        try:
+            second.expect_exact("Last 1 turn(s) of this session:")
+            second.expect_exact("Two lines received.")
+            second.expect(r"session ([0-9a-f-]+)\.")
+            resumed = second.match.group(1)
+            second.expect_exact("you>")
+            second.sendline("Still there?")
+            second.expect_exact("Welcome back.")
+            second.expect_exact("you>")
+            second.sendline("/quit")
+            second.expect(pexpect.EOF)
+        finally:
+            second.close()
+        server.assert_complete()
+    first_messages = server.requests[0]["messages"]
+    assert [m["content"] for m in first_messages if m["role"] == "user"] == [
+        "first line\nsecond line"
+    ]
+    assert resumed == session_id
+    assert "first line" in _output(second)
