@@ -139,13 +139,16 @@ def _telemetry(tracing: Tracing) -> TelemetryConfig:
 
     Its server span continues an incoming ``traceparent`` (the global propagator,
     ``OTEL_PROPAGATORS``) and is the parent of the turn's ``invoke_agent`` span. Its per-request
-    operation spans (dependencies, endpoint, serialization) are left out, and so are the probes.
+    operation spans (dependencies, endpoint, serialization) and its log records are left out,
+    and so are the probes.
     """
     if not tracing.enabled:
         return {"tracing": False, "metrics": False, "logs": False}
     return {
         "tracer_provider": tracing.provider,
         "operation_spans": False,
+        # Its log records carry the rejected input values; Aptix logs user input at DEBUG only.
+        "logs": False,
         "exclude": lambda scope: scope.get("path") in _UNTRACED,
     }
 
