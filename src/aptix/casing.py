@@ -1,13 +1,137 @@
-"""Wire casing: we emit camelCase and accept camelCase, PascalCase and snake_case (DESIGN §2)."""
+"""Wire casing: we emit camelCase and read camelCase or PascalCase (DESIGN §2).
+
+Tool arguments, mode catalogs and workflow manifests take either casing per field (and
+snake_case). HTTP request bodies take either casing per object, all camelCase or all
+PascalCase, which is what their OpenAPI schema says: each body is ``anyOf`` its camelCase
+form and its PascalCase form (:func:`with_pascal_case_variant`).
+"""
 
 from __future__ import annotations
+
+import copy
+from typing import Any
 
 from pydantic import AliasChoices
 from pydantic.alias_generators import to_camel, to_pascal
 
-__all__ = ["any_case"]
+__all__ = ["any_case", "from_pascal_case", "match_documented_keys", "with_pascal_case_variant"]
+
+#: What a body mixing the two casings is told.
+MIXED_CASING = "Use one casing per object: all camelCase or all PascalCase keys"
 
 
 def any_case(name: str) -> AliasChoices:
     """The aliases a field accepts: ``workflowId``, ``WorkflowId`` and ``workflow_id``."""
     return AliasChoices(to_camel(name), to_pascal(name), name)
+
+
+def _lower_first(key: str) -> str:
+    return key[:1].lower() + key[1:]
+
+
+def from_pascal_case(data: Any) -> Any:
+    """An all-PascalCase object with camelCase keys; mixed casing raises ``ValueError``.
+
+    Only the object's own keys are renamed: nested request objects do the same for theirs.
+    """
+    if not isinstance(data, dict) or not data:
+        return data
+    upper = [key for key in data if isinstance(key, str) and key[:1].isupper()]
+    if not upper:
+        return data
+    lower = [key for key in data if not (isinstance(key, str) and key[:1].isupper())]
+    if lower:
+        raise ValueError(f"{MIXED_CASING} (got '{lower[0]}' and '{upper[0]}')")
+    return {_lower_first(key): value for key, value in data.items()}
+
+
+def _pascal_keys(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with its own property names (and required lists) in PascalCase."""
+    out = dict(node)
+    if isinstance(node.get("properties"), dict):
+        out["properties"] = {
+            key[:1].upper() + key[1:]: value for key, value in node["properties"].items()
+        }
+    if isinstance(node.get("required"), list):
+        out["required"] = [key[:1].upper() + key[1:] for key in node["required"]]
+    for combinator in ("anyOf", "oneOf", "allOf"):
+        # Conditions on the object's own keys (ExecuteRequest's "instruction or toolResults").
+        if isinstance(node.get(combinator), list):
+            out[combinator] = [
+                _pascal_keys(option) if isinstance(option, dict) else option
+                for option in node[combinator]
+            ]
+    return out
+
+
+def with_pascal_case_variant(schema: dict[str, Any]) -> dict[str, Any]:
+    """A request body's schema as ``anyOf`` its camelCase form and its PascalCase form."""
+    camel = copy.deepcopy(schema)
+    title = camel.pop("title", None)
+    description = camel.pop("description", None)
+    pascal = _pascal_keys(copy.deepcopy(camel))
+    camel["title"], pascal["title"] = "camelCase", "PascalCase"
+    out: dict[str, Any] = {"anyOf": [camel, pascal]}
+    if title is not None:
+        out["title"] = title
+    out["description"] = (
+        f"{description}\n\n" if description else ""
+    ) + "Keys in camelCase or in PascalCase, one casing per object."
+    return out
+
+
+def _fold(key: str) -> str:
+    return key.replace("_", "").lower()
+
+
+def match_documented_keys(value: Any, schema: dict[str, Any], depth: int = 0) -> Any:
+    """``value`` with each object key renamed to the property it spells in another casing.
+
+    ``schema`` is a JSON schema with its ``$defs``: nested models of tool arguments (user
+    types without our aliases) then read ``Street``, ``street`` or ``zip_code``/``zipCode``
+    alike. A key already documented, or ambiguous, is kept as sent.
+    """
+    return _match(value, schema, schema.get("$defs", {}), depth)
+
+
+def _match(value: Any, node: dict[str, Any], defs: dict[str, Any], depth: int) -> Any:
+    if depth > 64:
+        return value
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        node = defs.get(ref.rsplit("/", 1)[-1], {})
+    for combinator in ("anyOf", "oneOf", "allOf"):
+        options = [o for o in node.get(combinator, ()) if isinstance(o, dict)]
+        shaped = [o for o in options if o.get("type") != "null"]
+        if len(shaped) == 1:  # ``Model | None``: one shape to follow
+            value = _match(value, shaped[0], defs, depth + 1)
+    if isinstance(value, dict):
+        props = node.get("properties")
+        if isinstance(props, dict):
+            return _match_object(value, props, defs, depth)
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            return {key: _match(item, extra, defs, depth + 1) for key, item in value.items()}
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        return [_match(item, node["items"], defs, depth + 1) for item in value]
+    return value
+
+
+def _match_object(
+    value: dict[Any, Any], props: dict[str, Any], defs: dict[str, Any], depth: int
+) -> dict[Any, Any]:
+    by_fold: dict[str, list[str]] = {}
+    for name in props:
+        by_fold.setdefault(_fold(name), []).append(name)
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        target = key
+        if isinstance(key, str) and key not in props:
+            names = by_fold.get(_fold(key), [])
+            if len(names) == 1 and names[0] not in value and names[0] not in out:
+                target = names[0]
+        if target in out:  # two spellings of one key: the second stays as sent
+            target = key
+        sub = props.get(target)
+        out[target] = _match(item, sub, defs, depth + 1) if isinstance(sub, dict) else item
+    return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import jsonschema
 from openapi_spec_validator import validate
@@ -32,10 +34,17 @@ async def test_the_document_is_valid_and_documents_the_envelope(
     assert scheme["scheme"].lower() == "bearer"
     create = document["paths"]["/v1/sessions"]["post"]["responses"]["201"]
     assert "Location" in create["headers"]
-    mode = document["components"]["schemas"]["SessionCreate"]["properties"]["mode"]
-    assert {"type": "string", "enum": ["general", "workflow_authoring", "calculation"]} in (
-        mode["anyOf"]
-    )
+    camel, pascal = document["components"]["schemas"]["SessionCreate"]["anyOf"]
+    for mode in (camel["properties"]["mode"], pascal["properties"]["Mode"]):
+        assert {"type": "string", "enum": ["general", "workflow_authoring", "calculation"]} in (
+            mode["anyOf"]
+        )
+
+
+def _body_schema(document: dict[str, Any], name: str) -> jsonschema.Draft202012Validator:
+    """A validator for one component, its references resolved in the whole document."""
+    root = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
+    return jsonschema.Draft202012Validator(root)
 
 
 async def test_creates_answer_with_location(client: httpx.AsyncClient) -> None:
@@ -50,10 +59,10 @@ async def test_schema_valid_execute_bodies_are_accepted_or_the_schema_refuses_th
     client: httpx.AsyncClient,
 ) -> None:
     document = (await client.get("/openapi.json")).json()
-    execute = document["components"]["schemas"]["ExecuteRequest"]
+    execute = _body_schema(document, "ExecuteRequest")
     # {} and a blank instruction are outside the schema now, as the route refuses them.
     for body in ({}, {"instruction": "  "}, {"toolResults": [{"callId": "c"}]}):
-        assert not jsonschema.Draft202012Validator(execute).is_valid(body), body
+        assert not execute.is_valid(body), body
         assert (await client.post("/v1/agent/execute", json=body)).status_code == 422
 
 
@@ -62,7 +71,7 @@ async def test_blank_means_the_same_to_the_schema_and_the_server(
 ) -> None:
     # schemathesis sent "\x1e": ECMAScript's \S matched it, Python's strip() removed it (422).
     document = (await client.get("/openapi.json")).json()
-    execute = jsonschema.Draft202012Validator(document["components"]["schemas"]["ExecuteRequest"])
+    execute = _body_schema(document, "ExecuteRequest")
     for blank in ("\x1e", "\x1c\x1f", "\x85", "\ufeff", " \u2003\u3000 ", "\t\v"):
         body = {"instruction": blank}
         assert not execute.is_valid(body), repr(blank)

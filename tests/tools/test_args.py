@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from aptix.tools import ToolArgs, function_schema, parse_arguments
 
@@ -64,3 +64,39 @@ def test_a_field_without_description_is_a_programming_error() -> None:
 
     with pytest.raises(ValueError, match=r"Bad.x needs a description"):
         function_schema("bad", "Bad.", Bad)
+
+
+class _Address(BaseModel):
+    street: str
+    zip_code: str | None = None
+
+
+class _Shipping(ToolArgs):
+    address: _Address = Field(description="Where to.")
+    stops: list[_Address] | None = Field(None, description="On the way.")
+    by_name: dict[str, _Address] = Field(default_factory=dict, description="Named places.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"Address": {"Street": "Main", "ZipCode": "1"}, "Stops": [{"Street": "B"}],'
+        ' "ByName": {"home": {"Street": "H"}}}',
+        '{"address": {"street": "Main", "zipCode": "1"}, "stops": [{"street": "B"}],'
+        ' "byName": {"home": {"street": "H"}}}',
+        '{"address": {"street": "Main", "zip_code": "1"}, "stops": [{"STREET": "B"}],'
+        ' "by_name": {"home": {"Street": "H"}}}',
+    ],
+)
+def test_nested_models_read_any_casing(text: str) -> None:
+    parsed = parse_arguments(_Shipping, text)
+    assert parsed.result is not None, parsed.error_message
+    assert parsed.result.address == _Address(street="Main", zip_code="1")
+    assert parsed.result.stops == [_Address(street="B")]
+    assert parsed.result.by_name == {"home": _Address(street="H")}
+
+
+def test_a_nested_key_sent_in_two_casings_keeps_the_documented_one() -> None:
+    parsed = parse_arguments(_Shipping, '{"address": {"Street": "pascal", "street": "exact"}}')
+    assert parsed.result is not None
+    assert parsed.result.address.street == "exact"

@@ -26,7 +26,8 @@ from aptix.api.edge import (
 from aptix.api.errors import EnvelopeErrors, install_error_handlers
 from aptix.api.metrics import Metrics, ObserveMiddleware, with_request_ids
 from aptix.api.routes import agent, catalog, health, openai, sessions, tools
-from aptix.api.schemas import ERROR_RESPONSES
+from aptix.api.schemas import ERROR_RESPONSES, REQUEST_BODIES
+from aptix.casing import with_pascal_case_variant
 from aptix.console import ConsoleFiles
 from aptix.errors import ConfigurationError
 from aptix.llm.types import LlmClient
@@ -180,14 +181,17 @@ class _AptixApp(FastAPI):
         document = super().openapi()
         if not self.state.key_verifier.enabled:
             _without_auth(document)
+        schemas = document.get("components", {}).get("schemas", {})
         runtime: Runtime | None = getattr(self.state, "runtime", None)
         if runtime is not None:
             keys = list(runtime.services.modes.keys)
-            schemas = document.get("components", {}).get("schemas", {})
             for name in ("SessionCreate", "ExecuteRequest"):
                 mode = schemas.get(name, {}).get("properties", {}).get("mode")
                 if mode is not None:
                     mode["anyOf"] = [{"type": "string", "enum": keys}, {"type": "null"}]
+        for body in REQUEST_BODIES:
+            if body.__name__ in schemas:
+                schemas[body.__name__] = with_pascal_case_variant(schemas[body.__name__])
         return document
 
     def build_middleware_stack(self) -> ASGIApp:

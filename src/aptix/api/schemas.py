@@ -8,10 +8,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from aptix.blank import NOT_BLANK_PATTERN
+from aptix.casing import from_pascal_case
 from aptix.nul import NUL_REFUSED, find_nul, find_nul_in_json
 
 __all__ = [
     "ERROR_RESPONSES",
+    "REQUEST_BODIES",
     "ErrorBody",
     "ExecuteRequest",
     "InvokeRequest",
@@ -24,13 +26,14 @@ __all__ = [
 
 
 class WireModel(BaseModel):
-    """camelCase JSON, field names accepted too; no NUL in any string (see ``aptix.nul``)."""
+    """camelCase JSON; PascalCase read too (one casing per object); no NUL in any string."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=False, extra="forbid")
 
     @model_validator(mode="before")
     @classmethod
     def _refuse_nul(cls, data: Any) -> Any:
+        data = from_pascal_case(data)
         found = find_nul(data)
         if found is None and isinstance(data, dict):
             # Tool arguments may come as JSON text: what it decodes to is stored too.
@@ -118,6 +121,16 @@ class MatchRequest(WireModel):
     """``POST /v1/workflows/match``."""
 
     user_message: str = Field(min_length=1, max_length=10_000)
+
+
+#: The bodies we read, documented in both casings (``aptix.casing``).
+REQUEST_BODIES: tuple[type[WireModel], ...] = (
+    ExecuteRequest,
+    InvokeRequest,
+    MatchRequest,
+    SessionCreate,
+    ToolResultBody,
+)
 
 
 class ModeOut(WireModel):

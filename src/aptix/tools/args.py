@@ -6,10 +6,10 @@ import copy
 import functools
 from typing import Any, TypeVar
 
-from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError
+from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from aptix.casing import any_case
+from aptix.casing import any_case, match_documented_keys
 from aptix.results import InvokeResult
 
 __all__ = ["ToolArgs", "ToolResult", "function_schema", "parse_arguments"]
@@ -28,6 +28,24 @@ class ToolArgs(BaseModel):
         extra="ignore",
         frozen=True,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nested_any_case(cls, data: Any) -> Any:
+        # Nested models are the user's own types, without our aliases: their keys are matched
+        # to the documented ones here, so ``{"Address": {"Street": ...}}`` reads too.
+        schema = _nested_schema(cls)
+        return data if schema is None else match_documented_keys(data, schema)
+
+
+@functools.cache
+def _nested_schema(model: type[BaseModel]) -> dict[str, Any] | None:
+    """The model's validation schema when it has nested objects, else None (nothing to do)."""
+    try:
+        schema = model.model_json_schema(by_alias=True, mode="validation")
+    except Exception:  # a type pydantic cannot describe keeps the keys as sent
+        return None
+    return schema if "$defs" in schema else None
 
 
 class ToolResult(BaseModel):
