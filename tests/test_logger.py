@@ -109,3 +109,44 @@ def test_configure_logging_leaves_uvicorn_to_whoever_runs_it() -> None:
         assert logging.getLogger("aptix").handlers
     finally:
         access.handlers[:] = saved
+
+
+FORGED = "agent_x\n2026-01-01 00:00:00,000 ERROR aptix [req-1] forged\r\x1b[2J\x85\u2028end"
+
+
+@pytest.mark.parametrize("json_lines", [False, True])
+@pytest.mark.usefixtures("restore_loggers")
+def test_outside_text_cannot_forge_a_log_line(
+    capsys: pytest.CaptureFixture[str], json_lines: bool
+) -> None:
+    from aptix.log_setup import logging_config
+
+    logging.config.dictConfig(logging_config("INFO", json_lines=json_lines))
+    log = StdlibAdminLogger(logging.getLogger("aptix.test"))
+    log.add_custom_event(
+        LogLevel.WARNING, "[agent_ToolNotFound]", f"Unknown tool {FORGED}", ("Tool", FORGED)
+    )
+    try:
+        raise ValueError(FORGED)
+    except ValueError as exc:
+        log.add_exception("[t_ExecuteAsync__Exception]", exc, ("Tool", FORGED))
+    logging.getLogger("uvicorn.access").info(
+        '%s - "%s %s HTTP/%s" %d', "1.2.3.4:5", "GET", "/x\nforged", "1.1", 204
+    )
+    err = capsys.readouterr().err
+    for control in ("\r", "\x1b", "\x85", "\u2028"):
+        assert control not in err
+    lines = err.split("\n")[:-1]
+    if json_lines:
+        records = [json.loads(line) for line in lines]
+        assert len(records) == 3
+        assert records[2]["path"] == "/x\nforged"
+        assert records[0]["message"] == f"[agent_ToolNotFound] Unknown tool {FORGED}"
+        assert records[0]["Tool"] == FORGED
+        assert FORGED in records[1]["exception"]
+    else:
+        records = [line for line in lines if not line.startswith("  ")]
+        assert len(records) == 3, err
+        assert "Unknown tool agent_x\\n2026-01-01" in records[0]
+        assert "\\x1b[2J\\x85\\u2028end" in records[0]
+        assert all(line.startswith("2") for line in records)

@@ -5,12 +5,18 @@ Every record gets ``request_id`` (from the ``X-Request-ID`` header, or one made 
 are known (bound with :func:`log_ids` around a turn or a tool call). Plain text by default;
 with ``json_lines`` every line, uvicorn's access and error lines included, is one JSON object
 written by ``python-json-logger``.
+
+Logged text comes from outside (tool names a model chose, request paths), so no field can
+start a line of its own: plain text shows control characters escaped (a newline as a
+backslash and ``n``, ESC as ``x1b``) and indents the lines of a traceback; JSON escapes them
+inside its strings (the line separator U+2028 too).
 """
 
 from __future__ import annotations
 
 import logging
 import logging.config
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -24,6 +30,7 @@ __all__ = [
     "LogContextFilter",
     "PlainFormatter",
     "configure_logging",
+    "escape_controls",
     "log_ids",
     "logging_config",
 ]
@@ -31,6 +38,25 @@ __all__ = [
 _ids: ContextVar[tuple[str | None, str | None]] = ContextVar("aptix_log_ids", default=(None, None))
 
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+
+# C0, DEL and C1 controls, and the Unicode line and paragraph separators.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control character shown as an escape, so it stays on one line."""
+    return _CONTROLS.sub(_plain_escape, text)
+
+
+def _plain_escape(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return _NAMED.get(match[0]) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match[0]):04x}"
+
 
 #: uvicorn's access lines: client, method, path, HTTP version, status (its format's args).
 _ACCESS_FIELDS = ("client", "method", "path", "http_version", "status")
@@ -72,6 +98,16 @@ class PlainFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__(PLAIN_FORMAT, defaults={"request_id": "-"})
 
+    def format(self, record: logging.LogRecord) -> str:
+        """One line per record; a traceback's lines follow, indented."""
+        clean = logging.makeLogRecord(record.__dict__)
+        clean.msg, clean.args, clean.exc_text = record.getMessage(), None, None
+        for name, value in vars(clean).items():
+            if isinstance(value, str) and name != "stack_info":
+                setattr(clean, name, escape_controls(value))
+        first, *rest = super().format(clean).split("\n")
+        return "\n".join([first, *("  " + escape_controls(line) for line in rest)])
+
 
 class JsonLinesFormatter(JsonFormatter):
     """One JSON object per line: time, level, logger, message, the ids, structured fields."""
@@ -99,6 +135,10 @@ class JsonLinesFormatter(JsonFormatter):
         log_data.update(log_data.pop("aptix_fields", None) or {})
         if record.name == "uvicorn.access" and isinstance(record.args, tuple):
             log_data.update(zip(_ACCESS_FIELDS, record.args, strict=False))
+
+    def jsonify_log_record(self, log_data: dict[str, Any]) -> str:
+        """The JSON line; controls JSON leaves raw (C1, U+2028, U+2029) are escaped too."""
+        return _CONTROLS.sub(_json_escape, super().jsonify_log_record(log_data))
 
 
 def logging_config(level: str = "INFO", *, json_lines: bool = False) -> dict[str, Any]:
