@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from aptix.db.hidden_values import hide_values_in_errors
 from aptix.errors import ConfigurationError
 from aptix.urls import mask_credentials
 
@@ -132,12 +133,14 @@ def create_engine(url: str) -> AsyncEngine:
     if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() != "asyncpg":
         parsed = parsed.set(drivername="postgresql+asyncpg")
     try:
-        return create_async_engine(parsed, pool_pre_ping=True, hide_parameters=True)
+        engine = create_async_engine(parsed, pool_pre_ping=True, hide_parameters=True)
     except Exception as exc:  # unknown dialect or a missing driver
         raise ConfigurationError(
             f"Cannot use database URL {mask_credentials(url)!r}: {mask_credentials(str(exc))}",
             hint=URL_HINT,
         ) from exc
+    hide_values_in_errors(engine.sync_engine)
+    return engine
 
 
 def _configure_sqlite(engine: Engine) -> None:
