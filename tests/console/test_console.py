@@ -181,11 +181,14 @@ def test_hostile_markdown_is_sanitised_keeps_its_lines_and_fits_the_width(
     assert HOSTILE_MARKDOWN.count("\n") > 20
 
 
-def test_a_session_page_renders_the_answer_as_markdown(url: str, open_page: PageFactory) -> None:
+@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1280x800", "phone"])
+def test_a_session_page_renders_the_answer_as_markdown(
+    url: str, open_page: PageFactory, viewport: dict[str, int]
+) -> None:
     answer = httpx.post(
         f"{url}/v1/agent/execute", json={"instruction": "hostile markdown"}, headers=A, timeout=60
     ).json()
-    page = open_page(key="key-a", viewport=PHONE)
+    page = open_page(key="key-a", viewport=viewport)
     page.goto(f"{url}/console/#/sessions/{answer['sessionId']}")
     text = page.get_by_role("article", name="Turn 1").locator(".answer-text .md")
     expect(text.locator("pre code")).to_contain_text("<script>window.__pwned = 11</script>")
