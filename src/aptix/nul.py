@@ -1,9 +1,11 @@
-"""One policy for NUL characters, applied where text enters Aptix.
+r"""One policy for text that cannot be stored or sent back, applied where text enters Aptix.
 
 PostgreSQL cannot store U+0000 in text and SQLite can, so without a policy the same request
-succeeds on one back end and fails on the other. Text from a client (API bodies, URLs, MCP
-tool arguments) is refused with a clear message; text from the model, which no one can be
-asked to resend, has each NUL replaced by U+FFFD before anything stores it.
+succeeds on one back end and fails on the other. A lone surrogate (``"\\ud800"`` in JSON)
+decodes to a Python string that no UTF-8 encoder accepts: stored, it would make every later
+answer that shows it fail. Text from a client (API bodies, URLs, MCP tool arguments) is
+refused with a clear message; text from the model and from tools, which no one can be asked
+to resend, has each such character replaced by U+FFFD before anything stores it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,14 @@ from typing import Any
 __all__ = [
     "NUL_REFUSED",
     "REPLACEMENT",
+    "SURROGATE_REFUSED",
     "find_nul",
     "find_nul_in_json",
+    "find_surrogate",
+    "find_surrogate_in_json",
+    "storable",
+    "storable_json",
+    "storable_value",
     "without_nul",
     "without_nul_in_json",
 ]
@@ -26,8 +34,16 @@ REPLACEMENT = "\ufffd"
 #: What a client is told when its text carries a NUL.
 NUL_REFUSED = "NUL characters (\\u0000) are not accepted in text"
 
+#: What a client is told when its text carries a lone surrogate.
+SURROGATE_REFUSED = (
+    "Lone surrogate characters (\\ud800-\\udfff without their pair) are not accepted in text"
+)
+
 # ``\u0000`` in JSON text, unless its backslash is itself escaped.
 _ESCAPED_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+# Once decoded, a valid pair is one code point: any surrogate left in a str is lone.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def find_nul(value: Any, where: str = "") -> str | None:
@@ -64,3 +80,70 @@ def without_nul(text: str) -> str:
 def without_nul_in_json(text: str) -> str:
     """JSON text whose strings, once parsed, hold U+FFFD where they held NUL."""
     return _ESCAPED_NUL.sub(r"\1\\ufffd", without_nul(text))
+
+
+def find_surrogate(value: Any, where: str = "") -> str | None:
+    """The dotted location of the first string (or key) in ``value`` with a lone surrogate."""
+    if isinstance(value, str):
+        return where or "value" if not value.isascii() and _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            place = f"{where}.{key}" if where else str(key)
+            if find_surrogate(str(key)) is not None:
+                return place
+            if (found := find_surrogate(item, place)) is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            if (found := find_surrogate(item, f"{where}[{index}]")) is not None:
+                return found
+    return None
+
+
+def find_surrogate_in_json(text: str) -> str | None:
+    """Like :func:`find_surrogate` for JSON text (text that is not JSON is checked as is)."""
+    try:
+        return find_surrogate(json.loads(text))
+    except ValueError:
+        return find_surrogate(text)
+
+
+def storable(text: str) -> str:
+    """``text`` with every NUL and lone surrogate replaced by U+FFFD."""
+    if text.isascii():
+        return text.replace("\x00", REPLACEMENT) if "\x00" in text else text
+    return _UNSTORABLE.sub(REPLACEMENT, text)
+
+
+def storable_json(text: str) -> str:
+    """JSON text that decodes to :func:`storable` strings (its escapes rewritten in place)."""
+    text = storable(text)
+    if "\\u" in text:
+        text = _ESCAPED_SURROGATE.sub(_fix_escape, _ESCAPED_NUL.sub(r"\1\\ufffd", text))
+    return text
+
+
+def storable_value(value: Any) -> Any:
+    """``value`` (decoded JSON) with :func:`storable` applied to every string and key."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, dict):
+        return {storable(str(k)): storable_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable_value(v) for v in value]
+    return value
+
+
+# A ``\uD800``-``\uDFFF`` escape (unless its backslash is escaped), with the escape after it.
+_ESCAPED_SURROGATE = re.compile(
+    r"(?<!\\)((?:\\\\)*)\\u([dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+    r"|(?<!\\)((?:\\\\)*)\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+)
+
+
+def _fix_escape(match: re.Match[str]) -> str:
+    if match.group(2) is not None:  # a high surrogate: fine when its low one follows
+        if match.group(3) is not None:
+            return match.group(0)
+        return f"{match.group(1)}\\ufffd"
+    return f"{match.group(4)}\\ufffd"  # a low surrogate alone

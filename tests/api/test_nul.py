@@ -122,3 +122,78 @@ async def test_mcp_tool_arguments_with_nul_are_an_error_result(runtime: Runtime)
         refused = await mcp.call_tool("agent_hello_world", {"name": "A\x00nn"})
     assert refused.is_error
     assert "NUL characters" in refused.content[0].text  # type: ignore[union-attr]
+
+
+def _lone_refused(response: httpx.Response) -> str:
+    assert response.status_code == 422, response.text
+    message = str(response.json()["error"]["message"])
+    assert "Lone surrogate characters" in message
+    return message
+
+
+async def test_client_text_with_a_lone_surrogate_is_refused_everywhere(
+    client: httpx.AsyncClient, model_server: ScriptedOpenAIServer
+) -> None:
+    model_server.add(reply(None, call("request_user_approval", {"prompt": "Go?"}, id="u1")))
+    handed = (await client.post("/v1/agent/execute", json={"instruction": "ask"})).json()
+    session = handed["sessionId"]
+    raw = '{"sessionId": "%s", "toolResults": [{"callId": "u1", "result": "\\ud800"}]}'
+    found = _lone_refused(
+        await client.post(
+            "/v1/agent/execute",
+            content=raw % session,
+            headers={"content-type": "application/json"},
+        )
+    )
+    assert "toolResults[0].result" in found
+    nested = '{"sessionId": "%s", "toolResults": [{"callId": "u1", "result": {"a": ["\\udc00"]}}]}'
+    _lone_refused(
+        await client.post(
+            "/v1/agent/execute",
+            content=nested % session,
+            headers={"content-type": "application/json"},
+        )
+    )
+    invoke = "/v1/tools/agent_hello_world/invoke"
+    _lone_refused(await client.post(invoke, json={"arguments": '{"name": "\\ud800"}'}))
+    _lone_refused(
+        await client.post(
+            invoke,
+            content='{"arguments": {"name": "A\\ud800"}}',
+            headers={"content-type": "application/json"},
+        )
+    )
+    # The session still waits for u1, and shows.
+    shown = await client.get(f"/v1/sessions/{session}")
+    assert shown.status_code == 200
+    assert shown.json()["turns"][0]["status"] == "pending"
+    model_server.add(reply("fine"))
+    done = await client.post(
+        "/v1/agent/execute",
+        json={"sessionId": session, "toolResults": [{"callId": "u1", "result": "ok"}]},
+    )
+    assert done.json()["text"] == "fine"
+
+
+async def test_model_text_with_a_lone_surrogate_is_stored_with_a_replacement(
+    client: httpx.AsyncClient, model_server: ScriptedOpenAIServer
+) -> None:
+    model_server.add(
+        reply("half\ud800", call("agent_hello_world", '{"name": "A\\udc00"}', id="h1")),
+        reply("done\udfff."),
+    )
+    answer = await client.post("/v1/agent/execute", json={"instruction": "go"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["text"] == "done\ufffd."
+    [hello] = body["toolCalls"]
+    assert hello["argumentsJson"] == '{"name": "A\\ufffd"}'
+    stored = await client.get(f"/v1/sessions/{body['sessionId']}")
+    assert stored.status_code == 200
+    assert stored.json()["turns"][-1]["status"] == "completed"
+    # The session stays usable.
+    model_server.add(reply("next"))
+    again = await client.post(
+        "/v1/agent/execute", json={"sessionId": body["sessionId"], "instruction": "more"}
+    )
+    assert again.json()["text"] == "next"

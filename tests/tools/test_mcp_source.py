@@ -131,9 +131,9 @@ async def test_approval_always_waits_for_the_client_and_a_denial_runs_nothing(
         connection = runtime.mcp.connections["time"]
         real = connection.call_tool
 
-        async def spy(tool: str, arguments: dict[str, Any]) -> Any:
+        async def spy(tool: str, arguments: dict[str, Any], meta: Any = None) -> Any:
             calls.append(tool)
-            return await real(tool, arguments)
+            return await real(tool, arguments, meta)
 
         monkeypatch.setattr(connection, "call_tool", spy)
         model = ScriptedModel()
@@ -170,9 +170,9 @@ async def test_over_http_approval_always_waits_for_the_client_then_runs_once_app
         connection = runtime.mcp.connections["time"]
         real = connection.call_tool
 
-        async def spy(tool: str, arguments: dict[str, Any]) -> Any:
+        async def spy(tool: str, arguments: dict[str, Any], meta: Any = None) -> Any:
             calls.append(tool)
-            return await real(tool, arguments)
+            return await real(tool, arguments, meta)
 
         monkeypatch.setattr(connection, "call_tool", spy)
         model = ScriptedModel()

@@ -27,6 +27,7 @@ from aptix.api.errors import EnvelopeErrors, install_error_handlers
 from aptix.api.metrics import Metrics, ObserveMiddleware, with_request_ids
 from aptix.api.routes import agent, catalog, health, openai, sessions, tools
 from aptix.api.schemas import ERROR_RESPONSES, REQUEST_BODIES
+from aptix.api.storable_json import StorableJSONResponse
 from aptix.casing import with_pascal_case_variant
 from aptix.console import ConsoleFiles
 from aptix.errors import ConfigurationError
@@ -94,6 +95,8 @@ def create_app(
         # Operation ids are the route functions' names in camelCase (``invokeTool``).
         generate_unique_id_function=_operation_id,
         lifespan=lifespan,
+        # Stored text that cannot be encoded (a lone surrogate) never makes a read fail.
+        default_response_class=StorableJSONResponse,
         # Counted on the stream (chunked bodies too) before parsing or auth, /mcp included.
         max_body_size=settings.max_body_bytes,
         # Served from the package by install_offline_docs, not from a CDN.

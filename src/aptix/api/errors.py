@@ -14,6 +14,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aptix.api.outage import OUTAGE_TYPES, RETRY_AFTER_SECONDS, OutageLog, is_database_outage
+from aptix.api.storable_json import StorableJSONResponse
 from aptix.errors import ConfigurationError, LlmError, NotFoundError, TurnError
 from aptix.logger import StdlibAdminLogger
 
@@ -101,7 +102,8 @@ def _response(
         body = openai_error_body(status, code, message)
     else:
         body = error_body(code, message)
-    return JSONResponse(body, status_code=status, headers=headers)
+    # A message may quote stored text: it must render even with a lone surrogate in it.
+    return StorableJSONResponse(body, status_code=status, headers=headers)
 
 
 def too_large(limit: int | None) -> str:

@@ -9,7 +9,14 @@ from pydantic.alias_generators import to_camel
 
 from aptix.blank import NOT_BLANK_PATTERN
 from aptix.casing import from_pascal_case
-from aptix.nul import NUL_REFUSED, find_nul, find_nul_in_json
+from aptix.nul import (
+    NUL_REFUSED,
+    SURROGATE_REFUSED,
+    find_nul,
+    find_nul_in_json,
+    find_surrogate,
+    find_surrogate_in_json,
+)
 
 __all__ = [
     "ERROR_RESPONSES",
@@ -26,7 +33,7 @@ __all__ = [
 
 
 class WireModel(BaseModel):
-    """camelCase JSON; PascalCase read too (one casing per object); no NUL in any string."""
+    """camelCase JSON; PascalCase read too (one casing per object); no NUL or lone surrogate."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=False, extra="forbid")
 
@@ -41,6 +48,11 @@ class WireModel(BaseModel):
             found = find_nul_in_json(text) if isinstance(text, str) else None
         if found is not None:
             raise ValueError(f"{NUL_REFUSED} (found in '{found}')")
+        lone = find_surrogate(data)
+        if lone is None and isinstance(data, dict) and isinstance(data.get("arguments"), str):
+            lone = find_surrogate_in_json(data["arguments"])
+        if lone is not None:
+            raise ValueError(f"{SURROGATE_REFUSED} (found in '{lone}')")
         return data
 
 

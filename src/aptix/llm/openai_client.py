@@ -12,7 +12,7 @@ from openai import AsyncOpenAI
 
 from aptix.errors import LlmError
 from aptix.llm.types import LlmRequest, LlmResponse, Message, TextSink, ToolCallRequest, Usage
-from aptix.nul import without_nul, without_nul_in_json
+from aptix.nul import storable, storable_json
 from aptix.urls import mask_credentials
 
 __all__ = ["OpenAiLlmClient", "to_chat_tool", "to_responses_input"]
@@ -258,15 +258,13 @@ def _is_openai(base_url: str | None) -> bool:
 
 
 def _nul_free(response: LlmResponse) -> LlmResponse:
-    # The model is the one source of text that cannot be refused: NUL becomes U+FFFD here,
-    # before the turn stores it (see aptix.nul).
+    # The model is the one source of text that cannot be refused: NUL and lone surrogates
+    # become U+FFFD here, before the turn stores it (see aptix.nul).
     return replace(
         response,
-        text=None if response.text is None else without_nul(response.text),
+        text=None if response.text is None else storable(response.text),
         tool_calls=tuple(
-            ToolCallRequest(
-                without_nul(c.id), without_nul(c.name), without_nul_in_json(c.arguments)
-            )
+            ToolCallRequest(storable(c.id), storable(c.name), storable_json(c.arguments))
             for c in response.tool_calls
         ),
     )
@@ -274,7 +272,7 @@ def _nul_free(response: LlmResponse) -> LlmResponse:
 
 def _nul_free_sink(sink: TextSink) -> TextSink:
     async def clean(text: str) -> None:
-        await sink(without_nul(text))
+        await sink(storable(text))
 
     return clean
 

@@ -11,7 +11,7 @@ from mcp.server.lowlevel import Server
 
 from aptix import __version__
 from aptix.errors import NotFoundError
-from aptix.nul import NUL_REFUSED, find_nul
+from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
 from aptix.runtime import Runtime
 from aptix.settings import AptixSettings
 from aptix.tools.base import AgentTool
@@ -53,6 +53,8 @@ def build_mcp_server(
         arguments = dict(params.arguments or {})
         if (nul := find_nul(arguments)) is not None:
             return _error(f"{NUL_REFUSED} (found in '{nul}').")
+        if (lone := find_surrogate(arguments)) is not None:
+            return _error(f"{SURROGATE_REFUSED} (found in '{lone}').")
         session_id = arguments.pop("sessionId", None)
         tool_cls = registry.get_tool_type(params.name)
         if tool_cls is None or not tool_cls.is_fully_executed_on_server:

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from aptix.results import InvokeResult
 from aptix.tools.context import AgentToolExecutionContext
 
-__all__ = ["AgentTool"]
+__all__ = ["AgentTool", "is_idempotent"]
 
 
 class AgentTool(ABC):
@@ -27,6 +27,8 @@ class AgentTool(ABC):
 
     #: MCP-style hints (``title``, ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
     #: ``openWorldHint``) shown in listings and to MCP clients; None when unknown.
+    #: ``idempotentHint`` or ``readOnlyHint`` true makes the tool idempotent (see
+    #: :func:`is_idempotent`).
     TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = None
 
     #: The JSON schema of the result object, when known (MCP ``outputSchema``).
@@ -47,3 +49,14 @@ class AgentTool(ABC):
         self, arguments_json: str, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
         """Run the tool; expected failures are returned, never raised."""
+
+
+def is_idempotent(tool: type[AgentTool] | AgentTool) -> bool:
+    """Whether running a call of ``tool`` twice does no more than running it once.
+
+    Only such a tool's call is run again after a crash left its outcome unknown; every other
+    call runs at most once. Declared by ``idempotentHint`` or ``readOnlyHint`` in
+    ``TOOL_ANNOTATIONS`` (``@aptix.tool(idempotent=True)``, MCP annotations).
+    """
+    hints = tool.TOOL_ANNOTATIONS or {}
+    return hints.get("idempotentHint") is True or hints.get("readOnlyHint") is True

@@ -24,6 +24,10 @@ class AgentToolExecutionContext:
     request: Any = field(default=None, compare=False)
     #: The caller's API key role: ``user``, ``author`` or ``admin`` (authoring rights).
     role: str = "user"
+    #: ``"{turnId}:{callId}"`` for a call the model made: the same for every attempt of that
+    #: call, so a tool (or an MCP server) can recognise a retry and not act twice. None for a
+    #: call outside a model turn (HTTP invoke, CLI, MCP).
+    idempotency_key: str | None = None
 
     def log_pairs(self) -> tuple[tuple[str, str], ...]:
         """The ids every log record of a tool call carries (AGN-005 §7)."""
@@ -76,3 +80,7 @@ class AgentToolCall:
     requires_client_execution: bool = False
     result_json: str | None = None
     error_message: str | None = None
+    #: How the executor's run ended: ``succeeded``, ``failed``, ``timed_out`` or
+    #: ``abandoned`` (left running in a thread at its time limit; it may still complete).
+    #: None for a call that was not given to the executor.
+    outcome: str | None = None

@@ -35,6 +35,9 @@ class FunctionTool(AgentTool):
 
     function: ClassVar[ToolFunction]
     signature: ClassVar[FunctionSignature]
+    #: True for a plain (sync) function: it runs in a worker thread that a time limit
+    #: cannot stop, so a timed-out call is reported ``abandoned``.
+    runs_in_thread: ClassVar[bool] = False
 
     def __init__(self, logger: AdminLogger) -> None:
         self._logger = logger
@@ -100,6 +103,7 @@ def tool(
     server_final: bool = True,
     title: str | None = None,
     annotations: dict[str, Any] | None = None,
+    idempotent: bool = False,
 ) -> Callable[[ToolFunction], type[FunctionTool]]: ...
 
 
@@ -112,14 +116,17 @@ def tool(
     server_final: bool = True,
     title: str | None = None,
     annotations: dict[str, Any] | None = None,
+    idempotent: bool = False,
 ) -> type[FunctionTool] | Callable[[ToolFunction], type[FunctionTool]]:
     """Turn a typed function with a docstring into an ``AgentTool`` class.
 
     ``usage`` (required) is the ``TOOL_USAGE_METADATA``: when the model should call the
     tool. ``name`` defaults to the function's name; ``server_final=False`` makes a
     client-final tool; ``title`` and ``annotations`` (``readOnlyHint``, ``destructiveHint``,
-    ...) are shown to MCP clients. Raises :class:`ToolContractError` naming the function
-    when it cannot be a tool.
+    ...) are shown to MCP clients. ``idempotent=True`` (the ``idempotentHint`` annotation)
+    says running a call twice does no more than running it once: a call interrupted by a
+    crash is then run again instead of being reported ``unknown``. Raises
+    :class:`ToolContractError` naming the function when it cannot be a tool.
     """
     if fn is not None:
         raise ToolContractError(
@@ -128,7 +135,8 @@ def tool(
         )
 
     def decorate(function: ToolFunction) -> type[FunctionTool]:
-        return _make_tool_class(function, name, usage, server_final, title, annotations)
+        hints = {**(annotations or {}), **({"idempotentHint": True} if idempotent else {})}
+        return _make_tool_class(function, name, usage, server_final, title, hints or None)
 
     return decorate
 
@@ -162,6 +170,7 @@ def _make_tool_class(
         "TOOL_ANNOTATIONS": hints or None,
         "TOOL_OUTPUT_SCHEMA": sig.output_schema,
         "function": staticmethod(fn),
+        "runs_in_thread": not inspect.iscoroutinefunction(fn),
         "signature": sig,
         "__module__": fn.__module__,
         "__qualname__": class_name,

@@ -6,17 +6,18 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger
+from aptix.nul import storable
 from aptix.results import InvokeResult
 from aptix.tools.base import AgentTool
 from aptix.tools.bulkhead import BULKHEADS
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
 from aptix.tools.registry import AgentToolRegistry
 
-__all__ = ["GENERIC_FAILURE", "AgentToolExecutor", "CallGuard"]
+__all__ = ["GENERIC_FAILURE", "AgentToolExecutor", "CallGuard", "CallOutcome"]
 
 GENERIC_FAILURE = "The tool '{name}' failed unexpectedly. The error has been logged."
 BUILD_FAILURE = "The tool '{name}' could not be started. The error has been logged."
@@ -24,16 +25,25 @@ BUILD_FAILURE = "The tool '{name}' could not be started. The error has been logg
 #: Decides whether a call may run in this context; returns a refusal message or None.
 CallGuard = Callable[[AgentTool, AgentToolExecutionContext], str | None]
 
+#: How a call the executor was given ended (``AgentToolCall.outcome``). ``abandoned``: it
+#: was left running at its time limit (a thread cannot be stopped) and may still complete.
+CallOutcome = Literal["succeeded", "failed", "timed_out", "abandoned"]
+
+#: Raised by a tool, these are the tool's failure, not the server's: they never escape.
+_ESCAPES = (SystemExit, KeyboardInterrupt, GeneratorExit)
+
 
 class AgentToolExecutor:
     """Resolves tool calls against a registry and runs them safely.
 
-    Nothing escapes but cancellation: unknown tools, failures, exceptions and timeouts all
-    come back as an ``AgentToolCall`` with ``error_message`` set. A tool whose ``execute`` is
-    a plain function runs in a worker thread. The time limit holds even for a tool that
-    swallows cancellation (it is left behind and reported as timed out at its limit) and a
-    tool that blocks the event loop past its limit is reported as timed out, never as a
-    success.
+    Nothing escapes but a cancellation of the caller: unknown tools, failures, exceptions
+    (``SystemExit``, ``KeyboardInterrupt`` and a ``CancelledError`` the tool raised itself
+    included) and timeouts all come back as an ``AgentToolCall`` with ``error_message`` and
+    ``outcome`` set. A tool whose ``execute`` is a plain function runs in a worker thread.
+    The time limit holds even for a tool that swallows cancellation or runs in a thread:
+    it is left behind and reported ``abandoned`` (it may still complete), while a tool that
+    stopped at its limit is ``timed_out``. A tool that blocks the event loop past its limit
+    is reported as timed out, never as a success.
     """
 
     def __init__(
@@ -82,22 +92,26 @@ class AgentToolExecutor:
                 f"[{call.name}_Construct__Exception]", exc, *context.log_pairs()
             )
             return replace(
-                call, is_server_tool=True, error_message=BUILD_FAILURE.format(name=call.name)
+                call,
+                is_server_tool=True,
+                error_message=BUILD_FAILURE.format(name=call.name),
+                outcome="failed",
             )
         if tool is None:
-            return replace(call, error_message=_unknown_tool_message(call.name, self._registry))
+            message = _unknown_tool_message(call.name, self._registry)
+            return replace(call, error_message=message, outcome="failed")
         if self._guard is not None:
             refusal = self._guard(tool, context)
             if refusal is not None:
                 self._refused(tool, call, refusal)
-                return replace(call, is_server_tool=True, error_message=refusal)
+                return replace(call, is_server_tool=True, error_message=refusal, outcome="failed")
         limit = self._timeouts.get(tool.TOOL_NAME.casefold(), self._timeout)
         if approved:
             return await self._execute_approved(tool, call, context, limit)
         clock = time.perf_counter()
         if self._registry.runs_in_thread(tool.TOOL_NAME):
             work: Any = BULKHEADS.run_tool(context.org, tool.execute, call.arguments_json, context)
-            started = await self._finish(tool, work, context, limit)
+            started = await self._finish(tool, work, context, limit, in_thread=True)
         else:
             started = self._start(tool, call.arguments_json, context)
             if type(started) is _Resumed:
@@ -109,9 +123,27 @@ class AgentToolExecutor:
         ):
             # It blocked the event loop (no await let the timer fire): not a success.
             started = self._timed_out(tool, context, limit, "blocked the event loop")
+        return self._resolved(tool, call, started, context)
+
+    def _resolved(
+        self, tool: AgentTool, call: AgentToolCall, started: Any, context: AgentToolExecutionContext
+    ) -> AgentToolCall:
+        if type(started) is _Stopped:
+            return replace(
+                call, is_server_tool=True, error_message=started.message, outcome=started.outcome
+            )
         outcome = self._checked(tool, started, context)
         if outcome.errors:
-            return replace(call, is_server_tool=True, error_message=outcome.error_message)
+            return replace(
+                call,
+                is_server_tool=True,
+                error_message=storable(outcome.error_message or ""),
+                outcome="failed",
+            )
+        result = outcome.result
+        # Text that cannot be encoded (a lone surrogate) would poison every later read.
+        if result is not None and not result.isascii():
+            result = storable(result)
         # Built directly: dataclasses.replace costs more than the rest of the dispatch.
         return AgentToolCall(
             call.call_id,
@@ -120,7 +152,9 @@ class AgentToolExecutor:
             True,  # is_server_tool
             True,  # was_executed
             not tool.is_fully_executed_on_server,  # requires_client_execution
-            outcome.result,  # result_json
+            result,  # result_json
+            None,  # error_message
+            "succeeded",
         )
 
     async def execute_many(
@@ -157,7 +191,9 @@ class AgentToolExecutor:
             return _Resumed(coro, coro.send(None))
         except StopIteration as stop:
             return stop.value
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError, *_ESCAPES) as exc:
+            # No cancellation reaches a coroutine between two suspensions: a CancelledError
+            # here is the tool's own.
             return self._crashed(tool, exc, context)
 
     async def _finish(
@@ -166,14 +202,12 @@ class AgentToolExecutor:
         work: Awaitable[Any],
         context: AgentToolExecutionContext,
         limit: float | None,
+        *,
+        in_thread: bool = False,
     ) -> Any:
-        if limit is None:
-            try:
-                return await work
-            except Exception as exc:
-                return self._crashed(tool, exc, context)
-        # A task of its own, so the limit holds even when the tool swallows cancellation.
-        task = asyncio.ensure_future(work)
+        # A task of its own, so the limit holds even when the tool swallows cancellation;
+        # ``_contained`` keeps SystemExit out of the task (asyncio re-raises it from the loop).
+        task = asyncio.ensure_future(_contained(work))
         try:
             done, _ = await asyncio.wait((task,), timeout=limit)
         except asyncio.CancelledError:
@@ -182,16 +216,21 @@ class AgentToolExecutor:
             raise
         if not done:
             task.cancel()
-            self._abandon(task)
-            return self._timed_out(tool, context, limit, "did not finish")
+            if not in_thread:  # a coroutine usually stops at once; a thread never does
+                await asyncio.wait((task,), timeout=_STOP_GRACE)
+            if in_thread or not task.done():
+                self._abandon(task)
+                return self._abandoned(tool, context, limit or 0)
+            return self._timed_out(tool, context, limit or 0, "did not finish")
         if task.cancelled():
             return self._crashed(tool, RuntimeError("the tool cancelled itself"), context)
         error = task.exception()
         if error is None:
-            return task.result()
-        if isinstance(error, Exception):
-            return self._crashed(tool, error, context)
-        raise error
+            value = task.result()
+            if type(value) is _Raised:
+                return self._crashed(tool, value.error, context)
+            return value
+        return self._crashed(tool, error, context)
 
     async def _continue(
         self,
@@ -214,11 +253,18 @@ class AgentToolExecutor:
                 resumed.abandon = self._abandon
                 value = await resumed
         except TimeoutError:
+            if getattr(type(tool), "runs_in_thread", False):
+                # Its worker thread was not stopped with it: it may still take effect.
+                return self._abandoned(tool, context, limit or 0)
             return self._timed_out(tool, context, limit or 0, "did not finish")
-        except Exception as exc:
+        except asyncio.CancelledError as exc:
+            if _cancel_requested():
+                raise  # the caller's cancellation (a cancelled turn) goes on
+            return self._crashed(tool, exc, context)
+        except (Exception, *_ESCAPES) as exc:
             return self._crashed(tool, exc, context)
         if value is _ABANDONED:
-            return self._timed_out(tool, context, limit, "ignored cancellation")
+            return self._abandoned(tool, context, limit)
         return value
 
     async def _execute_approved(
@@ -230,14 +276,12 @@ class AgentToolExecutor:
     ) -> AgentToolCall:
         run = getattr(tool, "run_approved", None)
         if run is None:
-            return replace(call, error_message=f"The tool '{tool.name}' takes no approval.")
+            message = f"The tool '{tool.name}' takes no approval."
+            return replace(call, error_message=message, outcome="failed")
         finished = await self._finish(tool, run(call.arguments_json, context), context, limit)
-        outcome = self._checked(tool, finished, context)
-        if outcome.errors:
-            return replace(call, is_server_tool=True, error_message=outcome.error_message)
-        return AgentToolCall(
-            call.call_id, call.name, call.arguments_json, True, True, False, outcome.result
-        )
+        done = self._resolved(tool, call, finished, context)
+        done.requires_client_execution = False  # approved: the server's run is final
+        return done
 
     def _abandon(self, task: asyncio.Future[Any]) -> None:
         self._stray.add(task)
@@ -245,18 +289,37 @@ class AgentToolExecutor:
 
     def _timed_out(
         self, tool: AgentTool, context: AgentToolExecutionContext, limit: float, why: str
-    ) -> InvokeResult[str]:
+    ) -> _Stopped:
         self._logger.add_error(
             f"[{tool.TOOL_NAME}_ExecuteAsync__Timeout]",
             f"timed out after {limit:g} s ({why})",
             *context.log_pairs(),
         )
-        return InvokeResult.from_error(
-            f"The tool '{tool.TOOL_NAME}' timed out after {limit:g} seconds."
+        if why == "blocked the event loop":
+            message = (
+                f"The tool '{tool.TOOL_NAME}' blocked the server past its limit of {limit:g} "
+                "seconds; it finished, but its result was discarded."
+            )
+        else:
+            message = f"The tool '{tool.TOOL_NAME}' timed out after {limit:g} seconds."
+        return _Stopped(message, "timed_out")
+
+    def _abandoned(
+        self, tool: AgentTool, context: AgentToolExecutionContext, limit: float
+    ) -> _Stopped:
+        self._logger.add_error(
+            f"[{tool.TOOL_NAME}_ExecuteAsync__Timeout]",
+            f"timed out after {limit:g} s and could not be stopped (abandoned)",
+            *context.log_pairs(),
+        )
+        return _Stopped(
+            f"The tool '{tool.TOOL_NAME}' did not finish within {limit:g} seconds and could not "
+            "be stopped: it may still complete. Check whether it took effect before retrying.",
+            "abandoned",
         )
 
     def _crashed(
-        self, tool: AgentTool, exc: Exception, context: AgentToolExecutionContext
+        self, tool: AgentTool, exc: BaseException, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
         self._logger.add_exception(
             f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *context.log_pairs()
@@ -280,6 +343,41 @@ class AgentToolExecutor:
 
 #: What a continuation returns when its tool ignored the time limit and was left running.
 _ABANDONED = object()
+
+#: How long a coroutine cancelled at its time limit gets to stop before it is abandoned.
+_STOP_GRACE = 0.05
+
+
+class _Stopped:
+    """A call ended by its time limit: the message for the model and the outcome."""
+
+    __slots__ = ("message", "outcome")
+
+    def __init__(self, message: str, outcome: CallOutcome) -> None:
+        self.message = message
+        self.outcome = outcome
+
+
+class _Raised:
+    """A ``SystemExit``-like exception a tool raised, carried out of its task as a value."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+async def _contained(work: Awaitable[Any]) -> Any:
+    try:
+        return await work
+    except _ESCAPES as exc:
+        return _Raised(exc)
+
+
+def _cancel_requested() -> bool:
+    """Whether someone asked to cancel the running task (not a tool raising it itself)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 class _Resumed:

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from aptix.api.errors import ApiError, error_body
 from aptix.api.responses import TurnResultBody
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import ErrorBody, ExecuteRequest
+from aptix.api.storable_json import StorableJSONResponse
 from aptix.blank import strip_blank
 from aptix.errors import AptixError
 from aptix.modes.catalog import unknown_mode_message
@@ -59,7 +59,7 @@ NO_MODEL = (
 )
 async def execute(
     body: ExecuteRequest, request: Request, runtime: RuntimeDep, caller: CallerDep
-) -> JSONResponse | EventSourceResponse:
+) -> StorableJSONResponse | EventSourceResponse:
     """Run ``instruction`` in the session, or resume it with ``toolResults``."""
     reasoner: AgentReasoner | None = request.app.state.reasoner
     if reasoner is None:
@@ -102,7 +102,7 @@ async def execute(
     result = await reasoner.execute(**arguments)
     # Already JSON values (the same body is stored for replays): FastAPI's generic encoder
     # walking it again cost a tenth of a turn.
-    return JSONResponse(result.to_wire())
+    return StorableJSONResponse(result.to_wire())
 
 
 #: Turns whose client went away, kept referenced until their cancellation is recorded.

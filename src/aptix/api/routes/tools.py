@@ -12,6 +12,7 @@ from aptix.api.errors import ApiError
 from aptix.api.responses import ToolInfo
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import InvokeRequest, InvokeResponse
+from aptix.api.storable_json import StorableJSONResponse
 from aptix.tools.bulkhead import http_refusal
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
@@ -61,7 +62,7 @@ async def invoke_tool(
     wire = outcome.to_wire()
     wire["result"] = _decode(outcome.result)
     # Already the documented shape: skip FastAPI's second validation pass on the hot path.
-    return JSONResponse(wire)
+    return StorableJSONResponse(wire)
 
 
 def _decode(text: str | None) -> Any:

@@ -15,7 +15,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 from mcp import ClientSession, StdioServerParameters, types
@@ -81,13 +81,23 @@ class McpConnection:
         except Exception as exc:
             raise self._failed("listing its tools", exc, session) from None
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """Call ``tool``; :class:`McpCallError` when the server is down, hangs or misbehaves."""
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None
+    ) -> types.CallToolResult:
+        """Call ``tool`` (``meta`` goes in ``params._meta``).
+
+        :class:`McpCallError` when the server is down, hangs or misbehaves.
+        """
         session = await self._ready()
         limit = self.config.timeout_seconds
         try:
             async with asyncio.timeout(limit):
-                return await session.call_tool(tool, arguments, read_timeout_seconds=limit)
+                return await session.call_tool(
+                    tool,
+                    arguments,
+                    read_timeout_seconds=limit,
+                    meta=cast(Any, meta),
+                )
         except Exception as exc:
             raise self._failed(f"calling '{tool}'", exc, session) from None
 

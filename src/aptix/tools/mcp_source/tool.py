@@ -17,7 +17,10 @@ from aptix.tools.json_schema import normalize_object_schema
 from aptix.tools.mcp_source.config import ApprovalPolicy
 from aptix.tools.mcp_source.connection import McpCallError, McpConnection
 
-__all__ = ["McpTool", "make_mcp_tool", "needs_approval"]
+__all__ = ["IDEMPOTENCY_META_KEY", "McpTool", "make_mcp_tool", "needs_approval"]
+
+#: The key of ``params._meta`` that carries a call's idempotency key to an MCP server.
+IDEMPOTENCY_META_KEY = "aptix/idempotencyKey"
 
 _ANY_TYPE = {"anyOf": [{"type": t} for t in sorted(SIMPLE_TYPES)]}
 
@@ -60,7 +63,7 @@ class McpTool(AgentTool):
             return InvokeResult.from_error(arguments)
         if self.needs_approval:
             return InvokeResult.create(self._approval_request(arguments, context))
-        return await self._call(arguments)
+        return await self._call(arguments, context)
 
     async def run_approved(
         self, arguments_json: str, context: AgentToolExecutionContext
@@ -69,11 +72,16 @@ class McpTool(AgentTool):
         arguments = _arguments(arguments_json)
         if isinstance(arguments, str):
             return InvokeResult.from_error(arguments)
-        return await self._call(arguments)
+        return await self._call(arguments, context)
 
-    async def _call(self, arguments: dict[str, Any]) -> InvokeResult[str]:
+    async def _call(
+        self, arguments: dict[str, Any], context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        # The same key on every attempt of one call, so the server can refuse a repeat.
+        key = context.idempotency_key
+        meta = {IDEMPOTENCY_META_KEY: key} if key else None
         try:
-            result = await self.connection.call_tool(self.remote_name, arguments)
+            result = await self.connection.call_tool(self.remote_name, arguments, meta)
         except McpCallError as exc:
             return InvokeResult.from_error(f"The tool '{self.TOOL_NAME}' failed: {exc}")
         return result_to_json(result, self.TOOL_NAME, self.connection.config.max_result_bytes)
