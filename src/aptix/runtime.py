@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -11,7 +11,12 @@ from aptix.db.engine import Database, open_database
 from aptix.errors import ConfigurationError
 from aptix.llm.types import LlmClient
 from aptix.logger import AdminLogger, StdlibAdminLogger, configure_logging
-from aptix.modes.catalog import ModeCatalog, check_mode_tools, load_mode_catalog
+from aptix.modes.catalog import (
+    ModeCatalog,
+    YamlModeCatalog,
+    check_mode_tools,
+    load_mode_catalog,
+)
 from aptix.reasoner.caps import ResponseCaps
 from aptix.reasoner.context import ContextBudget
 from aptix.reasoner.loop import AgentReasoner
@@ -33,7 +38,9 @@ from aptix.tools.builtin.workflow_run import WorkflowRunTool
 from aptix.tools.bulkhead import BULKHEADS
 from aptix.tools.context import AgentToolExecutionContext, context_for
 from aptix.tools.executor import AgentToolExecutor
+from aptix.tools.mcp_source.config import tool_prefix
 from aptix.tools.mcp_source.source import McpToolSource
+from aptix.tools.modules import LoadedTool, load_tool_modules, register_tool_modules
 from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
 from aptix.tools.traced import tool_executor
@@ -175,8 +182,13 @@ class Runtime:
             await asyncio.to_thread(self.tracing.shutdown)
 
 
-def build_registry(services: Services, *, plugins: bool = True) -> AgentToolRegistry:
-    """Register every built-in tool with its services (and, if asked, the plugins)."""
+def build_registry(
+    services: Services, *, plugins: bool = True, from_files: Iterable[LoadedTool] = ()
+) -> AgentToolRegistry:
+    """Register every built-in tool with its services (and, if asked, the plugins).
+
+    ``from_files`` are the tools :func:`~aptix.tools.modules.load_tool_modules` found.
+    """
     logger = services.logger
     registry = AgentToolRegistry(logger)
     registry.register(HelloWorldTool)
@@ -188,8 +200,21 @@ def build_registry(services: Services, *, plugins: bool = True) -> AgentToolRegi
         services.workflows.register_tools(registry, logger, services.sessions)
     if plugins:
         register_plugins(registry)
+    register_tool_modules(registry, from_files)
     registry.build_all()  # a constructor that fails stops start-up, naming the tool
     return registry
+
+
+def _offer_outside_tools(
+    modes: YamlModeCatalog, settings: AptixSettings, from_files: Iterable[LoadedTool]
+) -> None:
+    """Tools from files in the default mode; each MCP server's in its ``modes`` (or the default)."""
+    for loaded in from_files:
+        modes.offer([loaded.tool_cls.TOOL_NAME], source=loaded.source)
+    for name, config in settings.mcp_servers.items():
+        if config.enabled:
+            pattern = f"{tool_prefix(name, config)}_*"
+            modes.offer([pattern], config.modes, source=f"MCP server '{name}' (its 'modes')")
 
 
 def _semantic_matching(settings: AptixSettings) -> bool:
@@ -223,7 +248,9 @@ async def open_runtime(
             SqlWorkflowStore(database), semantic=_semantic_matching(settings)
         )
         services = Services(logger, modes, SqlSessionManager(database, modes), workflows)
-        registry = build_registry(services, plugins=settings.load_plugins)
+        from_files = load_tool_modules(settings.tool_modules)
+        registry = build_registry(services, plugins=settings.load_plugins, from_files=from_files)
+        _offer_outside_tools(modes, settings, from_files)
         if mcp is not None:
             await mcp.start(registry)
         # A server that is down still lends its `<prefix>_*` to modes and workflows.

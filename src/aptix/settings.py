@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -12,6 +13,7 @@ import platformdirs
 from pydantic import BeforeValidator, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     SettingsError,
@@ -135,6 +137,12 @@ class AptixSettings(BaseSettings):
         "are held so, its new sync calls fail at once (503 over HTTP).",
     )
     load_plugins: bool = Field(True, description="Load tools from the aptix.tools entry points.")
+    tool_modules: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Python files or module names whose `@aptix.tool` functions and "
+        "`AgentTool` classes are registered and offered in the default mode: "
+        "'tools.py,pkg.tools' or a JSON list (`aptix serve --tools PATH` adds one).",
+    )
     log_level: LogLevelName = Field(
         "WARNING", description="Level of the aptix logger: DEBUG, INFO, WARNING, ERROR or CRITICAL."
     )
@@ -171,6 +179,15 @@ class AptixSettings(BaseSettings):
                 raise ValueError(f"{name!r} is not an HTTP header name")
             if any(c in text for c in "\r\n\0") or not text.isascii():
                 raise ValueError(f"the value of header {name!r} must be one line of ASCII")
+        return value
+
+    @field_validator("tool_modules", mode="before")
+    @classmethod
+    def _modules(cls, value: object) -> object:
+        if isinstance(value, str):  # from the environment: a JSON list or comma-separated
+            text = value.strip()
+            items = json.loads(text) if text.startswith("[") else text.split(",")
+            return [str(item).strip() for item in items if str(item).strip()]
         return value
 
     @field_validator("llm_base_url")

@@ -38,15 +38,15 @@ def peak_rss_kib(pid: int) -> int:
 
 
 @contextmanager
-def serve(data_dir: Path, **env: str) -> Iterator[str]:
-    """Run ``aptix serve`` until the block ends; yields its base URL."""
-    with served(data_dir, **env) as running:
+def serve(data_dir: Path, *args: str, **env: str) -> Iterator[str]:
+    """Run ``aptix serve [args]`` until the block ends; yields its base URL."""
+    with served(data_dir, *args, **env) as running:
         yield running.url
 
 
 @contextmanager
-def served(data_dir: Path, **env: str) -> Iterator[Served]:
-    """Run ``aptix serve`` until the block ends; yields its URL and pid."""
+def served(data_dir: Path, *args: str, **env: str) -> Iterator[Served]:
+    """Run ``aptix serve [args]`` until the block ends; yields its URL and pid."""
     port = free_port()
     environment = {**os.environ, "APTIX_DATA_DIR": str(data_dir)}
     environment.pop("APTIX_API_KEYS", None)
@@ -55,7 +55,7 @@ def served(data_dir: Path, **env: str) -> Iterator[Served]:
     # A file, not a pipe: a server writing more than a pipe holds would block on it.
     with log.open("w") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "aptix", "serve", "--port", str(port)],
+            [sys.executable, "-m", "aptix", "serve", "--port", str(port), *args],
             env=environment,
             stdout=output,
             stderr=subprocess.STDOUT,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -32,6 +35,14 @@ def serve(
             "--demo", help="Answer with the built-in offline demo model (APTIX_LLM_MODEL=demo)."
         ),
     ] = False,
+    tools: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--tools",
+            help="A Python file whose @aptix.tool functions and AgentTool classes are served "
+            "(repeatable; adds to APTIX_TOOL_MODULES).",
+        ),
+    ] = None,
 ) -> None:
     """Start the HTTP API (and MCP at /mcp) on the embedded default or the configured database."""
     import uvicorn
@@ -41,6 +52,10 @@ def serve(
     if demo:  # through the environment, which the app factory (and --reload's child) reads
         use_demo_model()
     settings = settings_or_exit()
+    if tools:  # through the environment too: the app factory builds its own settings
+        paths = [str(p.expanduser().resolve()) for p in tools]
+        os.environ["APTIX_TOOL_MODULES"] = json.dumps([*settings.tool_modules, *paths])
+        settings = settings_or_exit()
     keys = _keys_or_exit(settings)
     bind = host or settings.host
     if not keys and not is_loopback(bind):

@@ -56,12 +56,36 @@ class ModeCatalog(Protocol):
 
 
 class YamlModeCatalog:
-    """A validated, immutable catalog built from one YAML document."""
+    """A validated catalog built from one YAML document.
+
+    Its modes never change; at start-up :meth:`offer` adds the tools that come from outside
+    the catalog (tool files, MCP servers) to the modes that offer them.
+    """
 
     def __init__(self, modes: Iterable[ModeDefinition], source: str) -> None:
         self._modes = {m.key: m for m in modes}
         self.source = source
         self._default = next(m for m in self._modes.values() if m.is_default)
+        self._offered: dict[str, list[str]] = {}
+
+    def offer(
+        self, tools: Iterable[str], modes: Iterable[str] | None = None, *, source: str
+    ) -> None:
+        """Offer ``tools`` (names or ``<prefix>_*`` patterns) in ``modes`` (None: the default).
+
+        An unknown mode key is a :class:`ConfigurationError` naming ``source``.
+        """
+        keys = [self._default.key] if modes is None else list(modes)
+        unknown = [k for k in keys if k not in self._modes]
+        if unknown:
+            raise ConfigurationError(
+                f"{source} names unknown mode(s) {', '.join(unknown)}; the modes are "
+                f"{', '.join(self._modes)}.",
+                hint="list mode keys from the catalog (aptix modes list)",
+            )
+        for key in keys:
+            extra = self._offered.setdefault(key, [])
+            extra.extend(t for t in tools if t not in extra)
 
     async def get_all_modes(self) -> list[ModeDefinition]:
         """Every mode, in catalog order."""
@@ -80,8 +104,9 @@ class YamlModeCatalog:
         return mode
 
     def tools_for_mode(self, key: str) -> list[str]:
-        """The mode's tools followed by the always-offered ones."""
+        """The mode's tools, those :meth:`offer` added, then the always-offered ones."""
         tools = list(self.get_mode(key).tools)
+        tools += [t for t in self._offered.get(key, ()) if t not in tools]
         return tools + [t for t in ALWAYS_OFFERED_TOOLS if t not in tools]
 
     @property

@@ -31,6 +31,11 @@ class McpServerConfig(BaseModel):
         "destructive", description="Which calls the user approves first."
     )
     enabled: bool = Field(True, description="False leaves the server out.")
+    modes: list[str] | None = Field(
+        None,
+        description="Keys of the modes that offer the server's tools (default: the default "
+        "mode). Approval applies in every mode.",
+    )
     max_result_bytes: int = Field(
         1_048_576, gt=0, description="Largest tool result accepted from the server."
     )
