@@ -28,8 +28,14 @@ def test_mask_credentials_in_any_text() -> None:
     )
 
 
+def test_mask_query_values_of_any_url() -> None:
+    shown = mask_credentials("for url 'https://gw/v1?api-key=k3y&v=2#f' and http://h/?tok")
+    assert shown == "for url 'https://gw/v1?api-key=***&v=***#f' and http://h/?***"
+
+
 def test_model_url_credentials_leak_nowhere(tmp_path: Path) -> None:
-    base = f"http://ann:{SECRET}@127.0.0.1:{free_port()}/v1"  # nothing listens there
+    # Nothing listens there. Gateways may take the key in the query string.
+    base = f"http://ann:{SECRET}@127.0.0.1:{free_port()}/v1?api-key={SECRET}"
     instruction = "my private instruction XYZZY"
     with served(
         tmp_path,
@@ -59,10 +65,10 @@ def test_model_url_credentials_leak_nowhere(tmp_path: Path) -> None:
 def test_config_show_masks_the_model_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("APTIX_LLM_BASE_URL", f"https://ann:{SECRET}@llm.example/v1")
+    monkeypatch.setenv("APTIX_LLM_BASE_URL", f"https://ann:{SECRET}@llm.example/v1?key={SECRET}")
     result = CliRunner().invoke(app, ["config", "show", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["llm_base_url"] == "https://***@llm.example/v1"
+    assert json.loads(result.stdout)["llm_base_url"] == "https://***@llm.example/v1?key=***"
     assert SECRET not in result.stdout
 
 

@@ -1,4 +1,8 @@
-"""Credentials inside URLs (``scheme://user:password@host``) never leave the process."""
+"""Credentials inside URLs never leave the process.
+
+Two places hold them: the userinfo (``scheme://user:password@host``) and the query string
+(``?api-key=...``, as some gateways take the key). Both are masked wherever a URL is shown.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,25 @@ __all__ = ["MASK", "mask_credentials"]
 
 MASK = "***"
 
-# The userinfo part of any URL in a text: everything between ``scheme://`` and ``@`` that
-# is not a path, query or space. A token alone (``https://token@host``) is masked too.
-_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/?#@\s]+@")
+# A URL in a text: a scheme, then anything up to a space or a quote.
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>`]+")
+# The userinfo part: everything between ``scheme://`` and ``@`` that is not a path, query
+# or space. A token alone (``https://token@host``) is masked too.
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*://)[^/?#@]+@")
+# One query parameter's value (a bare ``?token`` counts as a value).
+_QUERY_VALUE = re.compile(r"([?&;])([^=&;#]*=)?([^&;#]*)")
 
 
 def mask_credentials(text: str) -> str:
-    """``text`` with the userinfo of every URL in it replaced by ``***``."""
-    return _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    """``text`` with the userinfo and the query values of every URL in it replaced by ``***``."""
+    return _URL.sub(_mask_url, text)
+
+
+def _mask_url(match: re.Match[str]) -> str:
+    url = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", match[0])
+    head, mark, rest = url.partition("?")
+    if not mark:
+        return url
+    query, hash_mark, fragment = rest.partition("#")
+    masked = _QUERY_VALUE.sub(lambda m: f"{m[1]}{m[2] or ''}{MASK if m[3] else ''}", "?" + query)
+    return head + masked + hash_mark + fragment
