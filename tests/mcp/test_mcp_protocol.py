@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -10,24 +11,53 @@ from pathlib import Path
 
 import httpx
 
+from aptix.mcp.stdio import capped_lines
 from tests.api.live import serve
 
 
 def test_an_unreadable_stdio_line_gets_a_json_rpc_error(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "aptix", "mcp"],
-        env={**os.environ, "APTIX_DATA_DIR": str(tmp_path), "APTIX_SEMANTIC_MATCHING": "false"},
+        env={
+            **os.environ,
+            "APTIX_DATA_DIR": str(tmp_path),
+            "APTIX_SEMANTIC_MATCHING": "false",
+            "APTIX_MAX_BODY_BYTES": "4096",
+        },
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
+    huge = '{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "' + "x" * 3_000_000
     # At end of input the server stops, so whatever it answered is on stdout by then.
-    out, _ = process.communicate('garbage \u0000 line\n{"no": "jsonrpc"}\n', timeout=60)
+    out, _ = process.communicate(
+        f'garbage \u0000 line\n{{"no": "jsonrpc"}}\n{huge}"}}}}\n', timeout=60
+    )
     answers = [json.loads(line) for line in out.splitlines()]
-    assert len(answers) == 2, out
-    assert {a["error"]["code"] for a in answers} == {-32700, -32600}
+    assert len(answers) == 3, out
+    assert [a["error"]["code"] for a in answers] == [-32700, -32600, -32700]
+    assert answers[2]["error"]["message"] == "Parse error: the line is longer than 4096 bytes."
     assert all(a["id"] is None and a["jsonrpc"] == "2.0" for a in answers)
+
+
+class _Recording(io.BytesIO):
+    largest = 0
+
+    def readline(self, size: int | None = -1) -> bytes:
+        line = super().readline(size)
+        self.largest = max(self.largest, len(line))
+        return line
+
+
+async def test_stdio_lines_are_read_within_the_limit() -> None:
+    source = _Recording(b"a" * 1_000_000 + b"\nshort\n" + b"b" * 1001)
+    lines = [line async for line in capped_lines(source, 1000)]
+    assert len(lines) == 3
+    assert lines[1] == "short\n"
+    assert lines[0] == lines[2]
+    assert lines[0].startswith("\x00")  # not JSON: answered -32700
+    assert source.largest <= 1001
 
 
 def test_stateless_mcp_refuses_get_and_delete_with_405(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import sys
+from typing import Any, cast
 
+import anyio
 from mcp import types
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.lowlevel import Server
@@ -128,10 +130,17 @@ async def run_stdio(settings: AptixSettings | None = None) -> None:
     """Open the runtime and serve MCP over stdin/stdout until the client disconnects."""
     from mcp.server.stdio import stdio_server
 
-    from aptix.mcp.stdio import answering_bad_lines
+    from aptix.mcp.stdio import answering_bad_lines, capped_lines
     from aptix.runtime import open_runtime
 
     async with open_runtime(settings) as runtime:
         server = build_mcp_server(runtime)
-        async with stdio_server() as (read, write), answering_bad_lines(read, write) as checked:
+        limit = runtime.settings.max_body_bytes
+        # The SDK reads whole lines, however long: ours are capped (any async line iterable
+        # serves as its stdin).
+        stdin = cast("anyio.AsyncFile[str]", capped_lines(sys.stdin.buffer, limit))
+        async with (
+            stdio_server(stdin=stdin) as (read, write),
+            answering_bad_lines(read, write, limit) as checked,
+        ):
             await server.run(checked, write, server.create_initialization_options())

@@ -1,9 +1,14 @@
-"""Stdio transport helper: a line that is not JSON-RPC gets a JSON-RPC error, never silence."""
+"""Stdio transport helpers: a line that is not JSON-RPC gets a JSON-RPC error, never silence.
+
+A line longer than the limit (``APTIX_MAX_BODY_BYTES``, as for an HTTP body) is read and
+dropped piece by piece, never held whole, and answered with -32700 like unparsable JSON.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import BinaryIO
 
 import anyio
 from mcp import types
@@ -11,15 +16,37 @@ from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-__all__ = ["answering_bad_lines"]
+__all__ = ["answering_bad_lines", "capped_lines"]
+
+# Stands for a line that was too long: not JSON, so the SDK hands it on as a parse failure.
+_TOO_LONG = "\x00aptix: line too long"
 
 
-def _error_for(exc: Exception) -> types.JSONRPCError:
-    unparsable = isinstance(exc, ValidationError) and any(
-        e.get("type") == "json_invalid" for e in exc.errors()
-    )
+async def capped_lines(source: BinaryIO, limit: int) -> AsyncIterator[str]:
+    """The lines of ``source``, each read with at most ``limit`` bytes held in memory."""
+    while True:
+        line = await anyio.to_thread.run_sync(source.readline, limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # drop the rest of it, a piece at a time
+                line = await anyio.to_thread.run_sync(source.readline, limit + 1)
+            yield _TOO_LONG
+            continue
+        yield line.decode("utf-8", errors="replace")
+
+
+def _error_for(exc: Exception, limit: int | None) -> types.JSONRPCError:
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    unparsable = any(e.get("type") == "json_invalid" for e in errors)
+    too_long = any(e.get("input") == _TOO_LONG for e in errors)
     error = (
-        types.ErrorData(code=types.PARSE_ERROR, message="Parse error: the line is not JSON.")
+        types.ErrorData(
+            code=types.PARSE_ERROR,
+            message=f"Parse error: the line is longer than {limit} bytes.",
+        )
+        if too_long
+        else types.ErrorData(code=types.PARSE_ERROR, message="Parse error: the line is not JSON.")
         if unparsable
         else types.ErrorData(
             code=types.INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message."
@@ -31,7 +58,9 @@ def _error_for(exc: Exception) -> types.JSONRPCError:
 
 @asynccontextmanager
 async def answering_bad_lines(
-    read: ReadStream[SessionMessage | Exception], write: WriteStream[SessionMessage]
+    read: ReadStream[SessionMessage | Exception],
+    write: WriteStream[SessionMessage],
+    limit: int | None = None,
 ) -> AsyncIterator[ReadStream[SessionMessage | Exception]]:
     """A read stream for the server where unreadable lines are answered instead of passed on.
 
@@ -44,7 +73,7 @@ async def answering_bad_lines(
         async with forward:
             async for item in read:
                 if isinstance(item, Exception):
-                    await write.send(SessionMessage(_error_for(item)))
+                    await write.send(SessionMessage(_error_for(item, limit)))
                 else:
                     await forward.send(item)
 
