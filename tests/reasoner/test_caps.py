@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from aptix.reasoner import TurnEvent
 from aptix.testing import call, reply
 from tests.reasoner.conftest import Harness
 
@@ -66,3 +67,20 @@ async def test_model_text_beyond_the_cap_is_cut_with_a_warning(harness: Harness)
         "The model's text was 150000 characters; only the first 100000 were kept "
         "(APTIX_MAX_MODEL_TEXT_CHARS)."
     ]
+
+
+async def test_streamed_text_stops_at_the_same_cap(harness: Harness) -> None:
+    deltas: list[str] = []
+
+    async def sink(event: TurnEvent) -> None:
+        if event.type == "text_delta":
+            deltas.append(event.data["delta"])
+
+    words = "word " * 30_000  # 150,000 characters, streamed word by word
+    harness.model.add(reply(words))
+    result = await harness.reasoner.execute(
+        session_id=harness.session_id, org="acme", user="ann", instruction="Go", on_event=sink
+    )
+    streamed = "".join(deltas)
+    assert len(streamed) == 100_000
+    assert streamed == result.text  # type: ignore[attr-defined]

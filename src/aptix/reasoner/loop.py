@@ -274,7 +274,9 @@ class AgentReasoner:
             started = time.perf_counter()
             try:
                 with self._tracing.model_call(self._model, request) as span:
-                    response = await self._model.complete(request, text_sink(on_event))
+                    response = await self._model.complete(
+                        request, text_sink(on_event, self._caps.max_text_chars)
+                    )
                     span.model_response(response)
             except LlmError as exc:
                 return await self._end.fail(turn, exc, on_event)

@@ -99,13 +99,22 @@ class Heartbeat:
             self._task.cancel()
 
 
-def text_sink(sink: EventSink | None) -> TextSink | None:
-    """The model's text pieces as ``text_delta`` events (None without a sink)."""
+def text_sink(sink: EventSink | None, max_chars: int | None = None) -> TextSink | None:
+    """The model's text pieces as ``text_delta`` events (None without a sink).
+
+    At most ``max_chars`` characters are sent per response: the same cut as the final text
+    gets (``APTIX_MAX_MODEL_TEXT_CHARS``), so a client never sees more streamed than kept.
+    """
     if sink is None:
         return None
+    remaining = max_chars
 
     async def on_text(piece: str) -> None:
-        await sink(TurnEvent("text_delta", {"delta": piece}))
+        nonlocal remaining
+        if remaining is not None:
+            piece, remaining = piece[:remaining], max(remaining - len(piece), 0)
+        if piece:
+            await sink(TurnEvent("text_delta", {"delta": piece}))
 
     return on_text
 
