@@ -228,27 +228,28 @@ async def test_an_unknown_model_is_an_openai_404(client: AsyncOpenAI) -> None:
     assert body["type"] == "not_found_error"
 
 
-@pytest.mark.parametrize(
-    "messages",
-    [
-        [{"role": "wizard", "content": "hi"}],
-        [{"role": "user"}],
-        [{"role": "assistant", "content": "last is not a question"}],
-        [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
-        [{"role": "tool", "content": "no id"}],
-        [],
-    ],
-)
-async def test_invalid_messages_are_openai_400s(
-    http: httpx.AsyncClient, messages: list[Any]
-) -> None:
-    response = await http.post(
-        "/chat/completions", json={"model": "aptix-general", "messages": messages}
-    )
-    assert response.status_code == 400, response.text
-    error = response.json()["error"]
-    assert error["type"] == "invalid_request_error"
-    assert error["message"]
+INVALID_CONVERSATIONS: list[list[Any]] = [
+    [{"role": "wizard", "content": "hi"}],
+    [{"role": "user"}],
+    [{"role": "assistant", "content": "last is not a question"}],
+    [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
+    [{"role": "tool", "content": "no id"}],
+    [{"role": "user", "content": "nul \u0000 inside"}],
+    [{"role": "user", "content": "lone \ud800 surrogate"}],
+    [],
+]
+
+
+async def test_invalid_messages_are_openai_400s(http: httpx.AsyncClient) -> None:
+    for messages in INVALID_CONVERSATIONS:
+        body = json.dumps({"model": "aptix-general", "messages": messages})  # escapes U+D800
+        response = await http.post(
+            "/chat/completions", content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 400, (messages, response.text)
+        error = response.json()["error"]
+        assert error["type"] == "invalid_request_error"
+        assert error["message"]
 
 
 async def test_a_tool_message_for_an_unknown_call_is_refused(client: AsyncOpenAI) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
 
 __all__ = [
     "AssistantMessage",
@@ -128,6 +130,17 @@ class ChatCompletionRequest(_Body):
     stream: bool = False
     stream_options: StreamOptions | None = None
     tools: list[ClientTool] | None = Field(None, max_length=100)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unstorable(cls, data: Any) -> Any:
+        # The same rule as every other body (aptix.api.schemas.WireModel): text that cannot
+        # be stored is refused at the edge, never half-stored.
+        if (found := find_nul(data)) is not None:
+            raise ValueError(f"{NUL_REFUSED} (found in '{found}')")
+        if (lone := find_surrogate(data)) is not None:
+            raise ValueError(f"{SURROGATE_REFUSED} (found in '{lone}')")
+        return data
 
 
 def message_text(content: str | list[TextPart | OtherPart] | None) -> str:

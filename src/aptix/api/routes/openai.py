@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request
-from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from aptix.api.auth import Caller
@@ -43,6 +42,7 @@ from aptix.api.openai.wire import (
 from aptix.api.routes.agent import NO_MODEL
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import ErrorBody
+from aptix.api.storable_json import StorableJSONResponse
 from aptix.errors import AptixError
 from aptix.reasoner import AgentReasoner, TurnEvent, TurnResult
 from aptix.runtime import Runtime
@@ -101,7 +101,7 @@ async def create_chat_completion(
     caller: CallerDep,
     fingerprints: FingerprintsDep,
     x_aptix_session: Annotated[str | None, Header(max_length=64)] = None,
-) -> JSONResponse | EventSourceResponse:
+) -> StorableJSONResponse | EventSourceResponse:
     """Run the last user message as a turn, or resume it with the trailing tool messages."""
     reasoner: AgentReasoner | None = request.app.state.reasoner
     if reasoner is None:
@@ -162,7 +162,7 @@ async def create_chat_completion(
             502, result.error or "The model endpoint failed.", "model_error", headers=headers
         )
     await remember(result)
-    return JSONResponse(completion_body(result, completion_id), headers=headers)
+    return StorableJSONResponse(completion_body(result, completion_id), headers=headers)
 
 
 async def _session_for(
