@@ -196,8 +196,19 @@ def build_registry(
     registry.register(UserApprovalTool)
     registry.register(ListModesTool, lambda: ListModesTool(services.modes, logger))
     registry.register(ModeChangeTool, lambda: ModeChangeTool(services.sessions, logger))
-    if services.workflows is not None:
-        services.workflows.register_tools(registry, logger, services.sessions)
+    workflows = services.workflows
+    if workflows is not None:
+        # The composition root builds the workflow tools: workflows/ never imports tools/.
+        registry.register(
+            WorkflowRegistryTool, lambda: WorkflowRegistryTool(workflows.registry, logger)
+        )
+        registry.register(
+            WorkflowAuthoringTool, lambda: WorkflowAuthoringTool(workflows.authoring, logger)
+        )
+        registry.register(
+            WorkflowRunTool,
+            lambda: WorkflowRunTool(workflows.registry, services.sessions, logger),
+        )
     if plugins:
         register_plugins(registry)
     register_tool_modules(registry, from_files)

@@ -436,7 +436,7 @@ def test_an_oversized_result_is_refused_and_errors_keep_the_servers_words() -> N
 
 
 def test_prefix_patterns_expand_and_validate() -> None:
-    from aptix.tools.names import expand_names, is_known
+    from aptix.tool_names import expand_names, is_known
 
     registered = ["agent_calculator", "time_get_current_time", "time_convert_time"]
     assert expand_names(["agent_calculator", "time_*", "time_convert_time"], registered) == [

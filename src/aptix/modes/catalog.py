@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from aptix.errors import ConfigurationError, NotFoundError
 from aptix.modes.models import ModeDefinition
-from aptix.tools.names import is_known
+from aptix.tool_names import is_known
 
 __all__ = [
     "ALWAYS_OFFERED_TOOLS",

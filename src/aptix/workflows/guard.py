@@ -6,16 +6,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import Protocol
 
-from aptix.tools.base import AgentTool
-from aptix.tools.context import AgentToolExecutionContext
-from aptix.tools.executor import CallGuard
-from aptix.tools.names import expand_names, matches
+from aptix.tool_names import expand_names, matches
 from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.validation import ALWAYS_OFFERED_TOOLS
 
 __all__ = ["offered_tools", "permitted_tools", "workflow_guard"]
+
+
+class _Tool(Protocol):
+    """What the guard reads of a tool (``AgentTool`` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class _Call(Protocol):
+    """What the guard reads of a call's context (``AgentToolExecutionContext`` has it)."""
+
+    @property
+    def active_workflow_id(self) -> str | None: ...
+
+    @property
+    def org(self) -> str: ...
 
 
 def permitted_tools(
@@ -56,10 +71,14 @@ def offered_tools(
     return offered + extra
 
 
-def workflow_guard(registry: WorkflowRegistry) -> CallGuard:
-    """A guard refusing calls to tools the active workflow does not permit."""
+def workflow_guard(registry: WorkflowRegistry) -> Callable[[_Tool, _Call], str | None]:
+    """A guard refusing calls to tools the active workflow does not permit.
 
-    def guard(tool: AgentTool, context: AgentToolExecutionContext) -> str | None:
+    It is the executor's ``CallGuard``; typed by what it reads so that workflows/ need not
+    import tools/.
+    """
+
+    def guard(tool: _Tool, context: _Call) -> str | None:
         active = context.active_workflow_id
         if not active:
             return None

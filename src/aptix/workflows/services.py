@@ -1,4 +1,4 @@
-"""Wiring the workflow services into a runtime: catalog, store, authoring and their tools."""
+"""Wiring the workflow services: catalog, store, authoring and sync (runtime.py adds the tools)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aptix.errors import ConfigurationError
-from aptix.logger import AdminLogger
-from aptix.sessions.manager import SessionManager
-from aptix.tools.builtin.workflow_authoring import WorkflowAuthoringTool
-from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
-from aptix.tools.builtin.workflow_run import WorkflowRunTool
-from aptix.tools.registry import AgentToolRegistry
 from aptix.workflows.authoring import WorkflowAuthoring
 from aptix.workflows.loader import VALIDATE_HINT, format_problems, load_catalog
 from aptix.workflows.matching.combined import WorkflowMatcher
@@ -81,20 +75,6 @@ class WorkflowServices:
     authoring: WorkflowAuthoring
     #: Keeps the registry equal to the store across processes (:mod:`aptix.workflows.sync`).
     sync: WorkflowSync
-
-    def register_tools(
-        self,
-        tools: AgentToolRegistry,
-        logger: AdminLogger,
-        sessions: SessionManager | None = None,
-    ) -> None:
-        """Register the registry and authoring tools, and the run tool when sessions exist."""
-        tools.register(WorkflowRegistryTool, lambda: WorkflowRegistryTool(self.registry, logger))
-        tools.register(WorkflowAuthoringTool, lambda: WorkflowAuthoringTool(self.authoring, logger))
-        if sessions is not None:
-            tools.register(
-                WorkflowRunTool, lambda: WorkflowRunTool(self.registry, sessions, logger)
-            )
 
     def load_files(self, known_tools: Collection[str], folder: Path | None) -> None:
         """Validate and serve the built-in and folder workflows; raises ConfigurationError."""

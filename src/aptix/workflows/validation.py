@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
-from aptix.tools.names import is_known
+from aptix.tool_names import is_known
 from aptix.workflows.manifest import WorkflowManifest, WorkflowVisibility
 
 __all__ = [
