@@ -22,7 +22,6 @@ from aptix.reasoner.context import ContextBudget
 from aptix.reasoner.loop import AgentReasoner
 from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.turns import TurnStore
-from aptix.sessions.access import session_tool_context
 from aptix.sessions.sql import SqlSessionManager
 from aptix.settings import AptixSettings, load_settings
 from aptix.telemetry import NO_TRACING, Tracing, open_tracing
@@ -43,6 +42,7 @@ from aptix.tools.mcp_source.source import McpToolSource
 from aptix.tools.modules import LoadedTool, load_tool_modules, register_tool_modules
 from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
+from aptix.tools.session_context import session_tool_context
 from aptix.tools.traced import tool_executor
 from aptix.workflows.boot import build_boot_message
 from aptix.workflows.guard import offered_tools, workflow_guard
