@@ -34,11 +34,11 @@ from pydantic import Field, TypeAdapter
 import aptix
 from aptix import AgentToolExecutor, AgentToolRegistry
 from aptix.results import InvokeResult
+from aptix.settings_mcp import McpServerConfig
 from aptix.testing import RecordingLogger
 from aptix.tools import AgentTool, AgentToolCall, AgentToolExecutionContext
 from aptix.tools.args import ToolArgs, function_schema, parse_arguments
 from aptix.tools.builtin.hello_world import HelloWorldTool
-from aptix.tools.mcp_source.config import McpServerConfig
 from aptix.tools.mcp_source.source import McpToolSource
 from bench._table import interleaved_us, print_table
 

@@ -21,7 +21,7 @@ from pydantic_settings import (
 )
 
 from aptix.errors import ConfigurationError
-from aptix.tools.mcp_source.config import McpServerConfig
+from aptix.settings_mcp import McpServerConfig
 
 __all__ = ["ROLES", "AptixSettings", "KeyOwner", "default_data_dir", "load_settings"]
 

@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from aptix.settings import AptixSettings
+from aptix.settings_mcp import McpServerConfig, local_tool_name, tool_prefix
 from aptix.testing import RecordingLogger
-from aptix.tools.mcp_source.config import McpServerConfig, local_tool_name, tool_prefix
 from aptix.tools.mcp_source.source import McpToolSource
 
 TOML = """

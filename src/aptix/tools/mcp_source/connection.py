@@ -23,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from aptix.logger import AdminLogger, LogLevel
-from aptix.tools.mcp_source.config import McpServerConfig
+from aptix.settings_mcp import McpServerConfig
 
 __all__ = ["McpCallError", "McpConnection"]
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 
 from aptix.errors import ToolContractError
 from aptix.logger import AdminLogger, LogLevel
-from aptix.tools.mcp_source.config import McpServerConfig, local_tool_name, tool_prefix
+from aptix.settings_mcp import McpServerConfig, local_tool_name, tool_prefix
 from aptix.tools.mcp_source.connection import McpCallError, McpConnection
 from aptix.tools.mcp_source.tool import make_mcp_tool
 from aptix.tools.registry import AgentToolRegistry

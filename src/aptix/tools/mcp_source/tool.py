@@ -10,11 +10,11 @@ from mcp import types
 
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
+from aptix.settings_mcp import ApprovalPolicy
 from aptix.tools.args import SIMPLE_TYPES
 from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.json_schema import normalize_object_schema
-from aptix.tools.mcp_source.config import ApprovalPolicy
 from aptix.tools.mcp_source.connection import McpCallError, McpConnection
 
 __all__ = ["IDEMPOTENCY_META_KEY", "McpTool", "make_mcp_tool", "needs_approval"]

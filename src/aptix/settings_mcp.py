@@ -1,4 +1,4 @@
-"""One ``[mcp_servers.NAME]`` entry of the settings."""
+"""One ``[mcp_servers.NAME]`` entry of the settings (read by tools/mcp_source/)."""
 
 from __future__ import annotations
 
