@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from aptix.logger import JsonLinesFormatter, LogLevel, StdlibAdminLogger
+from aptix.log_setup import JsonLinesFormatter
+from aptix.logger import LogLevel, StdlibAdminLogger
 
 
 def test_records_carry_tag_and_fields_as_json_lines(caplog: pytest.LogCaptureFixture) -> None:

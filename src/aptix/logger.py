@@ -11,15 +11,12 @@ import logging
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from aptix.log_setup import JsonLinesFormatter, configure_logging
 from aptix.urls import mask_credentials
 
 __all__ = [
     "AdminLogger",
-    "JsonLinesFormatter",
     "LogLevel",
     "StdlibAdminLogger",
-    "configure_logging",
 ]
 
 Pair = tuple[str, str]

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from aptix.db.engine import Database, open_database
 from aptix.errors import ConfigurationError
 from aptix.llm.types import LlmClient
-from aptix.logger import AdminLogger, StdlibAdminLogger, configure_logging
+from aptix.log_setup import configure_logging
+from aptix.logger import AdminLogger, StdlibAdminLogger
 from aptix.modes.catalog import (
     ModeCatalog,
     YamlModeCatalog,
