@@ -25,6 +25,7 @@ from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.turns import TurnStore
 from aptix.sessions.sql import SqlSessionManager
 from aptix.settings import AptixSettings, load_settings
+from aptix.settings_mcp import tool_prefix
 from aptix.telemetry import NO_TRACING, Tracing, open_tracing
 from aptix.tools.base import AgentTool
 from aptix.tools.builtin.calculator import CalculatorTool
@@ -38,7 +39,6 @@ from aptix.tools.builtin.workflow_run import WorkflowRunTool
 from aptix.tools.bulkhead import BULKHEADS
 from aptix.tools.context import AgentToolExecutionContext, context_for
 from aptix.tools.executor import AgentToolExecutor
-from aptix.tools.mcp_source.config import tool_prefix
 from aptix.tools.mcp_source.source import McpToolSource
 from aptix.tools.modules import LoadedTool, load_tool_modules, register_tool_modules
 from aptix.tools.plugins import register_plugins
