@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aptix.db.engine import Database, open_database
 from aptix.errors import ConfigurationError
@@ -18,6 +18,7 @@ from aptix.modes.catalog import (
     check_mode_tools,
     load_mode_catalog,
 )
+from aptix.quotas import MeteredModel, Quotas
 from aptix.reasoner.caps import ResponseCaps
 from aptix.reasoner.context import ContextBudget
 from aptix.reasoner.loop import AgentReasoner
@@ -92,6 +93,7 @@ class Runtime:
     turns: TurnStore
     mcp: McpToolSource | None = None
     tracing: Tracing = NO_TRACING
+    quotas: Quotas = field(default_factory=Quotas)
 
     @property
     def logger(self) -> AdminLogger:
@@ -119,7 +121,8 @@ class Runtime:
         """The agent loop on ``model`` (default: the configured OpenAI-compatible endpoint)."""
         registry = self.workflows.registry
         return AgentReasoner(
-            model=model or self.default_model(),
+            # Metered: the org's token budget is checked and each call's usage recorded.
+            model=MeteredModel(model or self.default_model(), self.quotas),
             executor=self.executor,
             sessions=self.services.sessions,
             modes=self.services.modes,
@@ -179,6 +182,7 @@ class Runtime:
         if self.mcp is not None:
             await self.mcp.aclose()
         await self.database.close()
+        await self.quotas.aclose()
         if self.tracing.enabled:  # exporting what is buffered may wait on the network
             await asyncio.to_thread(self.tracing.shutdown)
 
@@ -227,6 +231,19 @@ def _offer_outside_tools(
         if config.enabled:
             pattern = f"{tool_prefix(name, config)}_*"
             modes.offer([pattern], config.modes, source=f"MCP server '{name}' (its 'modes')")
+
+
+def quotas_for(settings: AptixSettings) -> Quotas:
+    """The deployment's limits, counted in Redis when ``APTIX_REDIS_URL`` is set."""
+    redis = settings.redis_url.get_secret_value() if settings.redis_url else None
+    return Quotas(
+        rate_limit=settings.rate_limit,
+        max_concurrent_turns=settings.max_concurrent_turns,
+        token_budget=settings.token_budget,
+        redis_url=redis or None,
+        key_prefix=settings.redis_key_prefix,
+        fail_open=settings.limits_when_redis_down == "open",
+    )
 
 
 def _semantic_matching(settings: AptixSettings) -> bool:
@@ -285,7 +302,16 @@ async def open_runtime(
         turns = SqlTurnStore(database)
         await turns.sweep()  # turns left running by a process that died are interrupted
         runtime = Runtime(
-            settings, services, registry, executor, database, workflows, turns, mcp, tracing
+            settings,
+            services,
+            registry,
+            executor,
+            database,
+            workflows,
+            turns,
+            mcp,
+            tracing,
+            quotas_for(settings),
         )
     except BaseException:
         if mcp is not None:

@@ -167,6 +167,33 @@ class AptixSettings(BaseSettings):
         "`[mcp_servers.NAME]` or APTIX_MCP_SERVERS as JSON (command/args/env or url/headers, "
         "prefix, timeout_seconds, approval, enabled).",
     )
+    rate_limit: str | None = Field(
+        None,
+        description="Requests each API key may make, one limit in the `limits` library's "
+        "notation (`60/minute`, `1000 per hour`); beyond it 429 (default: no limit).",
+    )
+    max_concurrent_turns: int | None = Field(
+        None, gt=0, description="Turns one org may run at once; beyond it 429 (default: no limit)."
+    )
+    token_budget: str | None = Field(
+        None,
+        description="Model tokens (prompt and completion) one org may use per window, e.g. "
+        "`2000000/day`; the window starts at the first use. A turn that reaches it ends with "
+        "status `error` saying so, and new turns answer 429 (default: no budget).",
+    )
+    redis_url: SecretStr | None = Field(
+        None,
+        description="Redis shared by every process for the limits and the usage counts "
+        "(`redis://host:6379/0`); without it each process counts on its own.",
+    )
+    redis_key_prefix: str = Field(
+        "aptix", min_length=1, description="Prefix of every Redis key Aptix writes."
+    )
+    limits_when_redis_down: Literal["open", "closed"] = Field(
+        "open",
+        description="While Redis cannot be reached: `open` lets requests through unlimited, "
+        "`closed` refuses them with 503 and `Retry-After` (logged once per outage either way).",
+    )
     public_metrics: bool = Field(
         False, description="With API keys: serve /metrics, /docs and /openapi.json without a key."
     )
@@ -189,6 +216,23 @@ class AptixSettings(BaseSettings):
             items = json.loads(text) if text.startswith("[") else text.split(",")
             return [str(item).strip() for item in items if str(item).strip()]
         return value
+
+    @field_validator("rate_limit", "token_budget")
+    @classmethod
+    def _limit(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from limits import parse_many
+
+        try:
+            one = len(parse_many(value)) == 1
+        except ValueError:
+            one = False
+        if not one:
+            raise ValueError(
+                f"{value!r} is not one limit; write it as '<count>/<unit>', e.g. '60/minute'"
+            )
+        return value.strip()
 
     @field_validator("llm_base_url")
     @classmethod

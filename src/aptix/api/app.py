@@ -25,7 +25,7 @@ from aptix.api.edge import (
 )
 from aptix.api.errors import EnvelopeErrors, install_error_handlers
 from aptix.api.metrics import Metrics, ObserveMiddleware, with_request_ids
-from aptix.api.routes import agent, catalog, health, openai, sessions, tools
+from aptix.api.routes import agent, catalog, health, openai, sessions, tools, usage
 from aptix.api.schemas import ERROR_RESPONSES, REQUEST_BODIES
 from aptix.api.storable_json import StorableJSONResponse
 from aptix.casing import with_pascal_case_variant
@@ -125,6 +125,7 @@ def create_app(
         catalog.router,
         agent.router,
         openai.router,
+        usage.router,
     ):
         app.include_router(router, responses=ERROR_RESPONSES)
     install_offline_docs(app)

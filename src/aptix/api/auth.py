@@ -7,6 +7,7 @@ verifier. Without keys every caller is the one local user, an admin.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from mcp.server.auth.provider import AccessToken
 
 from aptix.api.errors import ApiError
+from aptix.quotas import Refusal
 from aptix.settings import KeyOwner
 
 __all__ = [
@@ -27,6 +29,8 @@ __all__ = [
     "bearer_scheme",
     "caller",
     "caller_from_token",
+    "key_id",
+    "refused",
     "unauthorized",
 ]
 
@@ -41,16 +45,23 @@ class Caller:
     org: str
     user: str
     role: str = "user"
+    #: Names the API key in usage counts and limits without revealing it (``local``: no keys).
+    key_id: str = "local"
 
 
 LOCAL_CALLER = Caller("local", "local", "admin")
+
+
+def key_id(key: str) -> str:
+    """A short, stable name of an API key: the start of its SHA-256, never the key."""
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 class ApiKeyVerifier:
     """Maps a bearer key onto its caller; an ``mcp`` ``TokenVerifier`` as well."""
 
     def __init__(self, keys: Mapping[str, KeyOwner]) -> None:
-        self._keys = [(key.encode(), owner) for key, owner in keys.items()]
+        self._keys = [(key.encode(), owner, key_id(key)) for key, owner in keys.items()]
 
     @property
     def enabled(self) -> bool:
@@ -60,11 +71,11 @@ class ApiKeyVerifier:
     def caller_for(self, token: str) -> Caller | None:
         """The caller a key belongs to, or None (every key is compared in constant time)."""
         presented = token.strip().encode()
-        found: KeyOwner | None = None
-        for key, owner in self._keys:
+        found: Caller | None = None
+        for key, owner, name in self._keys:
             if hmac.compare_digest(key, presented):
-                found = owner
-        return Caller(found.org, found.user, found.role) if found is not None else None
+                found = Caller(owner.org, owner.user, owner.role, name)
+        return found
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """``TokenVerifier``: the key's access token, its caller in the claims."""
@@ -75,7 +86,12 @@ class ApiKeyVerifier:
             token=token,
             client_id=f"{found.org}:{found.user}",
             scopes=[found.role],
-            claims={"org": found.org, "user": found.user, "role": found.role},
+            claims={
+                "org": found.org,
+                "user": found.user,
+                "role": found.role,
+                "keyId": found.key_id,
+            },
         )
 
 
@@ -84,7 +100,12 @@ def caller_from_token(token: AccessToken | None) -> Caller | None:
     claims = token.claims if token is not None else None
     if not claims:
         return None
-    return Caller(str(claims["org"]), str(claims["user"]), str(claims["role"]))
+    return Caller(
+        str(claims["org"]),
+        str(claims["user"]),
+        str(claims["role"]),
+        str(claims.get("keyId", "local")),
+    )
 
 
 def unauthorized(message: str) -> ApiError:
@@ -106,10 +127,21 @@ async def caller(
     """FastAPI dependency: the authenticated caller (401 on a missing or wrong key)."""
     verifier: ApiKeyVerifier = request.app.state.key_verifier
     if not verifier.enabled:
-        return LOCAL_CALLER
-    if credentials is None:
+        found: Caller | None = LOCAL_CALLER
+    elif credentials is None:
         raise unauthorized("Send an API key as 'Authorization: Bearer <key>'.")
-    found = verifier.caller_for(credentials.credentials)
+    else:
+        found = verifier.caller_for(credentials.credentials)
     if found is None:
         raise unauthorized("The API key is not valid.")
+    runtime = getattr(request.app.state, "runtime", None)
+    if runtime is not None and runtime.quotas.rate_limit is not None:
+        refusal = await runtime.quotas.request(found.key_id)
+        if refusal is not None:
+            raise refused(refusal)
     return found
+
+
+def refused(refusal: Refusal) -> ApiError:
+    """A limit's refusal as the error envelope: 429 (503 when limits cannot be checked)."""
+    return ApiError(refusal.status, refusal.message, refusal.code, headers=refusal.headers())

@@ -50,6 +50,8 @@ def build_mcp_server(
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         caller = caller_from_token(get_access_token()) or default_caller
+        if (refusal := await runtime.quotas.request(caller.key_id)) is not None:
+            return _error(refusal.message)  # a limit over MCP is a tool error
         # Serve what other processes published (stdio has no HTTP middleware to do it).
         await runtime.workflows.sync.check()
         arguments = dict(params.arguments or {})

@@ -12,7 +12,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from aptix.api.errors import ApiError, error_body
 from aptix.api.responses import TurnResultBody
-from aptix.api.routes.deps import CallerDep, RuntimeDep
+from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody, ExecuteRequest
 from aptix.api.storable_json import StorableJSONResponse
 from aptix.blank import strip_blank
@@ -58,7 +58,11 @@ NO_MODEL = (
     },
 )
 async def execute(
-    body: ExecuteRequest, request: Request, runtime: RuntimeDep, caller: CallerDep
+    body: ExecuteRequest,
+    request: Request,
+    runtime: RuntimeDep,
+    caller: CallerDep,
+    _: TurnSlotDep,
 ) -> StorableJSONResponse | EventSourceResponse:
     """Run ``instruction`` in the session, or resume it with ``toolResults``."""
     reasoner: AgentReasoner | None = request.app.state.reasoner

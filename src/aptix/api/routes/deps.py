@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
 
-from aptix.api.auth import Caller, caller
+from aptix.api.auth import Caller, caller, refused
+from aptix.quotas import PAYER, Payer
 from aptix.runtime import Runtime
 
-__all__ = ["CallerDep", "RuntimeDep", "get_runtime"]
+__all__ = ["CallerDep", "RuntimeDep", "TurnSlotDep", "get_runtime", "turn_slot"]
 
 
 async def get_runtime(request: Request) -> Runtime:
@@ -20,3 +22,24 @@ async def get_runtime(request: Request) -> Runtime:
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 CallerDep = Annotated[Caller, Depends(caller)]
+
+
+async def turn_slot(runtime: RuntimeDep, who: CallerDep) -> AsyncIterator[None]:
+    """Hold one of the org's turn slots until the answer is sent (a stream to its end).
+
+    429 when the org runs ``APTIX_MAX_CONCURRENT_TURNS`` turns or its token budget is spent.
+    The turn's model calls are metered to the caller's org and key (:class:`MeteredModel`).
+    """
+    quotas = runtime.quotas
+    refusal = await quotas.enter_turn(who.org)
+    if refusal is not None:
+        raise refused(refusal)
+    PAYER.set(Payer(who.org, who.key_id, who.user))
+    try:
+        yield
+    finally:
+        await quotas.leave_turn(who.org)
+
+
+#: A route that runs turns takes this; the slot is given back after the response is sent.
+TurnSlotDep = Annotated[None, Depends(turn_slot, scope="request")]

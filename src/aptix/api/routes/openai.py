@@ -40,7 +40,7 @@ from aptix.api.openai.wire import (
     usage_body,
 )
 from aptix.api.routes.agent import NO_MODEL
-from aptix.api.routes.deps import CallerDep, RuntimeDep
+from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody
 from aptix.api.storable_json import StorableJSONResponse
 from aptix.errors import AptixError
@@ -100,6 +100,7 @@ async def create_chat_completion(
     runtime: RuntimeDep,
     caller: CallerDep,
     fingerprints: FingerprintsDep,
+    _: TurnSlotDep,
     x_aptix_session: Annotated[str | None, Header(max_length=64)] = None,
 ) -> StorableJSONResponse | EventSourceResponse:
     """Run the last user message as a turn, or resume it with the trailing tool messages."""

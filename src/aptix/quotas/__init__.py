@@ -1,0 +1,19 @@
+"""Limits and usage: requests per key, concurrent turns and model tokens per org.
+
+``Quotas`` counts (through the ``limits`` library, in Redis or in memory), ``MeteredModel``
+applies the token budget around the model, ``UsageMeter`` keeps the tokens each key spent.
+"""
+
+from aptix.quotas.limiter import Quotas, Refusal
+from aptix.quotas.metered import PAYER, MeteredModel, Payer, TokenBudgetError
+from aptix.quotas.usage import UsageMeter
+
+__all__ = [
+    "PAYER",
+    "MeteredModel",
+    "Payer",
+    "Quotas",
+    "Refusal",
+    "TokenBudgetError",
+    "UsageMeter",
+]

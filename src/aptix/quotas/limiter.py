@@ -1,0 +1,245 @@
+"""``Quotas``: requests per key, concurrent turns and model tokens per org (DESIGN.md §15).
+
+The counting is the ``limits`` library's (fixed windows); its storage is Redis when
+``APTIX_REDIS_URL`` is set, so every process shares the counts, and memory otherwise. A Redis
+that stops answering is logged once and the limits then fail open (allow) or closed (refuse
+with 503), as ``APTIX_LIMITS_WHEN_REDIS_DOWN`` says; a request never fails with a 500 for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from limits import RateLimitItem, parse
+from limits.aio.storage import MemoryStorage, RedisStorage, Storage
+from limits.aio.strategies import FixedWindowRateLimiter
+
+from aptix.llm.types import Usage
+from aptix.quotas.usage import UsageMeter
+
+__all__ = ["Quotas", "Refusal"]
+
+_log = logging.getLogger("aptix.quotas")
+
+#: A turn slot not given back (its process died) is freed after this long.
+_TURN_SLOT_SECONDS = 900
+#: How long a caller refused because Redis is down is told to wait.
+_OUTAGE_RETRY_SECONDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a request may not go on, with what its 429 (or 503) answer carries."""
+
+    message: str
+    code: str
+    policy: str
+    quota: int
+    remaining: int
+    reset_seconds: int
+    window_seconds: int | None = None
+    unit: str | None = None
+    status: int = 429
+
+    def headers(self) -> dict[str, str]:
+        """``Retry-After`` and the IETF ``RateLimit`` / ``RateLimit-Policy`` fields."""
+        policy = f'"{self.policy}";q={self.quota}'
+        if self.window_seconds is not None:
+            policy += f";w={self.window_seconds}"
+        if self.unit is not None:
+            policy += f';qu="{self.unit}"'
+        return {
+            "Retry-After": str(self.reset_seconds),
+            "RateLimit": f'"{self.policy}";r={self.remaining};t={self.reset_seconds}',
+            "RateLimit-Policy": policy,
+        }
+
+
+class Quotas:
+    """Every limit of a deployment; each is off unless its setting is given."""
+
+    def __init__(
+        self,
+        *,
+        rate_limit: str | None = None,
+        max_concurrent_turns: int | None = None,
+        token_budget: str | None = None,
+        redis_url: str | None = None,
+        key_prefix: str = "aptix",
+        fail_open: bool = True,
+    ) -> None:
+        self.rate_limit = rate_limit
+        self.max_concurrent_turns = max_concurrent_turns
+        self.token_budget = token_budget
+        self.shared = redis_url is not None
+        self._fail_open = fail_open
+        self._rate: RateLimitItem | None = parse(rate_limit) if rate_limit else None
+        self._budget: RateLimitItem | None = parse(token_budget) if token_budget else None
+        self._storage: Storage
+        if redis_url is not None:
+            url = redis_url if redis_url.startswith("async+") else f"async+{redis_url}"
+            self._storage = RedisStorage(
+                url,
+                implementation="redispy",
+                key_prefix=f"{key_prefix}:limits",
+                socket_timeout=2,
+                socket_connect_timeout=2,
+            )
+        else:
+            self._storage = MemoryStorage()
+        self._limiter = FixedWindowRateLimiter(self._storage)
+        self._turns_prefix = "turns"
+        self.usage = UsageMeter(redis_url, key_prefix=key_prefix, on_error=self._failed)
+        self._down = False
+
+    async def request(self, key_id: str) -> Refusal | None:
+        """Count one request of the key ``key_id``; a refusal once its rate is spent."""
+        item = self._rate
+        if item is None:
+            return None
+        try:
+            allowed = await self._limiter.hit(item, "key", key_id)
+            if allowed:
+                self._up()
+                return None
+            stats = await self._limiter.get_window_stats(item, "key", key_id)
+        except Exception as exc:
+            return self._failed(exc)
+        self._up()
+        wait = _seconds_until(stats.reset_time)
+        return Refusal(
+            f"Rate limit reached: this API key may make {self.rate_limit} requests; "
+            f"retry in {wait} s.",
+            "rate_limited",
+            "requests",
+            item.amount,
+            stats.remaining,
+            wait,
+            item.get_expiry(),
+        )
+
+    async def enter_turn(self, org: str) -> Refusal | None:
+        """Take one of the org's turn slots (and check its token budget) before a turn."""
+        refusal = await self.tokens(org)
+        if refusal is not None or self.max_concurrent_turns is None:
+            return refusal
+        limit = self.max_concurrent_turns
+        key = f"{self._turns_prefix}/{org}"
+        try:
+            running = await self._storage.incr(key, _TURN_SLOT_SECONDS)
+            if running <= limit:
+                self._up()
+                return None
+            await self._storage.incr(key, _TURN_SLOT_SECONDS, amount=-1)
+        except Exception as exc:
+            return self._failed(exc)
+        return Refusal(
+            f"This organization already runs {limit} turns at once, as many as it may; "
+            "retry when one ends.",
+            "too_many_turns",
+            "turns",
+            limit,
+            0,
+            1,
+            unit="concurrent-requests",
+        )
+
+    async def leave_turn(self, org: str) -> None:
+        """Give back the slot :meth:`enter_turn` took."""
+        if self.max_concurrent_turns is None:
+            return
+        key = f"{self._turns_prefix}/{org}"
+        try:
+            if await self._storage.incr(key, _TURN_SLOT_SECONDS, amount=-1) < 0:
+                await self._storage.clear(key)  # the slot outlived its key's expiry
+        except Exception as exc:
+            self._failed(exc)
+
+    async def tokens(self, org: str) -> Refusal | None:
+        """A refusal when the org's model token budget is used up."""
+        item = self._budget
+        if item is None:
+            return None
+        try:
+            if await self._limiter.test(item, "tokens", org):
+                self._up()
+                return None
+            stats = await self._limiter.get_window_stats(item, "tokens", org)
+        except Exception as exc:
+            return self._failed(exc)
+        self._up()
+        wait = _seconds_until(stats.reset_time)
+        return Refusal(
+            f"Token budget reached: this organization may use {self.token_budget} model "
+            f"tokens; the budget renews in {wait} s.",
+            "token_budget_exhausted",
+            "tokens",
+            item.amount,
+            stats.remaining,
+            wait,
+            item.get_expiry(),
+        )
+
+    async def spend(self, org: str, key_id: str, user: str, usage: Usage) -> None:
+        """Record one model call's tokens against the org's budget and in the usage meter."""
+        if self._budget is not None and usage.total_tokens:
+            try:
+                await self._limiter.hit(self._budget, "tokens", org, cost=usage.total_tokens)
+            except Exception as exc:
+                self._failed(exc)
+        await self.usage.record(org, key_id, user, usage)
+
+    async def budget_state(self, org: str) -> dict[str, Any] | None:
+        """The org's budget: limit, remaining and seconds until it renews (None when off)."""
+        item = self._budget
+        if item is None:
+            return None
+        try:
+            stats = await self._limiter.get_window_stats(item, "tokens", org)
+        except Exception as exc:
+            self._failed(exc)
+            return {"limit": self.token_budget, "remaining": None, "resetSeconds": None}
+        return {
+            "limit": self.token_budget,
+            "remaining": stats.remaining,
+            "resetSeconds": _seconds_until(stats.reset_time),
+        }
+
+    async def aclose(self) -> None:
+        """Close the Redis connections (nothing to do in memory)."""
+        await self.usage.aclose()
+
+    def _failed(self, exc: Exception) -> Refusal | None:
+        """Redis did not answer: log once per outage, then allow or refuse as configured."""
+        if not self._down:
+            self._down = True
+            what = "allowing requests" if self._fail_open else "refusing requests with 503"
+            _log.error(
+                "[Quotas_Redis__Unavailable] limits cannot reach Redis (%s); %s until it answers",
+                type(exc).__name__,
+                what,
+            )
+        if self._fail_open:
+            return None
+        return Refusal(
+            "Limits cannot be checked right now (their store is unreachable); retry shortly.",
+            "limits_unavailable",
+            "limits",
+            0,
+            0,
+            _OUTAGE_RETRY_SECONDS,
+            status=503,
+        )
+
+    def _up(self) -> None:
+        if self._down:
+            self._down = False
+            _log.warning("[Quotas_Redis__Recovered] limits reach Redis again")
+
+
+def _seconds_until(epoch: float) -> int:
+    return max(1, math.ceil(epoch - time.time()))
