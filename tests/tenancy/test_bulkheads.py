@@ -107,7 +107,7 @@ async def test_an_org_holding_every_thread_does_not_slow_another_org(
     for answer in held:  # a time limit is a gateway timeout, never 409
         assert answer.status_code == 504, answer.text
         assert answer.json()["error"]["code"] == "timeout"
-        assert "timed out after 0.3 seconds" in answer.json()["error"]["message"]
+        assert "did not finish within 0.3 seconds" in answer.json()["error"]["message"]
     assert BULKHEADS.abandoned("org-a") == 2
 
     started = time.perf_counter()
@@ -162,6 +162,8 @@ async def test_a_call_still_queued_when_cancelled_is_not_counted_as_abandoned(
 
 def test_only_the_executors_own_wording_maps_to_a_gateway_status() -> None:
     assert http_refusal("The tool 'x' timed out after 0.5 seconds.") == (504, "timeout", {})
+    left = "The tool 'x' did not finish within 2 seconds and could not be stopped: it may ..."
+    assert http_refusal(left) == (504, "timeout", {})
     assert http_refusal(str(BulkheadFullError(3)))[:2] == (503, "overloaded")  # type: ignore[index]
     assert http_refusal("The lookup timed out after 3 seconds upstream.") is None
     assert http_refusal("Unknown workflow 'x'.") is None

@@ -41,8 +41,12 @@ T = TypeVar("T")
 #: What a refused caller is told to wait before retrying (503 ``Retry-After``).
 RETRY_AFTER_SECONDS = 5
 
-#: The executor's wording of a time limit (``AgentToolExecutor._timed_out``).
-_TIMED_OUT = re.compile(r"The tool '[^']*' timed out after \S+ seconds\.")
+#: The executor's wording of a time limit: stopped (``_timed_out``) or left running in its
+#: thread (``_abandoned``).
+_TIMED_OUT = re.compile(
+    r"The tool '[^']*' (timed out after \S+ seconds\."
+    r"|did not finish within \S+ seconds and could not be stopped: .*)"
+)
 _FULL = "sync tool calls of this organization are still running past their time limit"
 _FULL_MESSAGE = re.compile(r"\d+ " + _FULL + r", .*")
 
