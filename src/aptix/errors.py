@@ -9,6 +9,8 @@ Exceptions are kept for the two other kinds of failure:
     │   ├── ToolContractError        a tool class breaks the TUL-011 contract (registry checks)
     │   └── PluginLoadError          a third-party ``aptix.tools`` entry point failed to load
     ├── NotFoundError                a named thing (tool, mode, session, workflow) does not exist
+    ├── RevisionConflict             a workflow changed since the revision a change was based on
+    │                                (authoring's compare-and-set; 409, or 412 under If-Match)
     ├── ToolError                    raised inside a tool function: a failed result whose
     │                                message the model sees (``@aptix.tool``)
     ├── LlmError                     the model endpoint failed; the message says what to do
@@ -27,6 +29,7 @@ __all__ = [
     "LlmError",
     "NotFoundError",
     "PluginLoadError",
+    "RevisionConflict",
     "SessionBusyError",
     "ToolContractError",
     "ToolError",
@@ -64,6 +67,16 @@ class PluginLoadError(ConfigurationError):
 
 class NotFoundError(AptixError):
     """A requested tool, mode, session or workflow does not exist for this caller."""
+
+
+class RevisionConflict(AptixError):
+    """A workflow's stored revision is not the one a change was based on: nothing was written."""
+
+    def __init__(self, workflow_id: str, expected: int, current: int) -> None:
+        super().__init__(f"Workflow '{workflow_id}' is at revision {current}, not {expected}.")
+        self.workflow_id = workflow_id
+        self.expected = expected
+        self.current = current
 
 
 class ToolError(AptixError):

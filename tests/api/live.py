@@ -47,6 +47,34 @@ def serve(data_dir: Path, *args: str, **env: str) -> Iterator[str]:
 @contextmanager
 def served(data_dir: Path, *args: str, **env: str) -> Iterator[Served]:
     """Run ``aptix serve [args]`` until the block ends; yields its URL and pid."""
+    with served_many([data_dir], *args, **env) as running:
+        yield running[0]
+
+
+@contextmanager
+def served_many(data_dirs: list[Path], *args: str, **env: str) -> Iterator[list[Served]]:
+    """Run one ``aptix serve [args]`` per data directory, started together; yields them healthy."""
+    started: list[tuple[subprocess.Popen[str], Served]] = []
+    try:
+        for data_dir in data_dirs:
+            started.append(_start(data_dir, args, env))
+        for process, running in started:
+            _wait_healthy(process, running)
+        yield [running for _, running in started]
+    finally:
+        for process, _ in started:
+            process.terminate()
+        for process, _ in started:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _start(
+    data_dir: Path, args: tuple[str, ...], env: dict[str, str]
+) -> tuple[subprocess.Popen[str], Served]:
     port = free_port()
     environment = {**os.environ, "APTIX_DATA_DIR": str(data_dir)}
     environment.pop("APTIX_API_KEYS", None)
@@ -61,25 +89,19 @@ def served(data_dir: Path, *args: str, **env: str) -> Iterator[Served]:
             stderr=subprocess.STDOUT,
             text=True,
         )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"aptix serve exited: {log.read_text()}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("aptix serve did not become healthy within 60 s")
-            time.sleep(0.2)
-        yield Served(base, process.pid, log)
-    finally:
-        process.terminate()
+    return process, Served(f"http://127.0.0.1:{port}", process.pid, log)
+
+
+def _wait_healthy(process: subprocess.Popen[str], running: Served) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"aptix serve exited: {running.log.read_text()}")
         try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            if httpx.get(f"{running.url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("aptix serve did not become healthy within 60 s")
+        time.sleep(0.2)

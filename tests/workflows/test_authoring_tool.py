@@ -57,7 +57,7 @@ async def test_round_trip_draft_update_validate_publish_and_serve(
     assert drafted["ok"] is True
     assert drafted["workflow"]["status"] == "draft"
     assert drafted["workflow"]["version"] == "0.1.0"
-    assert set(drafted) == {"ok", "workflow", "messages"}
+    assert set(drafted) == {"ok", "workflow", "messages", "revision"}
     assert registry.get("onboard_hire", "acme") is None  # drafts are not served
 
     failing = await run(tool, context, operation="validate_workflow", workflowId="onboard_hire")
@@ -83,6 +83,7 @@ async def test_round_trip_draft_update_validate_publish_and_serve(
         "ok": True,
         "workflow": passing["workflow"],
         "messages": ["Workflow 'onboard_hire' 0.1.0 is valid."],
+        "revision": 2,
     }
 
     published = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
@@ -139,6 +140,7 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
         "version": "0.1.1",
         "visibility": "public",
         "publishedVersion": "0.1.0",
+        "revision": 4,
     }
 
     await run(
@@ -386,6 +388,7 @@ async def test_deprecate_then_disable_then_remove(tool, registry, store, context
     assert removed == {
         "ok": True,
         "messages": ["Workflow 'onboard_hire' was removed; its history is kept."],
+        "revision": 6,
     }
     assert registry.get("onboard_hire", "acme") is None
     assert [h.action for h in await store.history("onboard_hire", "acme")][-3:] == [
@@ -429,6 +432,7 @@ async def test_list_authoring_workflows_has_shallow_rows(tool, context) -> None:
         "status": "draft",
         "version": "0.1.0",
         "visibility": "public",
+        "revision": 1,
     }
     hidden = next(r for r in listed["workflows"] if r["workflowId"] == "secret_cleanup")
     assert hidden["visibility"] == "hidden"

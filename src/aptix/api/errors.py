@@ -36,6 +36,7 @@ _CODES = {
     421: "misdirected_request",
     405: "method_not_allowed",
     409: "conflict",
+    412: "precondition_failed",
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "invalid_request",

@@ -66,6 +66,15 @@ class AuthoringOutcome:
     messages: tuple[str, ...] = ()
     errors: tuple[FieldProblem, ...] = field(default=())
     history: list[dict[str, Any]] | None = None
+    #: The workflow's newest stored revision after the operation (what ``ETag`` carries).
+    revision: int | None = None
+    #: On a refused change: the revision the workflow is at (the change was based on another).
+    current_revision: int | None = None
+
+    @property
+    def conflict(self) -> bool:
+        """True when a change was refused because the workflow moved on (409/412 over HTTP)."""
+        return self.current_revision is not None
 
     @classmethod
     def fail(cls, field_name: str, message: str) -> AuthoringOutcome:
@@ -80,8 +89,13 @@ class AuthoringOutcome:
     def to_wire(self) -> dict[str, Any]:
         """The JSON object the tool returns."""
         if not self.ok:
-            return {"ok": False, "errors": [e.to_wire() for e in self.errors]}
+            failed: dict[str, Any] = {"ok": False, "errors": [e.to_wire() for e in self.errors]}
+            if self.current_revision is not None:
+                failed["currentRevision"] = self.current_revision
+            return failed
         out: dict[str, Any] = {"ok": True}
+        if self.revision is not None:
+            out["revision"] = self.revision
         if self.workflow is not None:
             out["workflow"] = self.workflow
         if self.workflows is not None:

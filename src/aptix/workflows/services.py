@@ -112,5 +112,7 @@ def build_workflow_services(
     registry = WorkflowRegistry(matcher=matcher, matcher_factory=matcher.sibling)
     store = store or InMemoryWorkflowStore()
     sync = WorkflowSync(store, registry)
-    authoring = WorkflowAuthoring(store, registry, sync=lambda: sync.check(force=True))
+    # Authoring decides on the revision log itself; the throttled check only keeps this
+    # process's registry (id spellings, what it serves) as fresh as every request's.
+    authoring = WorkflowAuthoring(store, registry, sync=sync.check)
     return WorkflowServices(registry, store, authoring, sync)

@@ -2,8 +2,11 @@
 
 Rows are only ever inserted, so the full version history of every authored workflow is kept
 (TUL-006 §8.4, §8.9), with the org it belongs to and who made each revision. Revision
-numbers are per (org, workflow); two concurrent appends to one workflow collide on the
-``(org, workflow_id, revision)`` key and the loser retries.
+numbers are per (org, workflow). An append is a compare-and-set on ``workflow_heads``: an
+``UPDATE … WHERE revision = <the revision it was based on>`` that must change one row (or,
+for a new workflow, an ``INSERT`` that the primary key lets only one draft make). The
+loser of a race changes nothing and gets :class:`~aptix.errors.RevisionConflict` naming
+the winner's revision; the ``(org, workflow_id, revision)`` key is the second line.
 
 Every append also bumps the one ``workflow_changes`` counter in its transaction, so a
 process that reads a counter value has every revision up to it committed and visible
@@ -13,20 +16,25 @@ process that reads a counter value has every revision up to it committed and vis
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from aptix.db.engine import Database
 from aptix.db.types import utc_now
+from aptix.errors import RevisionConflict
 from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.store import RevisionAction, StoredRevision
-from aptix.workflows.tables import CHANGES_ROW_ID, WorkflowChangesRow, WorkflowRevisionRow
+from aptix.workflows.tables import (
+    CHANGES_ROW_ID,
+    WorkflowChangesRow,
+    WorkflowHeadRow,
+    WorkflowRevisionRow,
+)
 
 __all__ = ["SqlWorkflowStore"]
-
-APPEND_ATTEMPTS = 5
 
 
 class SqlWorkflowStore:
@@ -36,44 +44,60 @@ class SqlWorkflowStore:
         self._database = database
 
     async def append(
-        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None, org: str
+        self,
+        manifest: WorkflowManifest,
+        action: RevisionAction,
+        actor: str | None,
+        org: str,
+        *,
+        expected_revision: int | None = None,
     ) -> StoredRevision:
-        """Append a revision of ``org``'s ``manifest.workflow_id`` and return it."""
-        for attempt in range(1, APPEND_ATTEMPTS + 1):
-            try:
-                async with self._database.transaction() as session:
-                    if not self._database.is_sqlite:
-                        # Serialise appends per workflow (SQLite's BEGIN IMMEDIATE already
-                        # does); the unique key and the retry remain the backstop.
-                        await session.execute(
-                            text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-                            {"key": f"aptix.workflow:{org}:{manifest.workflow_id}"},
-                        )
-                    last = await session.scalar(
-                        select(func.max(WorkflowRevisionRow.revision)).where(
-                            WorkflowRevisionRow.org == org,
-                            WorkflowRevisionRow.workflow_id == manifest.workflow_id,
-                        )
-                    )
-                    row = WorkflowRevisionRow(
-                        org=org,
-                        workflow_id=manifest.workflow_id,
-                        revision=(last or 0) + 1,
-                        action=action.value,
-                        version=manifest.version,
-                        status=manifest.status.value,
-                        manifest_json=json.dumps(manifest.to_wire(), ensure_ascii=False),
-                        created_at=utc_now(),
-                        created_by=actor,
-                    )
-                    session.add(row)
-                    await session.flush()
-                    await _bump_changes(session)
-                return _revision(row)
-            except IntegrityError:
-                if attempt == APPEND_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        """Append revision ``expected_revision + 1``; :class:`RevisionConflict` if it moved on."""
+        workflow_id = manifest.workflow_id
+        try:
+            async with self._database.transaction() as session:
+                based_on = expected_revision
+                if based_on is None:
+                    based_on = await self._newest_locked(session, org, workflow_id)
+                now = utc_now()
+                await _advance_head(session, org, workflow_id, based_on, now)
+                row = WorkflowRevisionRow(
+                    org=org,
+                    workflow_id=workflow_id,
+                    revision=based_on + 1,
+                    action=action.value,
+                    version=manifest.version,
+                    status=manifest.status.value,
+                    manifest_json=json.dumps(manifest.to_wire(), ensure_ascii=False),
+                    created_at=now,
+                    created_by=actor,
+                )
+                session.add(row)
+                await session.flush()
+                await _bump_changes(session)
+            return _revision(row)
+        except IntegrityError:
+            # Two drafts inserted the same new head: the one that lost learns the winner's
+            # revision. Any other violation (a version published twice) is a bug: raised.
+            current = await self.revision(workflow_id, org)
+            if expected_revision is not None and current != expected_revision:
+                raise RevisionConflict(workflow_id, expected_revision, current) from None
+            raise
+
+    async def revision(self, workflow_id: str, org: str) -> int:
+        """The newest revision of ``org``'s ``workflow_id``; 0 when it has none."""
+        async with self._database.transaction() as session:
+            return await _newest(session, org, workflow_id)
+
+    async def _newest_locked(self, session: AsyncSession, org: str, workflow_id: str) -> int:
+        if not self._database.is_sqlite:
+            # Appends that name no revision queue per workflow (SQLite's BEGIN IMMEDIATE
+            # already does), so each lands on the one before.
+            await session.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                {"key": f"aptix.workflow:{org}:{workflow_id}"},
+            )
+        return await _newest(session, org, workflow_id)
 
     async def history(self, workflow_id: str, org: str) -> list[StoredRevision]:
         """Every revision of ``org``'s ``workflow_id``, oldest first."""
@@ -92,10 +116,9 @@ class SqlWorkflowStore:
         """The ids ``org`` has revisions of, sorted."""
         async with self._database.transaction() as session:
             ids = await session.scalars(
-                select(WorkflowRevisionRow.workflow_id)
-                .where(WorkflowRevisionRow.org == org)
-                .distinct()
-                .order_by(WorkflowRevisionRow.workflow_id)
+                select(WorkflowHeadRow.workflow_id)
+                .where(WorkflowHeadRow.org == org)
+                .order_by(WorkflowHeadRow.workflow_id)
             )
             return list(ids)
 
@@ -103,7 +126,7 @@ class SqlWorkflowStore:
         """The orgs with revisions, sorted."""
         async with self._database.transaction() as session:
             orgs = await session.scalars(
-                select(WorkflowRevisionRow.org).distinct().order_by(WorkflowRevisionRow.org)
+                select(WorkflowHeadRow.org).distinct().order_by(WorkflowHeadRow.org)
             )
             return list(orgs)
 
@@ -114,6 +137,36 @@ class SqlWorkflowStore:
                 select(WorkflowChangesRow.counter).where(WorkflowChangesRow.id == CHANGES_ROW_ID)
             )
             return int(counter or 0)
+
+
+async def _newest(session: AsyncSession, org: str, workflow_id: str) -> int:
+    revision = await session.scalar(
+        select(WorkflowHeadRow.revision).where(
+            WorkflowHeadRow.org == org, WorkflowHeadRow.workflow_id == workflow_id
+        )
+    )
+    return int(revision or 0)
+
+
+async def _advance_head(
+    session: AsyncSession, org: str, workflow_id: str, based_on: int, now: datetime
+) -> None:
+    """Move the head from ``based_on`` to the next revision, or raise RevisionConflict."""
+    if based_on == 0:
+        session.add(WorkflowHeadRow(org=org, workflow_id=workflow_id, revision=1, updated_at=now))
+        await session.flush()  # a concurrent first draft makes this an IntegrityError
+        return
+    moved = await session.execute(
+        update(WorkflowHeadRow)
+        .where(
+            WorkflowHeadRow.org == org,
+            WorkflowHeadRow.workflow_id == workflow_id,
+            WorkflowHeadRow.revision == based_on,
+        )
+        .values(revision=based_on + 1, updated_at=now)
+    )
+    if getattr(moved, "rowcount", 0) != 1:
+        raise RevisionConflict(workflow_id, based_on, await _newest(session, org, workflow_id))
 
 
 async def _bump_changes(session: AsyncSession) -> None:

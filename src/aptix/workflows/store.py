@@ -4,6 +4,10 @@ A store is an append-only log of revisions per (org, workflow): authored workflo
 the org that drafted them, so two orgs may each author their own ``offsite``. What is a
 draft, what is served and what was removed is derived from that log by the functions below,
 so every backend (memory, SQL) only has to append and read back.
+
+Every append is a compare-and-set: it names the revision it was based on (0 for a workflow
+with no revision yet) and is refused with :class:`~aptix.errors.RevisionConflict` when the
+workflow has moved on since, so two processes can never both build on one revision.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
+from aptix.errors import RevisionConflict
 from aptix.workflows.manifest import WorkflowManifest
 
 __all__ = [
@@ -70,9 +75,20 @@ class WorkflowStore(Protocol):
     """Persistence for authored workflows: an append-only revision log per workflow id."""
 
     async def append(
-        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None, org: str
+        self,
+        manifest: WorkflowManifest,
+        action: RevisionAction,
+        actor: str | None,
+        org: str,
+        *,
+        expected_revision: int | None = None,
     ) -> StoredRevision:
-        """Append a revision of ``org``'s ``manifest.workflow_id`` and return it."""
+        """Append revision ``expected_revision + 1`` of ``org``'s ``manifest.workflow_id``.
+
+        Raises :class:`~aptix.errors.RevisionConflict` when the workflow's newest revision is
+        not ``expected_revision`` (0: none yet). ``None`` appends on top of whatever is newest:
+        for loading fixtures and seeds only, never for a change a person asked for.
+        """
         ...
 
     async def history(self, workflow_id: str, org: str) -> list[StoredRevision]:
@@ -123,10 +139,19 @@ class InMemoryWorkflowStore:
         self._lock = asyncio.Lock()
 
     async def append(
-        self, manifest: WorkflowManifest, action: RevisionAction, actor: str | None, org: str
+        self,
+        manifest: WorkflowManifest,
+        action: RevisionAction,
+        actor: str | None,
+        org: str,
+        *,
+        expected_revision: int | None = None,
     ) -> StoredRevision:
-        """Append a revision and return it."""
+        """Append a revision, refusing it when the log moved past ``expected_revision``."""
         async with self._lock:
+            current = len(self._log.get((org, manifest.workflow_id), ()))
+            if expected_revision is not None and expected_revision != current:
+                raise RevisionConflict(manifest.workflow_id, expected_revision, current)
             entries = self._log.setdefault((org, manifest.workflow_id), [])
             entry = StoredRevision(
                 workflow_id=manifest.workflow_id,

@@ -8,7 +8,8 @@ workflows when it moved.
 * Every request checks (the HTTP app, ``/mcp``, MCP over stdio, each model turn), at most
   once per :data:`SYNC_INTERVAL` per process: one primary-key read, and a reload only after
   a change.
-* Authoring checks unthrottled before every change, so it never decides on a stale copy.
+* Authoring checks too (throttled alike), but decides on the revision log it reads, never on
+  this copy, and writes with a compare-and-set (:mod:`aptix.workflows.revisions`).
 
 So a change committed by one process is served by every other to any request that starts
 :data:`SYNC_INTERVAL` (0.5 s) or more after the commit: the last check either came after

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
+from aptix.api.conditional import apply_if_match, etag_headers, is_conditional
 from aptix.api.errors import ApiError
 from aptix.api.responses import ToolInfo
 from aptix.api.routes.deps import CallerDep, RuntimeDep
@@ -40,16 +41,24 @@ async def list_tools(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
 
 @router.post("/{name}/invoke", response_model=InvokeResponse)
 async def invoke_tool(
-    name: str, body: InvokeRequest, runtime: RuntimeDep, caller: CallerDep
+    name: str,
+    body: InvokeRequest,
+    runtime: RuntimeDep,
+    caller: CallerDep,
+    if_match: Annotated[str | None, Header()] = None,
 ) -> JSONResponse:
     """Run one tool as the caller; a tool's own failure is a 200 with ``successful: false``.
 
     A call that ran out of time is 504 ``timeout``; one refused because the org's sync tool
     threads are all held by earlier timed-out calls is 503 ``overloaded`` with ``Retry-After``.
+    A tool with revisions (workflow authoring) answers with an ``ETag`` and honours
+    ``If-Match``: a change based on another revision is 412 (409 without ``If-Match``).
     """
     if not runtime.registry.has_tool(name):
         raise ApiError(404, f"Unknown tool '{name}'.")
     arguments = body.arguments if isinstance(body.arguments, str) else json.dumps(body.arguments)
+    conditional = is_conditional(runtime.registry, name)
+    arguments = apply_if_match(name, conditional, arguments, if_match)
     # The session's mode and active workflow apply here exactly as in a model turn.
     context = await runtime.session_context(
         org=caller.org, user=caller.user, role=caller.role, session_id=body.session_id
@@ -61,8 +70,9 @@ async def invoke_tool(
         raise ApiError(status, outcome.error_message, code, headers=headers)
     wire = outcome.to_wire()
     wire["result"] = _decode(outcome.result)
+    etag = etag_headers(wire["result"], if_match=if_match is not None) if conditional else None
     # Already the documented shape: skip FastAPI's second validation pass on the hot path.
-    return StorableJSONResponse(wire)
+    return StorableJSONResponse(wire, headers=etag)
 
 
 def _decode(text: str | None) -> Any:

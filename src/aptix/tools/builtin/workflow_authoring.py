@@ -65,6 +65,11 @@ class _Args(OperationArgs):
         None,
         description="update_workflow: the fields to set, from: " + ", ".join(UPDATABLE_FIELDS),
     )
+    expected_revision: int | None = Field(
+        None,
+        description="Changing operations: the revision this change is based on (the "
+        "'revision' of your last get_workflow); refused if the workflow changed since.",
+    )
 
 
 def _role_refusal(operation: str, args: _Args, role: str) -> AuthoringOutcome | None:
@@ -142,20 +147,32 @@ class WorkflowAuthoringTool(BuiltinTool[_Args, dict[str, Any]]):
             return AuthoringOutcome.fail(
                 "workflowId", f"Operation '{operation}' requires a non-empty 'workflowId'."
             )
+        expected = args.expected_revision
         if operation == "draft_workflow":
             return await self._authoring.draft(
-                workflow_id, args.title or "", args.description or "", actor, org
+                workflow_id,
+                args.title or "",
+                args.description or "",
+                actor,
+                org,
+                expected_revision=expected,
             )
         if operation == "get_workflow":
             return await self._authoring.get(workflow_id, org)
         if operation == "update_workflow":
-            return await self._authoring.update(workflow_id, args.fields, actor, org)
+            return await self._authoring.update(
+                workflow_id, args.fields, actor, org, expected_revision=expected
+            )
         if operation == "validate_workflow":
             return await self._authoring.validate(workflow_id, org)
         if operation == "publish_workflow":
-            return await self._authoring.publish(workflow_id, actor, org)
+            return await self._authoring.publish(
+                workflow_id, actor, org, expected_revision=expected
+            )
         if operation == "discard_draft":
-            return await self._authoring.discard(workflow_id, actor, org)
+            return await self._authoring.discard(
+                workflow_id, actor, org, expected_revision=expected
+            )
         if operation == "workflow_history":
             return await self._authoring.history_outcome(workflow_id, org)
-        return await self._authoring.remove(workflow_id, actor, org)
+        return await self._authoring.remove(workflow_id, actor, org, expected_revision=expected)

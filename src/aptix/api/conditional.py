@@ -1,0 +1,79 @@
+"""Conditional tool calls: ``If-Match`` in, ``ETag`` out (RFC 9110 §13.1.1, §8.8.3).
+
+A tool that takes ``expectedRevision`` (``agent_workflow_authoring``) reports the revision of
+what it read or wrote as ``revision`` in its result, and refuses a change based on another
+revision with ``currentRevision``. Over HTTP the revision is the entity tag: the response
+carries ``ETag: "<revision>"``, ``If-Match: "<revision>"`` becomes ``expectedRevision``, and a
+refused change answers 412 under ``If-Match`` (the precondition failed) or 409 without it
+(another request changed the workflow first), in the JSON error envelope.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any
+
+from aptix.api.errors import ApiError
+from aptix.tools.base import AgentTool
+from aptix.tools.registry import AgentToolRegistry
+
+__all__ = ["EXPECTED_REVISION", "apply_if_match", "etag_headers", "is_conditional"]
+
+#: The argument a conditional tool takes.
+EXPECTED_REVISION = "expectedRevision"
+
+_TAG = re.compile(r'\s*"(\d{1,9})"\s*')
+
+
+def is_conditional(registry: AgentToolRegistry, name: str) -> bool:
+    """True when tool ``name`` takes ``expectedRevision`` (its results carry revisions)."""
+    tool = registry.get_tool_type(name)
+    return tool is not None and _takes_revision(tool)
+
+
+@functools.cache
+def _takes_revision(tool: type[AgentTool]) -> bool:
+    schema = tool.schema()
+    properties = schema.get("parameters", schema).get("properties", {})
+    return EXPECTED_REVISION in properties
+
+
+def apply_if_match(name: str, conditional: bool, arguments: str, if_match: str | None) -> str:
+    """``arguments`` with ``If-Match``'s revision as ``expectedRevision``; 400 on bad input."""
+    if if_match is None or if_match.strip() == "*":
+        return arguments
+    if not conditional:
+        raise ApiError(400, f"The tool '{name}' takes no If-Match: it has no revisions.")
+    matched = _TAG.fullmatch(if_match)
+    if matched is None:
+        raise ApiError(
+            400, 'If-Match must be one entity tag from an ETag, like "7" (quotes included).'
+        )
+    revision = int(matched.group(1))
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise ApiError(400, "The arguments must be a JSON object.")
+    given = parsed.get(EXPECTED_REVISION)
+    if given is not None and given != revision:
+        raise ApiError(
+            400, f"If-Match names revision {revision}, but expectedRevision is {given!r}."
+        )
+    return json.dumps({**parsed, EXPECTED_REVISION: revision})
+
+
+def etag_headers(result: Any, *, if_match: bool) -> dict[str, str]:
+    """The ``ETag`` of a revisioned result; a refused change raises 412 or 409 instead."""
+    if not isinstance(result, dict):
+        return {}
+    current = result.get("currentRevision")
+    if result.get("ok") is False and isinstance(current, int):
+        errors = result.get("errors") or [{}]
+        message = str(errors[0].get("message") or "The workflow changed meanwhile.")
+        raise ApiError(412 if if_match else 409, message, headers={"ETag": f'"{current}"'})
+    revision = result.get("revision")
+    return {"ETag": f'"{revision}"'} if isinstance(revision, int) else {}

@@ -1,0 +1,94 @@
+"""Authoring over HTTP: ``ETag`` out, ``If-Match`` in, 412 or 409 on a stale change (issue 25)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.tenancy.test_keys_and_roles import AUTHORING, FIELDS
+
+Http = Callable[[str], httpx.AsyncClient]
+
+
+async def _call(
+    client: httpx.AsyncClient, if_match: str | None = None, **arguments: Any
+) -> httpx.Response:
+    headers = {"If-Match": if_match} if if_match is not None else {}
+    return await client.post(AUTHORING, json={"arguments": arguments}, headers=headers)
+
+
+async def test_authoring_sends_etags_and_honours_if_match(http: Http) -> None:
+    admin = http("k-admin")
+    drafted = await _call(
+        admin, operation="draft_workflow", workflowId="offsite", title="T", description="D."
+    )
+    assert drafted.status_code == 200, drafted.text
+    assert drafted.headers["ETag"] == '"1"'
+    assert drafted.json()["result"]["revision"] == 1
+    read = await _call(admin, operation="get_workflow", workflowId="offsite")
+    assert read.headers["ETag"] == '"1"'
+
+    updated = await _call(
+        admin, '"1"', operation="update_workflow", workflowId="offsite", fields=FIELDS
+    )
+    assert updated.status_code == 200, updated.text
+    assert updated.headers["ETag"] == '"2"'
+
+    # Someone else's change went first: the precondition fails, nothing is written.
+    stale = await _call(
+        admin, '"1"', operation="update_workflow", workflowId="offsite", fields={"notes": ["x"]}
+    )
+    assert stale.status_code == 412
+    assert stale.headers["ETag"] == '"2"'
+    error = stale.json()["error"]
+    assert error["code"] == "precondition_failed"
+    assert "is now at revision 2, but this change was based on revision 1" in error["message"]
+    after = (await _call(admin, operation="get_workflow", workflowId="offsite")).json()
+    assert after["result"]["workflow"]["notes"] == []
+
+    # The same check through the argument, without If-Match: 409.
+    conflict = await _call(
+        admin, operation="publish_workflow", workflowId="offsite", expectedRevision=1
+    )
+    assert conflict.status_code == 409
+    assert conflict.json()["error"]["code"] == "conflict"
+    published = await _call(admin, '"2"', operation="publish_workflow", workflowId="offsite")
+    assert published.status_code == 200, published.text
+    assert published.headers["ETag"] == '"3"'
+
+
+async def test_a_deployment_wide_workflow_has_no_etag(http: Http) -> None:
+    read = await _call(http("k-admin"), operation="get_workflow", workflowId="guided_calculation")
+    assert read.status_code == 200
+    assert read.json()["result"]["ok"] is True
+    assert "ETag" not in read.headers
+
+
+@pytest.mark.parametrize(
+    ("tool", "if_match", "arguments", "message"),
+    [
+        ("agent_calculator", '"1"', {"expression": "1+1"}, "takes no If-Match"),
+        ("agent_workflow_authoring", 'W/"1"', {"operation": "get_workflow"}, "one entity tag"),
+        ("agent_workflow_authoring", '"1", "2"', {"operation": "get_workflow"}, "one entity tag"),
+        ("agent_workflow_authoring", "<script>", {"operation": "get_workflow"}, "one entity tag"),
+        (
+            "agent_workflow_authoring",
+            '"1"',
+            {"operation": "get_workflow", "expectedRevision": 2},
+            "If-Match names revision 1, but expectedRevision is 2",
+        ),
+        ("agent_workflow_authoring", '"1"', "[1, 2]", "must be a JSON object"),
+    ],
+)
+async def test_a_bad_if_match_is_a_400_in_the_envelope(
+    http: Http, tool: str, if_match: str, arguments: Any, message: str
+) -> None:
+    answer = await http("k-admin").post(
+        f"/v1/tools/{tool}/invoke", json={"arguments": arguments}, headers={"If-Match": if_match}
+    )
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["code"] == "bad_request"
+    assert message in answer.json()["error"]["message"]
