@@ -64,7 +64,7 @@ class CallResult(ToolResult):
 class OperationArgs(ToolArgs):
     """The arguments of a tool with several operations, named by ``operation``."""
 
-    operation: str = ""
+    operation: str = Field("", description="The operation to run.")
 
 
 class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
@@ -80,6 +80,9 @@ class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
     _args_model: ClassVar[type[ToolArgs]]
 
     def __init__(self, logger: AdminLogger) -> None:
+        # TUL-011 §2: the logger is injected, and a tool without one could not log a failure.
+        if logger is None:
+            raise TypeError(f"{type(self).__name__} requires a logger, not None.")
         self._logger = logger
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -74,11 +74,9 @@ class ModeChangeTool(BuiltinTool[_Args, _Result]):
     FAILURE = FAILED
 
     def __init__(self, session_manager: SessionManager, logger: AdminLogger) -> None:
-        # TUL-007 §3.2: both dependencies are required and non-null.
+        # TUL-007 §3.2: both dependencies are required and non-null (the base checks the logger).
         if session_manager is None:
             raise TypeError("ModeChangeTool requires a session manager, not None.")
-        if logger is None:
-            raise TypeError("ModeChangeTool requires a logger, not None.")
         super().__init__(logger)
         self._sessions = session_manager
 
