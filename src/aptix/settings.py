@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 import os
 import re
 import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
 
@@ -23,7 +26,14 @@ from pydantic_settings import (
 from aptix.errors import ConfigurationError
 from aptix.settings_mcp import McpServerConfig
 
-__all__ = ["ROLES", "AptixSettings", "KeyOwner", "default_data_dir", "load_settings"]
+__all__ = [
+    "ROLES",
+    "AptixSettings",
+    "KeyOwner",
+    "default_data_dir",
+    "load_settings",
+    "unknown_variables",
+]
 
 #: API key roles, weakest first: ``user`` runs tools, ``author`` also drafts, updates and
 #: validates workflows, ``admin`` also publishes, deprecates, disables and removes them.
@@ -255,12 +265,14 @@ class AptixSettings(BaseSettings):
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         if Path(path).is_file():
             try:
-                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+                toml = TomlConfigSettingsSource(settings_cls, toml_file=path)
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigurationError(
                     f"{path} is not valid TOML ({exc}).",
                     hint=f"fix the syntax in {path}, or point APTIX_CONFIG_FILE at another file",
                 ) from None
+            _refuse_unknown_keys(path, toml.toml_data, settings_cls.model_fields)
+            sources.append(toml)
         elif os.environ.get("APTIX_CONFIG_FILE"):
             raise ConfigurationError(
                 f"APTIX_CONFIG_FILE names a file that does not exist: {path}.",
@@ -312,10 +324,53 @@ class AptixSettings(BaseSettings):
         return f"sqlite+aiosqlite:///{self.data_dir / 'aptix.db'}"
 
 
+#: ``APTIX_*`` variables that are not settings: the settings file, and the project's own
+#: scripts and test harness (``APTIX_TEST_*``).
+OTHER_VARIABLES = frozenset(
+    {"APTIX_CONFIG_FILE", "APTIX_CI", "APTIX_VENV", "APTIX_SCHEMATHESIS_EXAMPLES"}
+)
+_warned: set[str] = set()
+
+
+def _nearest(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return f" Did you mean {close[0]}?" if close else ""
+
+
+def _refuse_unknown_keys(path: str, data: Mapping[str, object], fields: Iterable[str]) -> None:
+    """An unknown top-level key in the settings file stops start-up, naming its nearest key."""
+    names = list(fields)
+    for key in data:
+        if key not in names:
+            raise ConfigurationError(
+                f"{path}: unknown setting '{key}'.{_nearest(key, names)}",
+                hint="docs/settings.md lists every setting (the variable names in lower case)",
+            )
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """A one-line warning for each ``APTIX_*`` variable that names no setting."""
+    known = {f"APTIX_{name.upper()}" for name in AptixSettings.model_fields} | OTHER_VARIABLES
+    return [
+        f"{name} is not an Aptix setting and is ignored.{_nearest(name, known)}"
+        for name in sorted(environ)
+        if name.startswith("APTIX_") and name not in known and not name.startswith("APTIX_TEST_")
+    ]
+
+
 def load_settings() -> AptixSettings:
-    """Read the settings; a bad value or file is a :class:`ConfigurationError` naming it."""
+    """Read the settings; a bad value or file is a :class:`ConfigurationError` naming it.
+
+    Each unknown ``APTIX_*`` variable is logged once per process as a warning: other
+    tools may use the prefix, so it does not stop start-up.
+    """
     from pydantic import ValidationError
 
+    log = logging.getLogger("aptix.settings")
+    for warning in unknown_variables(os.environ):
+        if warning not in _warned:
+            _warned.add(warning)
+            log.warning("%s", warning)
     try:
         return AptixSettings()
     except ValidationError as exc:

@@ -35,8 +35,11 @@ Aptix reads its settings from, in this order of precedence:
 3. the defaults below.
 
 Every value is checked when a command starts: an invalid one ends the command with one line,
-`error: <what> — <how to fix>`, and exit code 2, before anything else happens.
-`aptix config show` prints the effective values with secrets masked.
+`error: <what> — <how to fix>`, and exit code 2, before anything else happens. An unknown
+key in the TOML file is such an error, naming the nearest real key
+(`aptix.toml: unknown setting 'llm_modle'. Did you mean llm_model?`); an unknown `APTIX_*`
+variable is only a one-line warning with the same suggestion, since other tools may use the
+prefix. `aptix config show` prints the effective values with secrets masked.
 
 | Variable | Type | Default | Description |
 |---|---|---|---|

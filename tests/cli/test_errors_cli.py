@@ -68,6 +68,8 @@ INVALID = {
     "APTIX_MAX_MODEL_TEXT_CHARS": "0",
     "APTIX_PUBLIC_METRICS": "maybe",
     "APTIX_MCP_SERVERS": '{"git": {"command": "mcp-server-git", "url": "http://x"}}',
+    "APTIX_TOOL_MODULES": '["unclosed',
+    "APTIX_TOOL_THREADS": "0",
 }
 
 

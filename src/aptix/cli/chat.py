@@ -47,19 +47,28 @@ def chat(
     ] = None,
     resume_last: Annotated[
         bool,
-        typer.Option("--continue", "-c", help="Continue the most recently used session."),
+        typer.Option(
+            "--continue/--no-continue",
+            "-c",
+            metavar="",
+            help="Continue the most recently used session.",
+        ),
     ] = False,
     mode: Annotated[str | None, typer.Option(help="Mode of a new session.")] = None,
     demo: Annotated[
         bool,
         typer.Option(
-            "--demo", help="Chat with the built-in offline demo model (APTIX_LLM_MODEL=demo)."
+            "--demo/--no-demo",
+            metavar="",
+            help="Chat with the built-in offline demo model (APTIX_LLM_MODEL=demo).",
         ),
     ] = False,
     tool_details: Annotated[
         bool,
         typer.Option(
-            "--tool-details", help="Show tool calls in full (default: one line; Ctrl-O toggles)."
+            "--tool-details/--no-tool-details",
+            metavar="",
+            help="Show tool calls in full (default: one line; Ctrl-O toggles).",
         ),
     ] = False,
 ) -> None:

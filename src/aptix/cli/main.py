@@ -13,6 +13,7 @@ app = typer.Typer(
     help="Aptix: a governed runtime for LLM agent tools.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # sub-commands inherit it
 )
 
 
@@ -29,7 +30,11 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+            "--version",
+            "-V",
+            callback=_show_version,
+            is_eager=True,
+            help="Print the version and exit.",
         ),
     ] = False,
 ) -> None:

@@ -18,7 +18,9 @@ app = typer.Typer(help="Show the configured modes.", no_args_is_help=True)
 
 @app.command("list")
 def list_modes(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json/--no-json", metavar="", help="Print JSON instead of a table.")
+    ] = False,
 ) -> None:
     """List every mode of the catalog, with the tools it offers."""
 

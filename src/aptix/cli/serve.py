@@ -27,12 +27,14 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address to bind (default APTIX_HOST).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default APTIX_PORT, 8000).")] = None,
     reload: Annotated[
-        bool, typer.Option(help="Restart when the code changes (development).")
+        bool, typer.Option(metavar="", help="Restart when the code changes (development).")
     ] = False,
     demo: Annotated[
         bool,
         typer.Option(
-            "--demo", help="Answer with the built-in offline demo model (APTIX_LLM_MODEL=demo)."
+            "--demo/--no-demo",
+            metavar="",
+            help="Answer with the built-in offline demo model (APTIX_LLM_MODEL=demo).",
         ),
     ] = False,
     tools: Annotated[
@@ -116,7 +118,11 @@ def _notices(settings: AptixSettings) -> Callable[..., None]:
 
 
 @config_app.command("show")
-def show(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def show(
+    as_json: Annotated[
+        bool, typer.Option("--json/--no-json", metavar="", help="Print JSON.")
+    ] = False,
+) -> None:
     """Print the effective settings, secrets masked; keys ``aptix serve`` refuses fail here too."""
     settings = settings_or_exit()
     _keys_or_exit(settings)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Create, list and inspect sessions.", no_args_is_help=True)
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+JsonFlag = Annotated[bool, typer.Option("--json/--no-json", metavar="", help="Print JSON.")]
 OrgOption = Annotated[str, typer.Option(help="Organisation of the caller.")]
 UserOption = Annotated[str, typer.Option(help="User of the caller.")]
 

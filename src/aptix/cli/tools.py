@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="List, describe and call tools.", no_args_is_help=True)
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+JsonFlag = Annotated[
+    bool, typer.Option("--json/--no-json", metavar="", help="Print JSON instead of a table.")
+]
 
 
 @app.command("list")

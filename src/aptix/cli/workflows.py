@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="List, show, match and validate workflows.", no_args_is_help=True)
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+JsonFlag = Annotated[
+    bool, typer.Option("--json/--no-json", metavar="", help="Print JSON instead of a table.")
+]
 OrgOption = Annotated[
     str,
     typer.Option(
@@ -29,7 +31,8 @@ OrgOption = Annotated[
 def list_workflows(
     as_json: JsonFlag = False,
     show_all: Annotated[
-        bool, typer.Option("--all", help="Include hidden and disabled workflows.")
+        bool,
+        typer.Option("--all/--no-all", metavar="", help="Include hidden and disabled workflows."),
     ] = False,
     org: OrgOption = "local",
 ) -> None:
