@@ -6,6 +6,13 @@ references are inlined, ``oneOf`` becomes ``anyOf``, ``const`` becomes a one-val
 and keywords outside the accepted set are dropped. Constraints, formats, enums, defaults and
 descriptions are kept. A schema that cannot be expressed (a recursive reference) raises
 :class:`SchemaError` with a message naming where.
+
+References are inlined here rather than with ``jsonref`` (issue 23 weighed it): these schemas
+come from MCP servers, which are outside input, and ``jsonref``'s default loader fetches any
+``http(s)://`` or ``file://`` reference it meets; a recursive type becomes a cyclic structure
+that this walk would still have to detect by identity to refuse it; and the inlining is a
+dozen lines of a walk that visits every node for the keyword mapping anyway. Only local
+``#/$defs/...`` and ``#/definitions/...`` references are followed.
 """
 
 from __future__ import annotations
