@@ -96,3 +96,18 @@ def test_demo_is_chosen_only_without_an_endpoint() -> None:
     assert not is_demo("demo", "http://localhost:11434/v1")  # a real model named "demo"
     assert not is_demo("gpt-4o-mini", None)
     assert not is_demo(None, None)
+
+
+async def test_the_http_api_answers_with_the_demo_model(runtime: Runtime) -> None:
+    import httpx
+
+    from aptix.api import create_app
+
+    app = create_app(runtime=runtime)  # no model given: the settings' (demo) one
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        answer = await client.post(
+            "/v1/agent/execute", json={"instruction": "calculate 6*7"}, timeout=30
+        )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["text"] == f"{LABEL} The calculator says 42."
