@@ -47,7 +47,7 @@ from aptix.tools.registry import AgentToolRegistry
 from aptix.tools.session_context import session_tool_context
 from aptix.tools.traced import tool_executor
 from aptix.workflows.boot import build_boot_message
-from aptix.workflows.guard import offered_tools, workflow_guard
+from aptix.workflows.guard import offered_tools, session_guard
 from aptix.workflows.services import (
     WorkflowServices,
     build_workflow_services,
@@ -295,7 +295,9 @@ async def open_runtime(
             logger,
             timeout_seconds=settings.tool_timeout_seconds,
             timeouts=mcp.tool_timeouts() if mcp else None,
-            guard=workflow_guard(workflows.registry),
+            guard=session_guard(
+                workflows.registry, modes.tools_for_mode, lambda: registry.registered_tools
+            ),
         )
         if mcp is not None:  # tools of a server that comes up later get their limits too
             mcp.on_timeout = executor.set_timeout

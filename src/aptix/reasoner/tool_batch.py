@@ -7,6 +7,7 @@ from typing import Any
 
 from aptix.llm.types import LlmResponse, Message
 from aptix.tools.context import AgentToolCall
+from aptix.workflows.guard import not_offered_message
 
 __all__ = [
     "MODE_CHANGE_TOOL",
@@ -38,7 +39,7 @@ def not_offered(call: AgentToolCall) -> AgentToolCall:
         call.call_id,
         call.name,
         call.arguments_json,
-        error_message=f"The tool '{call.name}' is not offered in this mode or workflow.",
+        error_message=not_offered_message(call.name),
     )
 
 

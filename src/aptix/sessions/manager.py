@@ -26,7 +26,10 @@ class SessionManager(Protocol):
         title: str | None = None,
         parent_session_id: str | None = None,
     ) -> InvokeResult[AgentSession]:
-        """Create a session (default mode when ``mode`` is None)."""
+        """Create a session (default mode when ``mode`` is None).
+
+        A child (``parent_session_id``) starts under its parent's active workflow.
+        """
         ...
 
     async def get_session(self, session_id: str, org: str) -> AgentSession | None:
@@ -48,7 +51,10 @@ class SessionManager(Protocol):
     async def branch_session(
         self, session_id: str, mode: str, reason: str, org: str, user: str
     ) -> InvokeResult[AgentSession]:
-        """Change the mode and create a child session in it, atomically; returns the child."""
+        """Change the mode and create a child session in it, atomically; returns the child.
+
+        The child inherits the session's active workflow: a branch never escapes it.
+        """
         ...
 
     async def set_active_workflow(

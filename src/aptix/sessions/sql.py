@@ -22,7 +22,7 @@ __all__ = ["SqlSessionManager", "new_session_id", "session_of"]
 
 SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
 _SESSIONS = cast(Table, SessionRow.__table__)
-_EXISTS = select(_SESSIONS.c.id).where(
+_PARENT = select(_SESSIONS.c.active_workflow_id).where(
     _SESSIONS.c.id == bindparam("sid"), _SESSIONS.c.org == bindparam("org")
 )
 _INSERT = insert(_SESSIONS).returning(*_SESSIONS.c)
@@ -65,11 +65,14 @@ class SqlSessionManager:
         def transaction(tx: Connection) -> Row[Any] | None:
             # Core, not the ORM: a new session is one INSERT, and Database.run makes it one
             # thread hop on SQLite (POST /v1/agent/execute creates one per new conversation).
-            if parent_session_id is not None and (
-                not SESSION_ID.match(parent_session_id)
-                or tx.execute(_EXISTS, {"sid": parent_session_id, "org": org}).first() is None
-            ):
-                return None
+            if parent_session_id is not None:
+                if not SESSION_ID.match(parent_session_id):
+                    return None
+                parent = tx.execute(_PARENT, {"sid": parent_session_id, "org": org}).first()
+                if parent is None:
+                    return None
+                # Lineage keeps governance: the child runs under its parent's workflow.
+                values["active_workflow_id"] = parent.active_workflow_id
             return tx.execute(_INSERT, values).one()
 
         row = await self._db.run(transaction)
@@ -138,6 +141,8 @@ class SqlSessionManager:
             if row is None:
                 return InvokeResult.from_error(f"Unknown session '{session_id}'.")
             child = SessionRow(**_new_values(org, user, mode, None, session_id, now), history=[])
+            # Lineage keeps governance (DESIGN §15): the child inherits the active workflow.
+            child.active_workflow_id = row.active_workflow_id
             tx.add(child)
             await tx.flush()
             return InvokeResult.create(_to_session(child))

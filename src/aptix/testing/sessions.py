@@ -36,11 +36,13 @@ class InMemorySessionManager:
             self._modes.get_mode(key)
         except NotFoundError as exc:
             return InvokeResult.from_error(str(exc))
-        if parent_session_id and await self.get_session(parent_session_id, org) is None:
+        parent = await self.get_session(parent_session_id, org) if parent_session_id else None
+        if parent_session_id and parent is None:
             return InvokeResult.from_error(f"Unknown session '{parent_session_id}'.")
+        workflow = parent.active_workflow_id if parent is not None else None  # inherited
         now = utc_now()
         session = AgentSession(
-            uuid.uuid4().hex, org, user, title, key, None, now, (), parent_session_id, None,
+            uuid.uuid4().hex, org, user, title, key, None, now, (), parent_session_id, workflow,
             now, now, 1,
         )  # fmt: skip
         self._sessions[session.id] = session

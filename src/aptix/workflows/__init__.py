@@ -2,7 +2,12 @@
 
 from aptix.workflows.authoring import WorkflowAuthoring
 from aptix.workflows.boot import build_boot_message
-from aptix.workflows.guard import offered_tools, permitted_tools, workflow_guard
+from aptix.workflows.guard import (
+    offered_tools,
+    permitted_tools,
+    session_guard,
+    workflow_guard,
+)
 from aptix.workflows.manifest import (
     RequiredInput,
     SemVer,
@@ -39,6 +44,7 @@ __all__ = [
     "build_boot_message",
     "offered_tools",
     "permitted_tools",
+    "session_guard",
     "validate_manifest",
     "workflow_guard",
 ]

@@ -1,7 +1,11 @@
-"""Permitted-tools enforcement while a workflow is active (TUL-006 §7.2, DESIGN §6).
+"""What a session may call: its mode's tools, narrowed by its active workflow (DESIGN §5, §6).
 
-``workflow_guard(registry)`` is a ``CallGuard`` for ``AgentToolExecutor``; the reasoner uses
-``offered_tools`` to decide which tool schemas the model sees.
+``session_guard`` is THE ``CallGuard`` of ``AgentToolExecutor``: every surface that names a
+session (a model turn, HTTP invoke, the CLI, MCP) reaches it through the executor, so a tool
+outside the session's mode, or outside its active workflow's ``permittedTools``, is refused
+alike everywhere, with the same message a model turn gives (:func:`not_offered_message`, the
+workflow error). The reasoner uses ``offered_tools`` to decide which schemas the model sees.
+A call that names no session has no mode and no workflow, and is not narrowed here.
 """
 
 from __future__ import annotations
@@ -9,11 +13,23 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Protocol
 
+from aptix.errors import NotFoundError
 from aptix.tool_names import expand_names, matches
 from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.validation import ALWAYS_OFFERED_TOOLS
 
-__all__ = ["offered_tools", "permitted_tools", "workflow_guard"]
+__all__ = [
+    "not_offered_message",
+    "offered_tools",
+    "permitted_tools",
+    "session_guard",
+    "workflow_guard",
+]
+
+
+def not_offered_message(name: str) -> str:
+    """The refusal of a tool the session's mode (or workflow) does not offer."""
+    return f"The tool '{name}' is not offered in this mode or workflow."
 
 
 class _Tool(Protocol):
@@ -31,6 +47,9 @@ class _Call(Protocol):
 
     @property
     def org(self) -> str: ...
+
+    @property
+    def mode(self) -> str | None: ...
 
 
 def permitted_tools(
@@ -91,5 +110,34 @@ def workflow_guard(registry: WorkflowRegistry) -> Callable[[_Tool, _Call], str |
             f"'{active}' is active. Permitted tools: {listed}. Ask the user, or complete or "
             "cancel the workflow with agent_workflow_run before using other tools."
         )
+
+    return guard
+
+
+def session_guard(
+    registry: WorkflowRegistry,
+    mode_tools: Callable[[str], Collection[str]],
+    registered: Callable[[], Collection[str]],
+) -> Callable[[_Tool, _Call], str | None]:
+    """A guard refusing what the session's active workflow, or else its mode, does not offer.
+
+    ``mode_tools(key)`` lists a mode's tools (always-offered ones included); ``registered()``
+    the registered tool names its ``<prefix>_*`` patterns expand to.
+    """
+    workflow = workflow_guard(registry)
+
+    def guard(tool: _Tool, context: _Call) -> str | None:
+        if context.active_workflow_id:
+            return workflow(tool, context)  # the workflow's permittedTools extend the mode
+        if context.mode is None:
+            return None
+        try:
+            tools = mode_tools(context.mode)
+        except NotFoundError:  # a mode the catalog no longer has: only what is always offered
+            tools = ALWAYS_OFFERED_TOOLS
+        offered = offered_tools(registry, None, tools, registered())
+        if any(matches(tool.name, t) for t in offered):
+            return None
+        return not_offered_message(tool.name)
 
     return guard
