@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-__all__ = ["ErrorMessage", "InvokeResult"]
+__all__ = ["ErrorMessage", "InvokeResult", "as_json_text"]
 
 T = TypeVar("T")
 
@@ -53,3 +54,22 @@ class InvokeResult(Generic[T]):
             "result": self.result,
             "errors": [{"message": e.message} for e in self.errors],
         }
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def as_json_text(value: str | None) -> str:
+    """A tool's successful value as JSON text, as AGN-005 §8 expects of a tool message.
+
+    No value becomes ``null`` (a model is never sent ``content: null``); text that is not
+    JSON becomes one JSON string holding it, so plain-text tools still read well.
+    """
+    if value is None:
+        return "null"
+    try:
+        json.loads(value, parse_constant=_not_json)
+    except ValueError:
+        return json.dumps(value, ensure_ascii=False)
+    return value

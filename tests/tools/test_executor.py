@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import pytest
 
 from aptix import AgentTool, AgentToolExecutor, AgentToolRegistry, InvokeResult
+from aptix.reasoner.tool_batch import tool_message
 from aptix.testing import RecordingLogger
 from aptix.tools import AgentToolCall, AgentToolExecutionContext, function_schema
 from aptix.tools.args import ToolArgs
@@ -67,6 +68,45 @@ class WrongReturnTool(_TestTool):
         self, arguments_json: str, context: AgentToolExecutionContext
     ) -> dict[str, Any]:
         return {"not": "an InvokeResult"}
+
+
+class OddResultTool(_TestTool):
+    TOOL_NAME = "odd_result"
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        value = json.loads(arguments_json)["value"]
+        return InvokeResult(result=value)
+
+
+@pytest.mark.parametrize(
+    ("value", "result_json"),
+    [
+        (None, "null"),
+        ("plain text, not JSON", '"plain text, not JSON"'),
+        ("NaN", '"NaN"'),
+        ("{broken", '"{broken"'),
+        ("", '""'),
+        ('{"ok": true}', '{"ok": true}'),
+        ("42", "42"),
+    ],
+)
+async def test_a_successful_result_is_always_json_text(
+    logger: RecordingLogger,
+    context: AgentToolExecutionContext,
+    value: str | None,
+    result_json: str,
+) -> None:
+    registry = AgentToolRegistry(logger)
+    registry.register(OddResultTool)
+    executor = AgentToolExecutor(registry, logger)
+    arguments = json.dumps({"value": value})
+    done = await executor.execute(_call("odd_result", arguments), context)
+    assert (done.was_executed, done.result_json) == (True, result_json)
+    assert tool_message(done)["content"] == result_json
+    invoked = await executor.invoke("odd_result", arguments, context)
+    assert (invoked.successful, invoked.result) == (True, result_json)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger
 from aptix.nul import storable
-from aptix.results import InvokeResult
+from aptix.results import InvokeResult, as_json_text
 from aptix.tools.base import AgentTool
 from aptix.tools.bulkhead import BULKHEADS
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
@@ -140,9 +140,9 @@ class AgentToolExecutor:
                 error_message=storable(outcome.error_message or ""),
                 outcome="failed",
             )
-        result = outcome.result
+        result = as_json_text(outcome.result)
         # Text that cannot be encoded (a lone surrogate) would poison every later read.
-        if result is not None and not result.isascii():
+        if not result.isascii():
             result = storable(result)
         # Built directly: dataclasses.replace costs more than the rest of the dispatch.
         return AgentToolCall(
