@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -28,6 +30,24 @@ def _client_port(response: httpx.Response) -> int:
     return int(response.extensions["network_stream"].get_extra_info("client_addr")[1])
 
 
+def _mcp_call(client: httpx.Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    rpc = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+    answer = client.post(
+        "/mcp", json=rpc, headers={"Accept": "application/json, text/event-stream"}
+    )
+    assert answer.status_code == 200, answer.text
+    text = answer.text
+    if answer.headers["content-type"].startswith("text/event-stream"):
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
 def test_database_outage_answers_503_keeps_the_connection_and_recovers(
     tmp_path: Path, proxy: TcpProxy
 ) -> None:
@@ -49,6 +69,12 @@ def test_database_outage_answers_503_keeps_the_connection_and_recovers(
                 ("POST", "/v1/sessions", {}),
                 ("GET", f"/v1/sessions/{session}", None),
                 ("GET", "/healthz", None),
+                # A tool that reaches the database: 503 like the routes, not its own failure.
+                (
+                    "POST",
+                    "/v1/tools/agent_workflow_authoring/invoke",
+                    {"arguments": {"operation": "list_authoring_workflows"}},
+                ),
             ]
             down_until = time.monotonic() + 5
             answered = 0
@@ -60,6 +86,21 @@ def test_database_outage_answers_503_keeps_the_connection_and_recovers(
                     assert set(response.json()["error"]) == {"code", "message"}
                     assert _client_port(response) == port  # the same keep-alive connection
                     answered += 1
+                # Over MCP a tool error says so, with or without a session.
+                for arguments in ({"expression": "1+1", "sessionId": session}, None):
+                    called = (
+                        _mcp_call(client, "agent_calculator", arguments)
+                        if arguments
+                        else _mcp_call(
+                            client,
+                            "agent_workflow_authoring",
+                            {"operation": "list_authoring_workflows"},
+                        )
+                    )
+                    assert called["result"]["isError"] is True, called
+                    assert called["result"]["content"][0]["text"] == (
+                        "The database is unavailable right now; retry shortly."
+                    )
                 tools = client.get("/v1/tools")
                 assert tools.status_code == 200  # routes without the database keep answering
                 assert _client_port(tools) == port
@@ -78,3 +119,4 @@ def test_database_outage_answers_503_keeps_the_connection_and_recovers(
         drop_pg_database(url)
     assert "Traceback" not in log
     assert log.count("[HttpApi_Database__Unavailable]") == 1, log
+    assert log.count("[Mcp_Database__Unavailable]") == 1, log

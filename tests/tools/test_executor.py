@@ -248,3 +248,23 @@ async def test_invoke_returns_the_tool_result(
     bad = await executor.invoke("nope", "{}", context)
     assert not bad.successful
     assert "Unknown tool 'nope'" in (bad.error_message or "")
+
+
+class OutageTool(_TestTool):
+    TOOL_NAME = "outage"
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+
+async def test_a_database_outage_is_said_so_without_a_traceback(
+    logger: RecordingLogger, context: AgentToolExecutionContext
+) -> None:
+    registry = AgentToolRegistry(logger)
+    registry.register(OutageTool)
+    executor = AgentToolExecutor(registry, logger)
+    invoked = await executor.invoke("outage", "{}", context)
+    assert invoked.error_message == "The database is unavailable right now; retry shortly."
+    assert logger.of_kind("exception") == []  # the surface logs an outage once

@@ -236,7 +236,7 @@ async def test_session_manager_failures_are_logged_and_generic(
     tool, sessions, logger, session_context, monkeypatch
 ) -> None:
     async def boom(*_: object, **__: object) -> None:
-        raise ConnectionError("database gone")
+        raise RuntimeError("the manager broke")
 
     monkeypatch.setattr(sessions, "set_active_workflow", boom)
     message = await refused(
@@ -244,3 +244,12 @@ async def test_session_manager_failures_are_logged_and_generic(
     )
     assert message == "The workflow run tool failed unexpectedly. The error has been logged."
     assert logger.of_kind("exception")[0].tag == "[agent_workflow_run_ExecuteAsync__Exception]"
+
+    async def gone(*_: object, **__: object) -> None:
+        raise ConnectionError("database gone")
+
+    # An outage is not the tool's failure: it passes on, for the surface to say so (issue 20).
+    monkeypatch.setattr(sessions, "set_active_workflow", gone)
+    with pytest.raises(ConnectionError):
+        await refused(tool, session_context, operation="start_workflow", workflowId="create_report")
+    assert len(logger.of_kind("exception")) == 1

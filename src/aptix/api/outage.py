@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import exc as sa
 
+from aptix.db.outage import is_database_outage
 from aptix.logger import LogLevel, StdlibAdminLogger
 
 __all__ = ["OUTAGE_TYPES", "RETRY_AFTER_SECONDS", "OutageLog", "is_database_outage"]
@@ -23,26 +23,6 @@ OUTAGE_TYPES: tuple[type[Exception], ...] = (
     asyncpg.InterfaceError,
 )
 
-_UNREACHABLE = (
-    ConnectionError,
-    TimeoutError,
-    socket.gaierror,
-    sa.OperationalError,
-    sa.InterfaceError,
-    sa.DisconnectionError,
-    sa.TimeoutError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.CannotConnectNowError,
-    asyncpg.InterfaceError,
-)
-
-
-def is_database_outage(exc: BaseException) -> bool:
-    """True when ``exc`` means the database cannot be reached now (not a bad statement)."""
-    if isinstance(exc, sa.DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(exc, _UNREACHABLE)
-
 
 class OutageLog:
     """One warning when an outage starts; the requests failing during it are only counted.
@@ -50,8 +30,15 @@ class OutageLog:
     An outage is over once no database failure was seen for ``quiet_seconds``.
     """
 
-    def __init__(self, quiet_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        quiet_seconds: float = 30.0,
+        *,
+        tag: str = "[HttpApi_Database__Unavailable]",
+        answer: str = "answering 503",
+    ) -> None:
         self._logger = StdlibAdminLogger()
+        self._tag, self._answer = tag, answer
         self._quiet = quiet_seconds
         self._last: float | None = None
         self.failures = 0
@@ -66,8 +53,8 @@ class OutageLog:
             # The type only: a driver's message may quote statement parameters (user text).
             self._logger.add_custom_event(
                 LogLevel.WARNING,
-                "[HttpApi_Database__Unavailable]",
-                f"The database is not reachable ({type(exc).__name__}); answering 503 "
+                self._tag,
+                f"The database is not reachable ({type(exc).__name__}); {self._answer} "
                 f"until it is back.",
                 ("Path", path),
             )

@@ -12,6 +12,8 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.lowlevel import Server
 
 from aptix import __version__
+from aptix.api.outage import OutageLog
+from aptix.db.outage import DATABASE_UNAVAILABLE, DatabaseUnavailable, is_database_outage
 from aptix.errors import NotFoundError
 from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
 from aptix.runtime import Runtime
@@ -34,6 +36,7 @@ def build_mcp_server(
     from aptix.api.auth import Caller, caller_from_token
 
     registry = runtime.registry
+    outages = OutageLog(tag="[Mcp_Database__Unavailable]", answer="answering tool errors")
     default_caller = Caller(org, user, role)
 
     def tools() -> list[types.Tool]:
@@ -70,9 +73,22 @@ def build_mcp_server(
                 role=caller.role,
                 session_id=str(session_id) if session_id is not None else None,
             )
+            outcome = await runtime.executor.invoke(params.name, json.dumps(arguments), context)
         except NotFoundError as exc:
             return _error(str(exc))
-        outcome = await runtime.executor.invoke(params.name, json.dumps(arguments), context)
+        except Exception as exc:
+            if not is_database_outage(exc):
+                raise
+            unavailable: BaseException | None = exc
+        else:
+            unavailable = (
+                DatabaseUnavailable(DATABASE_UNAVAILABLE)
+                if outcome.error_message == DATABASE_UNAVAILABLE
+                else None
+            )
+        if unavailable is not None:
+            outages.failed(unavailable, f"tools/call {params.name}")
+            return _error(DATABASE_UNAVAILABLE)
         if outcome.result is None:
             return _error(outcome.error_message or "The tool call failed.")
         return types.CallToolResult(

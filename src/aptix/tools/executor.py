@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from aptix.db.outage import DATABASE_UNAVAILABLE, is_database_outage
 from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger
 from aptix.nul import storable
@@ -321,6 +322,8 @@ class AgentToolExecutor:
     def _crashed(
         self, tool: AgentTool, exc: BaseException, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
+        if is_database_outage(exc):  # the surface logs an outage once, without a traceback
+            return InvokeResult.from_error(DATABASE_UNAVAILABLE)
         self._logger.add_exception(
             f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *context.log_pairs()
         )

@@ -14,6 +14,7 @@ from aptix.api.responses import ToolInfo
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import InvokeRequest, InvokeResponse
 from aptix.api.storable_json import StorableJSONResponse
+from aptix.db.outage import DATABASE_UNAVAILABLE, DatabaseUnavailable
 from aptix.tools.bulkhead import http_refusal
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
@@ -64,6 +65,8 @@ async def invoke_tool(
         org=caller.org, user=caller.user, role=caller.role, session_id=body.session_id
     )
     outcome = await runtime.executor.invoke(name, arguments, context)
+    if outcome.error_message == DATABASE_UNAVAILABLE:
+        raise DatabaseUnavailable(DATABASE_UNAVAILABLE)  # 503, logged once per outage
     if outcome.error_message and (refusal := http_refusal(outcome.error_message)):
         # Not the tool's own answer: it ran out of time, or was never started.
         status, code, headers = refusal

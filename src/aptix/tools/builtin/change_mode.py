@@ -72,6 +72,8 @@ class ModeChangeTool(BuiltinTool[_Args, _Result]):
     )
     TOOL_ANNOTATIONS = hints("Change mode", read_only=False, destructive=False, idempotent=False)
     FAILURE = FAILED
+    # TUL-007 §3.6: whatever the session manager raises is logged and reported as FAILED.
+    OUTAGE_IS_A_FAILURE = True
 
     def __init__(self, session_manager: SessionManager, logger: AdminLogger) -> None:
         # TUL-007 §3.2: both dependencies are required and non-null (the base checks the logger).
