@@ -208,6 +208,29 @@ class ContextBudget:
             _remember(_TOOLS_COSTS, key, cost)
         return cost
 
+    def _overflow_message(self, fixed: int, tools: Sequence[dict[str, Any]]) -> str:
+        """Why the turn does not fit, naming the tool schemas when they take most of the room."""
+        head = (
+            f"The current turn needs about {fixed} tokens with the system message and tool "
+            f"schemas, more than the context budget of {self.limit} tokens "
+            "(APTIX_LLM_CONTEXT_TOKENS)."
+        )
+        schemas = self._tools_tokens(tools)
+        if schemas * 2 < fixed:
+            return f"{head} Shorten the instruction or raise the budget."
+        costs = sorted(
+            (
+                (self.counter.count(json.dumps(t, ensure_ascii=False)), str(t.get("name")))
+                for t in tools
+            ),
+            reverse=True,
+        )
+        largest = ", ".join(f"'{name}' (about {cost})" for cost, name in costs[:3])
+        return (
+            f"{head} The tool schemas take about {schemas} tokens; the largest: {largest}. "
+            "Offer fewer tools in this mode, or raise the budget."
+        )
+
     def turn_tokens(self, turn: PastTurn) -> int:
         """The tokens of an earlier turn's messages (remembered per stored version)."""
         if turn.version is None:
@@ -236,11 +259,7 @@ class ContextBudget:
         """
         fixed = self.request_tokens([system, *current], tools) + reserve
         if fixed > self.limit:
-            raise ContextOverflowError(
-                f"The current turn needs about {fixed} tokens with the system message and "
-                f"tool schemas, more than the context budget of {self.limit} tokens "
-                "(APTIX_LLM_CONTEXT_TOKENS). Shorten the instruction or raise the budget."
-            )
+            raise ContextOverflowError(self._overflow_message(fixed, tools))
         used, keep_from = fixed, len(earlier)
         for index in range(len(earlier) - 1, -1, -1):
             cost = self.turn_tokens(earlier[index])

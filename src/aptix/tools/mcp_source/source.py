@@ -96,7 +96,9 @@ class McpToolSource:
             if problem is None:
                 try:
                     registry.register(
-                        make_mcp_tool(connection, remote, local, connection.config.approval)
+                        make_mcp_tool(
+                            connection, remote, local, connection.config.approval, self._warn
+                        )
                     )
                 except (ValueError, ToolContractError) as exc:
                     problem = str(exc)
@@ -114,6 +116,9 @@ class McpToolSource:
             for local in registered:
                 self.on_timeout(local, connection.config.timeout_seconds + 5)
         return True
+
+    def _warn(self, message: str) -> None:
+        self._logger.add_custom_event(LogLevel.WARNING, _TAG, message)
 
 
 def _name_problem(local: str) -> str | None:

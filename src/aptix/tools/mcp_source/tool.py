@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from mcp import types
@@ -17,7 +18,21 @@ from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.json_schema import normalize_object_schema
 from aptix.tools.mcp_source.connection import McpCallError, McpConnection
 
-__all__ = ["IDEMPOTENCY_META_KEY", "McpTool", "make_mcp_tool", "needs_approval"]
+__all__ = [
+    "IDEMPOTENCY_META_KEY",
+    "MAX_DESCRIPTION_CHARS",
+    "MAX_PROPERTY_DESCRIPTION_CHARS",
+    "MAX_SCHEMA_CHARS",
+    "McpTool",
+    "make_mcp_tool",
+    "needs_approval",
+]
+
+#: Caps on what a server's tool puts in every request of the modes that offer it: one tool
+#: with a 2 MB description would otherwise break every turn (docs/mcp-servers.md).
+MAX_DESCRIPTION_CHARS = 4_000
+MAX_PROPERTY_DESCRIPTION_CHARS = 1_000
+MAX_SCHEMA_CHARS = 32_000
 
 #: The key of ``params._meta`` that carries a call's idempotency key to an MCP server.
 IDEMPOTENCY_META_KEY = "aptix/idempotencyKey"
@@ -107,11 +122,24 @@ class McpTool(AgentTool):
         )
 
 
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def make_mcp_tool(
-    connection: McpConnection, remote: types.Tool, local_name: str, approval: ApprovalPolicy
+    connection: McpConnection,
+    remote: types.Tool,
+    local_name: str,
+    approval: ApprovalPolicy,
+    warn: Callable[[str], None] = lambda _: None,
 ) -> type[McpTool]:
-    """A tool class for ``remote``; ``ValueError`` naming the tool when its schema cannot serve."""
+    """A tool class for ``remote``; ``ValueError`` naming the tool when its schema cannot serve.
+
+    Descriptions longer than the caps are cut, each cut told to ``warn`` naming the server
+    and the tool; a schema still over :data:`MAX_SCHEMA_CHARS` is refused.
+    """
     server = connection.name
+    where = f"MCP server '{server}', tool '{remote.name}'"
     try:
         parameters = normalize_object_schema(remote.input_schema)
     except ValueError as exc:
@@ -125,9 +153,27 @@ def make_mcp_tool(
             prop.update(_ANY_TYPE)
         if not str(prop.get("description") or "").strip():
             prop["description"] = f"The '{key}' argument."
+        elif len(str(prop["description"])) > MAX_PROPERTY_DESCRIPTION_CHARS:
+            warn(
+                f"{where}: the description of '{key}' has {len(str(prop['description']))} "
+                f"characters; cut to {MAX_PROPERTY_DESCRIPTION_CHARS}."
+            )
+            prop["description"] = _clipped(str(prop["description"]), MAX_PROPERTY_DESCRIPTION_CHARS)
     description = (remote.description or remote.title or "").strip() or (
         f"The '{remote.name}' tool of the MCP server '{server}'."
     )
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        warn(
+            f"{where}: its description has {len(description)} characters; cut to "
+            f"{MAX_DESCRIPTION_CHARS}."
+        )
+        description = _clipped(description, MAX_DESCRIPTION_CHARS)
+    size = len(json.dumps(parameters, ensure_ascii=False))
+    if size > MAX_SCHEMA_CHARS:
+        raise ValueError(
+            f"{where}: its input schema has {size} characters, over the cap of "
+            f"{MAX_SCHEMA_CHARS}; it would crowd every request of the modes offering it."
+        )
     gated = needs_approval(approval, remote.annotations)
     usage = f"A tool of the MCP server '{server}'; call it when its description fits the request."
     if gated:
