@@ -529,3 +529,34 @@ def test_a_session_waiting_for_approval_can_be_answered_from_its_page(
     expect(card).to_contain_text("Delete the report?")
     card.get_by_role("button", name="Approve").click()
     expect(page.locator(".msg.assistant p").last).to_have_text("Approved: the report is deleted.")
+
+
+def test_a_save_over_someone_elses_change_is_refused_and_shown(
+    url: str, open_page: PageFactory
+) -> None:
+    """Issue 25: the editor sends the revision it shows; a change made meanwhile is kept."""
+    workflow_id = "edited_twice"
+    _publish(url, workflow_id)
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/authoring/{workflow_id}")
+    expect(page.get_by_label("Title")).to_have_value(f"Old process {workflow_id}")
+    # Someone else changes the workflow while the page is open.
+    body = {
+        "arguments": {
+            "operation": "update_workflow",
+            "workflowId": workflow_id,
+            "fields": {"notes": ["changed elsewhere"]},
+        }
+    }
+    other = httpx.post(f"{url}/v1/tools/agent_workflow_authoring/invoke", json=body, headers=A)
+    assert other.json()["result"]["ok"], other.text
+    page.get_by_label("Title").fill("My title")
+    page.get_by_role("button", name="Save draft").click()
+    expect(page.get_by_text("nothing was changed")).to_be_visible()
+    got = httpx.post(
+        f"{url}/v1/tools/agent_workflow_authoring/invoke",
+        json={"arguments": {"operation": "get_workflow", "workflowId": workflow_id}},
+        headers=A,
+    ).json()["result"]["workflow"]
+    assert got["notes"] == ["changed elsewhere"]
+    assert got["title"] == f"Old process {workflow_id}"

@@ -188,6 +188,14 @@ async function editor(el, id) {
     return;
   }
   let loaded = got.workflow;
+  // The revision this page shows: every change is based on it, so a change someone else made
+  // meanwhile is refused (409/412) and shown, never overwritten.
+  let revision = got.revision;
+  const based = (args) => (revision === undefined ? args : { ...args, expectedRevision: revision });
+  const track = (outcome) => {
+    if (outcome && outcome.ok && outcome.revision !== undefined) revision = outcome.revision;
+    return outcome;
+  };
   const history = past.ok ? past.history : [];
   const controls = {};
   const status = h("div", { class: "status-area", tabindex: "-1" });
@@ -208,7 +216,7 @@ async function editor(el, id) {
   const save = async () => {
     const fields = changes();
     if (!Object.keys(fields).length) return { ok: true, unchanged: true };
-    const outcome = await run(status, () => authoring({ operation: "update_workflow", workflowId: id, fields }));
+    const outcome = track(await run(status, () => authoring(based({ operation: "update_workflow", workflowId: id, fields }))));
     if (outcome && outcome.ok) loaded = outcome.workflow;
     return outcome;
   };
@@ -234,7 +242,7 @@ async function editor(el, id) {
   validateButton.addEventListener("click", () => act(validate));
   publishButton.addEventListener("click", () =>
     act(async () => {
-      if (await validate()) confirmPublish(el, id, loaded.version, servedVersion(history));
+      if (await validate()) confirmPublish(el, id, loaded.version, servedVersion(history), revision);
     }),
   );
   replace(
@@ -255,7 +263,7 @@ async function editor(el, id) {
   const statusButton = h("button", { type: "button" }, "Change status");
   statusButton.addEventListener("click", async () => {
     const fields = { status: statusChoice.value };
-    const outcome = await run(statusNote, () => authoring({ operation: "update_workflow", workflowId: id, fields }));
+    const outcome = track(await run(statusNote, () => authoring(based({ operation: "update_workflow", workflowId: id, fields }))));
     if (!outcome) return;
     replace(statusNote, outcome.ok ? (outcome.messages || []).map((m) => notice(m, "ok")) : notice((outcome.errors || []).map((e) => e.message).join(" ")));
   });
@@ -302,7 +310,7 @@ function normal(kind, value) {
 }
 
 /** A person confirms, seeing the version change, before anything is published. */
-function confirmPublish(el, id, version, served) {
+function confirmPublish(el, id, version, served, revision) {
   const publish = h("button", { type: "button", class: "primary" }, "Publish");
   const cancel = h("button", { type: "button" }, "Cancel");
   const result = h("div");
@@ -319,7 +327,9 @@ function confirmPublish(el, id, version, served) {
   dialog.addEventListener("close", () => dialog.remove());
   publish.addEventListener("click", async () => {
     publish.disabled = true;
-    const outcome = await run(result, () => authoring({ operation: "publish_workflow", workflowId: id }));
+    const args = { operation: "publish_workflow", workflowId: id };
+    if (revision !== undefined) args.expectedRevision = revision;
+    const outcome = await run(result, () => authoring(args));
     if (!outcome) return;
     if (!outcome.ok) {
       replace(result, notice((outcome.errors || []).map((e) => e.message).join(" ")));
