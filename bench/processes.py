@@ -1,0 +1,101 @@
+"""``POST /v1/agent/execute`` from one, two and three ``aptix serve`` processes on one
+PostgreSQL, beside one process on SQLite.
+
+Run: ``python -m bench.processes``. Each process is ``bench.http_server`` (a zero-latency
+scripted model); 16 connections in all are spread over the processes and every turn opens a
+new session, as in ``bench.turns``. The load comes from ``wrk`` when installed, otherwise from
+an httpx client in this process, which competes with the servers for the same cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import httpx
+
+from bench._table import print_table
+from bench.http import _load, _wrk
+from tests.api.live import free_port
+from tests.databases import create_pg_database, drop_pg_database
+
+CONNECTIONS = 16
+BODY: dict[str, object] = {"instruction": "hi"}
+
+
+async def _ready(url: str) -> None:
+    async with httpx.AsyncClient() as client:
+        for _ in range(600):
+            try:
+                await client.post(url, json=BODY)
+                return
+            except httpx.HTTPError:
+                await asyncio.sleep(0.1)
+    raise RuntimeError(f"{url} did not start")
+
+
+async def _measure(env: dict[str, str], processes: int) -> tuple[float, float, float]:
+    """Turns/s summed over the processes, median p50 and worst p99 (ms)."""
+    servers: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        environment = {**os.environ, "APTIX_DATA_DIR": tmp, **env}
+        environment.pop("APTIX_API_KEYS", None)
+        urls = []
+        try:
+            for _ in range(processes):
+                port = free_port()
+                servers.append(
+                    subprocess.Popen(  # noqa: ASYNC220
+                        [sys.executable, "-m", "bench.http_server", str(port)], env=environment
+                    )
+                )
+                urls.append(f"http://127.0.0.1:{port}/v1/agent/execute")
+                await _ready(urls[-1])  # one at a time: the first migrates the database
+            shares = [
+                CONNECTIONS // processes + (i < CONNECTIONS % processes) for i in range(processes)
+            ]
+            if shutil.which("wrk"):
+                runs = [
+                    asyncio.to_thread(_wrk, u, BODY, c) for u, c in zip(urls, shares, strict=True)
+                ]
+            else:
+                runs = [_load(u, BODY, c) for u, c in zip(urls, shares, strict=True)]
+            results = await asyncio.gather(*runs)
+        finally:
+            for server in servers:
+                server.terminate()
+            for server in servers:
+                server.wait(timeout=30)
+    rate = sum(r[0] for r in results)
+    return rate, statistics.median(r[1] for r in results), max(r[2] for r in results)
+
+
+async def main() -> None:
+    rows = []
+    sqlite_rate, p50, p99 = await _measure({}, 1)
+    rows.append(("SQLite", "1", f"{sqlite_rate:,.0f}", f"{p50:.1f}", f"{p99:.1f}", "1.00×"))
+    for processes in (1, 2, 3):
+        database = await asyncio.to_thread(create_pg_database)
+        try:
+            rate, p50, p99 = await _measure({"APTIX_DATABASE_URL": database}, processes)
+        finally:
+            await asyncio.to_thread(drop_pg_database, database)
+        ratio = f"{rate / sqlite_rate:.2f}×"
+        rows.append(
+            ("PostgreSQL", str(processes), f"{rate:,.0f}", f"{p50:.1f}", f"{p99:.1f}", ratio)
+        )
+    print_table(
+        f"POST /v1/agent/execute, new session each, {CONNECTIONS} connections over the processes "
+        "(target: PostgreSQL ≥ 0.6× SQLite's turns/s)",
+        ["database", "processes", "turns/s", "p50 ms", "p99 ms", "vs SQLite"],
+        rows,
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
