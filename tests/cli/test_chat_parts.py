@@ -160,3 +160,23 @@ async def test_text_cut_short_by_a_cancel_stays_on_screen() -> None:
         await view.on_event(TurnEvent("text_delta", {"delta": "[/x] half"}))
         view.close()
     assert captured.get() == "agent> [/x] half\n"
+
+
+async def test_a_named_session_shows_its_last_turns_first(runtime: Runtime) -> None:
+    from aptix.testing import ScriptedModel, reply
+
+    state = ChatState(await open_session(runtime, None, None))
+    reasoner = runtime.reasoner(ScriptedModel.of(reply("An \x1b[2J answer.")))
+    prepared = await reasoner.prepare(
+        session_id=state.session_id, org="local", user="local", instruction="First question"
+    )
+    await reasoner.run(prepared)
+    with output.console.capture() as captured:
+        assert await open_session(runtime, state.session_id, None) == state.session_id
+    shown = captured.get()
+    assert "Last 1 turn(s) of this session:" in shown
+    assert "you> First question" in shown
+    assert "agent> An ␛[2J answer." in shown
+    with output.console.capture() as captured:
+        assert await open_session(runtime, None, None, resume_last=True) == state.session_id
+    assert "you> First question" in captured.get()

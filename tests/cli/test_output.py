@@ -94,3 +94,27 @@ def test_tool_results_with_markup_print_as_json_text() -> None:
     )
     assert result.exit_code == 0, result.output
     assert "[bold]list[str]" in result.stdout
+
+
+def test_inert_shows_every_control_and_escape_sequence_as_text() -> None:
+    hostile = "a\x1b[2Jb\x1b]0;t\x07c\x9b1m\u202ed\u2066e\r\nf\tg\rh\x7f\x00"
+    shown = output.inert(hostile)
+    assert shown == "a␛[2Jb␛]0;t␇c<U+009B>1m<U+202E>d<U+2066>e\nf\tg␍h␡␀"
+    assert not any(ord(c) < 0x20 and c not in "\n\t" for c in shown)
+
+
+def test_say_tables_and_json_never_carry_controls(capsys: pytest.CaptureFixture[str]) -> None:
+    with output.console.capture() as captured:
+        output.say(("\x1b]0;pwned\x07", "bold"), " \u202eevil")
+        table = output.new_table("t\x1b[2J", "col\x9b")
+        output.add_row(table, "cell\x1b[31m")
+        output.console.print(table)
+    shown = captured.get()
+    assert "␛]0;pwned␇ <U+202E>evil" in shown
+    assert "t␛[2J" in shown
+    assert "cell␛[31m" in shown
+    assert "\x9b" not in shown
+    output.print_json({"text": "\x1b[2J\x9b\u202e\u2069"})
+    printed = capsys.readouterr().out
+    assert json.loads(printed) == {"text": "\x1b[2J\x9b\u202e\u2069"}  # the same data
+    assert not any(c in printed for c in "\x1b\x9b\u202e\u2069")
