@@ -560,3 +560,22 @@ def test_a_save_over_someone_elses_change_is_refused_and_shown(
     ).json()["result"]["workflow"]
     assert got["notes"] == ["changed elsewhere"]
     assert got["title"] == f"Old process {workflow_id}"
+
+
+def test_the_usage_page_shows_an_admin_the_tokens_of_each_key(
+    url: str, open_page: PageFactory
+) -> None:
+    done = httpx.post(f"{url}/v1/agent/execute", json={"instruction": "hello"}, headers=A)
+    assert done.status_code == 200, done.text
+    spent = httpx.get(f"{url}/v1/usage", headers=A).json()
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/usage")
+    expect(page.get_by_role("heading", name="Usage")).to_be_visible()
+    rows = page.get_by_role("table", name="Model tokens per API key").locator("tbody tr")
+    expect(rows.first).to_contain_text("ann")
+    expect(rows.first).to_contain_text(f"{spent['keys'][0]['totalTokens']:,}")
+    expect(page.locator("ul.limits")).to_contain_text("Token budget: no budget")
+    # A key without the admin role is told so, not shown a blank page.
+    other = open_page(key="key-c")
+    other.goto(f"{url}/console/#/usage")
+    expect(other.get_by_role("alert")).to_contain_text("admins only")

@@ -6,6 +6,7 @@ import { modesView, workflowsView } from "./catalog.js";
 import { Chat } from "./chat.js";
 import { h, notice, replace } from "./dom.js";
 import { sessionsView } from "./sessions.js";
+import { usageView } from "./usage.js";
 
 const main = document.getElementById("main");
 const signIn = document.getElementById("sign-in");
@@ -18,6 +19,7 @@ const VIEWS = {
   modes: modesView,
   workflows: workflowsView,
   authoring: authoringView,
+  usage: usageView,
 };
 
 let chat = null;
