@@ -189,3 +189,14 @@ def test_limits_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
         with pytest.raises(ConfigurationError, match=f"{name}: .*is not one limit"):
             load_settings()
         monkeypatch.delenv(name)
+
+
+async def test_usage_in_memory_keeps_only_the_days_redis_would_keep() -> None:
+    from aptix.quotas.usage import UsageMeter, today
+
+    meter = UsageMeter(None)
+    meter._memory[("acme", "2020-01-01")]["k|ann|promptTokens"] = 5  # an old day
+    await meter.record("acme", "k", "ann", Usage(3, 2))
+    assert ("acme", "2020-01-01") not in meter._memory
+    shown = await meter.read("acme", today())
+    assert (shown["promptTokens"], shown["completionTokens"], shown["modelCalls"]) == (3, 2, 1)

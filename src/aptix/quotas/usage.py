@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aptix.llm.types import Usage
@@ -53,7 +53,10 @@ class UsageMeter:
         # The field names carry the key's user so the day's hash alone lists who spent what.
         who = f"{key_id}|{user}"
         if self._redis is None:
-            day = self._memory[(org, today())]
+            now = today()
+            if (org, now) not in self._memory:
+                self._forget_old(now)
+            day = self._memory[(org, now)]
             for name, value in counts.items():
                 field = f"{who}|{name}"
                 day[field] = day.get(field, 0) + value
@@ -67,6 +70,12 @@ class UsageMeter:
                 await pipe.execute()
         except Exception as exc:
             self._on_error(exc)
+
+    def _forget_old(self, now: str) -> None:
+        """Keep in memory only the days Redis would keep (ISO days compare as text)."""
+        oldest = (datetime.fromisoformat(now) - timedelta(seconds=_KEEP_SECONDS)).date()
+        for key in [k for k in self._memory if k[1] < oldest.isoformat()]:
+            del self._memory[key]
 
     async def read(self, org: str, day: str) -> dict[str, Any]:
         """The org's counts on ``day``: totals and one row per key, busiest first."""
