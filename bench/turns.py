@@ -14,6 +14,8 @@ all alike; each long session runs alone (see ``_long_session``).
   PostgreSQL, served by ``bench.http_server``. The load comes from ``wrk`` when installed
   (Debian package ``wrk``); otherwise from an httpx client in this process, which competes
   with the server for the same cores and reads lower.
+- Processes: the same route from one, two and three processes on one PostgreSQL beside one
+  on SQLite (``bench.processes``, also runnable alone).
 """
 
 from __future__ import annotations
@@ -480,6 +482,9 @@ async def main() -> None:
     if "--http" not in sys.argv[1:]:
         await _in_process()
     await _http()
+    from bench.processes import main as processes
+
+    await processes()  # one, two and three processes on one PostgreSQL
 
 
 if __name__ == "__main__":
