@@ -1,10 +1,12 @@
-"""Text normalisation for lexical matching: tokens, stop words, synonyms and a light stemmer."""
+"""Text normalisation for lexical matching: tokens, stop words, synonyms and a stemmer."""
 
 from __future__ import annotations
 
 import functools
 import re
 import unicodedata
+
+import snowballstemmer
 
 __all__ = ["STOPWORDS", "normalise", "stem", "term_of", "terms"]
 
@@ -28,7 +30,7 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _SYNONYMS = {
     "make": "creat",
     "build": "creat",
-    "writ": "creat",
+    "write": "creat",
     "author": "creat",
     "defin": "creat",
     "begin": "start",
@@ -40,7 +42,7 @@ _SYNONYMS = {
     "eras": "remov",
     "drop": "remov",
     "show": "list",
-    "displai": "list",
+    "display": "list",
     "view": "list",
     "see": "list",
     "enumer": "list",
@@ -64,52 +66,20 @@ _SYNONYMS = {
     "hi": "hello",
 }
 
-_SUFFIXES = (
-    ("ational", "ate"),
-    ("ization", "ize"),
-    ("fulness", "ful"),
-    ("iveness", "ive"),
-    ("ations", "ate"),
-    ("ation", "ate"),
-    ("itions", ""),
-    ("ition", ""),
-    ("ments", ""),
-    ("ment", ""),
-    ("ness", ""),
-    ("ings", ""),
-    ("ing", ""),
-    ("ies", "y"),
-    ("ied", "y"),
-    ("ers", ""),
-    ("er", ""),
-    ("ed", ""),
-    ("ly", ""),
-    ("es", ""),
-    ("s", ""),
-)
+_STEMMER = snowballstemmer.stemmer("english")
+#: Irregular verb forms the Snowball stemmer leaves alone, folded onto their stems.
+_IRREGULAR = {"wrote": "write", "written": "write", "ran": "run", "made": "make", "built": "build"}
 
 
 @functools.lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
-    """A conservative suffix-stripping stemmer (enough to meet plurals and verb forms)."""
+    """The English Snowball (Porter 2) stem of one lowercase word."""
+    irregular = _IRREGULAR.get(word)
+    if irregular is not None:
+        return irregular
     if len(word) <= 3 or word.isdigit():
         return word
-    for suffix, replacement in _SUFFIXES:
-        if suffix == "s" and word.endswith(("ss", "us", "is")):
-            break
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)] + replacement
-            break
-    # Fold the endings the table leaves behind so "create"/"created"/"creating" meet.
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "aeiousl":
-        word = word[:-1]  # "running" -> "runn" -> "run"
-    if word.endswith("y") and len(word) > 4:
-        word = word[:-1] + "i"
-    if word.endswith("at") and len(word) > 6:
-        word = word[:-2]  # "calculat" -> "calcul", matches "calculus"-free stems
-    return word
+    return str(_STEMMER.stemWord(word))
 
 
 def normalise(text: str) -> str:
