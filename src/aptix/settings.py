@@ -138,6 +138,13 @@ class AptixSettings(BaseSettings):
         description="Blend local sentence embeddings into workflow matching "
         "(default: when the 'semantic' extra is installed).",
     )
+    match_arbiter: Literal["off", "ambiguous", "always"] = Field(
+        "off",
+        description="Let the configured model choose among the top five matched workflows: "
+        "'off', 'ambiguous' (only when the ranker or the gate is unsure) or 'always'. Costs one "
+        "model call (about 300-600 prompt tokens, up to 10 s) per such match_workflow; answers "
+        "are cached per catalog revision and message.",
+    )
     tool_timeout_seconds: float = Field(30.0, gt=0, description="Per-tool execution time limit.")
     tool_threads: int = Field(
         8,
