@@ -1,61 +1,53 @@
-"""The matching evaluation protocol: features once per message, then folds that fit and test.
+"""The matching evaluation protocol: evidence once per message, then folds that fit and test.
 
-Nothing is scored on data it was fitted on. For each fold the fusion model (the only fitted
-part: weights and calibration; the threshold is the fixed probability ``MATCH_THRESHOLD``) is
-fitted on the training messages and scored on the held-out ones.
+Nothing is scored by a model fitted on it. For each fold the ranker, the gate and (with the
+semantic extra) the request model are fitted on the training messages only and scored on
+the held-out ones; the gate learns from out-of-fold ranker and request outputs, like those
+it sees on new messages.
 
 * k-fold: the labelled messages are split into ``k`` folds, stratified by label.
 * leave-one-workflow-out: each workflow's messages are held out in turn (with a share of the
-  off-topic messages), so the model never saw any phrasing aimed at the tested workflow.
+  off-topic messages), so the models never saw any phrasing aimed at the tested workflow.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.manifest import WorkflowManifest
-from aptix.workflows.matching.combined import (
-    MATCH_THRESHOLD,
-    MAX_MATCH_CHARS,
-    Candidates,
-    WorkflowMatcher,
-)
-from aptix.workflows.matching.fusion import (
-    FUSED_FEATURES,
-    REQUEST_FEATURES,
-    REQUEST_L2,
-    FusionModel,
+from aptix.workflows.matching.combined import MAX_MATCH_CHARS, Candidates, WorkflowMatcher, decide
+from aptix.workflows.matching.fusion import REQUEST_FEATURES, REQUEST_L2, FusionModel
+from aptix.workflows.matching.routing import (
+    LEXICAL_GATE,
+    LEXICAL_RANK,
+    SEMANTIC_GATE,
+    SEMANTIC_RANK,
+    Decision,
+    Routing,
 )
 from aptix.workflows.registry import WorkflowRegistry
 from tests.workflows.matchset import Labelled, catalog
 
 Matrix = NDArray[np.float64]
 
-__all__ = [
-    "Fold",
-    "Scores",
-    "collect",
-    "embeddings",
-    "eval_catalog",
-    "fit_model",
-    "fit_request",
-    "kfold",
-    "leave_one_workflow_out",
-    "run_folds",
-    "score",
-    "with_request",
-]
+#: Candidates the arbiter is shown (the oracle can only pick among them).
+ARBITER_CANDIDATES = 5
 
 
 def eval_catalog() -> list[WorkflowManifest]:
     """The built-in workflows plus the evaluation catalog."""
     return [item.manifest for item in load_builtin()[0]] + list(catalog())
+
+
+def with_builtin(catalog_: Sequence[WorkflowManifest]) -> list[WorkflowManifest]:
+    """The built-in workflows plus ``catalog_``."""
+    return [item.manifest for item in load_builtin()[0]] + list(catalog_)
 
 
 @dataclass
@@ -77,6 +69,20 @@ class Scores:
         self.off_topic += other.off_topic
         self.rejected += other.rejected
         self.misses += other.misses
+
+    def record(self, row: Labelled, ranked: list[str]) -> None:
+        """Count one message with the ids it matched, best first."""
+        if row.expected is None:
+            self.off_topic += 1
+            self.rejected += not ranked
+            if ranked:
+                self.misses.append((row.message, None, ranked[:3]))
+            return
+        self.on_topic += 1
+        self.top1 += bool(ranked) and ranked[0] == row.expected
+        self.top3 += row.expected in ranked[:3]
+        if not ranked or ranked[0] != row.expected:
+            self.misses.append((row.message, row.expected, ranked[:3]))
 
     @property
     def top1_rate(self) -> float:
@@ -103,19 +109,22 @@ def registry_for(
     return registry
 
 
-def collect(matcher: WorkflowMatcher, rows: Sequence[Labelled]) -> list[Candidates]:
-    """Every message's candidates and features (the matcher's index must be built)."""
-    return [matcher.candidates(row.message) for row in rows]
+@dataclass(frozen=True)
+class Evidence:
+    """Every message's candidates, and its embedding when the matcher is semantic."""
+
+    cands: list[Candidates]
+    vectors: Matrix | None
 
 
-def embeddings(matcher: WorkflowMatcher, rows: Sequence[Labelled]) -> Matrix:
-    """Every message's embedding (the matcher must have a semantic part)."""
-    if matcher.semantic is None:
-        raise ValueError("embeddings need a semantic matcher")
+def collect(matcher: WorkflowMatcher, rows: Sequence[Labelled]) -> Evidence:
+    """Every message's evidence (the matcher's index must be built)."""
+    cands = [matcher.candidates(row.message) for row in rows]
     semantic = matcher.semantic
-    return np.vstack([semantic.embed_query(r.message[:MAX_MATCH_CHARS]) for r in rows]).astype(
-        np.float64
-    )
+    if semantic is None:
+        return Evidence(cands, None)
+    vectors = np.vstack([semantic.embed_query(r.message[:MAX_MATCH_CHARS]) for r in rows])
+    return Evidence(cands, vectors.astype(np.float64))
 
 
 def fit_request(vectors: Matrix, rows: Sequence[Labelled]) -> FusionModel:
@@ -124,79 +133,95 @@ def fit_request(vectors: Matrix, rows: Sequence[Labelled]) -> FusionModel:
     return FusionModel.fit(REQUEST_FEATURES, vectors, asks, l2=REQUEST_L2)
 
 
-def with_request(
-    cands: Sequence[Candidates],
-    vectors: Matrix,
-    rows: Sequence[Labelled],
-    train: Sequence[int],
-    test: Sequence[int],
-    inner: int = 5,
-) -> list[Candidates]:
-    """``cands`` with the request column from models that never saw the message scored.
+def _with_request(found: Candidates, value: float) -> Candidates:
+    if not len(found.message):
+        return found
+    message = found.message.copy()
+    message[-1] = value
+    return replace(found, message=message)
 
-    Test messages get the model fitted on all of ``train``; each training message gets the
-    model fitted on the other inner folds of ``train``, as the fusion model must learn from
-    request probabilities like those it will see on unseen messages.
-    """
-    column = FUSED_FEATURES.index("request")
-    request = np.zeros(len(cands))
-    parts = [list(train[j::inner]) for j in range(inner)]
-    for part in parts:
+
+def _fit_ranker(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> FusionModel:
+    semantic = ev.vectors is not None
+    xs, ys = [], []
+    for i in idx:
+        found, row = ev.cands[i], rows[i]
+        if row.expected is None or not found.ids:
+            continue
+        xs.append(found.features)
+        ys.append(np.asarray([float(w == row.expected) for w in found.ids]))
+    names = SEMANTIC_RANK if semantic else LEXICAL_RANK
+    if not xs:
+        return FusionModel.fit(names, np.zeros((2, len(names))), np.asarray([0.0, 1.0]))
+    return FusionModel.fit(names, np.vstack(xs), np.concatenate(ys))
+
+
+def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> Routing:
+    """Ranker, gate (and request model) fitted on the messages ``idx`` only."""
+    idx = list(idx)
+    semantic = ev.vectors is not None
+    ranker = _fit_ranker(ev, rows, idx)
+    # The gate learns from out-of-fold ranker (and request) outputs: five inner folds.
+    inner = [idx[j::5] for j in range(5)]
+    gate_x, gate_y = [], []
+    names = SEMANTIC_GATE if semantic else LEXICAL_GATE
+    for part in inner:
         held = set(part)
-        rest = [i for i in train if i not in held]
-        model = fit_request(vectors[rest], [rows[i] for i in rest])
-        request[part] = model.probability(vectors[part])
-    if test:
-        model = fit_request(vectors[list(train)], [rows[i] for i in train])
-        request[list(test)] = model.probability(vectors[list(test)])
-    out = list(cands)
-    for i in (*train, *test):
-        features = cands[i].features.copy()
-        if len(features):
-            features[:, column] = request[i]
-        out[i] = Candidates(cands[i].ids, features)
+        rest = [i for i in idx if i not in held]
+        part_ranker = _fit_ranker(ev, rows, rest)
+        request = None
+        if ev.vectors is not None:
+            request = fit_request(ev.vectors[rest], [rows[i] for i in rest])
+        model = Routing(
+            part_ranker,
+            FusionModel(names, (0.0,) * len(names), 0.0, (0.0,) * len(names), (1.0,) * len(names)),
+        )
+        for i in part:
+            found = ev.cands[i]
+            if not found.ids:
+                continue
+            if request is not None and ev.vectors is not None:
+                found = _with_request(found, float(request.probability(ev.vectors[i][None, :])[0]))
+            decision = decide(model, found)
+            top = decision.ranked[0][1]
+            second = decision.ranked[1][1] if len(decision.ranked) > 1 else 0.0
+            gate_x.append(np.concatenate([[top, top - second], found.message]))
+            gate_y.append(float(rows[i].expected is not None))
+    gate = FusionModel.fit(names, np.vstack(gate_x), np.asarray(gate_y))
+    request_model = None
+    if ev.vectors is not None:
+        request_model = fit_request(ev.vectors[idx], [rows[i] for i in idx])
+    return Routing(ranker, gate, request_model)
+
+
+def decisions(model: Routing, ev: Evidence, idx: Sequence[int]) -> dict[int, Decision]:
+    """The decisions of ``model`` on the messages ``idx``."""
+    out = {}
+    for i in idx:
+        found = ev.cands[i]
+        if model.request is not None and ev.vectors is not None:
+            found = _with_request(
+                found, float(model.request.probability(ev.vectors[i][None, :])[0])
+            )
+        out[i] = decide(model, found)
     return out
 
 
-def _columns(features: Sequence[str]) -> list[int]:
-    return [FUSED_FEATURES.index(f) for f in features]
+def score(found: dict[int, Decision], rows: Sequence[Labelled], arbiter: str = "off") -> Scores:
+    """Scores of the decisions; ``arbiter`` ``ambiguous``/``always`` adds an oracle arbiter.
 
-
-def fit_model(
-    cands: Sequence[Candidates], rows: Sequence[Labelled], features: Sequence[str]
-) -> FusionModel:
-    """Fit the fusion model on the given messages' candidates."""
-    cols = _columns(features)
-    xs, ys = [], []
-    for found, row in zip(cands, rows, strict=True):
-        if not found.ids:
-            continue
-        xs.append(found.features[:, cols])
-        ys.append(np.asarray([float(w == row.expected) for w in found.ids]))
-    return FusionModel.fit(features, np.vstack(xs), np.concatenate(ys))
-
-
-def score(model: FusionModel, cands: Sequence[Candidates], rows: Sequence[Labelled]) -> Scores:
-    """Score ``model`` on the given messages' candidates."""
-    cols = _columns(model.features)
+    The oracle answers from the labels, choosing only among the first
+    :data:`ARBITER_CANDIDATES` candidates (or ``none``): the arbiter's upper bound.
+    """
     out = Scores()
-    for found, row in zip(cands, rows, strict=True):
-        ranked: list[str] = []
-        if found.ids:
-            p = model.probability(found.features[:, cols])
-            order = sorted(range(len(p)), key=lambda i: (-p[i], found.ids[i]))
-            ranked = [found.ids[i] for i in order if p[i] >= MATCH_THRESHOLD]
-        if row.expected is None:
-            out.off_topic += 1
-            out.rejected += not ranked
-            if ranked:
-                out.misses.append((row.message, None, ranked[:3]))
-            continue
-        out.on_topic += 1
-        out.top1 += bool(ranked) and ranked[0] == row.expected
-        out.top3 += row.expected in ranked[:3]
-        if not ranked or ranked[0] != row.expected:
-            out.misses.append((row.message, row.expected, ranked[:3]))
+    for i, decision in found.items():
+        row = rows[i]
+        ranked = [w for w, _ in decision.matches(10)]
+        asked = arbiter == "always" or (arbiter == "ambiguous" and decision.unsure)
+        if asked and decision.ranked:
+            shown = [w for w, _ in decision.ranked[:ARBITER_CANDIDATES]]
+            ranked = [row.expected] if row.expected in shown else []
+        out.record(row, ranked)
     return out
 
 
@@ -248,26 +273,38 @@ def leave_one_workflow_out(rows: Sequence[Labelled]) -> list[Fold]:
 
 def run_folds(
     folds: Sequence[Fold],
-    cands: Sequence[Candidates],
+    ev: Evidence,
     rows: Sequence[Labelled],
-    features: Sequence[str],
-    on_fold: Callable[[Fold, Scores], None] | None = None,
-    vectors: Matrix | None = None,
+    always_train: Sequence[int] = (),
+    arbiter: str = "off",
 ) -> Scores:
-    """Fit on each fold's training part, score on its held-out part; the summed scores.
-
-    With the ``request`` feature, ``vectors`` (the message embeddings) are needed: the request
-    model is refitted inside every fold, so nothing is scored by a model that saw it.
-    """
-    if "request" in features and vectors is None:
-        raise ValueError("the request feature needs the message embeddings")
+    """Fit on each fold's training part (plus ``always_train``), score its held-out part."""
     total = Scores()
     for fold in folds:
-        if vectors is not None and "request" in features:
-            cands = with_request(cands, vectors, rows, fold.train, fold.test)
-        model = fit_model([cands[i] for i in fold.train], [rows[i] for i in fold.train], features)
-        result = score(model, [cands[i] for i in fold.test], [rows[i] for i in fold.test])
-        if on_fold is not None:
-            on_fold(fold, result)
-        total.add(result)
+        model = fit_routing(ev, rows, [*always_train, *fold.train])
+        total.add(score(decisions(model, ev, fold.test), rows, arbiter))
     return total
+
+
+def unique(rows: Sequence[Labelled]) -> list[Labelled]:
+    """``rows`` without exact duplicates (case and spacing aside), first kept."""
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        key = " ".join(row.message.casefold().split())
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
+
+
+def placeholder(semantic: bool) -> Routing:
+    """Zero-weight models of the right shape: evidence can be collected before any fit."""
+
+    def zero(names: Sequence[str]) -> FusionModel:
+        n = len(names)
+        return FusionModel(tuple(names), (0.0,) * n, 0.0, (0.0,) * n, (1.0,) * n)
+
+    if not semantic:
+        return Routing(zero(LEXICAL_RANK), zero(LEXICAL_GATE))
+    return Routing(zero(SEMANTIC_RANK), zero(SEMANTIC_GATE), None)

@@ -1,24 +1,31 @@
-"""Workflow matching: held-out accuracy (k-fold, leave-one-workflow-out), distractors, latency.
+"""Workflow matching: the ranker and the gate on folds, on held-out sets, at scale.
 
 Run: ``python -m bench.workflows [--sizes 100,1000,10000] [--queries 300] [--no-semantic]
-[--fit] [--misses]``.
+[--misses]``. Refit the shipped weights with ``python -m bench.fit_routing`` (development
+set only).
 
-Accuracy is measured only on messages the fusion model was not fitted on (see
-:mod:`bench.match_eval`). ``--fit`` refits the shipped weights (``fusion.json``) on every
-labelled message, after the folds have been reported.
+Which figures are which:
+
+* **cross-validated** (k-fold, leave-one-workflow-out): the ranker, the gate and the request
+  model are refitted on each fold's training part (:mod:`bench.match_eval`). On the terse
+  catalog the training part is the whole development set plus the terse fold's training
+  messages.
+* **held-out**: the shipped weights (``routing.json``, fitted on the development set only)
+  on sets written before any tuning and never fitted on: fresh phrasings, the terse catalog,
+  near misses, chit-chat, and the older 40-workflow set.
+* **oracle arbiter**: the held-out decisions where a model that answers from the labels
+  chooses among the first five candidates or ``none``: the arbiter's upper bound.
 
 Latency is per ``WorkflowRegistry.match`` call with a distinct message each time (no query
-cache hits), after the index is built. The semantic row includes encoding the message
-("encode p50" is that part alone; "search p50" is the rest, with the message already
-encoded). Pattern embeddings of the synthetic catalogs are cached on disk in the user cache
-directory, so only the first run pays for encoding 10,000 workflows' texts.
+cache hits), after the index is built. Pattern embeddings of the synthetic catalogs are
+cached on disk in the user cache directory, so only the first run pays for encoding 10,000
+workflows' texts.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import statistics
 import time
@@ -29,11 +36,10 @@ import numpy as np
 import platformdirs
 
 from aptix.workflows.loader import load_builtin
-from aptix.workflows.matching.combined import MATCH_THRESHOLD, Candidates, WorkflowMatcher
-from aptix.workflows.matching.fusion import FUSED_FEATURES, LEXICAL_FEATURES, WEIGHTS_FILE
+from aptix.workflows.matching.combined import WorkflowMatcher
+from aptix.workflows.matching.routing import default_routing
 from aptix.workflows.matching.semantic import (
     DEFAULT_MODEL,
-    MODELS,
     Embedder,
     SemanticMatcher,
     Vectors,
@@ -42,25 +48,33 @@ from aptix.workflows.matching.semantic import (
 from aptix.workflows.registry import WorkflowRegistry
 from bench._table import print_table
 from bench.match_eval import (
-    Fold,
-    Matrix,
+    Evidence,
     Scores,
     collect,
-    embeddings,
+    decisions,
     eval_catalog,
-    fit_model,
-    fit_request,
     kfold,
     leave_one_workflow_out,
+    placeholder,
     registry_for,
     run_folds,
-    with_request,
+    score,
+    with_builtin,
 )
 from tests.workflows.evalset import EVAL_MESSAGES, evaluate, synthetic_catalog, synthetic_messages
 from tests.workflows.evalset import eval_catalog as legacy_catalog
-from tests.workflows.matchset import labelled
+from tests.workflows.matchset import (
+    Labelled,
+    catalog,
+    chitchat,
+    fresh,
+    labelled,
+    nearmiss,
+    terse_catalog,
+    terse_labelled,
+)
 
-SEMANTIC_ONLY = ("sem", "sem_margin", "sem_top", "negated", "info_question", "short")
+HEADER = ["top-1", "top-3", "off-topic rejected"]
 
 
 class DiskCachedEmbedder:
@@ -122,96 +136,125 @@ def time_calls(fn: Callable[[str], object], messages: Sequence[str]) -> list[flo
 
 
 def _rates(s: Scores) -> list[str]:
-    correct = s.top1 + s.rejected
-    total = s.on_topic + s.off_topic
-    return [
-        f"{s.top1_rate:.3f}",
-        f"{s.top3_rate:.3f}",
-        f"{s.rejection_rate:.3f}",
-        f"{correct / total:.3f}",
-    ]
+    def fmt(x: float) -> str:
+        return "-" if x != x else f"{x:.3f}"
+
+    return [fmt(s.top1_rate), fmt(s.top3_rate), fmt(s.rejection_rate)]
 
 
-def fold_rows(
-    embedders: dict[str, DiskCachedEmbedder], show_misses: bool
-) -> tuple[list[list[object]], list[list[object]]]:
-    """Summary rows per protocol and configuration, and per-fold rows of the default model."""
-    rows = labelled()
-    catalog = eval_catalog()
-    lexical = WorkflowMatcher()
-    registry_for(catalog, lexical)
-    configs: list[tuple[str, list[Candidates], tuple[str, ...], Matrix | None]] = [
-        ("lexical", collect(lexical, rows), LEXICAL_FEATURES, None)
-    ]
-    for name, embedder in embedders.items():
-        fused = WorkflowMatcher(SemanticMatcher(embedder))
-        registry_for(catalog, fused)
-        found = collect(fused, rows)
-        vectors = embeddings(fused, rows)
-        configs.append((f"semantic only ({name})", found, SEMANTIC_ONLY, None))
-        configs.append((f"fused ({name})", found, FUSED_FEATURES, vectors))
-    protocols: list[tuple[str, list[Fold]]] = [
-        ("5-fold", kfold(rows)),
-        ("leave-one-workflow-out", leave_one_workflow_out(rows)),
-    ]
-    summary: list[list[object]] = []
-    per_fold: dict[tuple[str, str], dict[str, Scores]] = {}
-    for protocol, folds in protocols:
-        for label, cands, features, vectors in configs:
-            scores = {}
-
-            def keep(fold: Fold, result: Scores, into: dict[str, Scores] = scores) -> None:
-                into[fold.name] = result
-
-            total = run_folds(folds, cands, rows, features, keep, vectors)
-            per_fold[(protocol, label)] = scores
-            summary.append([protocol, label, *_rates(total)])
-            if show_misses and label.startswith("fused") and protocol == "5-fold":
-                for miss in total.misses:
-                    print("   miss:", miss)
-    detail: list[list[object]] = []
-    fused_label = f"fused ({DEFAULT_MODEL})"
-    for protocol, folds in protocols:
-        if (protocol, fused_label) not in per_fold:
-            break
-        worse = 0
-        for fold in folds:
-            lex = per_fold[(protocol, "lexical")][fold.name]
-            both = per_fold[(protocol, fused_label)][fold.name]
-            lex_ok, both_ok = lex.top1 + lex.rejected, both.top1 + both.rejected
-            worse += both_ok < lex_ok
-            if protocol == "5-fold" or both_ok < lex_ok:
-                detail.append(
-                    [protocol, fold.name, *_rates(lex)[::2], *_rates(both)[::2], both_ok - lex_ok]
-                )
-        detail.append([protocol, f"folds where fused < lexical: {worse}", "", "", "", "", ""])
-    return summary, detail
+def _matcher(embedder: Embedder | None, shipped: bool) -> WorkflowMatcher:
+    semantic = None if embedder is None else SemanticMatcher(embedder)
+    model = default_routing(semantic is not None) if shipped else placeholder(semantic is not None)
+    return WorkflowMatcher(semantic, model)
 
 
-def distractor_rows(embedder: DiskCachedEmbedder | None) -> list[list[object]]:
-    """5-fold figures with 1,000 synthetic workflows served beside the evaluation catalog."""
-    rows = labelled()
-    catalog = eval_catalog() + synthetic_catalog(1000)
-    configs: list[tuple[str, WorkflowMatcher, tuple[str, ...]]] = [
-        ("lexical", WorkflowMatcher(), LEXICAL_FEATURES)
-    ]
+def _evidence(
+    embedder: Embedder | None, catalog_: Sequence, rows: Sequence[Labelled], shipped: bool = False
+) -> Evidence:
+    matcher = _matcher(embedder, shipped)
+    registry_for(with_builtin(catalog_), matcher)
+    return collect(matcher, rows)
+
+
+def _concat(a: Evidence, b: Evidence) -> Evidence:
+    vectors = None
+    if a.vectors is not None and b.vectors is not None:
+        vectors = np.vstack([a.vectors, b.vectors])
+    return Evidence(a.cands + b.cands, vectors)
+
+
+def _configs(embedder: Embedder | None) -> list[tuple[str, Embedder | None]]:
+    out: list[tuple[str, Embedder | None]] = [("lexical only", None)]
     if embedder is not None:
-        configs.append(("fused", WorkflowMatcher(SemanticMatcher(embedder)), FUSED_FEATURES))
-    out: list[list[object]] = []
-    for label, matcher, features in configs:
-        registry_for(catalog, matcher)
-        vectors = embeddings(matcher, rows) if matcher.semantic is not None else None
-        total = run_folds(kfold(rows), collect(matcher, rows), rows, features, None, vectors)
-        out.append([f"{len(catalog):,} workflows, 5-fold", label, *_rates(total)])
+        out.append((f"semantic ({DEFAULT_MODEL})", embedder))
     return out
 
 
-def legacy_rows(embedder: DiskCachedEmbedder | None) -> list[list[object]]:
+def fold_rows(embedder: Embedder | None, show_misses: bool) -> list[list[object]]:
+    """Cross-validated figures on the development catalog and on the terse catalog."""
+    dev = list(labelled())
+    terse = list(terse_labelled())
+    out: list[list[object]] = []
+    for label, emb in _configs(embedder):
+        dev_ev = _evidence(emb, catalog(), dev)
+        terse_ev = _concat(dev_ev, _evidence(emb, terse_catalog(), terse))
+        rows = dev + terse
+        offset = len(dev)
+        for protocol, folds in (
+            ("5-fold", kfold(dev)),
+            ("leave-one-workflow-out", leave_one_workflow_out(dev)),
+        ):
+            total = run_folds(folds, dev_ev, dev)
+            out.append(["development catalog", protocol, label, *_rates(total)])
+        for protocol, folds in (
+            ("5-fold", kfold(terse)),
+            ("leave-one-workflow-out", leave_one_workflow_out(terse)),
+        ):
+            shifted = [
+                type(f)(f.name, [i + offset for i in f.train], [i + offset for i in f.test])
+                for f in folds
+            ]
+            total = run_folds(shifted, terse_ev, rows, always_train=range(offset))
+            out.append(["terse catalog", protocol, label, *_rates(total)])
+            if show_misses and protocol == "5-fold":
+                for miss in total.misses:
+                    print("   miss:", miss)
+    return out
+
+
+def held_out_rows(
+    embedder: Embedder | None, show_misses: bool
+) -> tuple[list[list[object]], list[list[object]]]:
+    """The shipped weights on every held-out set; with the oracle arbiter too."""
+    sets = [
+        ("fresh phrasings", catalog(), list(fresh())),
+        ("near misses", catalog(), list(nearmiss())),
+        ("chit-chat", catalog(), list(chitchat())),
+        ("terse catalog (requests + near misses)", terse_catalog(), list(terse_labelled())),
+    ]
+    plain: list[list[object]] = []
+    oracle: list[list[object]] = []
+    for label, emb in _configs(embedder):
+        everything = Scores()
+        for name, catalog_, rows in sets:
+            matcher = _matcher(emb, shipped=True)
+            registry_for(with_builtin(catalog_), matcher)
+            ev = collect(matcher, rows)
+            found = decisions(matcher.model, ev, range(len(rows)))
+            result = score(found, rows)
+            everything.add(result)
+            plain.append([name, label, *_rates(result)])
+            if show_misses:
+                for miss in result.misses:
+                    print("   miss:", miss)
+            for mode in ("ambiguous", "always"):
+                asked = sum(d.unsure for d in found.values()) if mode == "ambiguous" else len(rows)
+                result = score(found, rows, arbiter=mode)
+                oracle.append([name, label, mode, f"{asked / len(rows):.2f}", *_rates(result)])
+        plain.append(["all held-out sets", label, *_rates(everything)])
+    return plain, oracle
+
+
+def distractor_rows(embedder: Embedder | None) -> list[list[object]]:
+    """The shipped weights on fresh phrasings and near misses, without and with 1,000 more."""
+    rows = list(fresh()) + list(nearmiss())
+    out: list[list[object]] = []
+    for label, emb in _configs(embedder):
+        for extra in (0, 1000):
+            matcher = _matcher(emb, shipped=True)
+            registry_for(eval_catalog() + synthetic_catalog(extra), matcher)
+            ev = collect(matcher, rows)
+            result = score(decisions(matcher.model, ev, range(len(rows))), rows)
+            out.append([f"{len(eval_catalog()) + extra:,} workflows", label, *_rates(result)])
+    return out
+
+
+def legacy_rows(embedder: Embedder | None) -> list[list[object]]:
     """The shipped weights on the older 40-workflow set, which they were never fitted on."""
     builtin = [item.manifest for item in load_builtin()[0]]
     configs: list[tuple[str, WorkflowMatcher]] = [("lexical", WorkflowMatcher())]
     if embedder is not None:
-        configs.append(("fused", WorkflowMatcher(SemanticMatcher(embedder))))
+        configs.append(("semantic", WorkflowMatcher(SemanticMatcher(embedder))))
     out: list[list[object]] = []
     for label, matcher in configs:
         registry = WorkflowRegistry(builtin + legacy_catalog(), matcher=matcher)
@@ -231,16 +274,16 @@ def legacy_rows(embedder: DiskCachedEmbedder | None) -> list[list[object]]:
 
 
 def latency_rows(
-    sizes: Sequence[int], queries: int, embedder: DiskCachedEmbedder | None
+    sizes: Sequence[int], queries: int, embedder: Embedder | None
 ) -> list[list[object]]:
-    """p50/p99 per match call at each catalog size, lexical and fused."""
+    """p50/p99 per match call at each catalog size, lexical and semantic."""
     rows: list[list[object]] = []
     for size in sizes:
         catalog = synthetic_catalog(size)
         messages = synthetic_messages(catalog, queries)
         kinds: list[tuple[str, WorkflowMatcher]] = [("lexical", WorkflowMatcher())]
         if embedder is not None:
-            kinds.append(("fused", WorkflowMatcher(SemanticMatcher(embedder))))
+            kinds.append(("semantic", WorkflowMatcher(SemanticMatcher(embedder))))
         for kind, matcher in kinds:
             registry = WorkflowRegistry(catalog, matcher=matcher)
             started = time.perf_counter()
@@ -262,20 +305,6 @@ def latency_rows(
     return rows
 
 
-def model_rows(names: Sequence[str]) -> list[list[object]]:
-    """Load time and single-message encoding time of each model."""
-    out: list[list[object]] = []
-    for name in names:
-        started = time.perf_counter()
-        embedder = load_embedder(name)
-        embedder.encode(["warm up"])
-        load_s = time.perf_counter() - started
-        messages = [f"please fix the bug in module {i}" for i in range(100)]
-        p50, p99 = percentiles(time_calls(lambda m, e=embedder: e.encode([m]), messages))
-        out.append([name, MODELS[name].description, f"{load_s:.2f}", f"{p50:.2f}", f"{p99:.2f}"])
-    return out
-
-
 def first_match_ms(semantic: bool) -> float:
     """Start-up as the server does it (model load, index, warm-up), then one new message."""
     from aptix.workflows.services import build_workflow_services
@@ -289,95 +318,59 @@ def first_match_ms(semantic: bool) -> float:
 
 
 def main() -> None:
-    """Print every table; with ``--fit``, refit ``fusion.json`` afterwards."""
+    """Print every table."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--no-semantic", action="store_true")
-    parser.add_argument("--fit", action="store_true", help="refit fusion.json on all messages")
-    parser.add_argument("--misses", action="store_true", help="print held-out misses")
+    parser.add_argument("--misses", action="store_true", help="print misses")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    embedders = {} if args.no_semantic else {name: cached_embedder(name) for name in MODELS}
-    default = embedders.get(DEFAULT_MODEL)
+    embedder = None if args.no_semantic else cached_embedder(DEFAULT_MODEL)
     rows = labelled()
     # Latency depends on what else runs: the load average says how busy the machine was.
     print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} at start")
     print(
-        f"match threshold {MATCH_THRESHOLD} (a calibrated probability); {len(rows)} labelled "
-        f"messages ({sum(r.expected is None for r in rows)} off-topic) over "
-        f"{len({r.expected for r in rows} - {None})} workflows"
-    )
-    header = ["top-1", "top-3", "off-topic rejected", "all decisions"]
-    summary, detail = fold_rows(embedders, args.misses)
-    print_table(
-        "held-out accuracy (fusion fitted on training folds only)",
-        ["protocol", "matcher", *header],
-        summary,
-    )
-    if detail:
-        print_table(
-            "per fold: lexical vs fused (default model)",
-            [
-                "protocol",
-                "fold",
-                "lex top-1",
-                "lex rejected",
-                "fused top-1",
-                "fused rejected",
-                "decisions +/-",
-            ],
-            detail,
-        )
-    print_table(
-        "with 1,000 synthetic distractor workflows",
-        ["catalog", "matcher", *header],
-        distractor_rows(default),
+        f"development set: {len(rows)} messages ({sum(r.expected is None for r in rows)} "
+        f"off-topic); held out: {len(fresh())} fresh, {len(terse_labelled())} terse, "
+        f"{len(nearmiss())} near misses, {len(chitchat())} chit-chat"
     )
     print_table(
-        "shipped weights on the older labelled set (never fitted on it)",
-        ["set", "matcher", *header],
-        legacy_rows(default),
+        "cross-validated: ranker + gate refitted on each fold's training part",
+        ["catalog", "protocol", "matcher", *HEADER],
+        fold_rows(embedder, args.misses),
     )
-    if embedders:
-        print_table(
-            "semantic models compared",
-            ["model", "what", "load (s)", "encode p50 ms", "encode p99 ms"],
-            model_rows(list(embedders)),
-        )
+    plain, oracle = held_out_rows(embedder, args.misses)
+    print_table(
+        "held-out: shipped weights (development set only) on sets never fitted on",
+        ["set", "matcher", *HEADER],
+        plain,
+    )
+    print_table(
+        "held-out with an oracle arbiter (answers from the labels among the top 5): upper bound",
+        ["set", "matcher", "arbiter", "share asked", *HEADER],
+        oracle,
+    )
+    print_table(
+        "held-out fresh phrasings + near misses with 1,000 synthetic distractor workflows",
+        ["catalog", "matcher", *HEADER],
+        distractor_rows(embedder),
+    )
+    print_table(
+        "held-out: shipped weights on the older 40-workflow set",
+        ["set", "matcher", *HEADER, "all decisions"],
+        legacy_rows(embedder),
+    )
     print_table(
         "match_workflow latency (ms, distinct messages)",
         ["workflows", "matcher", "p50", "p99", "encode p50", "search p50", "index build (s)"],
-        latency_rows(sizes, args.queries, default),
+        latency_rows(sizes, args.queries, embedder),
     )
     first = [["lexical", f"{first_match_ms(False):.2f}"]]
-    if default is not None:
-        first.append(["fused", f"{first_match_ms(True):.2f}"])
+    if embedder is not None:
+        first.append(["semantic", f"{first_match_ms(True):.2f}"])
     print_table("first match after start-up is ready (ms)", ["matcher", "first match"], first)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
-    if args.fit:
-        fit(default)
-
-
-def fit(embedder: DiskCachedEmbedder | None) -> None:
-    """Refit the shipped weights on every labelled message and write ``fusion.json``."""
-    if embedder is None:
-        raise SystemExit("--fit needs the semantic model (drop --no-semantic)")
-    rows = labelled()
-    lexical, fused = WorkflowMatcher(), WorkflowMatcher(SemanticMatcher(embedder))
-    registry_for(eval_catalog(), lexical)
-    registry_for(eval_catalog(), fused)
-    vectors = embeddings(fused, rows)
-    everyone = list(range(len(rows)))
-    # The fusion model learns from out-of-fold request probabilities, like those of new messages.
-    fused_cands = with_request(collect(fused, rows), vectors, rows, everyone, [])
-    payload = {
-        "lexical": fit_model(collect(lexical, rows), rows, LEXICAL_FEATURES).to_json(),
-        "fused": fit_model(fused_cands, rows, FUSED_FEATURES).to_json(),
-        "request": fit_request(vectors, rows).to_json(),
-    }
-    WEIGHTS_FILE.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {WEIGHTS_FILE}")
 
 
 if __name__ == "__main__":

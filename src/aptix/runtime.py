@@ -315,6 +315,15 @@ async def open_runtime(
             tracing,
             quotas_for(settings),
         )
+        if settings.match_arbiter != "off" and settings.model_configured:
+            from aptix.reasoner.arbiter_model import LlmArbiterModel
+            from aptix.workflows.matching.arbiter import MatchArbiter
+
+            workflows.registry.arbiter = MatchArbiter(
+                LlmArbiterModel(runtime.default_model()),
+                settings.match_arbiter,
+                timeout=min(settings.llm_timeout_seconds, 10.0),
+            )
     except BaseException:
         if mcp is not None:
             await mcp.aclose()

@@ -1,7 +1,8 @@
-"""The evaluation protocol and the packaged model, with floors from held-out folds.
+"""The evaluation protocol and the packaged model, with floors from held-out sets.
 
-Figures (``python -m bench.workflows``) are measured on folds the fusion model was not fitted
-on; the floors below sit a little under them, so a regression fails, not noise.
+Figures (``python -m bench.workflows``) are measured on sets the shipped weights were not
+fitted on; the floors below sit a little under them, so a regression fails, not noise. The
+folds themselves are refitted only in the bench (too slow for CI).
 """
 
 from __future__ import annotations
@@ -11,18 +12,9 @@ import pytest
 
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.matching.combined import WorkflowMatcher
-from aptix.workflows.matching.fusion import FUSED_FEATURES, LEXICAL_FEATURES
 from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
 from aptix.workflows.registry import WorkflowRegistry
-from bench.match_eval import (
-    collect,
-    embeddings,
-    eval_catalog,
-    kfold,
-    leave_one_workflow_out,
-    registry_for,
-    run_folds,
-)
+from bench.match_eval import kfold, leave_one_workflow_out
 from tests.workflows.evalset import EVAL_MESSAGES, evaluate
 from tests.workflows.evalset import eval_catalog as legacy_catalog
 from tests.workflows.matchset import labelled
@@ -42,28 +34,6 @@ def test_folds_hold_out_every_message_exactly_once() -> None:
     lowo = leave_one_workflow_out(rows)
     for fold in lowo:  # no phrasing aimed at the held-out workflow is trained on
         assert all(rows[i].expected != fold.name for i in fold.train)
-
-
-def test_fused_matching_is_not_below_lexical_on_held_out_folds(
-    embedder: OnnxEmbedder,
-) -> None:
-    rows = labelled()
-    lexical, fused = WorkflowMatcher(), WorkflowMatcher(SemanticMatcher(embedder))
-    registry_for(eval_catalog(), lexical)
-    registry_for(eval_catalog(), fused)
-    lex_cands, fused_cands = collect(lexical, rows), collect(fused, rows)
-    vectors = embeddings(fused, rows)
-    for fold in kfold(rows):
-        lex = run_folds([fold], lex_cands, rows, LEXICAL_FEATURES)
-        both = run_folds([fold], fused_cands, rows, FUSED_FEATURES, vectors=vectors)
-        assert both.top1 + both.rejected >= lex.top1 + lex.rejected, fold.name
-    lowo = leave_one_workflow_out(rows)
-    lex = run_folds(lowo, lex_cands, rows, LEXICAL_FEATURES)
-    both = run_folds(lowo, fused_cands, rows, FUSED_FEATURES, vectors=vectors)
-    assert both.top1 + both.rejected > lex.top1 + lex.rejected
-    total = run_folds(kfold(rows), fused_cands, rows, FUSED_FEATURES, vectors=vectors)
-    assert total.top1_rate >= 0.72, total.misses
-    assert total.rejection_rate >= 0.75, total.misses
 
 
 def test_the_shipped_model_generalises_to_another_catalog(embedder: OnnxEmbedder) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import aptix.workflows.matching.semantic as semantic_module
+from aptix.errors import ConfigurationError
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.services import build_matcher, build_workflow_services
 
@@ -37,7 +38,7 @@ def test_start_up_loads_the_model_with_a_progress_line_and_builds_the_index(
 def test_a_missing_model_package_logs_one_warning_and_matches_lexically(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    spec = semantic_module.ModelSpec("minilm-l6-int8", "no-such-model-package", "missing")
+    spec = semantic_module.ModelSpec("minilm-l6-int8", "no-such-model-package", "missing", "0" * 64)
     monkeypatch.setitem(semantic_module.MODELS, semantic_module.DEFAULT_MODEL, spec)
     with caplog.at_level(logging.INFO, logger="aptix.workflows"):
         matcher = build_matcher(True)
@@ -73,3 +74,20 @@ def test_per_org_matchers_share_the_loaded_model(caplog: pytest.LogCaptureFixtur
     assert other is not base
     loading = [r for r in caplog.records if r.getMessage().startswith("Loading")]
     assert len(loading) == 1
+
+
+def test_a_model_file_with_another_hash_is_refused(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    spec = semantic_module.MODELS[semantic_module.DEFAULT_MODEL]
+    real = semantic_module.model_file(spec)  # the installed file passes its pinned hash
+    tampered = tmp_path / "model.onnx"
+    tampered.write_bytes(real.read_bytes() + b"\x00")
+    with pytest.raises(ConfigurationError, match="refusing to load"):
+        semantic_module.verify_hash(tampered, spec.sha256)
+    pinned = semantic_module.ModelSpec("x", spec.distribution, "x", "0" * 64)
+    monkeypatch.setitem(semantic_module.MODELS, semantic_module.DEFAULT_MODEL, pinned)
+    with caplog.at_level(logging.INFO, logger="aptix.workflows"):
+        matcher = build_matcher(True)
+    assert matcher.semantic is None
+    assert "refusing to load" in _warnings(caplog)[0]

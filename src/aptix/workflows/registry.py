@@ -17,12 +17,14 @@ set alone.
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus, WorkflowVisibility
+from aptix.workflows.matching.arbiter import MatchArbiter
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.explicit import explicit_workflow_id, id_key
 from aptix.workflows.validation import FieldProblem, validate_manifest
@@ -30,6 +32,13 @@ from aptix.workflows.validation import FieldProblem, validate_manifest
 __all__ = ["WorkflowMatch", "WorkflowRegistry", "status_note"]
 
 DEFAULT_MATCH_LIMIT = 5
+
+#: Runs blocking work off the event loop: ``await run(fn, *args)``.
+Runner = Callable[..., Awaitable[Any]]
+
+
+async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.to_thread(fn, *args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +106,8 @@ class WorkflowRegistry:
         self._lock = threading.Lock()
         #: Increases whenever the served set changes.
         self.revision = 0
+        #: The model as arbiter (``APTIX_MATCH_ARBITER``), used by :meth:`match_async`.
+        self.arbiter: MatchArbiter | None = None
 
     @property
     def known_tools(self) -> frozenset[str]:
@@ -228,25 +239,86 @@ class WorkflowRegistry:
     def _ranked(
         self, message: str, limit: int, org: str | None, served: dict[str, WorkflowManifest]
     ) -> list[tuple[str, float, str]]:
-        # Orgs without workflows of their own share the deployment-wide index.
-        key = org if org is not None and self._authored.get(org) else None
         with self._lock:
-            indexed = self._indexes.get(key)
-            if indexed is None or indexed[0] != self.revision:
-                matcher = self._matcher if key is None else self._org_matcher(indexed)
-                matcher.rebuild(
-                    m
-                    for m in (served[w] for w in sorted(served))
-                    if m.visibility is not WorkflowVisibility.HIDDEN
-                    and m.status is not WorkflowStatus.DRAFT
-                )
-                indexed = (self.revision, matcher)
-                self._indexes[key] = indexed
-            ranked = indexed[1].explain(message, limit)
+            ranked = self._indexed(org, served).explain(message, limit)
         # Only the explicit id reaches 1.0, so that it always ranks first.
         return [
             (r.workflow_id, min(r.score, 0.99), r.why) for r in ranked if r.workflow_id in served
         ]
+
+    def _indexed(self, org: str | None, served: dict[str, WorkflowManifest]) -> WorkflowMatcher:
+        """The matcher of ``org``'s served set, rebuilt if the set changed (lock held)."""
+        # Orgs without workflows of their own share the deployment-wide index.
+        key = org if org is not None and self._authored.get(org) else None
+        indexed = self._indexes.get(key)
+        if indexed is None or indexed[0] != self.revision:
+            matcher = self._matcher if key is None else self._org_matcher(indexed)
+            matcher.rebuild(
+                m
+                for m in (served[w] for w in sorted(served))
+                if m.visibility is not WorkflowVisibility.HIDDEN
+                and m.status is not WorkflowStatus.DRAFT
+            )
+            indexed = (self.revision, matcher)
+            self._indexes[key] = indexed
+        return indexed[1]
+
+    async def match_async(
+        self,
+        message: str,
+        limit: int = DEFAULT_MATCH_LIMIT,
+        org: str | None = None,
+        *,
+        run: Runner = _in_thread,
+    ) -> list[WorkflowMatch]:
+        """:meth:`match`, with the model as arbiter when one is configured and wanted.
+
+        The blocking part (encoding, ranking) goes through ``run`` (the tool passes the
+        built-in worker pool, where no user tool can hold it up). The arbiter sees only
+        candidates ``org`` may run: never a hidden, disabled or other org's workflow. On any
+        failure of the model the ranker and the gate decide.
+        """
+        arbiter = self.arbiter
+        served = self._served(org)
+        if (
+            arbiter is None
+            or arbiter.mode == "off"
+            or explicit_workflow_id(message, served) is not None
+        ):
+            matched: list[WorkflowMatch] = await run(self.match, message, limit, org)
+            return matched
+
+        def decide() -> tuple[Any, WorkflowMatcher, int]:
+            with self._lock:
+                matcher = self._indexed(org, served)
+                return matcher.decide(message), matcher, self.revision
+
+        decision, matcher, revision = await run(decide)
+        fallback = [
+            self._row(served[w], min(s, 0.99), matcher.why(message, w))
+            for w, s in decision.matches(limit)
+            if w in served
+        ]
+        if not decision.ranked or not arbiter.wanted(decision.unsure):
+            return fallback
+        shown = [
+            served[w]
+            for w, _ in decision.ranked
+            if w in served
+            and served[w].runnable
+            and served[w].visibility is not WorkflowVisibility.HIDDEN
+        ]
+        answer = await arbiter.choose(message, shown, (org, revision))
+        if not answer.valid:
+            return fallback
+        if answer.workflow_id is None:
+            return []
+        chosen = served[answer.workflow_id]
+        score = max(decision.gate, 0.5) if decision.accepted else 0.5
+        row = self._row(
+            chosen, round(min(score, 0.99), 4), "chosen by the model among the top candidates"
+        )
+        return [row, *(m for m in fallback if m.workflow_id != chosen.workflow_id)][:limit]
 
     def _org_matcher(self, indexed: tuple[int, WorkflowMatcher] | None) -> WorkflowMatcher:
         return indexed[1] if indexed is not None else self._matcher_factory()

@@ -138,9 +138,9 @@ class WorkflowRegistryTool(BuiltinTool[_Args, dict[str, Any]]):
             )
         if long := too_long("'userMessage'", message, MAX_MESSAGE_LENGTH):
             return InvokeResult.from_error(long)
-        # Encoding a message with the semantic model takes milliseconds of CPU: keep it off
-        # the event loop.
-        found = await run_builtin(self._registry.match, message, limit, org)
+        # The registry matches on the built-in worker pool, off the event loop, and may ask
+        # the arbiter (APTIX_MATCH_ARBITER).
+        found = await self._registry.match_async(message, limit, org, run=run_builtin)
         return {"matches": [m.to_wire() for m in found]}
 
 

@@ -1,45 +1,53 @@
-"""One calibrated ``matchScore`` from the lexical and (when installed) the semantic matcher.
+"""Matching a message to workflows: candidates, the ranker's order, the gate's verdict.
 
-Each matcher proposes its best candidates; for the union of both, :mod:`.fusion` computes
-features (each matcher's score, margin over the runner-up and whether it ranks the candidate
-first, plus message cues) and a fitted logistic model turns them into the probability that the
-candidate is what the user means. That probability is ``matchScore``; candidates below
-``MATCH_THRESHOLD`` are dropped: nothing is better than a wrong workflow (TUL-006 §3.2).
+Each matcher (lexical, workflow-level BM25 and, when installed, semantic) proposes its best
+candidates. For their union, :mod:`.evidence` and the semantic matcher compute per-candidate
+evidence; the ranker (:mod:`.routing`) orders the candidates and the gate decides whether the
+message asks for a workflow at all. ``matchScore`` is the gate's probability for the first
+candidate, scaled down by rank for the others; a message the gate rejects matches nothing:
+nothing is better than a wrong workflow (TUL-006 §3.2).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from aptix.workflows.manifest import WorkflowManifest
-from aptix.workflows.matching.fusion import (
-    FusionModel,
-    default_model,
-    message_cues,
-    request_model,
-)
+from aptix.workflows.matching.evidence import WorkflowIndex
+from aptix.workflows.matching.fusion import message_cues
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
-from aptix.workflows.matching.text import terms
+from aptix.workflows.matching.routing import (
+    LEXICAL_GATE,
+    SEMANTIC_GATE,
+    Decision,
+    Routing,
+    default_routing,
+)
+from aptix.workflows.matching.text import normalise, terms
 
 if TYPE_CHECKING:  # the model runtime is an optional extra
     from aptix.workflows.matching.semantic import SemanticMatcher
 
 __all__ = [
-    "MATCH_THRESHOLD",
     "Candidates",
     "RankedWorkflow",
     "WorkflowMatcher",
+    "decide",
     "documents_for",
 ]
 
-#: Below this ``matchScore`` (a calibrated probability) a workflow is not returned as a match.
-MATCH_THRESHOLD = 0.45
-#: How many candidates each matcher contributes to the fusion.
-CANDIDATES = 20
+#: How many candidates each matcher contributes.
+CANDIDATES = 10
+#: With no shared word at all, a message must be at least this close to a pattern.
+MIN_SEMANTIC_ONLY = 0.3
+#: The gate counts a message's content terms up to this many.
+MAX_COUNTED_TERMS = 20
 #: Past this many characters a message is cut before matching: intent is stated early.
 MAX_MATCH_CHARS = 2_000
 
@@ -49,9 +57,9 @@ def documents_for(manifest: WorkflowManifest) -> list[MatchDocument]:
     wid = manifest.workflow_id
     docs = [MatchDocument(wid, p) for p in manifest.user_intent_patterns]
     if manifest.title:
-        docs.append(MatchDocument(wid, manifest.title))
+        docs.append(MatchDocument(wid, manifest.title, kind="title"))
     if manifest.description:
-        docs.append(MatchDocument(wid, manifest.description))
+        docs.append(MatchDocument(wid, manifest.description, kind="description"))
     return docs
 
 
@@ -66,22 +74,28 @@ class RankedWorkflow:
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """The candidate workflows of one message and their fusion features (one row each)."""
+    """A message's candidate workflows: ranker evidence (one row each) and gate evidence.
+
+    ``message`` holds the gate's features after the two the ranker supplies (``rank_top``,
+    ``rank_margin``), in :data:`~.routing.LEXICAL_GATE` / :data:`~.routing.SEMANTIC_GATE`
+    order.
+    """
 
     ids: list[str]
-    features: np.ndarray
+    features: NDArray[np.float64]
+    message: NDArray[np.float64]
 
 
 class WorkflowMatcher:
-    """Ranks workflow ids for a message; rebuilt whenever the catalog changes."""
+    """Ranks and gates workflow ids for a message; rebuilt whenever the catalog changes."""
 
     def __init__(
-        self, semantic: SemanticMatcher | None = None, model: FusionModel | None = None
+        self, semantic: SemanticMatcher | None = None, model: Routing | None = None
     ) -> None:
         self._lexical = LexicalMatcher()
+        self._index = WorkflowIndex()
         self._semantic = semantic
-        self._model = model or default_model(semantic is not None)
-        self._request = request_model() if semantic is not None else None
+        self._model = model or default_routing(semantic is not None)
 
     @property
     def semantic(self) -> SemanticMatcher | None:
@@ -89,8 +103,8 @@ class WorkflowMatcher:
         return self._semantic
 
     @property
-    def model(self) -> FusionModel:
-        """The fusion model turning evidence into ``matchScore``."""
+    def model(self) -> Routing:
+        """The ranker and gate turning evidence into decisions."""
         return self._model
 
     def sibling(self) -> WorkflowMatcher:
@@ -102,12 +116,16 @@ class WorkflowMatcher:
         """Index the manifests (the semantic cache re-encodes only changed texts)."""
         documents = [doc for m in manifests for doc in documents_for(m)]
         self._lexical.build(documents)
+        texts: dict[str, list[str]] = {}
+        for doc in documents:
+            texts.setdefault(doc.owner, []).append(doc.text)
+        self._index.build(texts, self._lexical.owner_terms())
         if self._semantic is not None:
             self._semantic.build(documents)
 
     def rank(self, message: str, limit: int = 10) -> list[tuple[str, float]]:
-        """Up to ``limit`` ``(workflow id, matchScore)`` pairs at or above the threshold."""
-        return [(w, s) for w, s in self.score(message, limit) if s >= MATCH_THRESHOLD]
+        """Up to ``limit`` accepted ``(workflow id, matchScore)`` pairs, best first."""
+        return self.decide(message).matches(limit)
 
     def explain(self, message: str, limit: int = 10) -> list[RankedWorkflow]:
         """Like :meth:`rank`, with the pattern or terms each match rests on."""
@@ -116,45 +134,67 @@ class WorkflowMatcher:
             for wid, score in self.rank(message, limit)
         ]
 
-    def score(self, message: str, limit: int = 10) -> list[tuple[str, float]]:
-        """The best ``limit`` candidates with their ``matchScore``, threshold not applied."""
+    def why(self, message: str, workflow_id: str) -> str:
+        """The pattern or terms a match of ``workflow_id`` rests on."""
+        return self._why(message, workflow_id)
+
+    def decide(self, message: str) -> Decision:
+        """The ranker's order of the candidates and the gate's probability."""
         found = self.candidates(message)
-        if not found.ids:
-            return []
-        probability = self._model.probability(found.features)
-        ranked = sorted(zip(found.ids, probability.tolist(), strict=True), key=_by_score)
-        return [(wid, round(p, 4)) for wid, p in ranked[:limit]]
+        return self.decision(found)
+
+    def decision(self, found: Candidates) -> Decision:
+        """The ranker's order and the gate's verdict for already computed evidence."""
+        return decide(self._model, found)
 
     def candidates(self, message: str) -> Candidates:
-        """The union of both matchers' best candidates with their fusion features."""
+        """The union of the matchers' best candidates with ranker and gate evidence."""
         text = message[:MAX_MATCH_CHARS]
+        gate_width = len(SEMANTIC_GATE if self._semantic is not None else LEXICAL_GATE) - 2
+        width = len(self._model.ranker.features)
+        empty = Candidates([], np.zeros((0, width)), np.zeros(gate_width))
+        # No Latin letters or digits (emoji, punctuation, other scripts): nothing to match.
+        if not normalise(text):
+            return empty
+        query = self._lexical.query_terms(text)
         lexical = dict(self._lexical.match(text, CANDIDATES))
+        bm25 = self._index.bm25(query, CANDIDATES)
         semantic: dict[str, float] = {}
-        if self._semantic is not None and text.strip():
-            semantic = self._semantic.rank(text, CANDIDATES, also=lexical)
-        ids = sorted(set(lexical) | set(semantic))
+        if self._semantic is not None:
+            semantic = self._semantic.rank(text, CANDIDATES)
+        ids = sorted(set(lexical) | set(bm25) | set(semantic))
         if not ids:
-            return Candidates([], np.zeros((0, len(self._model.features))))
-        cues = message_cues(text, len(terms(text)))
+            return empty
         lex = np.asarray([lexical.get(w, 0.0) for w in ids])
-        columns = [lex, _margin(lex), _is_top(lex), *(np.full(len(ids), c) for c in cues)]
-        if self._semantic is None or self._request is None:
-            return Candidates(ids, np.column_stack(columns))
-        floor = min(semantic.values()) if semantic else 0.0
-        sem = np.asarray([semantic.get(w, floor) for w in ids])
-        top2, centroid = self._semantic.profile(text, ids)
-        request = self._request_probability(self._semantic, self._request, text)
-        columns += [sem, _margin(sem), _is_top(sem), top2, centroid, np.full(len(ids), request)]
-        return Candidates(ids, np.column_stack(columns))
+        bm = self._index.bm25_of(query, ids)
+        char = self._index.char_cosine(self._index.query_grams(text), ids)
+        contrast = self._index.contrast(query, ids)
+        columns = [lex, _margin(lex), bm, _margin(bm), char, _margin(char), contrast]
+        content = terms(text)
+        message_row = [
+            float(lex.max()),
+            float(bm.max()),
+            float(char.max()),
+            self._lexical.known_share(text),
+            # Capped: a very long message is not more of a request than a long one.
+            math.log1p(min(len(content), MAX_COUNTED_TERMS)),
+            *message_cues(text),
+        ]
+        if self._semantic is not None:
+            sem = self._semantic.evidence(text, ids)
+            for k in range(sem.shape[1]):
+                columns += [sem[:, k], _margin(sem[:, k])]
+            message_row += [float(sem[:, k].max()) for k in range(3)]
+            message_row.append(self._request_probability(self._semantic, text))
+        return Candidates(ids, np.column_stack(columns), np.asarray(message_row))
 
-    def _request_probability(
-        self, semantic: SemanticMatcher, request: FusionModel, text: str
-    ) -> float:
+    def _request_probability(self, semantic: SemanticMatcher, text: str) -> float:
+        request = self._model.request
         query = semantic.embed_query(text)
-        if query.shape[0] != len(request.mean):
+        if request is None or query.shape[0] != len(request.mean):
             # Another embedding model than the request model was fitted on: no evidence, so
-            # the feature's training mean (it then adds nothing to the fused logit).
-            return self._model.mean[self._model.features.index("request")]
+            # the gate's training mean (it then adds nothing to the gate's logit).
+            return self._model.gate.mean[self._model.gate.features.index("request")]
         return float(request.probability(query[None, :].astype(np.float64))[0])
 
     def _why(self, message: str, workflow_id: str) -> str:
@@ -169,22 +209,37 @@ class WorkflowMatcher:
         return "; ".join(reasons) or "weak overall similarity"
 
 
-def _by_score(item: tuple[str, float]) -> tuple[float, str]:
-    return -item[1], item[0]
+def decide(model: Routing, found: Candidates) -> Decision:
+    """The ranker's order and the gate's verdict of ``model`` for one message's evidence."""
+    if not found.ids:
+        return Decision((), 0.0)
+    p = model.rank(found.features)
+    order = sorted(range(len(p)), key=lambda i: (-p[i], found.ids[i]))
+    top = float(p[order[0]])
+    second = float(p[order[1]]) if len(order) > 1 else 0.0
+    gate = model.gate_probability(np.concatenate([[top, top - second], found.message]))
+    if _no_evidence(found.message):
+        gate = 0.0
+    return Decision(tuple((found.ids[i], float(p[i])) for i in order), gate)
 
 
-def _margin(scores: np.ndarray) -> np.ndarray:
+def _no_evidence(message: NDArray[np.float64]) -> bool:
+    """No shared word and no close pattern: a floor under the gate, whatever it extrapolates.
+
+    The gate is linear; far outside its training data (100 kB of repeated chat) it can
+    accept a message that shares nothing with any workflow.
+    """
+    if len(message) < len(SEMANTIC_GATE) - 2:
+        return False
+    pattern = SEMANTIC_GATE.index("pattern_max") - 2
+    return bool(message[0] == 0.0 and message[1] == 0.0 and message[pattern] < MIN_SEMANTIC_ONLY)
+
+
+def _margin(scores: NDArray[np.float64]) -> NDArray[np.float64]:
     """Each score minus the best other score (positive only for a clear winner)."""
     if len(scores) == 1:
         return scores.copy()
     order = np.sort(scores)
     best, second = order[-1], order[-2]
-    out: np.ndarray = np.where(scores == best, scores - second, scores - best)
+    out: NDArray[np.float64] = np.where(scores == best, scores - second, scores - best)
     return out
-
-
-def _is_top(scores: np.ndarray) -> np.ndarray:
-    top = np.zeros(len(scores))
-    if len(scores) and scores.max() > 0:
-        top[int(np.argmax(scores))] = 1.0
-    return top

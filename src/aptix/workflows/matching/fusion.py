@@ -1,69 +1,36 @@
-"""Fusing the matchers' evidence into one calibrated ``matchScore``: a small logistic model.
+"""The small logistic model the ranker and the gate are made of, and message cues.
 
-For every candidate workflow of a message (the union of the lexical and the semantic
-matcher's best candidates) the features below are computed; a logistic regression turns them
-into the probability that the candidate is the workflow the user means. That probability is
-``matchScore``, so 0.45 means the same whichever matcher supplied the evidence, and a strong
-signal from either matcher can carry a match on its own: neither can veto the other.
-
-With the semantic matcher, two more kinds of evidence join: how well a workflow's texts agree
-(the mean of its two closest texts, its centroid) and :func:`request_model`, the probability
-that the message asks for a task at all, read from the message embedding.
-
-The weights are fitted by ``python -m bench.workflows --fit`` on the labelled set in
-``tests/workflows/matchset`` and stored in ``fusion.json``; the bench reports accuracy only on
-folds the weights (the request model's included) were not fitted on.
+:class:`FusionModel` is an L2-regularised logistic regression over standardised features,
+fitted with Newton's method: deterministic, a few dozen weights, stored as JSON. The cues
+are generic English patterns a model cannot read from scores: negation ("don't create a
+DDR"), information questions ("what does DDR stand for?"), small talk ("how are you?").
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = [
-    "FUSED_FEATURES",
-    "LEXICAL_FEATURES",
-    "REQUEST_FEATURES",
-    "FusionModel",
-    "default_model",
-    "message_cues",
-    "request_model",
-]
+__all__ = ["REQUEST_FEATURES", "REQUEST_L2", "FusionModel", "message_cues"]
 
 Matrix = NDArray[np.float64]
 
-#: Features of the lexical-only configuration.
-LEXICAL_FEATURES = ("lex", "lex_margin", "lex_top", "negated", "info_question", "short")
-#: Features when the semantic matcher is on as well.
-FUSED_FEATURES = (
-    *LEXICAL_FEATURES,
-    "sem",
-    "sem_margin",
-    "sem_top",
-    "sem_top2",
-    "sem_centroid",
-    "request",
-)
 #: The request model reads the whole message embedding as its one (vector) feature.
 REQUEST_FEATURES = ("embedding",)
 #: L2 penalty of the request model: 384 weights from a few hundred messages need strong shrinkage.
 REQUEST_L2 = 30.0
 
-WEIGHTS_FILE = Path(__file__).parent / "fusion.json"
-
 # Generic English cues that a message mentions a task without asking for it ("don't create a
 # DDR, just explain what one is", "who fixed the login bug?"). The model learns their weight.
 _NEGATED = re.compile(
     r"\b(?:don'?t|do not|no need (?:to|for)|not (?:asking|want(?:ing)?)|never mind|"
-    r"without (?:creating|writing|starting)|instead of (?:creating|writing))\b"
+    r"without (?:creating|writing|starting)|instead of (?:creating|writing)|decided not to|"
+    r"skip (?:the|it)|not needed|(?:i|we) already|(?:is|was) already)\b"
 )
 _INFO_QUESTION = re.compile(
     r"^(?:(?:so|and|but|hey|ok|okay),?\s+)?(?:who|when|where|why did|how many|how long|"
@@ -73,13 +40,27 @@ _INFO_QUESTION = re.compile(
 )
 
 
-def message_cues(text: str, content_terms: int) -> tuple[float, float, float]:
-    """``(negated, info_question, short)`` for a normalised-case message."""
-    lowered = text.casefold().strip()
+_SMALL_TALK = re.compile(
+    r"\b(?:how are you|how'?s it going|what'?s up|are you (?:a|an|there|real|human|listening|"
+    r"smart)|do you (?:like|love|have feelings|feel|dream|think|know any)|your (?:name|"
+    r"favou?rite)|who (?:made|built|created) you|nice to meet|thanks?(?: you)?\b|thank you|"
+    r"good (?:job|night|bye)|bye\b|see you|haha|lol\b|cool\b|never ?mind|how old are you|"
+    r"where do you live|i'?m (?:bored|tired|having)|tell me (?:a joke|something))"
+)
+_QUESTION = re.compile(
+    r"^(?:(?:so|and|but|hey|ok|okay),?\s+)?(?:who|what|when|where|why|how|which|is|are|was|"
+    r"were|do|does|did|has|have)\b"
+)
+
+
+def message_cues(text: str) -> tuple[float, float, float, float]:
+    """``(negated, info_question, small_talk, question)`` for a message, each 0 or 1."""
+    lowered = " ".join(text.casefold().replace("\u2019", "'").split())
     negated = 1.0 if _NEGATED.search(lowered) else 0.0
     info = 1.0 if _INFO_QUESTION.search(lowered) else 0.0
-    short = 1.0 if content_terms <= 1 else 0.0
-    return negated, info, short
+    small = 1.0 if _SMALL_TALK.search(lowered) else 0.0
+    question = 1.0 if _QUESTION.search(lowered) or lowered.endswith("?") else 0.0
+    return negated, info, small, question
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,28 +130,3 @@ class FusionModel:
             tuple(float(m) for m in data["mean"]),
             tuple(float(s) for s in data["scale"]),
         )
-
-
-@functools.cache
-def default_model(semantic: bool) -> FusionModel:
-    """The shipped model for the lexical-only or the fused configuration."""
-    data = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
-    model = FusionModel.from_json(data["fused" if semantic else "lexical"])
-    expected = FUSED_FEATURES if semantic else LEXICAL_FEATURES
-    if model.features != expected:
-        raise ValueError(f"{WEIGHTS_FILE.name} was fitted on other features: refit it.")
-    return model
-
-
-@functools.cache
-def request_model() -> FusionModel:
-    """P(the message asks for a task at all), from its embedding alone.
-
-    It tells "write the release notes" from "what are release notes?", which name the same
-    nouns; the fusion model takes it as the ``request`` feature.
-    """
-    data = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
-    model = FusionModel.from_json(data["request"])
-    if model.features != REQUEST_FEATURES:
-        raise ValueError(f"{WEIGHTS_FILE.name} has no request model: refit it.")
-    return model

@@ -44,6 +44,8 @@ class MatchDocument:
     owner: str
     text: str
     weight: float = 1.0
+    #: ``pattern`` (an intent pattern), ``title`` or ``description``.
+    kind: str = "pattern"
 
 
 class LexicalMatcher:
@@ -134,6 +136,24 @@ class LexicalMatcher:
             if found is not None and found[0] in known:
                 shared.append(word)
         return shared
+
+    def query_terms(self, message: str) -> dict[str, float]:
+        """The message's indexed terms (typos mapped) with how sure each mapping is."""
+        return self._query_terms(message)
+
+    def owner_terms(self) -> dict[str, list[str]]:
+        """Each owner's content terms over all its documents, with repeats."""
+        out: dict[str, list[str]] = defaultdict(list)
+        for owner, doc_terms in zip(self._owners, self._terms, strict=True):
+            out[owner].extend(sorted(doc_terms))
+        return dict(out)
+
+    def known_share(self, message: str) -> float:
+        """Share of the message's content words the index knows (typos forgiven)."""
+        words = [t for t in terms(message)]
+        if not words:
+            return 0.0
+        return sum(self._known_term(t) is not None for t in words) / len(words)
 
     def _query_terms(self, message: str) -> dict[str, float]:
         query: dict[str, float] = {}

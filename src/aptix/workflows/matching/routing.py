@@ -1,0 +1,174 @@
+"""The ranker and the gate: two small fitted models with separate jobs.
+
+* The **ranker** orders a message's candidate workflows. It reads per-candidate evidence
+  (:data:`LEXICAL_RANK` or :data:`SEMANTIC_RANK`): the lexical score, BM25 over the
+  workflow's texts, character n-gram cosine, sibling contrast and, with the semantic extra,
+  the best pattern cosine, the best title/description cosine, the mean of the two closest
+  texts and the centroid cosine; for each, its margin over the best other candidate.
+* The **gate** decides whether the message asks for a workflow at all. It reads
+  message-level evidence (:data:`LEXICAL_GATE` or :data:`SEMANTIC_GATE`): the ranker's best
+  probability and margin, the best raw scores, how much of the message the catalog's
+  vocabulary covers, negation / information-question / small-talk / question cues and, with
+  the semantic extra, a request-versus-chat probability read from the message embedding.
+
+No single threshold on a per-candidate score decides acceptance: the gate does, for built-in
+workflows too. Both models are fitted by ``python -m bench.fit_routing`` on the development
+set only and stored in ``routing.json``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aptix.workflows.matching.fusion import REQUEST_FEATURES, FusionModel
+
+__all__ = [
+    "GATE_THRESHOLD",
+    "LEXICAL_GATE",
+    "LEXICAL_RANK",
+    "RELATIVE_FLOOR",
+    "SEMANTIC_GATE",
+    "SEMANTIC_RANK",
+    "WEIGHTS_FILE",
+    "Decision",
+    "Routing",
+    "default_routing",
+]
+
+WEIGHTS_FILE = Path(__file__).parent / "routing.json"
+
+#: Per-candidate evidence of the lexical-only ranker (``_m``: margin over the best other).
+LEXICAL_RANK = ("lex", "lex_m", "bm25", "bm25_m", "char", "char_m", "contrast")
+#: Per-candidate evidence with the semantic extra.
+SEMANTIC_RANK = (
+    *LEXICAL_RANK,
+    "pattern",
+    "pattern_m",
+    "title",
+    "title_m",
+    "top2",
+    "top2_m",
+    "centroid",
+    "centroid_m",
+)
+#: Message-level evidence of the lexical-only gate.
+LEXICAL_GATE = (
+    "rank_top",
+    "rank_margin",
+    "lex_max",
+    "bm25_max",
+    "char_max",
+    "known",
+    "terms",
+    "negated",
+    "info_question",
+    "small_talk",
+    "question",
+)
+#: Message-level evidence with the semantic extra.
+SEMANTIC_GATE = (*LEXICAL_GATE, "pattern_max", "title_max", "top2_max", "request")
+
+#: The gate accepts a message when its probability reaches this.
+GATE_THRESHOLD = 0.5
+#: Candidates after the first are returned while their ranker probability is at least this
+#: share of the first one's.
+RELATIVE_FLOOR = 0.25
+#: Below this ranker margin, or this close to the gate threshold, the decision is "unsure"
+#: (what ``APTIX_MATCH_ARBITER=ambiguous`` asks the model about).
+UNSURE_MARGIN = 0.25
+GREY_ZONE = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The ranker's order and the gate's verdict for one message."""
+
+    #: Candidate ids, best first, with the ranker's probability for each.
+    ranked: tuple[tuple[str, float], ...]
+    #: The gate's probability that the message asks for a workflow at all.
+    gate: float
+
+    @property
+    def accepted(self) -> bool:
+        """True when the gate lets the message through."""
+        return bool(self.ranked) and self.gate >= GATE_THRESHOLD
+
+    @property
+    def unsure(self) -> bool:
+        """True when the gate is in its grey zone or the first two candidates are close."""
+        if not self.ranked:
+            return False
+        if abs(self.gate - GATE_THRESHOLD) < GREY_ZONE:
+            return True
+        if len(self.ranked) < 2:
+            return False
+        first, second = self.ranked[0][1], self.ranked[1][1]
+        return self.accepted and first - second < UNSURE_MARGIN
+
+    def matches(self, limit: int) -> list[tuple[str, float]]:
+        """Accepted ``(id, matchScore)`` pairs: the gate's probability, shared by rank."""
+        if not self.accepted:
+            return []
+        top = self.ranked[0][1] or 1.0
+        out: list[tuple[str, float]] = []
+        for wid, p in self.ranked[:limit]:
+            relative = p / top
+            if out and relative < RELATIVE_FLOOR:
+                break
+            out.append((wid, round(self.gate * min(1.0, relative), 4)))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """The fitted ranker and gate of one configuration (and the request model, if semantic)."""
+
+    ranker: FusionModel
+    gate: FusionModel
+    request: FusionModel | None = None
+
+    def rank(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The ranker's probability for each candidate row."""
+        return self.ranker.probability(rows)
+
+    def gate_probability(self, row: NDArray[np.float64]) -> float:
+        """The gate's probability for one message-level row."""
+        return float(self.gate.probability(row[None, :])[0])
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict (one configuration of ``routing.json``)."""
+        out: dict[str, object] = {"ranker": self.ranker.to_json(), "gate": self.gate.to_json()}
+        if self.request is not None:
+            out["request"] = self.request.to_json()
+        return out
+
+
+@functools.cache
+def default_routing(semantic: bool) -> Routing:
+    """The shipped ranker and gate for the lexical-only or the semantic configuration."""
+    data = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
+    part = data["semantic" if semantic else "lexical"]
+    routing = Routing(
+        FusionModel.from_json(part["ranker"]),
+        FusionModel.from_json(part["gate"]),
+        FusionModel.from_json(part["request"]) if "request" in part else None,
+    )
+    expected = (
+        (SEMANTIC_RANK, SEMANTIC_GATE, REQUEST_FEATURES)
+        if semantic
+        else (LEXICAL_RANK, LEXICAL_GATE, None)
+    )
+    found = (
+        routing.ranker.features,
+        routing.gate.features,
+        None if routing.request is None else routing.request.features,
+    )
+    if found != expected:
+        raise ValueError(f"{WEIGHTS_FILE.name} was fitted on other features: refit it.")
+    return routing
