@@ -50,6 +50,8 @@ class McpConnection:
         self._lock = asyncio.Lock()
         self._closing: set[asyncio.Task[None]] = set()
         self._reported: str | None = None
+        self._pending: asyncio.Future[ClientSession] | None = None
+        self._started = 0.0
         #: Why the server is unusable now, or None while it is connected.
         self.problem: str | None = "not connected yet"
 
@@ -88,17 +90,24 @@ class McpConnection:
 
         :class:`McpCallError` when the server is down, hangs or misbehaves.
         """
-        session = await self._ready()
         limit = self.config.timeout_seconds
+        session: ClientSession | None = None
         try:
+            # One deadline for the whole call, reconnecting included: a call after a failed
+            # one took the reconnect plus the full limit.
             async with asyncio.timeout(limit):
+                session = await self._ready()
                 return await session.call_tool(
                     tool,
                     arguments,
                     read_timeout_seconds=limit,
                     meta=cast(Any, meta),
                 )
+        except McpCallError:
+            raise
         except Exception as exc:
+            if session is None:  # still connecting: the attempt goes on for the next call
+                raise self._down(f"calling '{tool}'", exc) from None
             raise self._failed(f"calling '{tool}'", exc, session) from None
 
     async def aclose(self) -> None:
@@ -109,33 +118,52 @@ class McpConnection:
             await asyncio.gather(*self._closing, return_exceptions=True)
 
     async def _ready(self) -> ClientSession:
+        """The open session; a connection attempt is shared by the calls that wait for it.
+
+        The attempt runs in the background: a caller whose own deadline ends first leaves
+        it running, and the next call joins it rather than starting over (a server that
+        takes longer to start than one call's limit still gets connected).
+        """
         async with self._lock:
             if self._session is not None and self.connected:
                 return self._session
-            await self._teardown()
-            session = await self._open()
-            if self._reported is not None:
-                self._logger.add_custom_event(
-                    LogLevel.INFO, _TAG, f"MCP server '{self.name}' is connected again."
-                )
-            self._reported = None
-            self.problem = None
-            return session
+            if self._pending is None or self._task is None or self._task.done():
+                await self._teardown()
+                self._start()
+            pending, started = self._pending, self._started
+        assert pending is not None
+        remaining = self._connect_limit - (asyncio.get_running_loop().time() - started)
+        try:
+            async with asyncio.timeout(max(remaining, 0.0)):
+                session = await asyncio.shield(pending)
+        except Exception as exc:
+            async with self._lock:
+                if self._pending is pending:
+                    self._pending = None
+                    self._detach()
+            raise self._down("connecting", exc, self._connect_limit) from None
+        async with self._lock:
+            if self._pending is pending:
+                self._pending = None
+                self._session = session
+                if self._reported is not None:
+                    self._logger.add_custom_event(
+                        LogLevel.INFO, _TAG, f"MCP server '{self.name}' is connected again."
+                    )
+                self._reported = None
+                self.problem = None
+        return session
 
-    async def _open(self) -> ClientSession:
+    def _start(self) -> None:
         loop = asyncio.get_running_loop()
-        ready: asyncio.Future[ClientSession] = loop.create_future()
+        self._pending = loop.create_future()
+        # Read its failure even when every caller gave up waiting (no "never retrieved").
+        self._pending.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self._started = loop.time()
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(
-            self._hold(ready, self._stop), name=f"aptix-mcp-{self.name}"
+            self._hold(self._pending, self._stop), name=f"aptix-mcp-{self.name}"
         )
-        try:
-            async with asyncio.timeout(self._connect_limit):
-                self._session = await asyncio.shield(ready)
-        except Exception as exc:
-            self._detach()
-            raise self._down("connecting", exc, self._connect_limit) from None
-        return self._session
 
     async def _hold(self, ready: asyncio.Future[ClientSession], stop: asyncio.Event) -> None:
         """Open the transport and session, hand the session over, keep both open until told."""
@@ -184,6 +212,7 @@ class McpConnection:
     async def _teardown(self) -> None:
         task, self._task = self._task, None
         self._session = None
+        self._pending = None
         if task is not None:
             await _stop_holder(task, self._stop)
 
