@@ -75,7 +75,11 @@ class AptixSettings(BaseSettings):
     database_url: str | None = Field(
         None, description="SQLAlchemy async URL; default: a SQLite file in data_dir."
     )
-    llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint base URL.")
+    llm_base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible endpoint base URL; its userinfo and query values "
+        "(`?api-key=...`) are masked wherever it is shown.",
+    )
     llm_api_key: SecretStr | None = Field(None, description="API key for the model endpoint.")
     llm_model: str | None = Field(None, description="Model name to request.")
     llm_api: Literal["chat", "responses"] = Field(
@@ -126,7 +130,9 @@ class AptixSettings(BaseSettings):
         32, ge=1, description="Tool calls run from one model response; the rest are refused."
     )
     max_model_text_chars: int = Field(
-        100_000, ge=1, description="Characters of one model response's text that are kept."
+        100_000,
+        ge=1,
+        description="Characters of one model response's text that are kept (and streamed as text_delta).",
     )
     history_turns: int = Field(
         50, ge=0, description="Most recent completed turns read to build a turn's transcript."
@@ -177,7 +183,12 @@ class AptixSettings(BaseSettings):
         "role user (default), author or admin; each key once. Without keys the server runs as "
         "one local admin user on 127.0.0.1 only.",
     )
-    max_body_bytes: int = Field(1_048_576, gt=0, description="Largest accepted request body.")
+    max_body_bytes: int = Field(
+        1_048_576,
+        gt=0,
+        description="Largest accepted request body; also the longest stdio line `aptix mcp` "
+        "reads (a longer one is answered -32700).",
+    )
     mcp_servers: dict[str, McpServerConfig] = Field(
         default_factory=dict,
         description="MCP servers whose tools are offered as `<prefix>_<tool>`: TOML tables "

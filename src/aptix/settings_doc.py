@@ -39,7 +39,14 @@ Every value is checked when a command starts: an invalid one ends the command wi
 key in the TOML file is such an error, naming the nearest real key
 (`aptix.toml: unknown setting 'llm_modle'. Did you mean llm_model?`); an unknown `APTIX_*`
 variable is only a one-line warning with the same suggestion, since other tools may use the
-prefix. `aptix config show` prints the effective values with secrets masked.
+prefix. `aptix config show` prints the effective values with secrets masked (a URL's
+userinfo and query values included).
+
+Setting names are as below; the JSON Aptix reads at run time (API request bodies, tool
+arguments) takes camelCase or PascalCase keys ([HTTP API](http-api.md)). The caps that bound
+one request are `APTIX_MAX_BODY_BYTES` (a body, and a stdio line of `aptix mcp`) and
+`APTIX_MAX_MODEL_TEXT_CHARS` (a model response's text, streamed or kept); the caps on what
+an MCP server's tools bring in are fixed ([using MCP servers](mcp-servers.md)).
 
 | Variable | Type | Default | Description |
 |---|---|---|---|
