@@ -132,7 +132,8 @@ class AptixSettings(BaseSettings):
     max_model_text_chars: int = Field(
         100_000,
         ge=1,
-        description="Characters of one model response's text that are kept (and streamed as text_delta).",
+        description="Characters of one model response's text that are kept "
+        "(and streamed as text_delta).",
     )
     history_turns: int = Field(
         50, ge=0, description="Most recent completed turns read to build a turn's transcript."
