@@ -1,5 +1,5 @@
-"""``POST /v1/agent/execute`` from one, two and three ``aptix serve`` processes on one
-PostgreSQL, beside one process on SQLite.
+"""A k=0 persistent turn on PostgreSQL against SQLite, and ``POST /v1/agent/execute`` from
+one, two and three ``aptix serve`` processes on one PostgreSQL beside one process on SQLite.
 
 Run: ``python -m bench.processes``. Each process is ``bench.http_server`` (a zero-latency
 scripted model); 16 connections in all are spread over the processes and every turn opens a
@@ -16,6 +16,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from pathlib import Path
 
 import httpx
 
@@ -25,6 +27,7 @@ from tests.api.live import free_port
 from tests.databases import create_pg_database, drop_pg_database
 
 CONNECTIONS = 16
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "200"))
 BODY: dict[str, object] = {"instruction": "hi"}
 
 
@@ -75,7 +78,61 @@ async def _measure(env: dict[str, str], processes: int) -> tuple[float, float, f
     return rate, statistics.median(r[1] for r in results), max(r[2] for r in results)
 
 
+async def _k0_turns() -> None:
+    """Median µs of a k=0 turn on a new session, SQLite file and PostgreSQL interleaved."""
+    from aptix.runtime import open_runtime
+    from aptix.settings import AptixSettings
+    from aptix.testing import FunctionModel, reply
+
+    database = await asyncio.to_thread(create_pg_database)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            opened = {}
+            for label, url in (("SQLite file", None), ("PostgreSQL", database)):
+                settings = AptixSettings(
+                    data_dir=Path(tmp) / label,
+                    load_plugins=False,
+                    semantic_matching=False,
+                    database_url=url,
+                )
+                opened[label] = open_runtime(settings)
+            runtimes = {label: await cm.__aenter__() for label, cm in opened.items()}
+            try:
+                samples: dict[str, list[float]] = {label: [] for label in runtimes}
+                reasoners = {
+                    label: rt.reasoner(FunctionModel(lambda r: reply("done")))
+                    for label, rt in runtimes.items()
+                }
+                for r in range(ROUNDS + 10):
+                    for label, runtime in runtimes.items():
+                        made = await runtime.services.sessions.create_session(org="o", user="u")
+                        assert made.result is not None
+                        started = time.perf_counter()
+                        await reasoners[label].execute(
+                            session_id=made.result.id, org="o", user="u", instruction="go"
+                        )
+                        if r >= 10:
+                            samples[label].append((time.perf_counter() - started) * 1e6)
+            finally:
+                for cm in opened.values():
+                    await cm.__aexit__(None, None, None)
+    finally:
+        await asyncio.to_thread(drop_pg_database, database)
+    sqlite = statistics.median(samples["SQLite file"])
+    pg = statistics.median(samples["PostgreSQL"])
+    print_table(
+        f"Aptix k=0 persistent turn, median µs ({ROUNDS} new-session turns each, interleaved; "
+        "target: PostgreSQL ≤ 1.5× SQLite)",
+        ["database", "k=0 µs", "vs SQLite"],
+        [
+            ("SQLite file", f"{sqlite:,.0f}", "1.00×"),
+            ("PostgreSQL", f"{pg:,.0f}", f"{pg / sqlite:.2f}×"),
+        ],
+    )
+
+
 async def main() -> None:
+    await _k0_turns()
     rows = []
     sqlite_rate, p50, p99 = await _measure({}, 1)
     rows.append(("SQLite", "1", f"{sqlite_rate:,.0f}", f"{p50:.1f}", f"{p99:.1f}", "1.00×"))
