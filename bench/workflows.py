@@ -75,6 +75,7 @@ from tests.workflows.matchset import (
 )
 
 HEADER = ["top-1", "top-3", "off-topic rejected"]
+SECTIONS = ("held-out", "distractors", "folds", "latency")
 
 
 class DiskCachedEmbedder:
@@ -324,6 +325,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--no-semantic", action="store_true")
     parser.add_argument("--misses", action="store_true", help="print misses")
+    parser.add_argument("--only", default="", help=f"comma-separated of {', '.join(SECTIONS)}")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     embedder = None if args.no_semantic else cached_embedder(DEFAULT_MODEL)
@@ -335,41 +337,47 @@ def main() -> None:
         f"off-topic); held out: {len(fresh())} fresh, {len(terse_labelled())} terse, "
         f"{len(nearmiss())} near misses, {len(chitchat())} chit-chat"
     )
-    print_table(
-        "cross-validated: ranker + gate refitted on each fold's training part",
-        ["catalog", "protocol", "matcher", *HEADER],
-        fold_rows(embedder, args.misses),
-    )
-    plain, oracle = held_out_rows(embedder, args.misses)
-    print_table(
-        "held-out: shipped weights (development set only) on sets never fitted on",
-        ["set", "matcher", *HEADER],
-        plain,
-    )
-    print_table(
-        "held-out with an oracle arbiter (answers from the labels among the top 5): upper bound",
-        ["set", "matcher", "arbiter", "share asked", *HEADER],
-        oracle,
-    )
-    print_table(
-        "held-out fresh phrasings + near misses with 1,000 synthetic distractor workflows",
-        ["catalog", "matcher", *HEADER],
-        distractor_rows(embedder),
-    )
-    print_table(
-        "held-out: shipped weights on the older 40-workflow set",
-        ["set", "matcher", *HEADER, "all decisions"],
-        legacy_rows(embedder),
-    )
-    print_table(
-        "match_workflow latency (ms, distinct messages)",
-        ["workflows", "matcher", "p50", "p99", "encode p50", "search p50", "index build (s)"],
-        latency_rows(sizes, args.queries, embedder),
-    )
-    first = [["lexical", f"{first_match_ms(False):.2f}"]]
-    if embedder is not None:
-        first.append(["semantic", f"{first_match_ms(True):.2f}"])
-    print_table("first match after start-up is ready (ms)", ["matcher", "first match"], first)
+    only = set(args.only.split(",")) if args.only else set(SECTIONS)
+    if "held-out" in only:
+        plain, oracle = held_out_rows(embedder, args.misses)
+        print_table(
+            "held-out: shipped weights (development set only) on sets never fitted on",
+            ["set", "matcher", *HEADER],
+            plain,
+        )
+        print_table(
+            "held-out with an oracle arbiter (answers from the labels among the top 5): "
+            "upper bound",
+            ["set", "matcher", "arbiter", "share asked", *HEADER],
+            oracle,
+        )
+        print_table(
+            "held-out: shipped weights on the older 40-workflow set",
+            ["set", "matcher", *HEADER, "all decisions"],
+            legacy_rows(embedder),
+        )
+    if "distractors" in only:
+        print_table(
+            "held-out fresh phrasings + near misses with 1,000 synthetic distractor workflows",
+            ["catalog", "matcher", *HEADER],
+            distractor_rows(embedder),
+        )
+    if "folds" in only:
+        print_table(
+            "cross-validated: ranker + gate refitted on each fold's training part",
+            ["catalog", "protocol", "matcher", *HEADER],
+            fold_rows(embedder, args.misses),
+        )
+    if "latency" in only:
+        print_table(
+            "match_workflow latency (ms, distinct messages)",
+            ["workflows", "matcher", "p50", "p99", "encode p50", "search p50", "index build (s)"],
+            latency_rows(sizes, args.queries, embedder),
+        )
+        first = [["lexical", f"{first_match_ms(False):.2f}"]]
+        if embedder is not None:
+            first.append(["semantic", f"{first_match_ms(True):.2f}"])
+        print_table("first match after start-up is ready (ms)", ["matcher", "first match"], first)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
