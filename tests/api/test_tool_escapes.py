@@ -21,6 +21,7 @@ import aptix
 from aptix.api import create_app
 from aptix.mcp import build_mcp_server
 from aptix.runtime import Runtime
+from aptix.testing import ScriptedModel, call, reply
 
 
 @aptix.tool(usage="Exits like argparse on bad input.")
@@ -70,6 +71,26 @@ async def test_mcp_answers_an_error_result(tooled: Runtime, name: str) -> None:
         result = await mcp.call_tool(name, {})
     assert result.is_error
     assert "failed unexpectedly" in result.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", NAMES)
+async def test_a_model_turn_gets_a_failed_call_and_the_session_is_free(
+    tooled: Runtime, name: str
+) -> None:
+    model = ScriptedModel()
+    model.add(reply(None, call(name, {}, id="x1")), reply("It failed."), reply("Next."))
+    reasoner = tooled.reasoner(model)
+    reasoner._offered = lambda _w, tools, _o: [*tools, name]
+    session = (await tooled.services.sessions.create_session(org="acme", user="ann")).result
+    assert session is not None
+    done = await reasoner.execute(session_id=session.id, org="acme", user="ann", instruction="go")
+    assert done.text == "It failed."
+    [failed] = done.tool_calls
+    assert (failed["outcome"], failed["wasExecuted"]) == ("failed", False)
+    told = json.loads(model.requests[1].messages[-1]["content"])
+    assert "failed unexpectedly" in told["error"]
+    nxt = await reasoner.execute(session_id=session.id, org="acme", user="ann", instruction="on")
+    assert nxt.text == "Next."
 
 
 def test_the_cli_answers_a_failed_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:

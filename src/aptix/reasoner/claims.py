@@ -8,7 +8,6 @@ the turn.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import uuid
@@ -19,6 +18,8 @@ from typing import Any
 
 from aptix.db.types import utc_now
 from aptix.errors import SessionBusyError, TurnError
+from aptix.nul import storable
+from aptix.reasoner import ledger
 from aptix.reasoner.record import OPEN, TurnRecord
 from aptix.reasoner.result import ToolResultInput
 
@@ -28,7 +29,6 @@ __all__ = [
     "Lease",
     "Plan",
     "cancel_turn",
-    "close_dangling_calls",
     "is_dead",
     "mark_dead",
     "resume_plan",
@@ -40,12 +40,8 @@ _HOST = socket.gethostname()
 OWNER = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 INTERRUPTED = (
-    "Interrupted: the process running this turn stopped before it finished; "
-    "its executed tool calls are recorded and were not run again."
-)
-LOST_CALL = (
-    "The server stopped while this call ran; it may or may not have taken effect and "
-    "was not run again."
+    "Interrupted: the process running this turn stopped before it finished; its calls are "
+    "recorded with their outcomes, and a call whose outcome is unknown was not run again."
 )
 
 
@@ -81,6 +77,8 @@ class Plan:
 
 Decide = Callable[[TurnRecord | None], Plan]
 
+CANCELLED = "Cancelled before it finished."
+
 
 def _owner_gone(owner: str | None) -> bool:
     if not owner:
@@ -102,6 +100,8 @@ def is_dead(turn: TurnRecord, now: datetime) -> bool:
     """A running turn whose lease expired or whose process on this host is gone."""
     if turn.status != "running":
         return False
+    if turn.owner == OWNER and turn.id in ledger.ENDED_HERE:
+        return True  # ended here by an error its own save could not record
     expired = turn.lease_until is None or turn.lease_until < now
     return expired or _owner_gone(turn.owner)
 
@@ -110,10 +110,11 @@ def mark_dead(turn: TurnRecord, now: datetime) -> bool:
     """Mark ``turn`` ``interrupted`` if its process is gone; True when it was."""
     if not is_dead(turn, now):
         return False
-    turn.status = "interrupted"
-    turn.lease_until = None
-    if INTERRUPTED not in turn.warnings:
-        turn.warnings.append(INTERRUPTED)
+    ended = ledger.ENDED_HERE.get(turn.id) if turn.owner == OWNER else None
+    if ended is not None:
+        ledger.end(turn, "error", ended)
+    else:
+        ledger.end(turn, "interrupted", INTERRUPTED)
     return True
 
 
@@ -178,7 +179,7 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
                 else f"Session '{latest.session_id}' is running turn {latest.id}."
             )
         if latest.status == "interrupted" and latest.resume_key == key:
-            close_dangling_calls(latest)
+            ledger.recover(latest)  # only idempotent calls lost in the crash run again
             return _run(latest, lease, now, closed)
         if latest.status == "cancelled" and latest.resume_key == key:
             raise TurnError(f"Turn {latest.id} was cancelled; send a new instruction.")
@@ -191,7 +192,9 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
         if missing:
             raise TurnError(f"Results are missing for pending tool call(s): {', '.join(missing)}.")
         if latest.resume_key != key:  # first delivery: keep the results with the turn
-            _accept(latest, results)
+            # Approved calls become ``started`` in this same transaction, before they run.
+            clean = [ToolResultInput(r.call_id, storable(r.output), r.is_error) for r in results]
+            ledger.settle_client_results(latest, clean)
             latest.resume_key = key
         return _run(latest, lease, now, closed)
 
@@ -206,56 +209,15 @@ def cancel_turn(turn: TurnRecord) -> TurnRecord:
             "there is nothing to cancel.",
             code="turn_finished",
         )
-    turn.status = "cancelled"
-    turn.pending_calls = []
-    turn.lease_until = None
-    turn.warnings.append("Cancelled before it finished.")
+    ledger.end(turn, "cancelled", CANCELLED)
     turn.version += 1
     turn.updated_at = utc_now()
     return turn
 
 
-def close_dangling_calls(turn: TurnRecord) -> None:
-    """Give every call of the last model message without a result a 'not repeated' result.
-
-    A process that died between checkpointing a model response and its tool batch leaves
-    such calls; they are never run again.
-    """
-    for message in reversed(turn.messages):
-        if message.get("role") == "assistant":
-            answered = {m.get("tool_call_id") for m in turn.messages if m.get("role") == "tool"}
-            for c in message.get("tool_calls") or ():
-                if c["id"] not in answered:
-                    turn.messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": c["id"],
-                            "content": json.dumps({"error": LOST_CALL}),
-                        }
-                    )
-            return
-
-
 def _run(turn: TurnRecord, lease: Lease, now: datetime, closed: TurnRecord | None) -> Plan:
-    turn.status = "running"
-    turn.lease_until = lease.until(now)
-    turn.owner = lease.owner
+    ledger.run(turn, lease.until(now), lease.owner)
     return Plan(run=turn, closed=None if closed is turn else closed)
-
-
-def _accept(turn: TurnRecord, results: Sequence[ToolResultInput]) -> None:
-    calls = {c["callId"]: c for c in turn.pending_calls}
-    for result in results:
-        turn.messages.append(
-            {"role": "tool", "tool_call_id": result.call_id, "content": result.output}
-        )
-        turn.tool_calls.append(
-            {
-                **calls[result.call_id],
-                "clientResult": result.output,
-                "clientError": result.is_error,
-            }
-        )
 
 
 def _unknown(ids: Sequence[str] | set[str], waiting: set[str]) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from aptix.errors import AptixError, LlmError
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message
-from aptix.reasoner.record import TurnRecord
+from aptix.reasoner.record import OPEN, TurnRecord
 
 __all__ = [
     "ContextBudget",
@@ -280,7 +280,7 @@ class ContextBudget:
     ) -> tuple[Message, ...]:
         """The messages of ``record``'s next request, within the budget.
 
-        ``history`` holds the session's earlier turns, oldest first (only completed ones are
+        ``history`` holds the session's earlier turns, oldest first (every ended one is
         replayed). Sets ``record.context_dropped`` (and ``record.context_summary`` when a new
         summary is written); a failing summary request leaves a warning on the turn and the
         turns are dropped instead. Raises :class:`ContextOverflowError` when the current turn
@@ -292,7 +292,7 @@ class ContextBudget:
         earlier = [
             PastTurn(t.id, t.seq, t.messages, t.version)
             for t in history
-            if t.status == "completed" and t.seq > through
+            if t.status not in OPEN and t.seq > through
         ]
         plan = self.fit(self.with_summary(system, summary), earlier, record.messages, tools)
         if plan.dropped and self.strategy == "summarize":

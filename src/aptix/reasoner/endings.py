@@ -1,18 +1,25 @@
-"""How a running turn is saved and how it ends: handed off, finished, failed or cancelled."""
+"""How a running turn is saved and how it ends: handed off, finished, failed or cancelled.
+
+The status each ending gives is set through :mod:`aptix.reasoner.ledger`, which also closes
+the calls left without an outcome; an ending written over a turn someone else closed merges
+what this process knows into it (:meth:`TurnStore.settle`), so no outcome is lost.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 from aptix.errors import LlmError
 from aptix.logger import AdminLogger, LogLevel
+from aptix.reasoner import ledger
+from aptix.reasoner.claims import CANCELLED
 from aptix.reasoner.context import ContextOverflowError
 from aptix.reasoner.result import EventSink, TurnKind, TurnResult
 from aptix.reasoner.running import RunningTurn, TurnLost, emit, result_of
-from aptix.reasoner.tool_batch import wire_call
 from aptix.reasoner.turns import TurnStore
-from aptix.tools.context import AgentToolCall
 from aptix.urls import mask_credentials
 
 __all__ = ["TurnEndings"]
@@ -34,22 +41,21 @@ class TurnEndings:
             raise TurnLost
 
     async def hand_off(
-        self, turn: RunningTurn, pending: list[AgentToolCall], on_event: EventSink | None
+        self, turn: RunningTurn, pending: list[dict[str, Any]], on_event: EventSink | None
     ) -> TurnResult:
         """End the request with client calls pending."""
         record = turn.record
-        record.status = "pending"
-        record.pending_calls = [wire_call(c) for c in pending]
-        result = result_of(turn, "tool-only", [*turn.executed, *record.pending_calls])
+        ledger.end(record, "pending")
+        record.pending_calls = [ledger.wire(e) for e in pending]
+        result = result_of(turn, "tool-only")
         await emit(on_event, "client_calls_pending", {"toolCalls": record.pending_calls})
         return await self.close(turn, result, on_event)
 
     async def finish(self, turn: RunningTurn, on_event: EventSink | None) -> TurnResult:
         """End the turn with the model's answer."""
-        turn.record.status = "completed"
-        turn.record.pending_calls = []
+        ledger.end(turn.record, "completed")
         kind: TurnKind = "ok" if turn.record.text else "empty"
-        return await self.close(turn, result_of(turn, kind, turn.executed), on_event)
+        return await self.close(turn, result_of(turn, kind), on_event)
 
     async def overflow(
         self, turn: RunningTurn, exc: ContextOverflowError, on_event: EventSink | None
@@ -63,8 +69,8 @@ class TurnEndings:
             ("SessionId", turn.session.id),
             ("ConversationId", turn.record.id),
         )
-        turn.record.status = "error"
-        result = result_of(turn, "error", turn.executed, error=str(exc))
+        ledger.end(turn.record, "error")
+        result = result_of(turn, "error", error=str(exc))
         return await self.close(turn, result, on_event)
 
     async def fail(
@@ -79,31 +85,69 @@ class TurnEndings:
             ("SessionId", turn.session.id),
             ("ConversationId", turn.record.id),
         )
-        result = result_of(turn, "error", turn.executed, error=str(exc))
+        result = result_of(turn, "error", error=str(exc))
         if turn.resume_key is None:
-            turn.record.status = "error"
+            ledger.end(turn.record, "error")
             return await self.close(turn, result, on_event)
         # A failed resume attempt is not the turn's answer: the turn waits again, with the
         # client's results already stored, so the same toolResults retried continue from them.
-        turn.record.status = "pending"
+        ledger.end(turn.record, "pending")
         await self.checkpoint(turn)
         await emit(on_event, "turn_finished", result.to_wire())
         return result
 
-    async def cancelled(self, turn: RunningTurn) -> TurnResult:
-        """Record the turn as ``cancelled`` (after any save already under way)."""
+    async def cancelled(self, turn: RunningTurn, in_thread: Callable[[str], bool]) -> TurnResult:
+        """Record the turn as ``cancelled`` (after any save already under way).
+
+        Calls that finished keep their outcomes; calls still running were stopped, or left
+        running in a thread (``abandoned``).
+        """
         if turn.saving is not None:
             with contextlib.suppress(Exception):
                 await turn.saving
         record = turn.record
-        record.status = "cancelled"
-        record.pending_calls = []
-        record.warnings.append("Cancelled before it finished.")
-        result = result_of(turn, "cancelled", turn.executed)
+        ledger.stopped_by_cancel(record, in_thread)
+        ledger.end(record, "cancelled", CANCELLED)
+        result = result_of(turn, "cancelled")
         record.result = result.to_wire()
-        with contextlib.suppress(Exception):  # already closed by whoever cancelled it
-            await self._turns.save(record)
+        with contextlib.suppress(Exception):
+            if not await self._turns.save(record):  # already closed by whoever cancelled it
+                await self._turns.settle(record)
         return result
+
+    async def lost(self, turn: RunningTurn) -> TurnResult:
+        """The turn was closed elsewhere while it ran here: keep what ran here on its record."""
+        record = turn.record
+        ledger.end(record, "cancelled", CANCELLED)
+        result = result_of(turn, "cancelled")
+        record.result = result.to_wire()
+        with contextlib.suppress(Exception):
+            await self._turns.settle(record)
+        return result
+
+    async def broken(self, turn: RunningTurn, exc: BaseException) -> None:
+        """End at once a turn whose run failed unexpectedly (a database outage, a bug).
+
+        Its status says so truthfully. If even that cannot be stored, the claims of this
+        process treat the turn as ended with the same words (no waiting for its lease).
+        """
+        self._logger.add_exception(
+            "[AgentReasoner_ExecuteAsync__Exception]",
+            exc,
+            ("SessionId", turn.session.id),
+            ("ConversationId", turn.record.id),
+        )
+        warning = f"Ended by an unexpected error ({type(exc).__name__}); see the server log."
+        if turn.saving is not None:
+            with contextlib.suppress(Exception):
+                await turn.saving
+        ledger.end(turn.record, "error", warning)
+        turn.record.result = result_of(turn, "error", error=warning).to_wire()
+        try:
+            if not await self._turns.save(turn.record):
+                await self._turns.settle(turn.record)
+        except Exception:
+            ledger.ENDED_HERE[turn.record.id] = warning
 
     async def close(
         self, turn: RunningTurn, result: TurnResult, on_event: EventSink | None

@@ -21,7 +21,8 @@ from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, Usage
 from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger, LogLevel
 from aptix.modes.catalog import ModeCatalog
-from aptix.reasoner.approvals import settle_approvals
+from aptix.reasoner import ledger
+from aptix.reasoner.batch import ToolRunner
 from aptix.reasoner.caps import ResponseCaps
 from aptix.reasoner.claims import Lease, mark_dead, resume_plan, start_plan
 from aptix.reasoner.context import ContextBudget, ContextOverflowError
@@ -35,30 +36,14 @@ from aptix.reasoner.running import (
     RunningTurn,
     TurnLost,
     emit,
-    result_of,
     text_sink,
 )
-from aptix.reasoner.tool_batch import (
-    MODE_CHANGE_TOOL,
-    WORKFLOW_RUN_TOOL,
-    assistant_message,
-    branched_id,
-    not_offered,
-    tool_message,
-    wire_call,
-)
+from aptix.reasoner.tool_batch import assistant_message
 from aptix.reasoner.turns import TurnStore
 from aptix.sessions.manager import SessionManager
 from aptix.sessions.models import AgentSession
-from aptix.telemetry import (
-    CAPPED_EVENT,
-    HAND_OFF_EVENT,
-    NO_TRACING,
-    REFUSAL_EVENT,
-    Tracing,
-    hand_off_attributes,
-    refusal_attributes,
-)
+from aptix.telemetry import CAPPED_EVENT, HAND_OFF_EVENT, NO_TRACING, Tracing
+from aptix.telemetry import hand_off_attributes as _hand_off_attributes
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext, context_for
 from aptix.tools.executor import AgentToolExecutor
 
@@ -66,9 +51,6 @@ __all__ = ["AgentReasoner", "PreparedTurn"]
 
 #: Chooses the tools to offer: (active workflow id, the mode's tools, org) -> tool names.
 OfferedTools = Callable[[str | None, Collection[str], str], list[str]]
-
-#: Tools that change the session itself: they run in call order, never concurrently.
-SESSION_TOOLS = frozenset({MODE_CHANGE_TOOL, WORKFLOW_RUN_TOOL})
 
 
 class AgentReasoner:
@@ -114,6 +96,7 @@ class AgentReasoner:
         self._tracing = tracing
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._stopping: set[str] = set()
+        self._tools = ToolRunner(executor, sessions, modes, logger, tracing, self._tool_names)
 
     async def execute(
         self,
@@ -191,9 +174,7 @@ class AgentReasoner:
         if plan.replay is not None:
             return PreparedTurn(replay=TurnResult.from_wire(plan.replay))
         assert plan.run is not None
-        turn = RunningTurn(
-            plan.run, session, Usage(), [], resume_key=plan.run.resume_key, role=role
-        )
+        turn = RunningTurn(plan.run, session, Usage(), resume_key=plan.run.resume_key, role=role)
         return PreparedTurn(turn=turn, history=history)
 
     async def _abandon(self, claim: asyncio.Future[Any]) -> None:
@@ -223,6 +204,15 @@ class AgentReasoner:
         task.cancel()
         return True
 
+    async def stop(self, turn_id: str) -> bool:
+        """Cancel ``turn_id`` if it runs here and wait until its ending is on record."""
+        task = self._running.get(turn_id)
+        if not self.cancel(turn_id) or task is None:
+            return False
+        # Bounded: a caller waiting for the ending must never hang on a stuck tool.
+        await asyncio.wait((task,), timeout=5)
+        return True
+
     async def _drive(
         self, turn: RunningTurn, history: list[TurnRecord], on_event: EventSink | None
     ) -> TurnResult:
@@ -237,11 +227,16 @@ class AgentReasoner:
                 span.turn_result(result)
                 return result
         except TurnLost:
-            return result_of(turn, "cancelled", turn.executed)
+            return await asyncio.shield(self._end.lost(turn))
         except asyncio.CancelledError:
-            result = await asyncio.shield(self._end.cancelled(turn))
+            result = await asyncio.shield(self._end.cancelled(turn, self._tools.in_thread))
             if turn_id in self._stopping and task.uncancel() == 0:
                 return result  # cancelled through cancel(): the caller gets the outcome
+            raise
+        except Exception as exc:
+            # A database outage or a bug: the turn ends now with a true status, rather than
+            # holding the session until its lease runs out and then reading "interrupted".
+            await asyncio.shield(self._end.broken(turn, exc))
             raise
         finally:
             heartbeat.stop()
@@ -252,8 +247,10 @@ class AgentReasoner:
         self, turn: RunningTurn, history: list[TurnRecord], on_event: EventSink | None
     ) -> TurnResult:
         record = turn.record
-        if turn.resume_key is not None:  # approval-gated calls run now, if approved
-            await settle_approvals(self._executor, record, self._tool_context(turn))
+        # Calls on record as started but not run: approved by the client's answer (stored as
+        # started by the claim), or idempotent calls a crash interrupted.
+        if await self._tools.run_started(turn, self._tool_context(turn), on_event):
+            await self._end.checkpoint(turn)
         for iteration in range(1, self._max_iterations + 1):
             if self._token_budget is not None and turn.usage.total_tokens >= self._token_budget:
                 record.warnings.append(
@@ -281,17 +278,26 @@ class AgentReasoner:
             except LlmError as exc:
                 return await self._end.fail(turn, exc, on_event)
             self._note_model_call(turn, response, time.perf_counter() - started)
-            response = self._capped(turn, response)
+            response, renamed = ledger.fresh_ids(record, self._capped(turn, response))
             record.messages.append(assistant_message(response))
             if response.text:
                 record.text = response.text  # text beside tool calls is shown too
                 await emit(on_event, "text", {"text": response.text})
             if not response.tool_calls:
                 return await self._end.finish(turn, on_event)
-            await self._end.checkpoint(turn)  # the calls are on record before any of them runs
-            pending = await self._run_tools(turn, response, iteration, on_event)
+            # One checkpoint stores the model's response and its calls as started, before
+            # any of them runs; a second stores their outcomes.
+            pending = await self._tools.run_response(
+                turn,
+                response,
+                renamed,
+                iteration,
+                self._tool_context(turn),
+                lambda: self._end.checkpoint(turn),
+                on_event,
+            )
             if pending:
-                self._tracing.event(HAND_OFF_EVENT, hand_off_attributes(pending))
+                self._tracing.event(HAND_OFF_EVENT, _hand_offs(pending))
                 return await self._end.hand_off(turn, pending, on_event)
             await self._end.checkpoint(turn)
         record.warnings.append(
@@ -370,95 +376,7 @@ class AgentReasoner:
             conversation_id=turn.record.id,
         )
 
-    async def _run_tools(
-        self, turn: RunningTurn, response: LlmResponse, iteration: int, on_event: EventSink | None
-    ) -> list[AgentToolCall]:
-        """Run every call of the response; return the client-final calls to hand off."""
-        session = turn.session
-        context = self._tool_context(turn)
-        offered = set(self._tool_names(session))
-        registry = self._executor.registry
-        calls = [AgentToolCall(c.id, c.name, c.arguments) for c in response.tool_calls]
-        for call in calls:
-            await emit(on_event, "tool_call_started", {"callId": call.call_id, "name": call.name})
-        started = time.perf_counter()
-        # While a workflow is active the executor's guard refuses what it does not permit, with
-        # the workflow error the model must see (TUL-006 §7.2); so those calls go through.
-        runnable = [
-            c
-            for c in calls
-            if c.name in offered
-            or not registry.has_tool(c.name)
-            or (session.active_workflow_id and self._executor.guarded)
-        ]
-        # Calls that change the session are not independent: they run one after another, in
-        # the model's order, so the last mode change of a response is the one that holds.
-        ordered = [c for c in runnable if c.name in SESSION_TOOLS]
-        done = await self._executor.execute_many(
-            [c for c in runnable if c.name not in SESSION_TOOLS], context
-        )
-        for call in ordered:
-            done.append(await self._executor.execute(call, context))
-        by_id = {c.call_id: c for c in done}
-        seconds = time.perf_counter() - started
-        results = [by_id.get(c.call_id) or self._not_offered(c) for c in calls]
-        handed_off: list[AgentToolCall] = []
-        session_changed = False
-        for call in results:
-            self._audit(turn, call, iteration, seconds)
-            await emit(on_event, "tool_call_finished", wire_call(call))
-            if call.requires_client_execution and call.was_executed:
-                handed_off.append(call)
-                continue
-            turn.record.messages.append(tool_message(call))
-            if call.was_executed and call.name in SESSION_TOOLS:
-                session_changed = True
-                if call.name == MODE_CHANGE_TOOL:
-                    turn.branched_session_id = branched_id(call) or turn.branched_session_id
-        turn.executed.extend(
-            wire_call(c) for c in results if not c.requires_client_execution or not c.was_executed
-        )
-        if session_changed:
-            await self._reload_session(turn, on_event)
-        return handed_off
 
-    async def _reload_session(self, turn: RunningTurn, on_event: EventSink | None) -> None:
-        before = turn.session.mode
-        fresh = await self._sessions.get_session(turn.session.id, turn.session.org)
-        if fresh is None:
-            return
-        turn.session = fresh
-        if fresh.mode != before:
-            welcome = self._modes.get_mode(fresh.mode).welcome_message or None
-            turn.welcome_message = welcome
-            await emit(
-                on_event,
-                "mode_changed",
-                {"previousMode": before, "mode": fresh.mode, "welcomeMessage": welcome},
-            )
-
-    def _not_offered(self, call: AgentToolCall) -> AgentToolCall:
-        refused = not_offered(call)
-        self._tracing.event(REFUSAL_EVENT, refusal_attributes(call, refused.error_message or ""))
-        return refused
-
-    def _audit(
-        self, turn: RunningTurn, call: AgentToolCall, iteration: int, seconds: float
-    ) -> None:
-        turn.record.tool_calls.append(
-            {
-                **wire_call(call),
-                "iteration": iteration,
-                "batchDurationMs": round(seconds * 1000, 3),
-            }
-        )
-        if call.error_message:
-            ids = (("SessionId", turn.session.id), ("ConversationId", turn.record.id))
-            # A tool's message often quotes the user's input: only DEBUG may carry user text.
-            self._logger.add_custom_event(
-                LogLevel.WARNING,
-                "[AgentReasoner_ToolCall]",
-                f"{call.name} failed (call {call.call_id}); the message is in the turn record",
-                *ids,
-            )
-            self._logger.trace(f"{call.name} failed: {call.error_message}", *ids)
+def _hand_offs(pending: list[dict[str, Any]]) -> dict[str, Any]:
+    calls = [AgentToolCall(e["callId"], e["name"], e["argumentsJson"]) for e in pending]
+    return _hand_off_attributes(calls)

@@ -45,7 +45,8 @@ class RunningTurn:
     record: TurnRecord
     session: AgentSession
     usage: Usage
-    executed: list[dict[str, Any]]
+    #: The calls of this request (run, refused or handed off), as ids into the ledger.
+    touched: list[str] = field(default_factory=list)
     resume_key: str | None = None
     role: str = "user"
     branched_session_id: str | None = None
@@ -55,10 +56,10 @@ class RunningTurn:
     saving: asyncio.Future[bool] | None = None
 
 
-def result_of(
-    turn: RunningTurn, kind: TurnKind, calls: list[dict[str, Any]], error: str | None = None
-) -> TurnResult:
-    """The response of ``turn`` as it stands."""
+def result_of(turn: RunningTurn, kind: TurnKind, error: str | None = None) -> TurnResult:
+    """The response of ``turn`` as it stands: this request's calls with their outcomes."""
+    touched = set(turn.touched)
+    calls = [dict(e) for e in turn.record.tool_calls if e["callId"] in touched]
     return TurnResult(
         session_id=turn.session.id,
         turn_id=turn.record.id,

@@ -9,6 +9,7 @@ Each runs through ``Database.run``: whole on one worker thread on SQLite, one ho
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +31,8 @@ from aptix.db.engine import Database
 from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
-from aptix.reasoner.record import TurnRecord
+from aptix.reasoner.ledger import merge_closed
+from aptix.reasoner.record import OPEN, TurnRecord
 from aptix.reasoner.tables import TurnRow
 from aptix.sessions.access import is_owner
 from aptix.sessions.models import AgentSession
@@ -133,7 +135,7 @@ class SqlTurnStore:
         # A new turn freezes every turn read; otherwise the latest may still change.
         self._keep(session_id, rows if plan.new else rows[:-1])
         run_id = plan.run.id if plan.run else None
-        done = [t for t in rows if t.status == "completed" and t.id != run_id]
+        done = [t for t in rows if t.status not in OPEN and t.id != run_id]
         return session, plan, done[-history:] if history else []
 
     def _keep(self, session_id: str, frozen: list[TurnRecord]) -> None:
@@ -162,6 +164,27 @@ class SqlTurnStore:
         turn.version += 1
         turn.updated_at = now
         return True
+
+    async def settle(self, turn: TurnRecord) -> bool:
+        """Merge ``turn`` into the closed turn stored under its id (the stored status stands)."""
+        query = select(_TURNS).where(_C.id == turn.id)
+        if self._lock_sessions:
+            query = query.with_for_update()
+
+        def transaction(tx: Connection) -> bool:
+            row = tx.execute(query).one_or_none()
+            if row is None:
+                return False
+            stored = _to_record(row)
+            if stored.status in OPEN:
+                return False
+            merged = merge_closed(stored, copy.deepcopy(turn))
+            merged.version += 1
+            merged.updated_at = utc_now()
+            tx.execute(_UPDATE, {"turn_id": turn.id, **_changes(merged)})
+            return True
+
+        return await self._db.run(transaction)
 
     async def heartbeat(self, turn: TurnRecord, until: Any) -> bool:
         """Extend the lease of a running turn still held by ``turn.owner``."""

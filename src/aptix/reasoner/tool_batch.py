@@ -43,10 +43,10 @@ def not_offered(call: AgentToolCall) -> AgentToolCall:
     )
 
 
-def branched_id(call: AgentToolCall) -> str | None:
+def branched_id(result_json: str | None) -> str | None:
     """The new session id a branching mode change returned, if any."""
     try:
-        value = json.loads(call.result_json or "{}").get("branchedSessionId")
+        value = json.loads(result_json or "{}").get("branchedSessionId")
     except (ValueError, AttributeError):
         return None
     return value if isinstance(value, str) else None

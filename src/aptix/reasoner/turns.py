@@ -10,6 +10,7 @@ from typing import Protocol
 from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
+from aptix.reasoner.ledger import merge_closed
 from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
 from aptix.sessions.access import owned_session
 from aptix.sessions.manager import SessionManager
@@ -31,9 +32,9 @@ class TurnStore(Protocol):
     ) -> tuple[AgentSession, Plan, list[TurnRecord]]:
         """Apply ``decide`` to the latest turn of ``user``'s session; store the outcome.
 
-        Returns the session, the plan and at most ``history`` completed turns before the
-        claimed one, oldest first. :class:`NotFoundError` when the session is not the
-        caller's (nothing is written then).
+        Returns the session, the plan and at most ``history`` ended turns (completed, failed,
+        cancelled or interrupted) before the claimed one, oldest first.
+        :class:`NotFoundError` when the session is not the caller's (nothing is written then).
         """
         ...
 
@@ -46,6 +47,14 @@ class TurnStore(Protocol):
 
     async def heartbeat(self, turn: TurnRecord, until: datetime) -> bool:
         """Extend the lease of a running turn held by ``turn.owner``."""
+        ...
+
+    async def settle(self, turn: TurnRecord) -> bool:
+        """Write what this run knows over a turn someone else closed (see ``merge_closed``).
+
+        The stored status stands; the outcomes held by ``turn`` are kept. False when the
+        turn is unknown or still open.
+        """
         ...
 
     async def cancel(self, session_id: str, org: str, turn_id: str) -> TurnRecord:
@@ -90,7 +99,7 @@ class InMemoryTurnStore:
                     record.version += 1
                 self._put(turns, record)
             run_id = plan.run.id if plan.run else None
-            done = [t for t in recent if t.status == "completed" and t.id != run_id]
+            done = [t for t in recent if t.status not in OPEN and t.id != run_id]
             return session, plan, done[-history:] if history else []
 
     async def save(self, turn: TurnRecord) -> bool:
@@ -105,6 +114,21 @@ class InMemoryTurnStore:
                     turn.lease_until = None
                 self._put(self._turns[turn.session_id], turn)
                 return True
+        return False
+
+    async def settle(self, turn: TurnRecord) -> bool:
+        """Merge ``turn`` into the closed turn stored under its id."""
+        async with self._lock:
+            turns = self._turns.get(turn.session_id, [])
+            for stored in turns:
+                if stored.id == turn.id:
+                    if stored.status in OPEN:
+                        return False
+                    merged = merge_closed(_copy(stored), _copy(turn))
+                    merged.version += 1
+                    merged.updated_at = utc_now()
+                    self._put(turns, merged)
+                    return True
         return False
 
     async def heartbeat(self, turn: TurnRecord, until: datetime) -> bool:

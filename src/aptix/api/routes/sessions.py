@@ -112,8 +112,10 @@ async def cancel_turn(
     await owned_session(runtime, caller, session_id)
     record = await runtime.turns.cancel(session_id, caller.org, turn_id)
     reasoner: AgentReasoner | None = getattr(request.app.state, "reasoner", None)
-    if reasoner is not None:
-        reasoner.cancel(turn_id)  # runs here: stop it now; elsewhere it stops at its next save
+    # Runs here: stop it now, and answer with the calls it ran and their outcomes. Elsewhere
+    # it stops at its next save and merges its outcomes into the record then.
+    if reasoner is not None and await reasoner.stop(turn_id):
+        [record] = await runtime.turns.list_turns(session_id, caller.org, limit=1)
     return turn_to_json(record)
 
 

@@ -1,0 +1,240 @@
+"""Running one model response's tool calls through the ledger: on record, then run, then told."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from aptix.llm.types import LlmResponse
+from aptix.logger import AdminLogger, LogLevel
+from aptix.modes.catalog import ModeCatalog
+from aptix.reasoner import ledger
+from aptix.reasoner.result import EventSink
+from aptix.reasoner.running import RunningTurn, emit
+from aptix.reasoner.tool_batch import MODE_CHANGE_TOOL, WORKFLOW_RUN_TOOL, branched_id, not_offered
+from aptix.sessions.manager import SessionManager
+from aptix.sessions.models import AgentSession
+from aptix.telemetry import REFUSAL_EVENT, Tracing, refusal_attributes
+from aptix.tools.base import is_idempotent
+from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
+from aptix.tools.executor import AgentToolExecutor
+
+__all__ = ["SESSION_TOOLS", "ToolRunner"]
+
+#: Tools that change the session itself: they run in call order, never concurrently.
+SESSION_TOOLS = frozenset({MODE_CHANGE_TOOL, WORKFLOW_RUN_TOOL})
+
+
+class ToolRunner:
+    """Puts a batch of calls on record as ``started``, runs them, records each outcome."""
+
+    def __init__(
+        self,
+        executor: AgentToolExecutor,
+        sessions: SessionManager,
+        modes: ModeCatalog,
+        logger: AdminLogger,
+        tracing: Tracing,
+        tool_names: Callable[[AgentSession], list[str]],
+    ) -> None:
+        self._executor = executor
+        self._sessions = sessions
+        self._modes = modes
+        self._logger = logger
+        self._tracing = tracing
+        self._tool_names = tool_names
+
+    def idempotent(self, name: str) -> bool:
+        """Whether ``name``'s calls may run again after a crash left their outcome unknown."""
+        tool_cls = self._executor.registry.get_tool_type(name)
+        return tool_cls is not None and is_idempotent(tool_cls)
+
+    def in_thread(self, name: str) -> bool:
+        """Whether ``name`` runs in a worker thread that a cancellation cannot stop."""
+        registry = self._executor.registry
+        tool_cls = registry.get_tool_type(name)
+        return registry.runs_in_thread(name) or bool(getattr(tool_cls, "runs_in_thread", False))
+
+    async def run_response(
+        self,
+        turn: RunningTurn,
+        response: LlmResponse,
+        renamed: dict[str, str],
+        iteration: int,
+        context: AgentToolExecutionContext,
+        save: Callable[[], Awaitable[None]],
+        on_event: EventSink | None,
+    ) -> list[dict[str, Any]]:
+        """Run every call of ``response``; return the entries handed to the client."""
+        record = turn.record
+        session = turn.session
+        registry = self._executor.registry
+        calls = [AgentToolCall(c.id, c.name, c.arguments) for c in response.tool_calls]
+        entries = ledger.propose(record, calls, iteration, self.idempotent)
+        for entry in entries:
+            if entry["callId"] in renamed:
+                entry["modelCallId"] = renamed[entry["callId"]]
+        offered = set(self._tool_names(session))
+        runnable: list[tuple[AgentToolCall, dict[str, Any]]] = []
+        for call, entry in zip(calls, entries, strict=True):
+            # While a workflow is active the executor's guard refuses what it does not
+            # permit, with the workflow error the model must see (TUL-006 §7.2).
+            if (
+                call.name in offered
+                or not registry.has_tool(call.name)
+                or (session.active_workflow_id and self._executor.guarded)
+            ):
+                runnable.append((call, entry))
+            else:
+                ledger.record_outcome(entry, self._not_offered(call))
+        tool_types = {c.name: registry.get_tool_type(c.name) for c, _ in runnable}
+        # A client-final tool's run only prepares its hand-off: nothing to guard. The rest are
+        # on record as started, in the checkpoint that stores the model's response.
+        ledger.start(
+            e for c, e in runnable if getattr(tool_types[c.name], "is_fully_executed_on_server", 1)
+        )
+        await save()
+        turn.touched.extend(e["callId"] for e in entries)
+        for call in calls:
+            await emit(on_event, "tool_call_started", {"callId": call.call_id, "name": call.name})
+        started = time.perf_counter()
+        # Calls that change the session are not independent: they run one after another, in
+        # the model's order, so the last mode change of a response is the one that holds.
+        await self._run_all(
+            [(c, e) for c, e in runnable if c.name not in SESSION_TOOLS], context, record.id
+        )
+        for pair in [(c, e) for c, e in runnable if c.name in SESSION_TOOLS]:
+            await self._run_one(*pair, context, record.id)
+        seconds = time.perf_counter() - started
+        return await self._told(turn, entries, seconds, on_event)
+
+    async def run_started(
+        self, turn: RunningTurn, context: AgentToolExecutionContext, on_event: EventSink | None
+    ) -> bool:
+        """Run the calls on record as ``started`` that have not run (approved or retried)."""
+        entries = ledger.calls_to_run(turn.record)
+        for entry in entries:
+            call = AgentToolCall(entry["callId"], entry["name"], entry["argumentsJson"])
+            approved = entry.get("approved") is True
+            done = await self._execute(call, context, turn.record.id, approved=approved)
+            ledger.record_outcome(entry, done)
+            if approved:
+                key = "approvedResultJson" if done.was_executed else "approvedErrorMessage"
+                entry[key] = done.result_json if done.was_executed else done.error_message
+            turn.touched.append(entry["callId"])
+            turn.record.messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.call_id,
+                    "content": ledger.tool_content(entry),
+                }
+            )
+            await emit(on_event, "tool_call_finished", ledger.wire(entry))
+        return bool(entries)
+
+    async def _run_all(
+        self,
+        pairs: Sequence[tuple[AgentToolCall, dict[str, Any]]],
+        context: AgentToolExecutionContext,
+        turn_id: str,
+    ) -> None:
+        if len(pairs) == 1:
+            await self._run_one(*pairs[0], context, turn_id)
+        elif pairs:
+            await asyncio.gather(*(self._run_one(c, e, context, turn_id) for c, e in pairs))
+
+    async def _run_one(
+        self,
+        call: AgentToolCall,
+        entry: dict[str, Any],
+        context: AgentToolExecutionContext,
+        turn_id: str,
+    ) -> None:
+        done = await self._execute(call, context, turn_id)
+        # In memory at once: a cancel or an error ending the turn keeps this outcome.
+        approval = hasattr(self._executor.registry.get_tool_type(call.name), "run_approved")
+        ledger.record_outcome(entry, done, approval=approval)
+
+    async def _execute(
+        self,
+        call: AgentToolCall,
+        context: AgentToolExecutionContext,
+        turn_id: str,
+        *,
+        approved: bool = False,
+    ) -> AgentToolCall:
+        keyed = replace(context, idempotency_key=f"{turn_id}:{call.call_id}")
+        if approved:
+            return await self._executor.execute(call, keyed, approved=True)
+        return await self._executor.execute(call, keyed)
+
+    async def _told(
+        self,
+        turn: RunningTurn,
+        entries: list[dict[str, Any]],
+        seconds: float,
+        on_event: EventSink | None,
+    ) -> list[dict[str, Any]]:
+        """Tell the model each outcome; return the calls that wait for the client."""
+        handed_off: list[dict[str, Any]] = []
+        session_changed = False
+        for entry in entries:
+            entry["batchDurationMs"] = round(seconds * 1000, 3)
+            self._log_failure(turn, entry)
+            await emit(on_event, "tool_call_finished", ledger.wire(entry))
+            if entry["state"] in ("awaiting_client", "awaiting_approval"):
+                handed_off.append(entry)
+                continue
+            turn.record.messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": entry["callId"],
+                    "content": ledger.tool_content(entry),
+                }
+            )
+            if entry["wasExecuted"] and entry["name"] in SESSION_TOOLS:
+                session_changed = True
+                if entry["name"] == MODE_CHANGE_TOOL:
+                    turn.branched_session_id = (
+                        branched_id(entry.get("resultJson")) or turn.branched_session_id
+                    )
+        if session_changed:
+            await self._reload_session(turn, on_event)
+        return handed_off
+
+    async def _reload_session(self, turn: RunningTurn, on_event: EventSink | None) -> None:
+        before = turn.session.mode
+        fresh = await self._sessions.get_session(turn.session.id, turn.session.org)
+        if fresh is None:
+            return
+        turn.session = fresh
+        if fresh.mode != before:
+            welcome = self._modes.get_mode(fresh.mode).welcome_message or None
+            turn.welcome_message = welcome
+            await emit(
+                on_event,
+                "mode_changed",
+                {"previousMode": before, "mode": fresh.mode, "welcomeMessage": welcome},
+            )
+
+    def _not_offered(self, call: AgentToolCall) -> AgentToolCall:
+        refused = not_offered(call)
+        self._tracing.event(REFUSAL_EVENT, refusal_attributes(call, refused.error_message or ""))
+        return refused
+
+    def _log_failure(self, turn: RunningTurn, entry: dict[str, Any]) -> None:
+        if not entry.get("errorMessage"):
+            return
+        ids = (("SessionId", turn.session.id), ("ConversationId", turn.record.id))
+        name, call_id = entry["name"], entry["callId"]
+        # A tool's message often quotes the user's input: only DEBUG may carry user text.
+        self._logger.add_custom_event(
+            LogLevel.WARNING,
+            "[AgentReasoner_ToolCall]",
+            f"{name} failed (call {call_id}); the message is in the turn record",
+            *ids,
+        )
+        self._logger.trace(f"{name} failed: {entry['errorMessage']}", *ids)

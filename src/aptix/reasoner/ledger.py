@@ -1,0 +1,356 @@
+"""The ledger: every call of a turn and its state, and every transition of the turn (§14).
+
+This module owns the turn's state machine. The loop drives it, the claims decide with it and
+the stores persist what it wrote; nothing else changes a turn's ``status`` or a call's
+``state``. A call moves ``proposed`` -> ``awaiting_client`` | ``awaiting_approval`` ->
+``approved`` | ``denied``, then ``started`` -> ``succeeded`` | ``failed`` | ``timed_out`` |
+``abandoned`` | ``unknown``. ``started`` is on record before the call runs (it rides on the
+checkpoint that stores the model's response, or on the claim that accepts an approval), so a
+call found ``started`` after a crash is never run again unless its tool is idempotent.
+
+Entries live in ``TurnRecord.tool_calls`` as JSON-ready dicts: the wire fields of
+``AgentToolCall`` plus ``state``, ``outcome`` (what clients see), ``idempotent`` and
+``iteration``. A turn's tool messages always match its ledger, so every ended turn can be
+replayed to the model whole.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from aptix.llm.types import LlmResponse, Message, ToolCallRequest
+from aptix.reasoner.record import TurnRecord, TurnStatus
+from aptix.reasoner.result import ToolResultInput
+from aptix.tools.context import AgentToolCall
+
+__all__ = [
+    "ENDED_HERE",
+    "FINAL",
+    "CallState",
+    "calls_to_run",
+    "close_dangling",
+    "end",
+    "fresh_ids",
+    "is_approval",
+    "merge_closed",
+    "propose",
+    "record_outcome",
+    "recover",
+    "run",
+    "settle_client_results",
+    "start",
+    "stopped_by_cancel",
+    "tool_content",
+    "wire",
+]
+
+CallState = Literal[
+    "proposed",
+    "awaiting_client",
+    "awaiting_approval",
+    "approved",
+    "denied",
+    "started",
+    "succeeded",
+    "failed",
+    "timed_out",
+    "abandoned",
+    "unknown",
+]
+#: States that are a call's last word.
+FINAL = frozenset({"succeeded", "failed", "timed_out", "abandoned", "unknown", "denied"})
+
+UNKNOWN = (
+    "The server stopped while this call ran, so its outcome is unknown. It was not run "
+    "again: check whether it took effect before retrying it."
+)
+CANCELLED_RUNNING = (
+    "The turn was cancelled while this call ran; it was stopped and may have partly "
+    "taken effect. It was not run again."
+)
+CANCELLED_THREAD = (
+    "The turn was cancelled while this call ran in a thread that cannot be stopped: it may "
+    "still complete. Check whether it took effect before retrying it."
+)
+NOT_ANSWERED = "The turn ended before the client answered this call; it was not run."
+NOT_APPROVED = "The turn ended before the user approved '{name}'; it was not run."
+DENIED = "The user did not approve '{name}'; it was not run."
+
+#: Turns this process ended but could not store (the database was down): id -> warning.
+#: A claim finds them ended at once, with that warning, instead of waiting for the lease.
+ENDED_HERE: dict[str, str] = {}
+
+_YES = frozenset({"approve", "approved", "yes", "y", "true", "ok", "allow"})
+
+
+def propose(
+    record: TurnRecord,
+    calls: Sequence[AgentToolCall],
+    iteration: int,
+    idempotent: Callable[[str], bool],
+) -> list[dict[str, Any]]:
+    """Add the model's calls to the ledger as ``proposed``."""
+    entries = []
+    for call in calls:
+        entry = {
+            **_fields(call),
+            "state": "proposed",
+            "outcome": "pending",
+            "idempotent": idempotent(call.name),
+            "iteration": iteration,
+        }
+        record.tool_calls.append(entry)
+        entries.append(entry)
+    return entries
+
+
+def start(entries: Iterable[dict[str, Any]]) -> None:
+    """Mark calls ``started``: the next save must land before any of them runs."""
+    for entry in entries:
+        entry["state"] = "started"
+
+
+def record_outcome(entry: dict[str, Any], done: AgentToolCall, approval: bool = False) -> None:
+    """Write what the executor returned for ``entry``'s call (kept in memory until saved).
+
+    A client-final call that prepared its hand-off waits for the client (or, for a tool
+    gated by approval, for the user's answer); every other call has its outcome.
+    """
+    entry.update(_fields(done))
+    if done.requires_client_execution and done.was_executed:
+        entry["state"] = "awaiting_approval" if approval else "awaiting_client"
+        entry["outcome"] = "pending"
+        return
+    state = done.outcome or ("succeeded" if done.was_executed else "failed")
+    entry["state"] = entry["outcome"] = state
+
+
+def tool_content(entry: dict[str, Any]) -> str:
+    """The tool message the model sees for a call with a final state."""
+    state = entry["state"]
+    if state == "succeeded" and entry.get("wasExecuted"):
+        return str(entry.get("approvedResultJson") or entry.get("resultJson") or "")
+    if state == "succeeded" and "clientResult" in entry:
+        return str(entry["clientResult"])
+    message = entry.get("errorMessage") or {
+        "unknown": UNKNOWN,
+        "denied": DENIED.format(name=entry["name"]),
+    }.get(state, "The tool did not run.")
+    return json.dumps({"error": message})
+
+
+def wire(entry: dict[str, Any]) -> dict[str, Any]:
+    """A ledger entry as clients see it (a copy, so later changes do not show through)."""
+    return dict(entry)
+
+
+def fresh_ids(record: TurnRecord, response: LlmResponse) -> tuple[LlmResponse, dict[str, str]]:
+    """``response`` with a fresh id for each call id already used in this turn.
+
+    A model may reuse a call id within a turn; the client answers by id, so each call gets
+    its own. Returns the response and the renaming (fresh id -> the model's id), which the
+    ledger keeps as ``modelCallId``.
+    """
+    seen = {e["callId"] for e in record.tool_calls}
+    calls: list[ToolCallRequest] = []
+    renamed: dict[str, str] = {}
+    for call in response.tool_calls:
+        if call.id in seen or not call.id:
+            fresh = f"call_{uuid.uuid4().hex[:24]}"
+            renamed[fresh] = call.id
+            call = ToolCallRequest(fresh, call.name, call.arguments)
+        seen.add(call.id)
+        calls.append(call)
+    if not renamed:
+        return response, renamed
+    return replace(response, tool_calls=tuple(calls)), renamed
+
+
+def is_approval(result: ToolResultInput) -> bool:
+    """Whether the client's answer approves: ``{"approved": true}``, ``true`` or "approve"."""
+    if result.is_error:
+        return False
+    try:
+        value: Any = json.loads(result.output)
+    except ValueError:
+        value = result.output
+    if isinstance(value, dict):
+        if "approved" in value:
+            return value["approved"] is True
+        value = value.get("decision", value.get("choice"))
+    if isinstance(value, bool):
+        return value
+    return isinstance(value, str) and value.strip().casefold() in _YES
+
+
+def settle_client_results(record: TurnRecord, results: Sequence[ToolResultInput]) -> None:
+    """Accept the client's results for the pending calls (inside the claim's transaction).
+
+    An ordinary client-final call ends with the client's result. A call waiting for approval
+    is ``denied``, or ``approved`` and at once ``started``: that state is stored by this
+    same transaction before the call runs, so a crash while it runs never runs it twice.
+    """
+    entries = {e["callId"]: e for e in record.tool_calls}
+    for result in results:
+        entry = entries[result.call_id]
+        entry["clientResult"] = result.output
+        entry["clientError"] = result.is_error
+        if entry["state"] == "awaiting_approval":
+            entry["approved"] = is_approval(result)
+            if entry["approved"]:
+                entry["state"] = "started"  # approved, and now running
+                continue
+            entry["state"] = entry["outcome"] = "denied"
+            entry["errorMessage"] = DENIED.format(name=entry["name"])
+        else:
+            entry["state"] = entry["outcome"] = "failed" if result.is_error else "succeeded"
+        record.messages.append(
+            {"role": "tool", "tool_call_id": result.call_id, "content": _client_content(entry)}
+        )
+
+
+def calls_to_run(record: TurnRecord) -> list[dict[str, Any]]:
+    """Calls ``started`` on record that have not run yet in this process (approved, retried)."""
+    answered = {m.get("tool_call_id") for m in record.messages if m.get("role") == "tool"}
+    return [e for e in record.tool_calls if e["state"] == "started" and e["callId"] not in answered]
+
+
+def recover(record: TurnRecord) -> None:
+    """Before an interrupted turn resumes: idempotent calls the crash cut short run again.
+
+    Ending the turn made every call it left ``started`` ``unknown``; such a call runs again
+    only when its tool said it is idempotent. The others keep ``unknown``, and the model is
+    told they were not repeated.
+    """
+    retry = {
+        e["callId"]
+        for e in record.tool_calls
+        if e["state"] == "unknown" and e.get("idempotent") and e.get("lost")
+    }
+    if retry:
+        record.messages = [
+            m
+            for m in record.messages
+            if not (m.get("role") == "tool" and m.get("tool_call_id") in retry)
+        ]
+        for entry in record.tool_calls:
+            if entry["callId"] in retry:
+                entry["state"] = "started"
+                entry["outcome"] = "pending"
+                entry.pop("lost", None)
+                entry.pop("errorMessage", None)
+
+
+def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", "ended"]) -> None:
+    """Give every call without a final state one, and every call a tool message.
+
+    ``started`` calls become ``unknown`` (nothing in memory says how they ended); calls
+    still waiting for the client or an approval did not run. Afterwards the turn's
+    messages replay whole: each call of each model message has its tool message.
+    """
+    for entry in record.tool_calls:
+        state = entry["state"]
+        if state in FINAL:
+            continue
+        if state in ("started", "approved"):
+            entry["state"] = "unknown"
+            entry["lost"] = True
+            entry["errorMessage"] = UNKNOWN
+        elif state == "awaiting_approval":
+            entry["state"] = "denied"
+            entry["errorMessage"] = NOT_APPROVED.format(name=entry["name"])
+        else:  # proposed, awaiting_client
+            entry["state"] = "failed"
+            entry["errorMessage"] = NOT_ANSWERED
+        entry["outcome"] = entry["state"]
+    _answer_every_call(record)
+
+
+def _answer_every_call(record: TurnRecord) -> None:
+    by_id = {e["callId"]: e for e in record.tool_calls}
+    answered = {m.get("tool_call_id") for m in record.messages if m.get("role") == "tool"}
+    closed: list[Message] = []
+    for message in record.messages:
+        closed.append(message)
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or ():
+            if call["id"] in answered:
+                continue
+            entry = by_id.get(call["id"])
+            content = tool_content(entry) if entry else json.dumps({"error": UNKNOWN})
+            closed.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+    if len(closed) != len(record.messages):
+        # The missing results go right after their model message (before any real results of
+        # the same batch), where the model expects them and the context budget keeps them.
+        record.messages = closed
+
+
+def run(record: TurnRecord, lease_until: Any, owner: str) -> None:
+    """The turn (new, resumed or retried) runs in ``owner`` until ``lease_until``."""
+    record.status = "running"
+    record.lease_until = lease_until
+    record.owner = owner
+
+
+def end(record: TurnRecord, status: TurnStatus, warning: str | None = None) -> None:
+    """Give the turn its ending ``status``; an ended turn leaves no call dangling."""
+    record.status = status
+    if status != "pending":
+        record.pending_calls = []
+    if status not in ("running", "pending"):
+        record.lease_until = None
+        close_dangling(record, "ended")
+    if warning and warning not in record.warnings:
+        record.warnings.append(warning)
+
+
+def stopped_by_cancel(record: TurnRecord, in_thread: Callable[[str], bool]) -> None:
+    """Calls still running when this process cancelled the turn: stopped, or left running."""
+    for entry in record.tool_calls:
+        if entry["state"] != "started":
+            continue
+        if in_thread(entry["name"]):
+            entry["state"] = entry["outcome"] = "abandoned"
+            entry["errorMessage"] = CANCELLED_THREAD
+        else:
+            entry["state"] = entry["outcome"] = "failed"
+            entry["errorMessage"] = CANCELLED_RUNNING
+
+
+def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
+    """``ours`` (what this process knows) written over a turn someone else closed.
+
+    Another process (or a cancel request) ended the turn while its calls ran here: the
+    stored status stands, and the outcomes held here, which the stored copy lacks, win.
+    """
+    ours.status = stored.status
+    ours.version = stored.version
+    ours.lease_until = None
+    ours.pending_calls = []
+    ours.warnings.extend(w for w in stored.warnings if w not in ours.warnings)
+    close_dangling(ours, "ended")
+    return ours
+
+
+def _fields(call: AgentToolCall) -> dict[str, Any]:
+    return {
+        "callId": call.call_id,
+        "name": call.name,
+        "argumentsJson": call.arguments_json,
+        "isServerTool": call.is_server_tool,
+        "wasExecuted": call.was_executed,
+        "requiresClientExecution": call.requires_client_execution,
+        "resultJson": call.result_json,
+        "errorMessage": call.error_message,
+    }
+
+
+def _client_content(entry: dict[str, Any]) -> str:
+    if entry["state"] == "denied":
+        return json.dumps({"error": entry["errorMessage"]})
+    return str(entry["clientResult"])

@@ -1,0 +1,286 @@
+"""The ledger: calls on record before they act, true outcomes on every ending, at most once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from typing import Any, ClassVar
+
+import httpx
+import pytest
+from sqlalchemy import update
+
+import aptix
+from aptix import AgentTool, InvokeResult
+from aptix.api import create_app
+from aptix.db.types import utc_now
+from aptix.errors import LlmError
+from aptix.reasoner import ToolResultInput, TurnResult
+from aptix.reasoner.tables import TurnRow
+from aptix.testing import ScriptedModel, call, reply
+from aptix.tools import AgentToolExecutionContext, function_schema
+from aptix.tools.args import ToolArgs
+from tests.reasoner.conftest import Harness
+
+RUNS: list[str] = []
+KEYS: list[str | None] = []
+
+
+class Died(BaseException):
+    """Stands in for kill -9: nothing after it runs in this process."""
+
+
+class _Args(ToolArgs):
+    pass
+
+
+class Destroy(AgentTool):
+    """Like an MCP tool under an approval policy: asks first, acts once approved."""
+
+    TOOL_NAME = "destroy"
+    TOOL_USAGE_METADATA: ClassVar[str] = "Destroys things after approval."
+    is_fully_executed_on_server: ClassVar[bool] = False
+    die: ClassVar[bool] = False
+
+    def __init__(self, logger: Any) -> None:
+        self.logger = logger
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        return function_schema(cls.TOOL_NAME, "Destroys.", _Args)
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        return InvokeResult.create('{"kind": "approval_request", "prompt": "Destroy?"}')
+
+    async def run_approved(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        RUNS.append(self.TOOL_NAME)
+        KEYS.append(context.idempotency_key)
+        if self.die:
+            raise Died
+        return InvokeResult.create('{"destroyed": true}')
+
+
+class Tidy(Destroy):
+    """The same, declared idempotent: it may run again after a crash."""
+
+    TOOL_NAME = "tidy"
+    TOOL_ANNOTATIONS: ClassVar[dict[str, Any] | None] = {"idempotentHint": True}
+
+
+PAY_STARTED = asyncio.Event()
+
+
+@aptix.tool(usage="Pays an invoice.")
+async def pay(invoice: int) -> str:
+    """Pays an invoice.
+
+    Args:
+        invoice: The invoice number.
+    """
+    RUNS.append(f"pay {invoice}")
+    return f"paid {invoice}"
+
+
+@aptix.tool(usage="Takes its time.")
+async def slow() -> str:
+    """Waits until cancelled."""
+    PAY_STARTED.set()
+    await asyncio.sleep(60)
+    return "late"
+
+
+@pytest.fixture(autouse=True)
+def _tools(harness: Harness) -> None:
+    RUNS.clear()
+    KEYS.clear()
+    PAY_STARTED.clear()
+    Destroy.die = Tidy.die = False
+    for tool in (Destroy, Tidy, pay, slow):
+        harness.runtime.registry.register(tool)
+
+
+def _reasoner(h: Harness, model: ScriptedModel | None = None) -> aptix.AgentReasoner:
+    from dataclasses import replace
+
+    tools = ["destroy", "tidy", "pay", "slow", "request_user_approval"]
+    settings = h.runtime.settings
+    runtime = replace(h.runtime, settings=settings)
+    reasoner = runtime.reasoner(model or h.model)
+    reasoner._offered = lambda _w, mode_tools, _o: [*mode_tools, *tools]
+    reasoner._tools._tool_names = reasoner._tool_names
+    return reasoner
+
+
+async def _ask(h: Harness, text: str, model: ScriptedModel | None = None) -> TurnResult:
+    return await _reasoner(h, model).execute(
+        session_id=h.session_id, org="acme", user="ann", instruction=text
+    )
+
+
+async def _resume(h: Harness, results: list[ToolResultInput]) -> TurnResult:
+    return await _reasoner(h).execute(
+        session_id=h.session_id, org="acme", user="ann", tool_results=results
+    )
+
+
+async def _expire_leases(h: Harness) -> None:
+    async with h.runtime.database.transaction() as tx:
+        await tx.execute(update(TurnRow).values(lease_until=utc_now() - timedelta(seconds=1)))
+
+
+APPROVE = '{"approved": true}'
+
+
+@pytest.mark.parametrize(
+    ("tool", "runs", "outcome"), [("destroy", 0, "unknown"), ("tidy", 1, "succeeded")]
+)
+async def test_an_approved_call_cut_short_by_a_crash_runs_again_only_when_idempotent(
+    harness: Harness, tool: str, runs: int, outcome: str
+) -> None:
+    harness.model.add(reply(None, call(tool, {}, id="d1")))
+    handed = await _ask(harness, "destroy it")
+    [pending] = handed.tool_calls
+    assert (pending["state"], pending["outcome"]) == ("awaiting_approval", "pending")
+    approve = [ToolResultInput("d1", APPROVE)]
+    # The claim accepting the approval stores the call as started before it runs; the
+    # process then dies (the prepared turn never runs: whether the call ran is unknown).
+    await _reasoner(harness).prepare(
+        session_id=harness.session_id, org="acme", user="ann", tool_results=approve
+    )
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert [c["state"] for c in turn.tool_calls] == ["started"]
+    await _expire_leases(harness)
+    harness.model.add(reply("Reported."))
+    retried = await _resume(harness, approve)  # the documented retry
+    assert retried.text == "Reported."
+    assert len(RUNS) == runs
+    assert KEYS in ([], [f"{turn.id}:d1"])  # the call's idempotency key
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    [entry] = turn.tool_calls  # listed once
+    assert entry["outcome"] == outcome
+    told = [m for m in harness.model.requests[-1].messages if m["role"] == "tool"]
+    if outcome == "unknown":
+        assert "not run again" in json.loads(told[-1]["content"])["error"]
+    else:
+        assert told[-1]["content"] == '{"destroyed": true}'
+    again = await _resume(harness, approve)  # posted once more: the stored answer
+    assert again.text == "Reported."
+    assert len(RUNS) == runs
+
+
+async def test_an_approved_call_whose_model_call_died_is_not_run_again(harness: Harness) -> None:
+    harness.model.add(reply(None, call("destroy", {}, id="d1")))
+    await _ask(harness, "destroy it")
+    approve = [ToolResultInput("d1", APPROVE)]
+    harness.model.add(Died())  # type: ignore[arg-type]
+    with pytest.raises(Died):
+        await _resume(harness, approve)
+    assert RUNS == ["destroy"]
+    await _expire_leases(harness)
+    harness.model.add(reply("Done."))
+    await _resume(harness, approve)
+    assert RUNS == ["destroy"]
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert [c["outcome"] for c in turn.tool_calls] == ["succeeded"]
+
+
+async def test_a_denied_call_runs_nothing_and_reads_denied(harness: Harness) -> None:
+    harness.model.add(reply(None, call("destroy", {}, id="d1")), reply("Not done."))
+    await _ask(harness, "destroy it")
+    await _resume(harness, [ToolResultInput("d1", '{"approved": false}')])
+    assert RUNS == []
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert [(c["callId"], c["outcome"]) for c in turn.tool_calls] == [("d1", "denied")]
+
+
+async def test_a_cancelled_turn_keeps_the_call_that_finished_and_says_how_the_other_ended(
+    harness: Harness,
+) -> None:
+    model = ScriptedModel()
+    model.add(reply(None, call("pay", {"invoice": 42}, id="p1"), call("slow", {}, id="s1")))
+    reasoner = _reasoner(harness, model)
+    running = asyncio.create_task(
+        reasoner.execute(
+            session_id=harness.session_id, org="acme", user="ann", instruction="pay, wait"
+        )
+    )
+    await asyncio.wait_for(PAY_STARTED.wait(), 30)
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    # What POST /v1/sessions/{id}/turns/{turnId}/cancel does.
+    await harness.runtime.turns.cancel(harness.session_id, "acme", turn.id)
+    assert await asyncio.wait_for(reasoner.stop(turn.id), 30)
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    shown = {c["callId"]: c for c in turn.tool_calls}
+    assert (shown["p1"]["outcome"], shown["p1"]["resultJson"]) == ("succeeded", '"paid 42"')
+    assert shown["s1"]["outcome"] in ("failed", "abandoned")
+    assert turn.status == "cancelled"
+    answer = await asyncio.wait_for(running, 30)
+    assert answer.kind == "cancelled"
+    assert {c["callId"]: c["outcome"] for c in answer.tool_calls}["p1"] == "succeeded"
+    assert RUNS == ["pay 42"]
+
+
+async def test_every_ended_turn_is_replayed_to_the_model_with_its_calls_and_outcomes(
+    harness: Harness,
+) -> None:
+    harness.model.add(reply(None, call("pay", {"invoice": 42}, id="p1")), LlmError("down"))
+    failed = await _ask(harness, "pay invoice 42")
+    assert failed.kind == "error"
+    harness.model.add(reply("Already paid."))
+    await _ask(harness, "did you pay invoice 42? if not, pay it")
+    messages = harness.model.requests[-1].messages
+    assert {"role": "user", "content": "pay invoice 42"} in messages
+    [told] = [m for m in messages if m["role"] == "tool"]
+    assert (told["tool_call_id"], told["content"]) == ("p1", '"paid 42"')
+    assert RUNS == ["pay 42"]
+
+
+async def test_a_call_started_when_the_process_died_is_unknown_and_told_so(
+    harness: Harness,
+) -> None:
+    harness.model.add(reply(None, call("pay", {"invoice": 7}, id="p1")), Died())  # type: ignore[arg-type]
+    with pytest.raises(Died):
+        await _ask(harness, "pay 7")
+    # The model call after the batch died: the outcome was stored with the batch.
+    await _expire_leases(harness)
+    harness.model.add(reply("ok"))
+    await _ask(harness, "again?")
+    [first, _] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert first.status == "interrupted"
+    assert [c["outcome"] for c in first.tool_calls] == ["succeeded"]
+
+
+async def test_a_model_reusing_a_call_id_in_one_turn_gets_both_calls_answered(
+    harness: Harness,
+) -> None:
+    ask = {"prompt": "Go?"}
+    model = ScriptedModel()
+    model.add(
+        reply(None, call("request_user_approval", ask, id="same")),
+        reply(None, call("request_user_approval", ask, id="same")),
+        reply("Both answered."),
+        reply("Free."),
+    )
+    app = create_app(runtime=harness.runtime, model=model)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        sid = (await client.post("/v1/sessions", json={})).json()["sessionId"]
+        first = (
+            await client.post("/v1/agent/execute", json={"sessionId": sid, "instruction": "go"})
+        ).json()
+        [one] = first["toolCalls"]
+        answer = {"sessionId": sid, "toolResults": [{"callId": one["callId"], "result": "yes"}]}
+        second = (await client.post("/v1/agent/execute", json=answer)).json()
+        [two] = second["toolCalls"]
+        assert two["callId"] != "same"
+        assert two["modelCallId"] == "same"
+        answer = {"sessionId": sid, "toolResults": [{"callId": two["callId"], "result": "yes"}]}
+        third = (await client.post("/v1/agent/execute", json=answer)).json()
+        assert third["text"] == "Both answered."
+        nxt = await client.post("/v1/agent/execute", json={"sessionId": sid, "instruction": "x"})
+        assert nxt.status_code != 409
