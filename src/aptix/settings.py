@@ -246,6 +246,19 @@ class AptixSettings(BaseSettings):
             return [str(item).strip() for item in items if str(item).strip()]
         return value
 
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        scheme = value.get_secret_value().partition("://")[0].lower()
+        if scheme not in ("redis", "rediss", "unix"):
+            # Never echo the URL: it may carry a password.
+            raise ValueError(
+                "must be a redis://, rediss:// or unix:// URL, e.g. redis://127.0.0.1:6379/0"
+            )
+        return value
+
     @field_validator("rate_limit", "token_budget")
     @classmethod
     def _limit(cls, value: str | None) -> str | None:

@@ -70,6 +70,12 @@ INVALID = {
     "APTIX_MCP_SERVERS": '{"git": {"command": "mcp-server-git", "url": "http://x"}}',
     "APTIX_TOOL_MODULES": '["unclosed',
     "APTIX_TOOL_THREADS": "0",
+    "APTIX_RATE_LIMIT": "lots",
+    "APTIX_TOKEN_BUDGET": "lots",
+    "APTIX_MAX_CONCURRENT_TURNS": "0",
+    "APTIX_REDIS_URL": "ftp://user:secret@host",
+    "APTIX_REDIS_KEY_PREFIX": "",
+    "APTIX_LIMITS_WHEN_REDIS_DOWN": "sometimes",
 }
 
 
