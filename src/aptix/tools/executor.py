@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import replace
@@ -68,6 +69,12 @@ class AgentToolExecutor:
     def registry(self) -> AgentToolRegistry:
         """The registry calls are resolved against."""
         return self._registry
+
+    def with_registry(self, registry: AgentToolRegistry) -> AgentToolExecutor:
+        """This executor resolving calls against ``registry`` (a request's client tools)."""
+        other = copy.copy(self)
+        other._registry = registry
+        return other
 
     def set_timeout(self, name: str, seconds: float) -> None:
         """Give the tool ``name`` its own time limit (an MCP tool registered after start-up)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +61,35 @@ class AgentToolRegistry:
         build = factory or (lambda: tool_cls(self._logger))  # type: ignore[call-arg]
         in_thread = not inspect.iscoroutinefunction(tool_cls.execute)
         self._entries[name.casefold()] = _Entry(tool_cls, build, schema, in_thread)
+
+    def with_client_tools(self, tools: Sequence[type[AgentTool]]) -> AgentToolRegistry:
+        """A registry for one request: this one's tools plus ``tools`` declared by a client.
+
+        Client tools skip the deployment's contract checks (they are the client's
+        declarations, passed on as written) but never shadow a tool of the deployment:
+        :class:`ToolContractError` names the first clash.
+        """
+        child = AgentToolRegistry(self._logger)
+        child._entries = dict(self._entries)
+        child._exact = dict(self._exact)  # a cache: a client tool must not enter ours
+        for tool_cls in tools:
+            name = tool_cls.TOOL_NAME
+            if not TOOL_NAME_PATTERN.fullmatch(name):
+                raise ToolContractError(
+                    f"The client tool name {name!r} must match {TOOL_NAME_PATTERN.pattern}."
+                )
+            if name.casefold() in child._entries:
+                raise ToolContractError(
+                    f"The client tool {name!r} has the name of a tool this deployment already "
+                    "has (names are compared case-insensitively); rename it."
+                )
+            child._entries[name.casefold()] = _Entry(
+                tool_cls, self._factory(tool_cls), tool_cls.schema(), False
+            )
+        return child
+
+    def _factory(self, tool_cls: type[AgentTool]) -> ToolFactory:
+        return lambda: tool_cls(self._logger)  # type: ignore[call-arg]
 
     def build_all(self) -> None:
         """Build every registered tool now, so a failing constructor stops start-up.
