@@ -226,6 +226,11 @@ class AptixSettings(BaseSettings):
     public_metrics: bool = Field(
         False, description="With API keys: serve /metrics, /docs and /openapi.json without a key."
     )
+    openai_client_tools: bool = Field(
+        True,
+        description="`POST /v1/chat/completions`: offer the tools a client sends in `tools` to "
+        "the model as client-final tools (under the workflow guard); false ignores them.",
+    )
 
     @field_validator("llm_extra_headers")
     @classmethod

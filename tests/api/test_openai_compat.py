@@ -140,6 +140,26 @@ async def test_a_client_final_call_round_trip_resumes_once(
     assert len(model.requests) == calls_before + 1
 
 
+async def test_client_tools_are_handed_back_as_tool_calls(client: AsyncOpenAI) -> None:
+    weather = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The weather in a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+    completion = await client.chat.completions.create(
+        model="aptix-general",
+        messages=[{"role": "user", "content": "what is the weather"}],
+        tools=[weather],  # type: ignore[list-item]
+    )
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.tool_calls is not None
+    assert choice.message.tool_calls[0].function.name == "get_weather"
+
+
 async def test_a_conversation_continues_by_its_prefix(
     client: AsyncOpenAI, model: FunctionModel
 ) -> None:

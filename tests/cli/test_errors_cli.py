@@ -76,6 +76,7 @@ INVALID = {
     "APTIX_REDIS_URL": "ftp://user:secret@host",
     "APTIX_REDIS_KEY_PREFIX": "",
     "APTIX_LIMITS_WHEN_REDIS_DOWN": "sometimes",
+    "APTIX_OPENAI_CLIENT_TOOLS": "maybe",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -44,6 +45,7 @@ from aptix.sessions.manager import SessionManager
 from aptix.sessions.models import AgentSession
 from aptix.telemetry import CAPPED_EVENT, HAND_OFF_EVENT, NO_TRACING, Tracing
 from aptix.telemetry import hand_off_attributes as _hand_off_attributes
+from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext, context_for
 from aptix.tools.executor import AgentToolExecutor
 
@@ -194,6 +196,16 @@ class AgentReasoner:
             return prepared.replay
         assert prepared.turn is not None
         return await self._drive(prepared.turn, prepared.history, on_event)
+
+    def with_client_tools(self, tools: Sequence[type[AgentTool]]) -> AgentReasoner:
+        """A shallow copy (sharing running turns) also offering one client's ``tools``.
+
+        While a workflow is active, its permitted tools decide whether they are offered and run.
+        """
+        other, offered, names = copy.copy(self), self._offered, [t.TOOL_NAME for t in tools]
+        other._executor = self._executor.with_client_tools(tools)
+        other._offered = lambda flow, mode_tools, org: offered(flow, [*mode_tools, *names], org)
+        return other
 
     def cancel(self, turn_id: str) -> bool:
         """Cancel the task running ``turn_id`` in this process; False when none does."""

@@ -19,7 +19,7 @@ from aptix.results import InvokeResult
 from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolExecutionContext
 
-__all__ = ["ClientToolSpec", "client_tool_class"]
+__all__ = ["ClientToolSpec", "client_tool_class", "client_tool_classes"]
 
 _NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
 

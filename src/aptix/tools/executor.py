@@ -70,10 +70,23 @@ class AgentToolExecutor:
         """The registry calls are resolved against."""
         return self._registry
 
-    def with_registry(self, registry: AgentToolRegistry) -> AgentToolExecutor:
-        """This executor resolving calls against ``registry`` (a request's client tools)."""
+    def with_client_tools(self, tools: Sequence[type[AgentTool]]) -> AgentToolExecutor:
+        """A copy of this executor that also knows ``tools``, declared by one request's client.
+
+        The guard still decides while a workflow is active (its permitted tools); otherwise
+        the client's own tools pass, as the client offered them for this request.
+        """
         other = copy.copy(self)
-        other._registry = registry
+        other._registry = self._registry.with_client_tools(tools)
+        names = {t.TOOL_NAME.casefold() for t in tools}
+        inner = self._guard
+
+        def guard(tool: AgentTool, context: AgentToolExecutionContext) -> str | None:
+            if tool.TOOL_NAME.casefold() in names and not context.active_workflow_id:
+                return None
+            return inner(tool, context) if inner is not None else None
+
+        other._guard = guard
         return other
 
     def set_timeout(self, name: str, seconds: float) -> None:

@@ -43,10 +43,11 @@ from aptix.api.routes.agent import NO_MODEL
 from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody
 from aptix.api.storable_json import StorableJSONResponse
-from aptix.errors import AptixError
+from aptix.errors import AptixError, ToolContractError
 from aptix.reasoner import AgentReasoner, TurnEvent, TurnResult
 from aptix.runtime import Runtime
 from aptix.sessions.fingerprints import ConversationFingerprints
+from aptix.tools.client import ClientToolSpec, client_tool_classes
 
 router = APIRouter(tags=["openai"])
 
@@ -122,6 +123,7 @@ async def create_chat_completion(
     session_id, instruction = await _session_for(
         runtime, caller, fingerprints, ask, body.model, mode, x_aptix_session
     )
+    reasoner = _with_client_tools(reasoner, body, runtime)
     prepared = await reasoner.prepare(
         session_id=session_id,
         org=caller.org,
@@ -164,6 +166,26 @@ async def create_chat_completion(
         )
     await remember(result)
     return StorableJSONResponse(completion_body(result, completion_id), headers=headers)
+
+
+def _with_client_tools(
+    reasoner: AgentReasoner, body: ChatCompletionRequest, runtime: Runtime
+) -> AgentReasoner:
+    """The reasoner for this request: with the client's ``tools``, unless the setting is off."""
+    if not body.tools or not runtime.settings.openai_client_tools:
+        return reasoner
+    specs = [
+        ClientToolSpec(
+            t.function.name,
+            t.function.description or "",
+            t.function.parameters or {"type": "object", "properties": {}, "required": []},
+        )
+        for t in body.tools
+    ]
+    try:
+        return reasoner.with_client_tools(client_tool_classes(specs))
+    except ToolContractError as exc:
+        raise ApiError(400, str(exc), "invalid_request_error") from exc
 
 
 async def _session_for(
