@@ -70,10 +70,6 @@ async def test_a_deployment_wide_workflow_has_no_etag(http: Http) -> None:
 @pytest.mark.parametrize(
     ("tool", "if_match", "arguments", "message"),
     [
-        ("agent_calculator", '"1"', {"expression": "1+1"}, "takes no If-Match"),
-        ("agent_workflow_authoring", 'W/"1"', {"operation": "get_workflow"}, "one entity tag"),
-        ("agent_workflow_authoring", '"1", "2"', {"operation": "get_workflow"}, "one entity tag"),
-        ("agent_workflow_authoring", "<script>", {"operation": "get_workflow"}, "one entity tag"),
         (
             "agent_workflow_authoring",
             '"1"',
@@ -92,3 +88,27 @@ async def test_a_bad_if_match_is_a_400_in_the_envelope(
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["code"] == "bad_request"
     assert message in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("if_match", ['W/"1"', '"1", "2"', "<script>", "null"])
+async def test_an_if_match_that_is_not_one_strong_tag_is_refused_by_the_schema(
+    http: Http, if_match: str
+) -> None:
+    answer = await http("k-admin").post(
+        "/v1/tools/agent_workflow_authoring/invoke",
+        json={"arguments": {"operation": "get_workflow"}},
+        headers={"If-Match": if_match},
+    )
+    assert answer.status_code == 422, answer.text
+    assert "if-match" in answer.json()["error"]["message"].lower()
+
+
+async def test_if_match_on_a_tool_without_revisions_fails_the_precondition(http: Http) -> None:
+    answer = await http("k-admin").post(
+        "/v1/tools/agent_calculator/invoke",
+        json={"arguments": {"expression": "1+1"}},
+        headers={"If-Match": '"1"'},
+    )
+    assert answer.status_code == 412, answer.text
+    assert answer.json()["error"]["code"] == "precondition_failed"
+    assert "has no revisions" in answer.json()["error"]["message"]

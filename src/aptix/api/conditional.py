@@ -45,7 +45,13 @@ def apply_if_match(name: str, conditional: bool, arguments: str, if_match: str |
     if if_match is None or if_match.strip() == "*":
         return arguments
     if not conditional:
-        raise ApiError(400, f"The tool '{name}' takes no If-Match: it has no revisions.")
+        # No revision, so no entity tag can match (RFC 9110 §13.1.1): the precondition fails.
+        raise ApiError(
+            412,
+            f"The tool '{name}' has no revisions, so If-Match cannot match; send it only to "
+            "tools that take 'expectedRevision'.",
+            "precondition_failed",
+        )
     matched = _TAG.fullmatch(if_match)
     if matched is None:
         raise ApiError(

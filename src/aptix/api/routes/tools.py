@@ -46,7 +46,13 @@ async def invoke_tool(
     body: InvokeRequest,
     runtime: RuntimeDep,
     caller: CallerDep,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: Annotated[
+        str | None,
+        Header(
+            pattern=r'^\s*(\*|"\d{1,9}")\s*$',
+            description='The revision a change is based on, as its ETag (`"7"`), or `*`.',
+        ),
+    ] = None,
 ) -> JSONResponse:
     """Run one tool as the caller; a tool's own failure is a 200 with ``successful: false``.
 

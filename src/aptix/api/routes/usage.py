@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 
 from aptix.api.errors import ApiError
 from aptix.api.routes.deps import CallerDep, RuntimeDep
+from aptix.api.schemas import ErrorBody
 from aptix.quotas.usage import today
 
 router = APIRouter(tags=["usage"])
@@ -16,12 +17,19 @@ router = APIRouter(tags=["usage"])
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-@router.get("/v1/usage")
+@router.get(
+    "/v1/usage",
+    responses={403: {"model": ErrorBody, "description": "The caller's key is not an admin's."}},
+)
 async def get_usage(
     runtime: RuntimeDep,
     caller: CallerDep,
     day: Annotated[
-        str | None, Query(description="UTC day as YYYY-MM-DD (default: today).", max_length=10)
+        str | None,
+        Query(
+            description="UTC day as YYYY-MM-DD (default: today).",
+            pattern=r"^\d{4}-\d{2}-\d{2}$",
+        ),
     ] = None,
 ) -> Any:
     """Model tokens and calls of the caller's org on one UTC day, per API key."""
