@@ -47,6 +47,14 @@ class ToolRunner:
         self._tracing = tracing
         self._tool_names = tool_names
 
+    def using(
+        self, executor: AgentToolExecutor, tool_names: Callable[[AgentSession], list[str]]
+    ) -> ToolRunner:
+        """A runner with the same services on another executor (a request's client tools)."""
+        return ToolRunner(
+            executor, self._sessions, self._modes, self._logger, self._tracing, tool_names
+        )
+
     def idempotent(self, name: str) -> bool:
         """Whether ``name``'s calls may run again after a crash left their outcome unknown."""
         tool_cls = self._executor.registry.get_tool_type(name)

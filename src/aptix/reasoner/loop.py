@@ -205,6 +205,7 @@ class AgentReasoner:
         other, offered, names = copy.copy(self), self._offered, [t.TOOL_NAME for t in tools]
         other._executor = self._executor.with_client_tools(tools)
         other._offered = lambda flow, mode_tools, org: offered(flow, [*mode_tools, *names], org)
+        other._tools = self._tools.using(other._executor, other._tool_names)
         return other
 
     def cancel(self, turn_id: str) -> bool:
