@@ -32,8 +32,10 @@ def answer(body: dict[str, Any]) -> LlmResponse:
     if last["role"] == "tool":
         return reply(f"Thanks, the tool said {last['content']}.")
     text = str(last["content"])
-    if "approve" in text:
-        return reply(None, call("request_user_approval", {"prompt": "Deploy now?"}))
+    if "weather" in text and any(
+        t["function"]["name"] == "get_weather" for t in body.get("tools") or ()
+    ):
+        return reply(None, call("get_weather", {"city": "Oslo"}))
     return reply(f"echo: {text.splitlines()[-1]}")
 
 
