@@ -293,6 +293,7 @@ class OtelTracing(Tracing):
         """The ``chat`` span around one model call."""
         from opentelemetry.trace import SpanKind
 
+        model = getattr(model, "inner", model)  # a wrapper (the token meter) names its model
         name = getattr(model, "model", None) or type(model).__name__
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
