@@ -81,6 +81,7 @@ async def test_a_model_turn_gets_a_failed_call_and_the_session_is_free(
     model.add(reply(None, call(name, {}, id="x1")), reply("It failed."), reply("Next."))
     reasoner = tooled.reasoner(model)
     reasoner._offered = lambda _w, tools, _o: [*tools, name]
+    tooled.executor._guard = None  # offered here, not by the mode
     session = (await tooled.services.sessions.create_session(org="acme", user="ann")).result
     assert session is not None
     done = await reasoner.execute(session_id=session.id, org="acme", user="ann", instruction="go")

@@ -194,6 +194,7 @@ def settle_client_results(record: TurnRecord, results: Sequence[ToolResultInput]
     is ``denied``, or ``approved`` and at once ``started``: that state is stored by this
     same transaction before the call runs, so a crash while it runs never runs it twice.
     """
+    _legacy(record)
     entries = {e["callId"]: e for e in record.tool_calls}
     for result in results:
         entry = entries[result.call_id]
@@ -215,6 +216,7 @@ def settle_client_results(record: TurnRecord, results: Sequence[ToolResultInput]
 
 def calls_to_run(record: TurnRecord) -> list[dict[str, Any]]:
     """Calls ``started`` on record that have not run yet in this process (approved, retried)."""
+    _legacy(record)
     answered = {m.get("tool_call_id") for m in record.messages if m.get("role") == "tool"}
     return [e for e in record.tool_calls if e["state"] == "started" and e["callId"] not in answered]
 
@@ -226,6 +228,7 @@ def recover(record: TurnRecord) -> None:
     only when its tool said it is idempotent. The others keep ``unknown``, and the model is
     told they were not repeated.
     """
+    _legacy(record)
     retry = {
         e["callId"]
         for e in record.tool_calls
@@ -252,6 +255,7 @@ def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", 
     still waiting for the client or an approval did not run. Afterwards the turn's
     messages replay whole: each call of each model message has its tool message.
     """
+    _legacy(record)
     for entry in record.tool_calls:
         state = entry["state"]
         if state in FINAL:
@@ -311,6 +315,7 @@ def end(record: TurnRecord, status: TurnStatus, warning: str | None = None) -> N
 
 def stopped_by_cancel(record: TurnRecord, in_thread: Callable[[str], bool]) -> None:
     """Calls still running when this process cancelled the turn: stopped, or left running."""
+    _legacy(record)
     for entry in record.tool_calls:
         if entry["state"] != "started":
             continue
@@ -335,6 +340,21 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
     ours.warnings.extend(w for w in stored.warnings if w not in ours.warnings)
     close_dangling(ours, "ended")
     return ours
+
+
+def _legacy(record: TurnRecord) -> None:
+    """Give a state to the calls of a turn stored before the ledger existed."""
+    for entry in record.tool_calls:
+        if "state" in entry:
+            continue
+        if "clientResult" in entry:
+            state = "failed" if entry.get("clientError") else "succeeded"
+        elif entry.get("wasExecuted"):
+            state = "awaiting_client" if entry.get("requiresClientExecution") else "succeeded"
+        else:
+            state = "failed"
+        entry["state"] = state
+        entry["outcome"] = state if state in FINAL else "pending"
 
 
 def _fields(call: AgentToolCall) -> dict[str, Any]:
