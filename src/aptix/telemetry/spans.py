@@ -1,38 +1,15 @@
-"""OpenTelemetry traces of turns, model calls and tool calls (DESIGN.md §12).
-
-With ``APTIX_OTEL=true`` and the ``otel`` extra, every turn is an ``invoke_agent`` span, every
-model call a ``chat`` span and every tool call an ``execute_tool`` span below it, with the
-attributes of the OpenTelemetry GenAI semantic conventions (``gen_ai.*``; the conversation is
-the session) plus the mode and active workflow. Calls that are refused, and calls handed to
-the client, are span events. Behind the HTTP API a turn's span is a child of the request's
-server span, which FastAPI's own telemetry makes and which continues an incoming
-``traceparent``. The tracer provider follows the standard ``OTEL_*`` variables
-(``OTEL_TRACES_EXPORTER``, ``OTEL_EXPORTER_OTLP_*``, ``OTEL_SERVICE_NAME``...).
-
-Without it, :data:`NO_TRACING` stands in: its spans are one shared object whose methods do
-nothing, the tool executor is the plain one, and OpenTelemetry's SDK is never imported.
-
-Telemetry is infrastructure: it reads turns, results and calls through the structural
-protocols below and imports neither ``aptix.reasoner`` nor ``aptix.tools``; the traced
-executor lives in :mod:`aptix.tools.traced`.
-"""
+"""The span handles and tracers of Aptix's OpenTelemetry traces (see :mod:`aptix.telemetry`)."""
 
 from __future__ import annotations
 
 import contextlib
-import os
+import importlib.metadata
 from collections.abc import Iterator, Sequence
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from aptix.errors import ConfigurationError
-
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Span, Tracer, TracerProvider
-
-    from aptix.settings import AptixSettings
 
 __all__ = [
     "CAPPED_EVENT",
@@ -42,8 +19,8 @@ __all__ = [
     "OtelTracing",
     "SpanHandle",
     "Tracing",
-    "open_tracing",
-    "span_exporters",
+    "hand_off_attributes",
+    "refusal_attributes",
 ]
 
 
@@ -244,6 +221,14 @@ class _OtelSpan(SpanHandle):
         self.span.set_status(Status(StatusCode.ERROR, message))
 
 
+def _version() -> str:
+    """The installed version, as ``aptix.__version__`` (read here: telemetry is below the root)."""
+    try:
+        return importlib.metadata.version("aptix")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 class OtelTracing(Tracing):
     """Spans through an OpenTelemetry tracer (from ``provider``, or the global one).
 
@@ -255,12 +240,10 @@ class OtelTracing(Tracing):
     def __init__(self, provider: TracerProvider | None = None, *, owned: bool = False) -> None:
         from opentelemetry import trace
 
-        from aptix import __version__
-
         self._trace = trace
         self._provider = provider
         self._owned = owned
-        self.tracer: Tracer = trace.get_tracer("aptix", __version__, tracer_provider=provider)
+        self.tracer: Tracer = trace.get_tracer("aptix", _version(), tracer_provider=provider)
 
     @property
     def provider(self) -> TracerProvider:
@@ -371,81 +354,3 @@ def hand_off_attributes(calls: Sequence[TracedCall]) -> dict[str, Any]:
         "gen_ai.tool.name": [c.name for c in calls],
         "gen_ai.tool.call.id": [c.call_id for c in calls],
     }
-
-
-#: ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`` -> the exporter's entry-point name.
-_OTLP_BY_PROTOCOL = {"http/protobuf": "otlp_proto_http", "grpc": "otlp_proto_grpc"}
-
-
-def span_exporters(environ: dict[str, str] | os._Environ[str] = os.environ) -> list[SpanExporter]:
-    """The exporters ``OTEL_TRACES_EXPORTER`` names (default ``otlp``; ``none``: no export).
-
-    Names are looked up in the ``opentelemetry_traces_exporter`` entry points, as the SDK's
-    own configurator does (``console``, ``otlp_proto_http``, and any installed exporter).
-    ``otlp`` follows ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL``, ``http/protobuf`` by default
-    as the specification says (the ``otel`` extra ships the HTTP exporter; ``grpc`` needs
-    ``opentelemetry-exporter-otlp-proto-grpc``). Each exporter reads its own variables
-    (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``..._HEADERS``, ``..._TIMEOUT``...).
-    """
-    names = [n.strip() for n in environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")]
-    if names == ["none"]:
-        return []
-    available = {e.name: e for e in entry_points(group="opentelemetry_traces_exporter")}
-    exporters: list[SpanExporter] = []
-    for name in filter(None, names):
-        if name == "otlp":
-            protocol = (
-                environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-                or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-                or "http/protobuf"
-            ).strip()
-            if protocol not in _OTLP_BY_PROTOCOL:
-                raise ConfigurationError(
-                    f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported.",
-                    hint="use http/protobuf (or grpc with opentelemetry-exporter-otlp-proto-grpc)",
-                )
-            name = _OTLP_BY_PROTOCOL[protocol]
-        found = available.get(name)
-        if found is None:
-            raise ConfigurationError(
-                f"OTEL_TRACES_EXPORTER names {name!r}, which is not installed.",
-                hint=f"installed: {', '.join(sorted(available)) or 'none'}; or install its package",
-            )
-        exporters.append(found.load()())
-    return exporters
-
-
-def open_tracing(settings: AptixSettings, *, owned: bool = True) -> Tracing:
-    """:data:`NO_TRACING`, or with ``APTIX_OTEL=true`` an :class:`OtelTracing`.
-
-    An SDK tracer provider already installed (``opentelemetry-instrument``, an embedding
-    application) is used as it is. Otherwise one is made as the standard variables say:
-    ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES`` (service name ``aptix`` when neither
-    names one), ``OTEL_TRACES_SAMPLER``, ``OTEL_BSP_*`` and the exporters of
-    :func:`span_exporters`. ``owned``: the runtime shuts it down when it closes.
-    """
-    if not settings.otel:
-        return NO_TRACING
-    try:
-        from opentelemetry import trace
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    except ImportError:
-        raise ConfigurationError(
-            "APTIX_OTEL=true needs OpenTelemetry, which is not installed.",
-            hint="pip install 'aptix[otel]', or unset APTIX_OTEL",
-        ) from None
-    current = trace.get_tracer_provider()
-    if isinstance(current, SdkTracerProvider):
-        return OtelTracing(current)
-    named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get(
-        "OTEL_RESOURCE_ATTRIBUTES", ""
-    )
-    provider = SdkTracerProvider(
-        resource=Resource.create({} if named else {"service.name": "aptix"})
-    )
-    for exporter in span_exporters():
-        provider.add_span_processor(BatchSpanProcessor(exporter))
-    # Not installed globally: an embedding application's own providers are left alone.
-    return OtelTracing(provider, owned=owned)

@@ -1,0 +1,95 @@
+"""The tracer provider and its exporters, made as the standard ``OTEL_*`` variables say."""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
+
+from aptix.errors import ConfigurationError
+from aptix.telemetry.spans import NO_TRACING, OtelTracing, Tracing
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    from aptix.settings import AptixSettings
+
+__all__ = ["open_tracing", "span_exporters"]
+
+
+#: ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`` -> the exporter's entry-point name.
+_OTLP_BY_PROTOCOL = {"http/protobuf": "otlp_proto_http", "grpc": "otlp_proto_grpc"}
+
+
+def span_exporters(environ: dict[str, str] | os._Environ[str] = os.environ) -> list[SpanExporter]:
+    """The exporters ``OTEL_TRACES_EXPORTER`` names (default ``otlp``; ``none``: no export).
+
+    Names are looked up in the ``opentelemetry_traces_exporter`` entry points, as the SDK's
+    own configurator does (``console``, ``otlp_proto_http``, and any installed exporter).
+    ``otlp`` follows ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL``, ``http/protobuf`` by default
+    as the specification says (the ``otel`` extra ships the HTTP exporter; ``grpc`` needs
+    ``opentelemetry-exporter-otlp-proto-grpc``). Each exporter reads its own variables
+    (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``..._HEADERS``, ``..._TIMEOUT``...).
+    """
+    names = [n.strip() for n in environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")]
+    if names == ["none"]:
+        return []
+    available = {e.name: e for e in entry_points(group="opentelemetry_traces_exporter")}
+    exporters: list[SpanExporter] = []
+    for name in filter(None, names):
+        if name == "otlp":
+            protocol = (
+                environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+                or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+                or "http/protobuf"
+            ).strip()
+            if protocol not in _OTLP_BY_PROTOCOL:
+                raise ConfigurationError(
+                    f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported.",
+                    hint="use http/protobuf (or grpc with opentelemetry-exporter-otlp-proto-grpc)",
+                )
+            name = _OTLP_BY_PROTOCOL[protocol]
+        found = available.get(name)
+        if found is None:
+            raise ConfigurationError(
+                f"OTEL_TRACES_EXPORTER names {name!r}, which is not installed.",
+                hint=f"installed: {', '.join(sorted(available)) or 'none'}; or install its package",
+            )
+        exporters.append(found.load()())
+    return exporters
+
+
+def open_tracing(settings: AptixSettings, *, owned: bool = True) -> Tracing:
+    """:data:`NO_TRACING`, or with ``APTIX_OTEL=true`` an :class:`OtelTracing`.
+
+    An SDK tracer provider already installed (``opentelemetry-instrument``, an embedding
+    application) is used as it is. Otherwise one is made as the standard variables say:
+    ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES`` (service name ``aptix`` when neither
+    names one), ``OTEL_TRACES_SAMPLER``, ``OTEL_BSP_*`` and the exporters of
+    :func:`span_exporters`. ``owned``: the runtime shuts it down when it closes.
+    """
+    if not settings.otel:
+        return NO_TRACING
+    try:
+        from opentelemetry import trace
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise ConfigurationError(
+            "APTIX_OTEL=true needs OpenTelemetry, which is not installed.",
+            hint="pip install 'aptix[otel]', or unset APTIX_OTEL",
+        ) from None
+    current = trace.get_tracer_provider()
+    if isinstance(current, SdkTracerProvider):
+        return OtelTracing(current)
+    named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get(
+        "OTEL_RESOURCE_ATTRIBUTES", ""
+    )
+    provider = SdkTracerProvider(
+        resource=Resource.create({} if named else {"service.name": "aptix"})
+    )
+    for exporter in span_exporters():
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    # Not installed globally: an embedding application's own providers are left alone.
+    return OtelTracing(provider, owned=owned)
