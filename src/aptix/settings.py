@@ -10,7 +10,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Literal, NamedTuple
+from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import BeforeValidator, Field, SecretStr, field_validator
@@ -24,6 +24,7 @@ from pydantic_settings import (
 )
 
 from aptix.errors import ConfigurationError
+from aptix.settings_keys import ROLES, KeyOwner, parse_api_keys
 from aptix.settings_mcp import McpServerConfig
 
 __all__ = [
@@ -34,19 +35,6 @@ __all__ = [
     "load_settings",
     "unknown_variables",
 ]
-
-#: API key roles, weakest first: ``user`` runs tools, ``author`` also drafts, updates and
-#: validates workflows, ``admin`` also publishes, deprecates, disables and removes them.
-ROLES = ("user", "author", "admin")
-
-
-class KeyOwner(NamedTuple):
-    """Who an API key belongs to, and what it may do."""
-
-    org: str
-    user: str
-    role: str = "user"
-
 
 SETTINGS_HINT = "fix the variable (or the same key in aptix.toml); docs/settings.md lists them all"
 
@@ -319,34 +307,9 @@ class AptixSettings(BaseSettings):
 
     def api_key_map(self) -> dict[str, KeyOwner]:
         """``APTIX_API_KEYS`` parsed into key -> (org, user, role); ValueError when malformed."""
-        if self.api_keys is None or not self.api_keys.get_secret_value().strip():
+        if self.api_keys is None:
             return {}
-        keys: dict[str, KeyOwner] = {}
-        positions: dict[str, int] = {}
-        for index, item in enumerate(self.api_keys.get_secret_value().split(","), 1):
-            key, _, who = item.strip().partition("=")
-            org, _, rest = who.partition(":")
-            user, _, role = rest.partition(":")
-            if not key or not org or not user:
-                raise ValueError(
-                    f"APTIX_API_KEYS entry #{index} must look like 'key=org:user' or "
-                    "'key=org:user:role'."
-                )
-            role = role.strip() or "user"
-            if role not in ROLES:
-                raise ValueError(
-                    f"APTIX_API_KEYS entry #{index} has the unknown role '{role}'; "
-                    f"use one of: {', '.join(ROLES)}."
-                )
-            if key in positions:
-                # Which owner would win is a guess: refuse, naming positions, never the key.
-                raise ValueError(
-                    f"APTIX_API_KEYS entry #{index} repeats the key of entry "
-                    f"#{positions[key]}; list each key once."
-                )
-            positions[key] = index
-            keys[key] = KeyOwner(org, user, role)
-        return keys
+        return parse_api_keys(self.api_keys.get_secret_value())
 
     @property
     def model_configured(self) -> bool:
