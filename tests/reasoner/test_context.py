@@ -247,7 +247,7 @@ def test_tiktoken_counts_when_its_encoding_file_is_on_disk(
 ) -> None:
     import hashlib
 
-    from aptix.reasoner import context as context_module
+    from aptix.reasoner import tokens as tokens_module
 
     class _Encoding:
         name = "cl100k_base"
@@ -263,7 +263,7 @@ def test_tiktoken_counts_when_its_encoding_file_is_on_disk(
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     data = b"the encoding file"
     (tmp_path / "9b5ad71b2ce5302211f9c61530b329a4922fc6a4").write_bytes(data)
-    monkeypatch.setattr(context_module, "_CL100K_SHA256", hashlib.sha256(data).hexdigest())
+    monkeypatch.setattr(tokens_module, "_CL100K_SHA256", hashlib.sha256(data).hexdigest())
     counter = default_counter.__wrapped__()
     assert counter.name == "tiktoken:cl100k_base"
     assert counter.count("three little words") == 3

@@ -3,29 +3,21 @@
 Earlier turns are dropped whole, oldest first, so a tool result never loses its call; the
 system message (with the boot message inside it) and the current turn are always sent. With
 the ``summarize`` strategy the model writes a summary of what is dropped; it is stored on the
-turn that needed it and reused by later turns until more has to go.
-
-Tokens are counted with ``tiktoken`` (the ``tokens`` extra) when its ``cl100k_base`` encoding
-file is already on disk, and with :class:`EstimatedTokens` otherwise. tiktoken's wheel does
-not ship its encodings and would download them on first use; Aptix never lets it: put the
-file in ``TIKTOKEN_CACHE_DIR`` beforehand to count exactly.
+turn that needed it and reused by later turns until more has to go. Tokens are counted as
+:mod:`aptix.reasoner.tokens` says.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import importlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from aptix.errors import AptixError, LlmError
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message
 from aptix.reasoner.record import OPEN, TurnRecord
+from aptix.reasoner.tokens import EstimatedTokens, TokenCounter, default_counter
 
 __all__ = [
     "ContextBudget",
@@ -44,8 +36,6 @@ ContextStrategy = Literal["drop", "summarize"]
 MESSAGE_OVERHEAD = 4
 REPLY_PRIMING = 3
 
-_CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
-_CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 _SUMMARY_HEADING = "# Summary of the earlier conversation (older turns were left out to fit)"
 _SUMMARY_INSTRUCTIONS = (
     "You condense a conversation between a user and an assistant for the assistant's own later "
@@ -69,77 +59,6 @@ def _remember(cache: dict[Any, int], key: Any, cost: int) -> None:
 
 class ContextOverflowError(AptixError):
     """The current turn alone does not fit the context budget."""
-
-
-class TokenCounter(Protocol):
-    """Counts the tokens of a text."""
-
-    @property
-    def name(self) -> str:
-        """What counts: ``estimate`` or ``tiktoken:<encoding>``."""
-        ...
-
-    def count(self, text: str) -> int:
-        """The number of tokens in ``text``."""
-        ...
-
-
-class EstimatedTokens:
-    """A deliberately pessimistic estimate: one token per 3 bytes of UTF-8.
-
-    BPE tokenizers such as cl100k_base average about 4 bytes per token on English prose and
-    fewer on code, numbers, JSON and non-Latin scripts (a CJK character is 3 bytes and about
-    one token), so dividing by 3 overestimates most text and keeps requests inside a real
-    model's window at the price of some unused budget.
-    """
-
-    name = "estimate"
-
-    def count(self, text: str) -> int:
-        """The estimated number of tokens in ``text``."""
-        return -(-len(text.encode("utf-8")) // 3)
-
-
-class TiktokenTokens:
-    """Exact counts with a tiktoken encoding."""
-
-    def __init__(self, encoding: Any) -> None:
-        self._encoding = encoding
-        self.name = f"tiktoken:{encoding.name}"
-        # Earlier turns are counted again on every request: remember recent texts.
-        self._cached: Callable[[str], int] = functools.lru_cache(maxsize=4096)(self._count)
-
-    def _count(self, text: str) -> int:
-        return len(self._encoding.encode_ordinary(text))
-
-    def count(self, text: str) -> int:
-        """The number of tokens in ``text``."""
-        return self._cached(text)
-
-
-@functools.cache
-def default_counter() -> TokenCounter:
-    """The tiktoken cl100k_base counter when installed with its file, else the estimate."""
-    try:
-        tiktoken = importlib.import_module("tiktoken")  # the optional ``tokens`` extra
-    except ImportError:
-        return EstimatedTokens()
-    cache_dir = (
-        os.environ.get("TIKTOKEN_CACHE_DIR")
-        or os.environ.get("DATA_GYM_CACHE_DIR")
-        or os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    )
-    # tiktoken's own cache layout: the file is named after the SHA-1 of its URL. Only a file
-    # that is there and intact is used; anything else would make tiktoken download it.
-    path = os.path.join(cache_dir, hashlib.sha1(_CL100K_URL.encode()).hexdigest())
-    try:
-        with open(path, "rb") as handle:
-            intact = hashlib.sha256(handle.read()).hexdigest() == _CL100K_SHA256
-    except OSError:
-        return EstimatedTokens()
-    if not intact:
-        return EstimatedTokens()
-    return TiktokenTokens(tiktoken.get_encoding("cl100k_base"))
 
 
 @dataclass(frozen=True, slots=True)
