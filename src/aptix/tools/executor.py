@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -18,6 +18,16 @@ from aptix.tools.base import AgentTool
 from aptix.tools.bulkhead import BULKHEADS
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
 from aptix.tools.registry import AgentToolRegistry
+from aptix.tools.stepping import (
+    ABANDONED,
+    ESCAPES,
+    STOP_GRACE,
+    Raised,
+    Resumed,
+    cancel_requested,
+    contained,
+    forget,
+)
 
 __all__ = ["GENERIC_FAILURE", "AgentToolExecutor", "CallGuard", "CallOutcome"]
 
@@ -30,9 +40,6 @@ CallGuard = Callable[[AgentTool, AgentToolExecutionContext], str | None]
 #: How a call the executor was given ended (``AgentToolCall.outcome``). ``abandoned``: it
 #: was left running at its time limit (a thread cannot be stopped) and may still complete.
 CallOutcome = Literal["succeeded", "failed", "timed_out", "abandoned"]
-
-#: Raised by a tool, these are the tool's failure, not the server's: they never escape.
-_ESCAPES = (SystemExit, KeyboardInterrupt, GeneratorExit)
 
 
 class AgentToolExecutor:
@@ -135,7 +142,7 @@ class AgentToolExecutor:
             started = await self._finish(tool, work, context, limit, in_thread=True)
         else:
             started = self._start(tool, call.arguments_json, context)
-            if type(started) is _Resumed:
+            if type(started) is Resumed:
                 started = await self._continue(tool, started, context, limit)
         if (
             limit is not None
@@ -209,10 +216,10 @@ class AgentToolExecutor:
         """
         try:
             coro = tool.execute(arguments_json, context)
-            return _Resumed(coro, coro.send(None))
+            return Resumed(coro, coro.send(None))
         except StopIteration as stop:
             return stop.value
-        except (Exception, asyncio.CancelledError, *_ESCAPES) as exc:
+        except (Exception, asyncio.CancelledError, *ESCAPES) as exc:
             # No cancellation reaches a coroutine between two suspensions: a CancelledError
             # here is the tool's own.
             return self._crashed(tool, exc, context)
@@ -227,8 +234,8 @@ class AgentToolExecutor:
         in_thread: bool = False,
     ) -> Any:
         # A task of its own, so the limit holds even when the tool swallows cancellation;
-        # ``_contained`` keeps SystemExit out of the task (asyncio re-raises it from the loop).
-        task = asyncio.ensure_future(_contained(work))
+        # ``contained`` keeps SystemExit out of the task (asyncio re-raises it from the loop).
+        task = asyncio.ensure_future(contained(work))
         try:
             done, _ = await asyncio.wait((task,), timeout=limit)
         except asyncio.CancelledError:
@@ -238,7 +245,7 @@ class AgentToolExecutor:
         if not done:
             task.cancel()
             if not in_thread:  # a coroutine usually stops at once; a thread never does
-                await asyncio.wait((task,), timeout=_STOP_GRACE)
+                await asyncio.wait((task,), timeout=STOP_GRACE)
             if in_thread or not task.done():
                 self._abandon(task)
                 return self._abandoned(tool, context, limit or 0)
@@ -248,7 +255,7 @@ class AgentToolExecutor:
         error = task.exception()
         if error is None:
             value = task.result()
-            if type(value) is _Raised:
+            if type(value) is Raised:
                 return self._crashed(tool, value.error, context)
             return value
         return self._crashed(tool, error, context)
@@ -256,7 +263,7 @@ class AgentToolExecutor:
     async def _continue(
         self,
         tool: AgentTool,
-        resumed: _Resumed,
+        resumed: Resumed,
         context: AgentToolExecutionContext,
         limit: float | None,
     ) -> Any:
@@ -279,12 +286,12 @@ class AgentToolExecutor:
                 return self._abandoned(tool, context, limit or 0)
             return self._timed_out(tool, context, limit or 0, "did not finish")
         except asyncio.CancelledError as exc:
-            if _cancel_requested():
+            if cancel_requested():
                 raise  # the caller's cancellation (a cancelled turn) goes on
             return self._crashed(tool, exc, context)
-        except (Exception, *_ESCAPES) as exc:
+        except (Exception, *ESCAPES) as exc:
             return self._crashed(tool, exc, context)
-        if value is _ABANDONED:
+        if value is ABANDONED:
             return self._abandoned(tool, context, limit)
         return value
 
@@ -306,7 +313,7 @@ class AgentToolExecutor:
 
     def _abandon(self, task: asyncio.Future[Any]) -> None:
         self._stray.add(task)
-        task.add_done_callback(_forget(self._stray))
+        task.add_done_callback(forget(self._stray))
 
     def _timed_out(
         self, tool: AgentTool, context: AgentToolExecutionContext, limit: float, why: str
@@ -364,13 +371,6 @@ class AgentToolExecutor:
         return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
 
 
-#: What a continuation returns when its tool ignored the time limit and was left running.
-_ABANDONED = object()
-
-#: How long a coroutine cancelled at its time limit gets to stop before it is abandoned.
-_STOP_GRACE = 0.05
-
-
 class _Stopped:
     """A call ended by its time limit: the message for the model and the outcome."""
 
@@ -379,72 +379,6 @@ class _Stopped:
     def __init__(self, message: str, outcome: CallOutcome) -> None:
         self.message = message
         self.outcome = outcome
-
-
-class _Raised:
-    """A ``SystemExit``-like exception a tool raised, carried out of its task as a value."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-async def _contained(work: Awaitable[Any]) -> Any:
-    try:
-        return await work
-    except _ESCAPES as exc:
-        return _Raised(exc)
-
-
-def _cancel_requested() -> bool:
-    """Whether someone asked to cancel the running task (not a tool raising it itself)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
-class _Resumed:
-    """Awaitable that continues a coroutine already advanced to its first suspension point."""
-
-    __slots__ = ("_coro", "_pending", "abandon", "limit")
-
-    def __init__(self, coro: Coroutine[Any, Any, Any], pending: Any) -> None:
-        self._coro = coro
-        self._pending = pending
-        self.limit: asyncio.Timeout | None = None
-        self.abandon: Callable[[asyncio.Future[Any]], None] | None = None
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coro, to_yield = self._coro, self._pending
-        while True:
-            try:
-                sent = yield to_yield
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:  # cancellation and timeouts go to the tool first
-                try:
-                    to_yield = coro.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-                if self.limit is not None and self.abandon and self.limit.expired():
-                    # It swallowed the time limit: let it run on elsewhere, report a timeout.
-                    self.abandon(asyncio.ensure_future(_Resumed(coro, to_yield)))
-                    return _ABANDONED
-            else:
-                try:
-                    to_yield = coro.send(sent)
-                except StopIteration as stop:
-                    return stop.value
-
-
-def _forget(strays: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], None]:
-    def done(task: asyncio.Future[Any]) -> None:
-        strays.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: an abandoned tool's late failure is not an error here
-
-    return done
 
 
 def _unknown_tool_message(name: str, registry: AgentToolRegistry) -> str:
