@@ -77,6 +77,7 @@ INVALID = {
     "APTIX_REDIS_KEY_PREFIX": "",
     "APTIX_LIMITS_WHEN_REDIS_DOWN": "sometimes",
     "APTIX_OPENAI_CLIENT_TOOLS": "maybe",
+    "APTIX_MATCH_ARBITER": "sometimes",
 }
 
 

@@ -162,6 +162,24 @@ def _telemetry(tracing: Tracing) -> TelemetryConfig:
 _UNTRACED = frozenset({"/healthz", "/metrics"})
 
 
+def _headers_are_strings(document: dict[str, Any]) -> None:
+    """An optional header is absent or a string, never JSON null: say so in its schema.
+
+    FastAPI documents ``str | None`` as ``anyOf [string, null]``; a client reading that sends
+    the text ``null``, which a header's pattern then refuses.
+    """
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                schema = parameter.get("schema", {})
+                if parameter.get("in") != "header" or "anyOf" not in schema:
+                    continue
+                kept = [s for s in schema["anyOf"] if s.get("type") != "null"]
+                if len(kept) == 1:
+                    rest = {k: v for k, v in schema.items() if k != "anyOf"}
+                    parameter["schema"] = {**kept[0], **rest}
+
+
 def _operation_id(route: APIRoute) -> str:
     return to_camel(route.name)
 
@@ -196,6 +214,7 @@ class _AptixApp(FastAPI):
         for body in REQUEST_BODIES:
             if body.__name__ in schemas:
                 schemas[body.__name__] = with_pascal_case_variant(schemas[body.__name__])
+        _headers_are_strings(document)
         return document
 
     def build_middleware_stack(self) -> ASGIApp:
