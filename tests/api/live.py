@@ -37,6 +37,17 @@ def peak_rss_kib(pid: int) -> int:
     return int(re.search(r"^VmHWM:\s+(\d+) kB", status, re.M).group(1))  # type: ignore[union-attr]
 
 
+def scripted_model_env(base_url: str) -> dict[str, str]:
+    """The settings of a server whose model is a scripted one at ``base_url`` (no plugins)."""
+    return {
+        "APTIX_LLM_BASE_URL": base_url,
+        "APTIX_LLM_MODEL": "scripted",
+        "APTIX_LLM_MAX_RETRIES": "0",
+        "APTIX_LOAD_PLUGINS": "false",
+        "APTIX_SEMANTIC_MATCHING": "false",
+    }
+
+
 @contextmanager
 def serve(data_dir: Path, *args: str, **env: str) -> Iterator[str]:
     """Run ``aptix serve [args]`` until the block ends; yields its base URL."""

@@ -21,7 +21,7 @@ import pytest
 from aptix.llm.types import LlmResponse
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer
-from tests.api.live import serve
+from tests.api.live import scripted_model_env, serve
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "openai-compatible.md"
 DOC_URL = "http://127.0.0.1:8000"
@@ -44,12 +44,7 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with (
         ScriptedOpenAIServer(respond=answer) as model,
         serve(
-            tmp_path_factory.mktemp("openai-docs"),
-            APTIX_LLM_BASE_URL=model.base_url,
-            APTIX_LLM_MODEL="scripted",
-            APTIX_LLM_MAX_RETRIES="0",
-            APTIX_LOAD_PLUGINS="false",
-            APTIX_SEMANTIC_MATCHING="false",
+            tmp_path_factory.mktemp("openai-docs"), **scripted_model_env(model.base_url)
         ) as running,
     ):
         yield running

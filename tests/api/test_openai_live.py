@@ -16,7 +16,7 @@ from openai import OpenAI
 from aptix.llm.types import LlmResponse
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer
-from tests.api.live import serve
+from tests.api.live import scripted_model_env, serve
 
 HEADER = "x-aptix-session"
 
@@ -44,14 +44,7 @@ def model() -> Iterator[ScriptedOpenAIServer]:
 def client(
     model: ScriptedOpenAIServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OpenAI]:
-    env = {
-        "APTIX_LLM_BASE_URL": model.base_url,
-        "APTIX_LLM_MODEL": "scripted",
-        "APTIX_LLM_MAX_RETRIES": "0",
-        "APTIX_LOAD_PLUGINS": "false",
-        "APTIX_SEMANTIC_MATCHING": "false",
-    }
-    with serve(tmp_path_factory.mktemp("openai-live"), **env) as url:
+    with serve(tmp_path_factory.mktemp("openai-live"), **scripted_model_env(model.base_url)) as url:
         yield OpenAI(api_key="unused", base_url=f"{url}/v1", max_retries=0)
 
 

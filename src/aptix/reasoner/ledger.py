@@ -25,6 +25,7 @@ from typing import Any, Literal
 from aptix.llm.types import LlmResponse, Message, ToolCallRequest
 from aptix.reasoner.record import TurnRecord, TurnStatus
 from aptix.reasoner.result import ToolResultInput
+from aptix.reasoner.tool_batch import wire_call
 from aptix.tools.context import AgentToolCall
 
 __all__ = [
@@ -97,7 +98,7 @@ def propose(
     entries = []
     for call in calls:
         entry = {
-            **_fields(call),
+            **wire_call(call),
             "state": "proposed",
             "outcome": "pending",
             "idempotent": idempotent(call.name),
@@ -120,7 +121,7 @@ def record_outcome(entry: dict[str, Any], done: AgentToolCall, approval: bool = 
     A client-final call that prepared its hand-off waits for the client (or, for a tool
     gated by approval, for the user's answer); every other call has its outcome.
     """
-    entry.update(_fields(done))
+    entry.update(wire_call(done))
     if done.requires_client_execution and done.was_executed:
         entry["state"] = "awaiting_approval" if approval else "awaiting_client"
         entry["outcome"] = "pending"
@@ -355,19 +356,6 @@ def _legacy(record: TurnRecord) -> None:
             state = "failed"
         entry["state"] = state
         entry["outcome"] = state if state in FINAL else "pending"
-
-
-def _fields(call: AgentToolCall) -> dict[str, Any]:
-    return {
-        "callId": call.call_id,
-        "name": call.name,
-        "argumentsJson": call.arguments_json,
-        "isServerTool": call.is_server_tool,
-        "wasExecuted": call.was_executed,
-        "requiresClientExecution": call.requires_client_execution,
-        "resultJson": call.result_json,
-        "errorMessage": call.error_message,
-    }
 
 
 def _client_content(entry: dict[str, Any]) -> str:
