@@ -41,9 +41,13 @@ def _takes_revision(tool: type[AgentTool]) -> bool:
 
 
 def apply_if_match(name: str, conditional: bool, arguments: str, if_match: str | None) -> str:
-    """``arguments`` with ``If-Match``'s revision as ``expectedRevision``; 400 on bad input."""
-    if if_match is None or if_match.strip() == "*":
-        return arguments
+    """``arguments`` with ``If-Match``'s revision as ``expectedRevision``.
+
+    An If-Match that cannot match (a tool without revisions, a weak, malformed or listed tag)
+    fails its precondition: 412, as RFC 9110 §13.1.1 has it for a tag that does not match.
+    """
+    if if_match is None or if_match.strip() in ("", "*"):
+        return arguments  # an empty field states no precondition
     if not conditional:
         # No revision, so no entity tag can match (RFC 9110 §13.1.1): the precondition fails.
         raise ApiError(
@@ -55,7 +59,10 @@ def apply_if_match(name: str, conditional: bool, arguments: str, if_match: str |
     matched = _TAG.fullmatch(if_match)
     if matched is None:
         raise ApiError(
-            400, 'If-Match must be one entity tag from an ETag, like "7" (quotes included).'
+            412,
+            'If-Match cannot match: send one strong entity tag from an ETag, like "7" '
+            "(quotes included).",
+            "precondition_failed",
         )
     revision = int(matched.group(1))
     try:
@@ -63,7 +70,7 @@ def apply_if_match(name: str, conditional: bool, arguments: str, if_match: str |
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict):
-        raise ApiError(400, "The arguments must be a JSON object.")
+        return arguments  # the tool refuses them with its usual message
     given = parsed.get(EXPECTED_REVISION)
     if given is not None and given != revision:
         raise ApiError(

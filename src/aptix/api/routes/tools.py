@@ -12,7 +12,7 @@ from aptix.api.conditional import apply_if_match, etag_headers, is_conditional
 from aptix.api.errors import ApiError
 from aptix.api.responses import ToolInfo
 from aptix.api.routes.deps import CallerDep, RuntimeDep
-from aptix.api.schemas import InvokeRequest, InvokeResponse
+from aptix.api.schemas import ErrorBody, InvokeRequest, InvokeResponse
 from aptix.api.storable_json import StorableJSONResponse
 from aptix.db.outage import DATABASE_UNAVAILABLE, DatabaseUnavailable
 from aptix.tools.bulkhead import http_refusal
@@ -40,7 +40,16 @@ async def list_tools(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
     return rows
 
 
-@router.post("/{name}/invoke", response_model=InvokeResponse)
+@router.post(
+    "/{name}/invoke",
+    response_model=InvokeResponse,
+    responses={
+        412: {
+            "model": ErrorBody,
+            "description": "`If-Match` does not match the current revision, or cannot match.",
+        }
+    },
+)
 async def invoke_tool(
     name: str,
     body: InvokeRequest,
@@ -48,10 +57,7 @@ async def invoke_tool(
     caller: CallerDep,
     if_match: Annotated[
         str | None,
-        Header(
-            pattern=r'^\s*(\*|"\d{1,9}")\s*$',
-            description='The revision a change is based on, as its ETag (`"7"`), or `*`.',
-        ),
+        Header(description='The revision a change is based on, as its ETag (`"7"`), or `*`.'),
     ] = None,
 ) -> JSONResponse:
     """Run one tool as the caller; a tool's own failure is a 200 with ``successful: false``.
