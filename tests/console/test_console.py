@@ -435,7 +435,7 @@ def test_the_keyboard_reaches_navigation_then_sends_a_message(
     page.goto(f"{url}/console/#/chat")
     expect(page.locator("#chat-mode")).to_have_text("general")
     order = []
-    for _ in range(7):
+    for _ in range(8):
         page.keyboard.press("Tab")
         order.append(page.evaluate("document.activeElement.textContent.trim()"))
     assert order == [
@@ -445,6 +445,7 @@ def test_the_keyboard_reaches_navigation_then_sends_a_message(
         "Modes",
         "Workflows",
         "Authoring",
+        "Usage",
         "Sign out",
     ]
     page.keyboard.press("Tab")
