@@ -1,10 +1,10 @@
-"""Fit the shipped ranker and gate (``routing.json``) on the development set only.
+"""Fit the shipped ranker and gate (``routing.json``) on the training sets only.
 
 Run: ``python -m bench.fit_routing``. Deterministic (Newton's method from zero weights, no
-sampling but the seeded folds); it reads ``tests/workflows/matchset/messages.yaml`` and the
-evaluation catalog, never the held-out sets, and needs the ``semantic`` extra for the
-semantic configuration. ``python -m bench.workflows`` reports how the result does on folds
-and on the held-out sets.
+sampling but the seeded folds); it reads the training sets of ``tests/workflows/matchset``
+(the development catalog and messages, and the training catalogs under ``train/``), never
+the held-out sets, and needs the ``semantic`` extra for the semantic configuration.
+``python -m bench.workflows`` reports how the result does on folds and on the held-out sets.
 """
 
 from __future__ import annotations
@@ -14,23 +14,23 @@ import json
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.routing import WEIGHTS_FILE
 from aptix.workflows.matching.semantic import SemanticMatcher, load_embedder
-from bench.match_eval import collect, eval_catalog, fit_routing, placeholder, registry_for
-from tests.workflows.matchset import labelled
+from bench.match_eval import fit_routing, placeholder, set_evidence
+from tests.workflows.matchset import training_sets
 
 
 def main() -> None:
-    """Fit both configurations on every development message and write ``routing.json``."""
-    rows = labelled()
+    """Fit both configurations on every training message and write ``routing.json``."""
+    embedder = load_embedder()
     payload = {}
-    for name, matcher in (
-        ("lexical", WorkflowMatcher(model=placeholder(False))),
-        ("semantic", WorkflowMatcher(SemanticMatcher(load_embedder()), placeholder(True))),
+    for name, make in (
+        ("lexical", lambda: WorkflowMatcher(model=placeholder(False))),
+        ("semantic", lambda: WorkflowMatcher(SemanticMatcher(embedder), placeholder(True))),
     ):
-        registry_for(eval_catalog(), matcher)
-        evidence = collect(matcher, rows)
+        evidence, rows, _ = set_evidence(make, training_sets())
         payload[name] = fit_routing(evidence, rows, range(len(rows))).to_json()
     WEIGHTS_FILE.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {WEIGHTS_FILE} from {len(rows)} development messages")
+    sizes = ", ".join(f"{t.name} {len(t.rows)}" for t in training_sets())
+    print(f"wrote {WEIGHTS_FILE} from the training sets ({sizes} messages)")
 
 
 if __name__ == "__main__":

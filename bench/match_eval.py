@@ -13,7 +13,7 @@ it sees on new messages.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -32,7 +32,7 @@ from aptix.workflows.matching.routing import (
     Routing,
 )
 from aptix.workflows.registry import WorkflowRegistry
-from tests.workflows.matchset import Labelled, catalog
+from tests.workflows.matchset import Labelled, TrainingSet, catalog
 
 Matrix = NDArray[np.float64]
 
@@ -59,6 +59,9 @@ class Scores:
     top3: int = 0
     off_topic: int = 0
     rejected: int = 0
+    #: Chit-chat among the off-topic messages (the rest are near misses).
+    chat: int = 0
+    chat_rejected: int = 0
     misses: list[tuple[str, str | None, list[str]]] = field(default_factory=list)
 
     def add(self, other: Scores) -> None:
@@ -68,6 +71,8 @@ class Scores:
         self.top3 += other.top3
         self.off_topic += other.off_topic
         self.rejected += other.rejected
+        self.chat += other.chat
+        self.chat_rejected += other.chat_rejected
         self.misses += other.misses
 
     def record(self, row: Labelled, ranked: list[str]) -> None:
@@ -75,6 +80,9 @@ class Scores:
         if row.expected is None:
             self.off_topic += 1
             self.rejected += not ranked
+            if row.chat:
+                self.chat += 1
+                self.chat_rejected += not ranked
             if ranked:
                 self.misses.append((row.message, None, ranked[:3]))
             return
@@ -98,6 +106,17 @@ class Scores:
     def rejection_rate(self) -> float:
         """Share of off-topic messages that matched nothing."""
         return self.rejected / self.off_topic if self.off_topic else float("nan")
+
+    @property
+    def near_miss_rate(self) -> float:
+        """Share of near misses (off-topic, not chit-chat) that matched nothing."""
+        near = self.off_topic - self.chat
+        return (self.rejected - self.chat_rejected) / near if near else float("nan")
+
+    @property
+    def chat_rate(self) -> float:
+        """Share of chit-chat messages that matched nothing."""
+        return self.chat_rejected / self.chat if self.chat else float("nan")
 
 
 def registry_for(
@@ -125,6 +144,29 @@ def collect(matcher: WorkflowMatcher, rows: Sequence[Labelled]) -> Evidence:
         return Evidence(cands, None)
     vectors = np.vstack([semantic.embed_query(r.message[:MAX_MATCH_CHARS]) for r in rows])
     return Evidence(cands, vectors.astype(np.float64))
+
+
+def set_evidence(
+    make: Callable[[], WorkflowMatcher], sets: Sequence[TrainingSet]
+) -> tuple[Evidence, list[Labelled], list[range]]:
+    """Every set's messages matched against its own catalog (with the built-ins), pooled.
+
+    ``make`` returns a fresh matcher; the ranges say which pooled rows came from which set.
+    """
+    cands: list[Candidates] = []
+    vectors: list[Matrix] = []
+    rows: list[Labelled] = []
+    spans: list[range] = []
+    for item in sets:
+        matcher = make()
+        registry_for(with_builtin(item.catalog), matcher)
+        found = collect(matcher, item.rows)
+        spans.append(range(len(rows), len(rows) + len(item.rows)))
+        cands += found.cands
+        rows += item.rows
+        if found.vectors is not None:
+            vectors.append(found.vectors)
+    return Evidence(cands, np.vstack(vectors) if vectors else None), rows, spans
 
 
 def fit_request(vectors: Matrix, rows: Sequence[Labelled]) -> FusionModel:

@@ -9,10 +9,12 @@ from tests.workflows.matchset import (
     catalog,
     chitchat,
     fresh,
+    holdout2,
     labelled,
     nearmiss,
     terse_catalog,
     terse_labelled,
+    training_sets,
 )
 
 
@@ -47,9 +49,25 @@ def test_the_held_out_sets_are_as_large_as_issue_22_asks() -> None:
 
 def test_no_message_is_in_two_sets() -> None:
     held = fresh() + terse_labelled() + nearmiss() + chitchat()
-    keys = [" ".join(r.message.casefold().split()) for r in labelled() + held]
+    held += tuple(row for t in holdout2() for row in t.rows)
+    trained = tuple(row for t in training_sets() for row in t.rows)
+    keys = [" ".join(r.message.casefold().split()) for r in trained + held]
     assert len(keys) == len(set(keys))
     served = {m.workflow_id for m in catalog()} | {
         i.manifest.workflow_id for i in load_builtin()[0]
     }
-    assert {r.expected for r in fresh()} <= served
+    assert {r.expected for r in fresh()} - {None} <= served
+
+
+def test_every_set_is_labelled_against_its_own_catalog() -> None:
+    builtin = {i.manifest.workflow_id for i in load_builtin()[0]}
+    for item in training_sets() + holdout2():
+        ids = {m.workflow_id for m in item.catalog}
+        assert len(ids) == len(item.catalog), item.name
+        assert not ids & builtin, item.name
+        expected = {r.expected for r in item.rows} - {None}
+        assert expected <= ids | builtin, item.name
+        assert sum(r.expected is None for r in item.rows) >= 30, item.name
+    # Three training catalogs besides the development one, each with its own near misses.
+    assert len(training_sets()) == 4
+    assert all(sum(r.chat for r in t.rows) >= 20 for t in training_sets()[1:])

@@ -13,7 +13,15 @@ Held out from fitting (issue 22), written before the ranker and gate were tuned:
   two sibling families (DDR, invoice) and requests for it;
 * ``nearmiss.yaml`` - near misses for both catalogs and chit-chat, all to match nothing.
 
-Exact duplicates (case and spacing aside) of a development message are dropped from the
+Training catalogs (``train/<name>/``): three more catalogs in other domains and writing styles
+(rich, terse, mixed), each with requests, near misses and chit-chat, written by other authors
+than the evaluation sets. The shipped weights are fitted on them and the development set.
+
+Held out in the second round (``holdout2/``), written before this round's tuning and never
+read while tuning: a catalog in new domains with its requests, near misses and chit-chat, and
+fresh requests and near misses for ``catalog.yaml`` and ``terse_catalog.yaml``.
+
+Exact duplicates (case and spacing aside) of a training message are dropped from the
 held-out sets, so that no message is scored by a model fitted on it.
 """
 
@@ -30,13 +38,16 @@ from aptix.workflows.manifest import WorkflowManifest
 
 __all__ = [
     "Labelled",
+    "TrainingSet",
     "catalog",
     "chitchat",
     "fresh",
+    "holdout2",
     "labelled",
     "nearmiss",
     "terse_catalog",
     "terse_labelled",
+    "training_sets",
 ]
 
 HERE = Path(__file__).parent
@@ -48,6 +59,8 @@ class Labelled:
 
     message: str
     expected: str | None
+    #: Small talk (off-topic and sharing no vocabulary with a catalog), not a near miss.
+    chat: bool = False
 
 
 def _manifest(entry: dict[str, Any]) -> WorkflowManifest:
@@ -63,18 +76,21 @@ def _manifest(entry: dict[str, Any]) -> WorkflowManifest:
     )
 
 
+def _catalog(path: Path) -> tuple[WorkflowManifest, ...]:
+    entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return tuple(_manifest(entry) for entry in entries)
+
+
 @functools.cache
 def catalog() -> tuple[WorkflowManifest, ...]:
     """The evaluation catalog (served beside the built-in workflows)."""
-    entries = yaml.safe_load((HERE / "catalog.yaml").read_text(encoding="utf-8"))
-    return tuple(_manifest(entry) for entry in entries)
+    return _catalog(HERE / "catalog.yaml")
 
 
 @functools.cache
 def terse_catalog() -> tuple[WorkflowManifest, ...]:
     """The second, terse evaluation catalog (served beside the built-in workflows)."""
-    entries = yaml.safe_load((HERE / "terse_catalog.yaml").read_text(encoding="utf-8"))
-    return tuple(_manifest(entry) for entry in entries)
+    return _catalog(HERE / "terse_catalog.yaml")
 
 
 def _key(message: str) -> str:
@@ -82,9 +98,10 @@ def _key(message: str) -> str:
 
 
 def _held_out(name: str, keys: tuple[str, ...] | None = None) -> tuple[Labelled, ...]:
-    """The groups of one held-out file, without exact duplicates of development messages."""
+    """The groups of one held-out file, without exact duplicates of training messages."""
     groups = yaml.safe_load((HERE / name).read_text(encoding="utf-8"))
     seen = {_key(row.message) for row in labelled()}
+    seen |= {_key(row.message) for t in training_sets()[1:] for row in t.rows}
     out: list[Labelled] = []
     for key, messages in groups.items():
         if keys is not None and key not in keys:
@@ -93,12 +110,14 @@ def _held_out(name: str, keys: tuple[str, ...] | None = None) -> tuple[Labelled,
         for message in messages:
             if _key(message) not in seen:
                 seen.add(_key(message))
-                out.append(Labelled(message, expected))
+                out.append(Labelled(message, expected, key == "chitchat"))
     return tuple(out)
 
 
-#: Group names in the held-out files whose messages must match nothing.
-NONE_KEYS = ("nearmiss", "nearmiss_terse", "chitchat")
+#: Group names whose messages must match nothing. ``workflow_diagnostics`` is hidden: a hidden
+#: workflow starts only when named by id and is never matched from free text (TUL-006 §7.8),
+#: so a request for it in other words must match nothing.
+NONE_KEYS = ("nearmiss", "nearmiss_terse", "chitchat", "workflow_diagnostics")
 
 
 @functools.cache
@@ -130,7 +149,67 @@ def labelled() -> tuple[Labelled, ...]:
     """Every labelled message, in file order."""
     groups = yaml.safe_load((HERE / "messages.yaml").read_text(encoding="utf-8"))
     return tuple(
-        Labelled(message, None if key == "none" else key)
+        Labelled(message, None if key in ("none", *NONE_KEYS) else key)
         for key, messages in groups.items()
         for message in messages
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingSet:
+    """One catalog and its labelled messages, fitted on."""
+
+    name: str
+    catalog: tuple[WorkflowManifest, ...]
+    rows: tuple[Labelled, ...]
+
+
+def _grouped(path: Path) -> tuple[Labelled, ...]:
+    groups = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return tuple(
+        Labelled(message, None if key in ("none", *NONE_KEYS) else key, key == "chitchat")
+        for key, messages in groups.items()
+        for message in messages
+    )
+
+
+@functools.cache
+def training_sets() -> tuple[TrainingSet, ...]:
+    """The development set first, then the training catalogs under ``train/``."""
+    out = [TrainingSet("development", catalog(), labelled())]
+    seen = {_key(row.message) for row in labelled()}
+    for folder in sorted(p for p in (HERE / "train").iterdir() if p.is_dir()):
+        rows = []
+        for row in _grouped(folder / "messages.yaml"):
+            if _key(row.message) not in seen:
+                seen.add(_key(row.message))
+                rows.append(row)
+        out.append(TrainingSet(folder.name, _catalog(folder / "catalog.yaml"), tuple(rows)))
+    return tuple(out)
+
+
+@functools.cache
+def holdout2() -> tuple[TrainingSet, ...]:
+    """The second round's held-out sets: a new catalog, and fresh messages for the old two.
+
+    Messages already in a round-1 held-out set are dropped: each is scored once.
+    """
+    folder = HERE / "holdout2"
+    first = {_key(r.message) for r in fresh() + terse_labelled() + nearmiss() + chitchat()}
+
+    def new(rows: tuple[Labelled, ...]) -> tuple[Labelled, ...]:
+        return tuple(r for r in rows if _key(r.message) not in first)
+
+    return (
+        TrainingSet(
+            "new catalog",
+            _catalog(folder / "catalog.yaml"),
+            new(_held_out("holdout2/messages.yaml")),
+        ),
+        # Fresh requests and near misses for both older catalogs, served together.
+        TrainingSet(
+            "development + terse catalogs",
+            catalog() + terse_catalog(),
+            new(_held_out("holdout2/fresh_catalog.yaml")),
+        ),
     )

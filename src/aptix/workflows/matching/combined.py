@@ -19,8 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aptix.workflows.manifest import WorkflowManifest
+from aptix.workflows.matching.cues import message_cues
 from aptix.workflows.matching.evidence import WorkflowIndex
-from aptix.workflows.matching.fusion import message_cues
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
 from aptix.workflows.matching.routing import (
     LEXICAL_GATE,

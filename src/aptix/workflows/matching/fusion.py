@@ -1,14 +1,11 @@
-"""The small logistic model the ranker and the gate are made of, and message cues.
+"""The small logistic model the ranker and the gate are made of.
 
 :class:`FusionModel` is an L2-regularised logistic regression over standardised features,
-fitted with Newton's method: deterministic, a few dozen weights, stored as JSON. The cues
-are generic English patterns a model cannot read from scores: negation ("don't create a
-DDR"), information questions ("what does DDR stand for?"), small talk ("how are you?").
+fitted with Newton's method: deterministic, a few dozen weights, stored as JSON.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["REQUEST_FEATURES", "REQUEST_L2", "FusionModel", "message_cues"]
+__all__ = ["REQUEST_FEATURES", "REQUEST_L2", "FusionModel"]
 
 Matrix = NDArray[np.float64]
 
@@ -24,43 +21,6 @@ Matrix = NDArray[np.float64]
 REQUEST_FEATURES = ("embedding",)
 #: L2 penalty of the request model: 384 weights from a few hundred messages need strong shrinkage.
 REQUEST_L2 = 30.0
-
-# Generic English cues that a message mentions a task without asking for it ("don't create a
-# DDR, just explain what one is", "who fixed the login bug?"). The model learns their weight.
-_NEGATED = re.compile(
-    r"\b(?:don'?t|do not|no need (?:to|for)|not (?:asking|want(?:ing)?)|never mind|"
-    r"without (?:creating|writing|starting)|instead of (?:creating|writing)|decided not to|"
-    r"skip (?:the|it)|not needed|(?:i|we) already|(?:is|was) already)\b"
-)
-_INFO_QUESTION = re.compile(
-    r"^(?:(?:so|and|but|hey|ok|okay),?\s+)?(?:who|when|where|why did|how many|how long|"
-    r"what(?:'s| is| are| does| was) (?:a|an|the (?:difference|meaning|name|history))\b|"
-    r"what does|define|is (?:a|an)\b)"
-    r"|\b(?:stand for|meaning of|difference between|in one sentence)\b"
-)
-
-
-_SMALL_TALK = re.compile(
-    r"\b(?:how are you|how'?s it going|what'?s up|are you (?:a|an|there|real|human|listening|"
-    r"smart)|do you (?:like|love|have feelings|feel|dream|think|know any)|your (?:name|"
-    r"favou?rite)|who (?:made|built|created) you|nice to meet|thanks?(?: you)?\b|thank you|"
-    r"good (?:job|night|bye)|bye\b|see you|haha|lol\b|cool\b|never ?mind|how old are you|"
-    r"where do you live|i'?m (?:bored|tired|having)|tell me (?:a joke|something))"
-)
-_QUESTION = re.compile(
-    r"^(?:(?:so|and|but|hey|ok|okay),?\s+)?(?:who|what|when|where|why|how|which|is|are|was|"
-    r"were|do|does|did|has|have)\b"
-)
-
-
-def message_cues(text: str) -> tuple[float, float, float, float]:
-    """``(negated, info_question, small_talk, question)`` for a message, each 0 or 1."""
-    lowered = " ".join(text.casefold().replace("\u2019", "'").split())
-    negated = 1.0 if _NEGATED.search(lowered) else 0.0
-    info = 1.0 if _INFO_QUESTION.search(lowered) else 0.0
-    small = 1.0 if _SMALL_TALK.search(lowered) else 0.0
-    question = 1.0 if _QUESTION.search(lowered) or lowered.endswith("?") else 0.0
-    return negated, info, small, question
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from aptix.workflows.matching.cues import CUES
 from aptix.workflows.matching.fusion import REQUEST_FEATURES, FusionModel
 
 __all__ = [
@@ -66,10 +67,7 @@ LEXICAL_GATE = (
     "char_max",
     "known",
     "terms",
-    "negated",
-    "info_question",
-    "small_talk",
-    "question",
+    *CUES,
 )
 #: Message-level evidence with the semantic extra.
 SEMANTIC_GATE = (*LEXICAL_GATE, "pattern_max", "title_max", "top2_max", "request")
