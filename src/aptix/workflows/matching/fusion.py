@@ -19,8 +19,10 @@ Matrix = NDArray[np.float64]
 
 #: The request model reads the whole message embedding as its one (vector) feature.
 REQUEST_FEATURES = ("embedding",)
-#: L2 penalty of the request model: 384 weights from a few hundred messages need strong shrinkage.
-REQUEST_L2 = 30.0
+#: L2 penalty of the request model: 384 weights need strong shrinkage. Chosen by the
+#: leave-one-catalog-out AUC on the training catalogs (30: 0.796-0.894, 100: 0.827-0.904),
+#: never on a held-out set.
+REQUEST_L2 = 100.0
 
 
 @dataclass(frozen=True, slots=True)
