@@ -15,6 +15,10 @@ share most of their rare terms (the same object). A workflow's *distinctive* ter
 its siblings lack; the contrast feature is the share of the message's weight that falls on a
 candidate's distinctive terms, minus the best sibling's share. It tells "start a new DDR"
 from "approve the DDR" by the action alone.
+
+Every per-candidate feature is computed with array operations over the candidates (a message
+has a few dozen); the workflows' n-gram vectors are built once with the catalog, as sorted
+``(workflow, gram)`` keys, so a query never re-tokenises a workflow.
 """
 
 from __future__ import annotations
@@ -37,16 +41,19 @@ NGRAM_SIZES = (3, 4, 5)
 SIBLING_OVERLAP = 0.3
 
 Vector = dict[str, float]
+Floats = NDArray[np.float64]
+Ints = NDArray[np.int64]
 
 
 def char_ngrams(text: str) -> Counter[str]:
     """Character 3-5-grams of each normalised word, padded with spaces at both ends."""
-    grams: Counter[str] = Counter()
+    grams: list[str] = []
     for word in normalise(text).split():
         padded = f" {word} "
-        for size in NGRAM_SIZES:
-            grams.update(padded[i : i + size] for i in range(len(padded) - size + 1))
-    return grams
+        grams += [
+            padded[i : i + size] for size in NGRAM_SIZES for i in range(len(padded) - size + 1)
+        ]
+    return Counter(grams)
 
 
 class WorkflowIndex:
@@ -55,31 +62,41 @@ class WorkflowIndex:
     def __init__(self) -> None:
         self._owners: list[str] = []
         self._position: dict[str, int] = {}
-        self._terms: list[Counter[str]] = []
-        self._lengths: NDArray[np.float64] = np.zeros(0)
+        self._lengths: Floats = np.zeros(0)
         self._average = 1.0
         self._idf: dict[str, float] = {}
-        self._postings: dict[str, tuple[NDArray[np.intp], NDArray[np.float64]]] = {}
+        self._postings: dict[str, tuple[NDArray[np.intp], Floats]] = {}
         self._gram_idf: dict[str, float] = {}
-        self._texts: list[str] = []
-        self._gram_cache: dict[int, Vector] = {}
+        self._gram_ids: dict[str, int] = {}
+        #: Unit TF-IDF n-gram weights of every workflow, keyed ``workflow * grams + gram``.
+        self._gram_keys: Ints = np.zeros(0, dtype=np.int64)
+        self._gram_values: Floats = np.zeros(0)
+        self._term_ids: dict[str, int] = {}
+        self._term_idf: Floats = np.zeros(0)
+        #: Each workflow's distinct term ids, ``_term_rows[_term_starts[i]:_term_starts[i+1]]``.
+        self._term_rows: Ints = np.zeros(0, dtype=np.int64)
+        self._term_starts: Ints = np.zeros(1, dtype=np.int64)
 
     def build(self, texts: Mapping[str, Sequence[str]], terms: Mapping[str, list[str]]) -> None:
         """Index each workflow's texts (``texts``) and content terms (``terms``, with repeats)."""
         self._owners = sorted(texts)
         self._position = {owner: i for i, owner in enumerate(self._owners)}
-        self._terms = [Counter(terms.get(owner, [])) for owner in self._owners]
-        self._texts = [" ".join(texts[owner]) for owner in self._owners]
+        counted = [Counter(terms.get(owner, [])) for owner in self._owners]
         count = len(self._owners)
-        self._lengths = np.asarray([sum(t.values()) for t in self._terms], dtype=np.float64)
+        self._lengths = np.asarray([sum(t.values()) for t in counted], dtype=np.float64)
         self._average = float(self._lengths.mean()) if count else 1.0
         df: Counter[str] = Counter()
-        for counts in self._terms:
+        for counts in counted:
             df.update(counts.keys())
         self._idf = {t: math.log(1.0 + (count - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+        self._build_postings(counted)
+        self._build_terms(counted)
+        self._build_grams([" ".join(texts[owner]) for owner in self._owners])
+
+    def _build_postings(self, counted: list[Counter[str]]) -> None:
         rows: dict[str, list[int]] = defaultdict(list)
         freqs: dict[str, list[float]] = defaultdict(list)
-        for i, counts in enumerate(self._terms):
+        for i, counts in enumerate(counted):
             for term, tf in counts.items():
                 rows[term].append(i)
                 freqs[term].append(float(tf))
@@ -90,11 +107,42 @@ class WorkflowIndex:
             freq = np.asarray(freqs[term])
             weight = self._idf[term] * freq * (BM25_K1 + 1.0) / (freq + norm[where])
             self._postings[term] = (where, weight)
+
+    def _build_terms(self, counted: list[Counter[str]]) -> None:
+        self._term_ids = {t: i for i, t in enumerate(self._idf)}
+        self._term_idf = np.asarray(list(self._idf.values()), dtype=np.float64)
+        rows = [sorted(self._term_ids[t] for t in counts) for counts in counted]
+        self._term_rows = np.asarray([t for row in rows for t in row], dtype=np.int64)
+        self._term_starts = np.cumsum([0, *map(len, rows)], dtype=np.int64)
+
+    def _build_grams(self, joined: list[str]) -> None:
+        per_workflow = [char_ngrams(text) for text in joined]
         gram_df: Counter[str] = Counter()
-        for text in self._texts:
-            gram_df.update(char_ngrams(text).keys())
+        for grams in per_workflow:
+            gram_df.update(grams.keys())
+        count = len(joined)
         self._gram_idf = {g: math.log((count + 1) / (n + 1)) + 1.0 for g, n in gram_df.items()}
-        self._gram_cache = {}
+        self._gram_ids = {g: i for i, g in enumerate(self._gram_idf)}
+        idf = np.asarray(list(self._gram_idf.values()), dtype=np.float64)
+        most = max((max(g.values()) for g in per_workflow if g), default=1)
+        # math.log, not np.log, so that every weight is the very float the query side computes.
+        log_tf = np.asarray([0.0] + [1.0 + math.log(n) for n in range(1, most + 1)])
+        keys: list[Ints] = []
+        values: list[Floats] = []
+        width = len(self._gram_ids)
+        for i, grams in enumerate(per_workflow):
+            if not grams:
+                continue
+            ids = np.fromiter((self._gram_ids[g] for g in grams), np.int64, len(grams))
+            tf = np.fromiter(grams.values(), np.int64, len(grams))
+            weight = log_tf[tf] * idf[ids]
+            # Python's sequential sum, as the message side's unit vector is computed.
+            norm = math.sqrt(sum((weight * weight).tolist()))
+            order = np.argsort(ids)
+            keys.append(i * width + ids[order])
+            values.append(weight[order] / norm)
+        self._gram_keys = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
+        self._gram_values = np.concatenate(values) if values else np.zeros(0)
 
     def bm25(self, query: Mapping[str, float], limit: int) -> dict[str, float]:
         """The ``limit`` best workflows by BM25, scaled into [0, 1] by the query's weight."""
@@ -115,23 +163,22 @@ class WorkflowIndex:
             hit = hit[np.argpartition(-scores[hit], limit - 1)[:limit]]
         return {self._owners[i]: float(scores[i] / total) for i in hit.tolist()}
 
-    def bm25_of(self, query: Mapping[str, float], owners: Sequence[str]) -> NDArray[np.float64]:
+    def bm25_of(self, query: Mapping[str, float], owners: Sequence[str]) -> Floats:
         """BM25 of the named workflows (0 for unknown ones), scaled as :meth:`bm25`."""
         out = np.zeros(len(owners))
         total = sum(self._idf.get(t, 0.0) * (BM25_K1 + 1.0) * s for t, s in query.items())
         if total <= 0:
             return out
-        for k, owner in enumerate(owners):
-            i = self._position.get(owner)
-            if i is None:
+        rows, known = self._rows(owners)
+        for term, strength in query.items():
+            found = self._postings.get(term)
+            if found is None:
                 continue
-            for term, strength in query.items():
-                found = self._postings.get(term)
-                if found is None:
-                    continue
-                where = np.searchsorted(found[0], i)
-                if where < len(found[0]) and found[0][where] == i:
-                    out[k] += float(found[1][where]) * strength
+            where, weight = found
+            at = np.minimum(np.searchsorted(where, rows), len(where) - 1)
+            hit = known & (where[at] == rows)
+            # Added term by term in the query's order: the same sums as one owner at a time.
+            out += np.where(hit, weight[at] * strength, 0.0)
         return out / total
 
     def query_grams(self, message: str) -> Vector:
@@ -144,61 +191,72 @@ class WorkflowIndex:
             }
         )
 
-    def char_cosine(self, query: Vector, owners: Sequence[str]) -> NDArray[np.float64]:
+    def char_cosine(self, query: Vector, owners: Sequence[str]) -> Floats:
         """Cosine between the message's n-gram vector and each named workflow's."""
-        out = np.zeros(len(owners))
-        for k, owner in enumerate(owners):
-            i = self._position.get(owner)
-            if i is None or not query:
-                continue
-            vector = self._grams(i)
-            out[k] = sum(w * vector.get(g, 0.0) for g, w in query.items())
+        if not query or not owners or not len(self._gram_keys):
+            return np.zeros(len(owners))
+        rows, known = self._rows(owners)
+        ids = np.asarray([self._gram_ids.get(g, -1) for g in query], dtype=np.int64)
+        weights = np.asarray(list(query.values()), dtype=np.float64)
+        keys = rows[:, None] * len(self._gram_ids) + ids[None, :]
+        at = np.minimum(np.searchsorted(self._gram_keys, keys), len(self._gram_keys) - 1)
+        hit = (self._gram_keys[at] == keys) & (ids >= 0)[None, :] & known[:, None]
+        products = np.where(hit, self._gram_values[at] * weights[None, :], 0.0)
+        # A running sum in the query's order: the same floats as a Python sum over its grams.
+        out: Floats = np.cumsum(products, axis=1)[:, -1]
         return out
 
-    def _grams(self, i: int) -> Vector:
-        # Workflow vectors are computed on first use: a query touches a few dozen candidates,
-        # and holding 10,000 workflows' vectors would cost hundreds of megabytes.
-        cached = self._gram_cache.get(i)
-        if cached is None:
-            grams = char_ngrams(self._texts[i])
-            cached = _unit({g: (1.0 + math.log(n)) * self._gram_idf[g] for g, n in grams.items()})
-            if len(self._gram_cache) > 4096:
-                self._gram_cache.clear()
-            self._gram_cache[i] = cached
-        return cached
-
-    def contrast(self, query: Mapping[str, float], owners: Sequence[str]) -> NDArray[np.float64]:
+    def contrast(self, query: Mapping[str, float], owners: Sequence[str]) -> Floats:
         """Sibling contrast per candidate: its distinctive share minus its best sibling's."""
-        sets = [
-            set(self._terms[i]) if (i := self._position.get(o)) is not None else set()
-            for o in owners
-        ]
         weight = {t: self._idf.get(t, 0.0) * s for t, s in query.items()}
         total = sum(weight.values())
         out = np.zeros(len(owners))
-        if total <= 0:
+        if total <= 0 or not owners:
             return out
-        siblings = [
-            [j for j in range(len(owners)) if j != k and self._siblings(sets[k], sets[j])]
-            for k in range(len(owners))
-        ]
+        has, columns = self._incidence(owners)
+        sets = has.astype(np.float64)
+        idf = self._term_idf[columns]
+        sizes = np.einsum("ij,j->i", sets, idf)
+        shared = np.einsum("ij,kj->ik", sets * idf, sets)
+        smaller = np.minimum(sizes[:, None], sizes[None, :])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            close = shared / smaller >= SIBLING_OVERLAP
+        # Term weights are positive: an empty set makes ``smaller`` 0, which is never a sibling.
+        siblings: NDArray[np.bool_] = (smaller > 0) & close
+        np.fill_diagonal(siblings, False)
         share = np.zeros(len(owners))
-        for k, mine in enumerate(sets):
-            others: set[str] = (
-                set().union(*(sets[j] for j in siblings[k])) if siblings[k] else set()
-            )
-            share[k] = sum(w for t, w in weight.items() if t in mine and t not in others) / total
-        for k in range(len(owners)):
-            if siblings[k]:
-                out[k] = share[k] - max(share[j] for j in siblings[k])
+        for term, w in weight.items():
+            column = int(np.searchsorted(columns, self._term_ids.get(term, -1)))
+            if column == len(columns) or columns[column] != self._term_ids.get(term, -1):
+                continue
+            mine = has[:, column]
+            others = (siblings & mine[None, :]).any(axis=1)
+            share += np.where(mine & ~others, w, 0.0)
+        share /= total
+        any_sibling = siblings.any(axis=1)
+        best = np.where(siblings, share[None, :], -np.inf).max(axis=1, initial=-np.inf)
+        out[any_sibling] = share[any_sibling] - best[any_sibling]
         return out
 
-    def _siblings(self, a: set[str], b: set[str]) -> bool:
-        if not a or not b:
-            return False
-        shared = sum(self._idf.get(t, 0.0) for t in a & b)
-        smaller = min(sum(self._idf.get(t, 0.0) for t in a), sum(self._idf.get(t, 0.0) for t in b))
-        return smaller > 0 and shared / smaller >= SIBLING_OVERLAP
+    def _rows(self, owners: Sequence[str]) -> tuple[Ints, NDArray[np.bool_]]:
+        """Each owner's row (0 for unknown ones) and whether it is known."""
+        found = [self._position.get(o, -1) for o in owners]
+        rows = np.asarray(found, dtype=np.int64)
+        return np.maximum(rows, 0), rows >= 0
+
+    def _incidence(self, owners: Sequence[str]) -> tuple[NDArray[np.bool_], Ints]:
+        """Owners x their terms (sorted term ids): which terms each owner's texts hold."""
+        rows, known = self._rows(owners)
+        starts = self._term_starts[rows]
+        lengths = np.where(known, self._term_starts[rows + 1] - starts, 0)
+        owner_of = np.repeat(np.arange(len(owners)), lengths)
+        offsets = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        columns, local = np.unique(
+            self._term_rows[np.repeat(starts, lengths) + offsets], return_inverse=True
+        )
+        has = np.zeros((len(owners), len(columns)), dtype=np.bool_)
+        has[owner_of, local] = True
+        return has, columns
 
     def __len__(self) -> int:
         return len(self._owners)

@@ -35,6 +35,10 @@ PHRASE_SCORE = 0.9
 SINGLE_TERM_FACTOR = 0.7
 #: Documents rescored with rapidfuzz after the index has ranked them.
 RESCORE_LIMIT = 64
+#: Typo lookups remembered per index.
+KNOWN_CACHE_SIZE = 65_536
+#: Messages whose query terms are remembered.
+QUERY_CACHE_SIZE = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,11 @@ class LexicalMatcher:
         self._by_initial: dict[str, list[str]] = {}
         self._termless: list[int] = []
         self._owner_terms: dict[str, frozenset[str]] = {}
+        self._weight_array: NDArray[np.float64] = np.zeros(0)
+        #: Typo lookups already made against this index (a message is analysed several times).
+        self._known: dict[str, tuple[str, float] | None] = {}
+        #: Recent messages' query terms (matching reads them more than once per message).
+        self._queries: dict[str, dict[str, float]] = {}
         self.build(documents)
 
     def build(self, documents: Sequence[MatchDocument]) -> None:
@@ -83,6 +92,9 @@ class LexicalMatcher:
         self._idf = {t: math.log((count + 1) / (len(p) + 0.5)) + 0.1 for t, p in postings.items()}
         self._norms = [sum(self._idf[t] for t in doc_terms) for doc_terms in self._terms]
         self._norm_array = np.asarray([n or 1.0 for n in self._norms], dtype=np.float64)
+        self._weight_array = np.asarray(self._weights, dtype=np.float64)
+        self._known = {}
+        self._queries = {}
         initials: dict[str, list[str]] = defaultdict(list)
         for term in sorted(self._idf):
             initials[term[0]].append(term)
@@ -109,13 +121,12 @@ class LexicalMatcher:
                 coverage = hits[found] / self._norm_array[found]
                 found = found[np.argpartition(-coverage, RESCORE_LIMIT - 1)[:RESCORE_LIMIT]]
             query_norm = sum(query.values()) or 1.0
-            query_stemmed = " ".join(sorted(query))
-            query_set = frozenset(query)
-            padded = f" {phrase} "
-            for doc in found.tolist():
-                score = self._score(
-                    doc, float(hits[doc]), query_set, query_norm, query_stemmed, padded
-                )
+            scores = (
+                np.zeros(0)
+                if not len(found)
+                else self._scores(found, hits, query, query_norm, f" {phrase} ")
+            )
+            for doc, score in zip(found.tolist(), scores.tolist(), strict=True):
                 owner = self._owners[doc]
                 if score > best.get(owner, 0.0):
                     best[owner] = score
@@ -156,6 +167,9 @@ class LexicalMatcher:
         return sum(self._known_term(t) is not None for t in words) / len(words)
 
     def _query_terms(self, message: str) -> dict[str, float]:
+        cached = self._queries.get(message)
+        if cached is not None:
+            return dict(cached)
         query: dict[str, float] = {}
         for term in terms(message):
             if term in query and query[term] == 1.0:
@@ -163,6 +177,9 @@ class LexicalMatcher:
             found = self._known_term(term)
             if found is not None:
                 query[found[0]] = max(query.get(found[0], 0.0), found[1])
+        if len(self._queries) >= QUERY_CACHE_SIZE:
+            self._queries.clear()
+        self._queries[message] = dict(query)
         return query
 
     def _known_term(self, term: str) -> tuple[str, float] | None:
@@ -171,13 +188,19 @@ class LexicalMatcher:
             return term, 1.0
         if len(term) < 5:
             return None
+        if term in self._known:
+            return self._known[term]
         found = process.extractOne(
             term,
             self._by_initial.get(term[0], ()),
             scorer=fuzz.ratio,
             score_cutoff=TYPO_CUTOFF,
         )
-        return None if found is None else (found[0], found[1] / 100.0)
+        known = None if found is None else (found[0], found[1] / 100.0)
+        if len(self._known) >= KNOWN_CACHE_SIZE:
+            self._known.clear()
+        self._known[term] = known
+        return known
 
     def _accumulate(self, query: dict[str, float]) -> NDArray[np.float64]:
         """IDF-weighted hits per document: one vectorised add per query term."""
@@ -187,25 +210,36 @@ class LexicalMatcher:
             hits[self._postings[term]] += self._idf[term] * strength
         return hits
 
-    def _score(
+    def _scores(
         self,
-        doc: int,
-        hit: float,
-        query_terms: frozenset[str],
+        docs: NDArray[np.intp],
+        hits: NDArray[np.float64],
+        query: dict[str, float],
         query_norm: float,
-        query_stemmed: str,
         padded: str,
-    ) -> float:
-        coverage = min(1.0, hit / (self._norms[doc] or 1.0))
-        precision = min(1.0, hit / query_norm)
-        fuzzy = fuzz.ratio(self._stemmed[doc], query_stemmed) / 100.0
-        score = 0.6 * coverage + 0.25 * precision + 0.15 * fuzzy
-        if len(self._terms[doc] & query_terms) < 2 and precision < 0.99:
-            # One shared word is weak evidence unless it is all the message says.
-            score *= SINGLE_TERM_FACTOR
-        if self._phrases[doc] and f" {self._phrases[doc]} " in padded:
-            score = max(score, PHRASE_SCORE + 0.1 * precision)
-        return min(1.0, score * self._weights[doc])
+    ) -> NDArray[np.float64]:
+        """Each document's score; elementwise, the arithmetic of one document at a time."""
+        hit = hits[docs]
+        coverage = np.minimum(1.0, hit / self._norm_array[docs])
+        precision = np.minimum(1.0, hit / query_norm)
+        stemmed = [self._stemmed[doc] for doc in docs.tolist()]
+        ratio = process.cdist(
+            stemmed, [" ".join(sorted(query))], scorer=fuzz.ratio, dtype=np.float64, workers=1
+        )[:, 0]
+        score = 0.6 * coverage + 0.25 * precision + 0.15 * (ratio / 100.0)
+        # One shared word is weak evidence unless it is all the message says.
+        shared = np.zeros(len(docs), dtype=np.intp)
+        for term in query:
+            posting = self._postings[term]
+            at = np.minimum(np.searchsorted(posting, docs), len(posting) - 1)
+            shared += posting[at] == docs
+        score = np.where((shared < 2) & (precision < 0.99), score * SINGLE_TERM_FACTOR, score)
+        for k, doc in enumerate(docs.tolist()):
+            text = self._phrases[doc]
+            if text and f" {text} " in padded:
+                score[k] = max(score[k], PHRASE_SCORE + 0.1 * precision[k])
+        out: NDArray[np.float64] = np.minimum(1.0, score * self._weight_array[docs])
+        return out
 
     def _termless_score(self, doc: int, phrase: str) -> float:
         # Patterns made only of common words ("what can you do") match as whole phrases.

@@ -305,12 +305,8 @@ class SemanticMatcher:
         rough = _dot(self._centroids, query)
         count = min(max(limit, PREFILTER_WORKFLOWS), len(self._owners))
         chosen = np.union1d(np.argpartition(-rough, count - 1)[:count], extra).astype(np.intp)
-        lengths = self._ends[chosen] - self._starts[chosen]
-        rows = np.repeat(self._starts[chosen] - np.cumsum(lengths) + lengths, lengths)
-        rows += np.arange(int(lengths.sum()))
-        per_owner = np.maximum.reduceat(
-            _dot(self._matrix[rows], query), np.cumsum(lengths) - lengths
-        )
+        rows, firsts = self._rows(chosen)
+        per_owner = np.maximum.reduceat(_dot(self._matrix[rows], query), firsts)
         order = np.argsort(-per_owner, kind="stable")[:limit].tolist()
         found = {self._owners[int(chosen[i])]: float(per_owner[i]) for i in order}
         for index in extra:
@@ -344,18 +340,37 @@ class SemanticMatcher:
         """
         query = self.embed_query(message)
         out = np.zeros((len(owners), 4))
-        for k, owner in enumerate(owners):
-            index = self._index.get(owner)
-            if index is None:
-                continue
-            start, end = int(self._starts[index]), int(self._ends[index])
-            sims = _dot(self._matrix[start:end], query).astype(np.float64)
-            kinds = self._is_pattern[start:end]
-            out[k, 0] = float(sims[kinds].max()) if kinds.any() else float(sims.max())
-            out[k, 1] = float(sims[~kinds].max()) if (~kinds).any() else float(sims.max())
-            out[k, 2] = float(np.sort(sims)[-2:].mean())
+        found = [(k, i) for k, i in enumerate(self._index.get(o) for o in owners) if i is not None]
+        if not found:
+            return out
+        at = np.asarray([k for k, _ in found], dtype=np.intp)
+        chosen = np.asarray([i for _, i in found], dtype=np.intp)
+        rows, firsts = self._rows(chosen)
+        sims = _dot(self._matrix[rows], query).astype(np.float64)
+        kinds = self._is_pattern[rows]
+        best = np.maximum.reduceat(sims, firsts)
+        for column, wanted in ((0, kinds), (1, ~kinds)):
+            # An owner without texts of that kind falls back to its best text of any kind.
+            masked = np.maximum.reduceat(np.where(wanted, sims, -np.inf), firsts)
+            out[at, column] = np.where(np.add.reduceat(wanted, firsts) > 0, masked, best)
+        # Each owner's two closest texts are the last two of its rows sorted by similarity.
+        ends = np.append(firsts[1:], len(rows)) - 1
+        owner_of = np.repeat(np.arange(len(chosen)), ends - firsts + 1)
+        ordered = sims[np.lexsort((sims, owner_of))]
+        pairs = np.where(ends > firsts, ordered[ends - 1] + ordered[ends], ordered[ends])
+        out[at, 2] = pairs / np.where(ends > firsts, 2.0, 1.0)
+        for k, index in zip(at.tolist(), chosen.tolist(), strict=True):
+            # One dot product per owner, as ``rank`` computes it (a matrix product rounds
+            # differently).
             out[k, 3] = float(self._centroids[index] @ query)
         return out
+
+    def _rows(self, chosen: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """The matrix rows of the ``chosen`` owners, and where each owner's rows begin."""
+        lengths = self._ends[chosen] - self._starts[chosen]
+        firsts = np.cumsum(lengths) - lengths
+        rows = np.repeat(self._starts[chosen] - firsts, lengths) + np.arange(int(lengths.sum()))
+        return rows.astype(np.intp), firsts.astype(np.intp)
 
     def best_text(self, message: str, owner: str) -> tuple[str, float] | None:
         """The text of ``owner`` closest to ``message``, with its cosine (None if unknown)."""

@@ -84,8 +84,10 @@ def stem(word: str) -> str:
 
 def normalise(text: str) -> str:
     """Lowercase, strip accents, separate words (``snake_case`` and ``kebab-case`` split)."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c))
+    if not text.isascii():
+        # ASCII text is its own NFKD form and holds no combining marks.
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
     return " ".join(_TOKEN.findall(text.casefold().replace("'", "")))
 
 
