@@ -156,6 +156,9 @@ class WorkflowMatcher:
         # No Latin letters or digits (emoji, punctuation, other scripts): nothing to match.
         if not normalise(text):
             return empty
+        if self._semantic is not None:
+            # The message is encoded on another thread while the lexical evidence is gathered.
+            self._semantic.prefetch(text)
         query = self._lexical.query_terms(text)
         lexical = dict(self._lexical.match(text, CANDIDATES))
         bm25 = self._index.bm25(query, CANDIDATES)

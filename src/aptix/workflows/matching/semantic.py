@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata
-from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from numpy.typing import NDArray
 
 from aptix.errors import ConfigurationError
 from aptix.workflows.matching.lexical import MatchDocument
+from aptix.workflows.matching.queries import QueryEmbeddings
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -40,7 +40,6 @@ __all__ = [
     "verify_hash",
 ]
 
-QUERY_CACHE_SIZE = 512
 PREFILTER_DOCUMENTS = 5_000
 PREFILTER_WORKFLOWS = 256
 #: Longer messages are cut: intent is stated early, and cost grows with the square of length.
@@ -209,7 +208,7 @@ class SemanticMatcher:
     def __init__(self, embedder: Embedder, documents: Sequence[MatchDocument] = ()) -> None:
         self._embedder = embedder
         self._cache: dict[str, Vectors] = {}
-        self._queries: OrderedDict[str, Vectors] = OrderedDict()
+        self._queries = QueryEmbeddings(embedder.encode)
         self._owners: list[str] = []
         self._texts: list[str] = []
         self._index: dict[str, int] = {}
@@ -273,17 +272,13 @@ class SemanticMatcher:
     def __len__(self) -> int:
         return len(self._owners)
 
+    def prefetch(self, message: str) -> None:
+        """Start encoding ``message`` on another thread; :meth:`embed_query` collects it."""
+        self._queries.prefetch(message)
+
     def embed_query(self, message: str) -> Vectors:
         """The message's embedding (recent messages are remembered)."""
-        cached = self._queries.get(message)
-        if cached is not None:
-            self._queries.move_to_end(message)
-            return cached
-        vector: Vectors = self._embedder.encode([message])[0]
-        self._queries[message] = vector
-        if len(self._queries) > QUERY_CACHE_SIZE:
-            self._queries.popitem(last=False)
-        return vector
+        return self._queries.get(message)
 
     def rank(self, message: str, limit: int = 10, also: Collection[str] = ()) -> dict[str, float]:
         """The ``limit`` most similar workflows, plus those named in ``also``: owner -> cosine."""

@@ -1,0 +1,74 @@
+"""Message embeddings for the semantic matcher: remembered, and encoded ahead on request.
+
+Matching a message reads its embedding several times (ranking, evidence, the request model,
+the reason given); it is encoded once and remembered. :meth:`QueryEmbeddings.prefetch`
+starts the encoding on a worker thread: the model runs outside the GIL, so the lexical
+evidence gathered meanwhile costs no extra latency.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["QueryEmbeddings"]
+
+#: Messages whose embeddings are remembered.
+QUERY_CACHE_SIZE = 512
+#: Messages being encoded ahead and not yet collected.
+PENDING_QUERIES = 8
+#: Threads encoding messages ahead, shared by every matcher of the process.
+ENCODER_THREADS = 2
+
+Vectors = NDArray[np.float32]
+
+_ENCODER: ThreadPoolExecutor | None = None
+_ENCODER_LOCK = threading.Lock()
+
+
+def _encoder() -> ThreadPoolExecutor:
+    """The threads that encode messages ahead (started on first use)."""
+    global _ENCODER
+    with _ENCODER_LOCK:
+        if _ENCODER is None:
+            _ENCODER = ThreadPoolExecutor(ENCODER_THREADS, thread_name_prefix="aptix-encode")
+        return _ENCODER
+
+
+class QueryEmbeddings:
+    """Recent messages' embeddings, and the messages being encoded ahead."""
+
+    def __init__(self, encode: Callable[[Sequence[str]], Vectors]) -> None:
+        self._encode = encode
+        self._done: OrderedDict[str, Vectors] = OrderedDict()
+        self._pending: OrderedDict[str, Future[Vectors]] = OrderedDict()
+
+    def prefetch(self, message: str) -> None:
+        """Start encoding ``message`` on a worker thread; :meth:`get` collects it."""
+        if message in self._done or message in self._pending:
+            return
+        self._pending[message] = _encoder().submit(self._encode, [message])
+        if len(self._pending) > PENDING_QUERIES:
+            self._pending.popitem(last=False)[1].cancel()
+
+    def get(self, message: str) -> Vectors:
+        """The message's embedding: remembered, prefetched or encoded now."""
+        cached = self._done.get(message)
+        if cached is not None:
+            self._done.move_to_end(message)
+            return cached
+        pending = self._pending.pop(message, None)
+        if pending is not None and not pending.cancel():
+            vector: Vectors = pending.result()[0]
+        else:
+            # Not prefetched, or still queued behind other messages: encode here.
+            vector = self._encode([message])[0]
+        self._done[message] = vector
+        if len(self._done) > QUERY_CACHE_SIZE:
+            self._done.popitem(last=False)
+        return vector
