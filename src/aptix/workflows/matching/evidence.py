@@ -156,7 +156,7 @@ class WorkflowIndex:
                 continue
             scores[found[0]] += found[1] * strength
             total += self._idf[term] * (BM25_K1 + 1.0) * strength
-        hit = np.flatnonzero(scores)
+        hit = np.flatnonzero(scores != 0)  # a mask is scanned faster than floats
         if not len(hit) or total <= 0:
             return {}
         if len(hit) > limit:

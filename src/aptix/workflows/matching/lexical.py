@@ -115,7 +115,7 @@ class LexicalMatcher:
         best: dict[str, float] = {}
         if query:
             hits = self._accumulate(query)
-            found = np.flatnonzero(hits)
+            found = np.flatnonzero(hits != 0)  # a mask is scanned faster than floats
             if len(found) > RESCORE_LIMIT:
                 # Rank by coverage with vectorised arithmetic; rescore only the best few.
                 coverage = hits[found] / self._norm_array[found]
