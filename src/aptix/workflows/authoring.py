@@ -17,10 +17,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
-from aptix.workflows.governance import change_status, parse_status, read_only, remove
+from aptix.workflows.governance import (
+    change_status,
+    parse_status,
+    read_only,
+    remove,
+    unchangeable,
+)
 from aptix.workflows.manifest import SemVer, WorkflowManifest, WorkflowStatus
 from aptix.workflows.outcome import (
     MANDATORY_FIELDS,
@@ -56,11 +63,13 @@ class WorkflowAuthoring:
         #: Brings the registry up to date with the store (other processes author too).
         self._sync = sync
 
-    async def _state(self, workflow_id: str, org: str) -> WorkflowState:
-        """Called inside the lock by every change: the registry checked, then the log read."""
-        if self._sync is not None:
-            await self._sync()
-        return await read_state(self._store, self._registry, workflow_id, org)
+    @asynccontextmanager
+    async def _changing(self, workflow_id: str, org: str) -> AsyncIterator[WorkflowState]:
+        """Every change runs inside: the lock held, the registry checked, then the log read."""
+        async with self._lock:
+            if self._sync is not None:
+                await self._sync()
+            yield await read_state(self._store, self._registry, workflow_id, org)
 
     async def draft(
         self,
@@ -89,11 +98,8 @@ class WorkflowAuthoring:
         ]
         if manifest is None or problems:
             return AuthoringOutcome.failures(problems)
-        async with self._lock:
-            state = await self._state(manifest.workflow_id, org)
-            if state.deployment_wide is not None:
-                return read_only(self._registry, state.workflow_id)
-            refusal = state.stale(expected_revision)
+        async with self._changing(manifest.workflow_id, org) as state:
+            refusal = unchangeable(self._registry, state, expected_revision)
             if refusal is not None:
                 return refusal
             if state.working_copy is not None:
@@ -163,14 +169,11 @@ class WorkflowAuthoring:
                 workflow_id, status.strip().lower(), actor, org, expected_revision
             )
         changes.pop("status", None)
-        async with self._lock:
-            state = await self._state(workflow_id, org)
+        async with self._changing(workflow_id, org) as state:
             base, served = state.working_copy, state.served
             if base is None:
                 return _unknown(workflow_id)
-            if state.deployment_wide is not None:
-                return read_only(self._registry, state.workflow_id)
-            refusal = state.stale(expected_revision)
+            refusal = unchangeable(self._registry, state, expected_revision)
             if refusal is not None:
                 return refusal
             new_draft = base.status is not WorkflowStatus.DRAFT
@@ -229,8 +232,7 @@ class WorkflowAuthoring:
 
         The publish revision records who published which version, and when.
         """
-        async with self._lock:
-            state = await self._state(workflow_id, org)
+        async with self._changing(workflow_id, org) as state:
             draft = state.working_copy
             if draft is None:
                 return _unknown(workflow_id)
@@ -300,8 +302,7 @@ class WorkflowAuthoring:
         expected_revision: int | None = None,
     ) -> AuthoringOutcome:
         """Drop the pending draft; the served version (if any) stays as it is."""
-        async with self._lock:
-            state = await self._state(workflow_id, org)
+        async with self._changing(workflow_id, org) as state:
             draft = state.draft
             if draft is None:
                 return AuthoringOutcome.fail(
@@ -334,8 +335,7 @@ class WorkflowAuthoring:
         expected_revision: int | None = None,
     ) -> AuthoringOutcome:
         """Stop serving a disabled, authored workflow; its history is kept (TUL-006 §8.9)."""
-        async with self._lock:
-            state = await self._state(workflow_id, org)
+        async with self._changing(workflow_id, org) as state:
             return await remove(self._store, self._registry, state, actor, org, expected_revision)
 
     async def _change_status(
@@ -349,8 +349,7 @@ class WorkflowAuthoring:
         target = parse_status(status)
         if isinstance(target, AuthoringOutcome):
             return target
-        async with self._lock:
-            state = await self._state(workflow_id, org)
+        async with self._changing(workflow_id, org) as state:
             return await change_status(
                 self._store, self._registry, state, target, actor, org, expected_revision
             )

@@ -16,7 +16,7 @@ from aptix.workflows.revisions import WorkflowState, commit
 from aptix.workflows.store import RevisionAction, WorkflowStore
 from aptix.workflows.validation import validate_manifest
 
-__all__ = ["change_status", "parse_status", "read_only", "remove"]
+__all__ = ["change_status", "parse_status", "read_only", "remove", "unchangeable"]
 
 
 def parse_status(status: str) -> WorkflowStatus | AuthoringOutcome:
@@ -106,13 +106,20 @@ def read_only(registry: WorkflowRegistry, workflow_id: str) -> AuthoringOutcome:
     )
 
 
+def unchangeable(
+    registry: WorkflowRegistry, state: WorkflowState, expected_revision: int | None
+) -> AuthoringOutcome | None:
+    """The refusal when ``state``'s workflow is read-only or the caller's revision is stale."""
+    if state.deployment_wide is not None:
+        return read_only(registry, state.workflow_id)
+    return state.stale(expected_revision)
+
+
 def _refusal(
     registry: WorkflowRegistry, state: WorkflowState, expected_revision: int | None
 ) -> AuthoringOutcome | None:
     """Why governance may not act now: read-only, a stale caller, or a pending draft."""
-    if state.deployment_wide is not None:
-        return read_only(registry, state.workflow_id)
-    refusal = state.stale(expected_revision)
+    refusal = unchangeable(registry, state, expected_revision)
     if refusal is not None:
         return refusal
     draft = state.draft
