@@ -7,24 +7,19 @@ invoke, the CLI and MCP refuse a tool outside the session's mode with the model 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx
-import pytest
 from mcp.client.client import Client
-from typer.testing import CliRunner
 
-from aptix.cli.main import app as cli
 from aptix.mcp import build_mcp_server
 from aptix.reasoner import ToolResultInput
-from aptix.runtime import Runtime, open_runtime
-from aptix.settings import AptixSettings
+from aptix.runtime import Runtime
 from aptix.testing import ScriptedModel, call, reply
 from aptix.workflows.guard import not_offered_message
-from tests.tenancy.test_one_guard import WORKFLOW_ERROR, _session_in_workflow
+from tests.tenancy.conftest import HelloFromCli, session_in_workflow
+from tests.tenancy.test_one_guard import WORKFLOW_ERROR
 
 NOT_OFFERED = "The tool 'agent_hello_world' is not offered in this mode or workflow."
 HELLO = {"name": "Ann"}
@@ -43,7 +38,7 @@ def test_the_refusal_is_the_one_a_model_turn_gives() -> None:
 async def test_a_child_branched_in_a_turn_keeps_the_workflow_on_http_turns_and_resumes(
     keyed: Runtime, http: Callable[[str], httpx.AsyncClient]
 ) -> None:
-    parent = await _session_in_workflow(keyed)
+    parent = await session_in_workflow(keyed)
     branch = {"mode": "general", "branch": True, "reason": "a new topic"}
     model = ScriptedModel.of(reply(None, call("agent_change_mode", branch, id="b1")), reply("Ok."))
     branched = await keyed.reasoner(model).execute(
@@ -88,7 +83,7 @@ async def test_a_child_branched_in_a_turn_keeps_the_workflow_on_http_turns_and_r
 async def test_a_child_made_through_mcp_or_the_manager_inherits_the_workflow(
     runtime: Runtime,
 ) -> None:
-    parent = await _session_in_workflow(runtime)
+    parent = await session_in_workflow(runtime)
     change = {"mode": "general", "branch": True, "reason": "r", "sessionId": parent}
     async with Client(build_mcp_server(runtime, org="acme", user="ann")) as client:
         branched = await client.call_tool("agent_change_mode", change)
@@ -150,18 +145,8 @@ async def test_mcp_and_a_model_turn_refuse_a_tool_outside_the_mode_alike(
 
 
 def test_the_cli_refuses_a_tool_outside_the_mode(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    hello_from_cli: HelloFromCli,
 ) -> None:
-    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("APTIX_SEMANTIC_MATCHING", "false")
-
-    async def prepare() -> str:
-        async with open_runtime(AptixSettings(load_plugins=False)) as runtime:
-            return await _calculation_session(runtime, "local", "local")
-
-    session_id = asyncio.run(prepare())
-    result = CliRunner().invoke(
-        cli, ["tools", "call", "agent_hello_world", '{"name":"x"}', "--session-id", session_id]
-    )
+    result = hello_from_cli(_calculation_session)
     assert result.exit_code == 1
     assert NOT_OFFERED in result.stderr

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx
 import pytest
 from mcp.client.client import Client
-from typer.testing import CliRunner
 
-from aptix.cli.main import app as cli
 from aptix.mcp import build_mcp_server
-from aptix.runtime import Runtime, open_runtime
-from aptix.settings import AptixSettings
+from aptix.runtime import Runtime
 from aptix.testing import ScriptedModel, call, reply
+from tests.tenancy.conftest import HelloFromCli, session_in_workflow
 
 WORKFLOW_ERROR = (
     "Workflow error: the tool 'agent_hello_world' is not permitted while workflow "
@@ -24,20 +21,10 @@ WORKFLOW_ERROR = (
 )
 
 
-async def _session_in_workflow(runtime: Runtime, org: str = "acme", user: str = "ann") -> str:
-    created = await runtime.services.sessions.create_session(org=org, user=user)
-    assert created.result is not None
-    started = await runtime.services.sessions.set_active_workflow(
-        created.result.id, "guided_calculation", org, user
-    )
-    assert started.successful
-    return created.result.id
-
-
 async def test_http_invoke_with_the_session_refuses_an_unpermitted_tool(
     keyed: Runtime, http: Callable[[str], httpx.AsyncClient]
 ) -> None:
-    session_id = await _session_in_workflow(keyed)
+    session_id = await session_in_workflow(keyed)
     body = {"sessionId": session_id, "arguments": {"name": "Ann"}}
     answer = await http("k-ann").post("/v1/tools/agent_hello_world/invoke", json=body)
     assert answer.status_code == 200
@@ -51,7 +38,7 @@ async def test_http_invoke_with_the_session_refuses_an_unpermitted_tool(
 
 
 async def test_mcp_with_the_session_refuses_an_unpermitted_tool(runtime: Runtime) -> None:
-    session_id = await _session_in_workflow(runtime)
+    session_id = await session_in_workflow(runtime)
     async with Client(build_mcp_server(runtime, org="acme", user="ann")) as client:
         refused = await client.call_tool(
             "agent_hello_world", {"name": "Ann", "sessionId": session_id}
@@ -65,28 +52,16 @@ async def test_mcp_with_the_session_refuses_an_unpermitted_tool(runtime: Runtime
 
 
 def test_cli_with_the_session_refuses_an_unpermitted_tool(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    hello_from_cli: HelloFromCli,
 ) -> None:
-    import asyncio
-
-    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("APTIX_SEMANTIC_MATCHING", "false")
-
-    async def prepare() -> str:
-        async with open_runtime(AptixSettings(load_plugins=False)) as runtime:
-            return await _session_in_workflow(runtime, "local", "local")
-
-    session_id = asyncio.run(prepare())
-    result = CliRunner().invoke(
-        cli, ["tools", "call", "agent_hello_world", '{"name":"x"}', "--session-id", session_id]
-    )
+    result = hello_from_cli(session_in_workflow)
     assert result.exit_code == 1
     assert "Workflow error" in result.stderr
     assert "'guided_calculation'" in result.stderr
 
 
 async def test_inside_a_turn_the_model_sees_the_workflow_error(runtime: Runtime) -> None:
-    session_id = await _session_in_workflow(runtime)
+    session_id = await session_in_workflow(runtime)
     model = ScriptedModel.of(
         reply(None, call("agent_hello_world", {"name": "Ann"}, id="c1")), reply("Sorry.")
     )
