@@ -114,7 +114,6 @@ def _reasoner(h: Harness, model: ScriptedModel | None = None) -> aptix.AgentReas
     runtime = replace(h.runtime, settings=settings)
     reasoner = runtime.reasoner(model or h.model)
     reasoner._offered = lambda _w, mode_tools, _o: [*mode_tools, *tools]
-    reasoner._tools._tool_names = reasoner._tool_names
     return reasoner
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aptix.llm.types import LlmResponse
@@ -28,41 +28,32 @@ __all__ = ["SESSION_TOOLS", "ToolRunner"]
 SESSION_TOOLS = frozenset({MODE_CHANGE_TOOL, WORKFLOW_RUN_TOOL})
 
 
+@dataclass(frozen=True, slots=True)
 class ToolRunner:
     """Puts a batch of calls on record as ``started``, runs them, records each outcome."""
 
-    def __init__(
-        self,
-        executor: AgentToolExecutor,
-        sessions: SessionManager,
-        modes: ModeCatalog,
-        logger: AdminLogger,
-        tracing: Tracing,
-        tool_names: Callable[[AgentSession], list[str]],
-    ) -> None:
-        self._executor = executor
-        self._sessions = sessions
-        self._modes = modes
-        self._logger = logger
-        self._tracing = tracing
-        self._tool_names = tool_names
+    executor: AgentToolExecutor
+    sessions: SessionManager
+    modes: ModeCatalog
+    logger: AdminLogger
+    tracing: Tracing
+    #: The tools a session is offered now (its mode and active workflow decide).
+    tool_names: Callable[[AgentSession], list[str]]
 
     def using(
         self, executor: AgentToolExecutor, tool_names: Callable[[AgentSession], list[str]]
     ) -> ToolRunner:
         """A runner with the same services on another executor (a request's client tools)."""
-        return ToolRunner(
-            executor, self._sessions, self._modes, self._logger, self._tracing, tool_names
-        )
+        return replace(self, executor=executor, tool_names=tool_names)
 
     def idempotent(self, name: str) -> bool:
         """Whether ``name``'s calls may run again after a crash left their outcome unknown."""
-        tool_cls = self._executor.registry.get_tool_type(name)
+        tool_cls = self.executor.registry.get_tool_type(name)
         return tool_cls is not None and is_idempotent(tool_cls)
 
     def in_thread(self, name: str) -> bool:
         """Whether ``name`` runs in a worker thread that a cancellation cannot stop."""
-        registry = self._executor.registry
+        registry = self.executor.registry
         tool_cls = registry.get_tool_type(name)
         return registry.runs_in_thread(name) or bool(getattr(tool_cls, "runs_in_thread", False))
 
@@ -79,13 +70,13 @@ class ToolRunner:
         """Run every call of ``response``; return the entries handed to the client."""
         record = turn.record
         session = turn.session
-        registry = self._executor.registry
+        registry = self.executor.registry
         calls = [AgentToolCall(c.id, c.name, c.arguments) for c in response.tool_calls]
         entries = ledger.propose(record, calls, iteration, self.idempotent)
         for entry in entries:
             if entry["callId"] in renamed:
                 entry["modelCallId"] = renamed[entry["callId"]]
-        offered = set(self._tool_names(session))
+        offered = set(self.tool_names(session))
         runnable: list[tuple[AgentToolCall, dict[str, Any]]] = []
         for call, entry in zip(calls, entries, strict=True):
             # While a workflow is active the executor's guard refuses what it does not
@@ -93,7 +84,7 @@ class ToolRunner:
             if (
                 call.name in offered
                 or not registry.has_tool(call.name)
-                or (session.active_workflow_id and self._executor.guarded)
+                or (session.active_workflow_id and self.executor.guarded)
             ):
                 runnable.append((call, entry))
             else:
@@ -163,7 +154,7 @@ class ToolRunner:
     ) -> None:
         done = await self._execute(call, context, turn_id)
         # In memory at once: a cancel or an error ending the turn keeps this outcome.
-        approval = hasattr(self._executor.registry.get_tool_type(call.name), "run_approved")
+        approval = hasattr(self.executor.registry.get_tool_type(call.name), "run_approved")
         ledger.record_outcome(entry, done, approval=approval)
 
     async def _execute(
@@ -176,8 +167,8 @@ class ToolRunner:
     ) -> AgentToolCall:
         keyed = replace(context, idempotency_key=f"{turn_id}:{call.call_id}")
         if approved:
-            return await self._executor.execute(call, keyed, approved=True)
-        return await self._executor.execute(call, keyed)
+            return await self.executor.execute(call, keyed, approved=True)
+        return await self.executor.execute(call, keyed)
 
     async def _told(
         self,
@@ -215,12 +206,12 @@ class ToolRunner:
 
     async def _reload_session(self, turn: RunningTurn, on_event: EventSink | None) -> None:
         before = turn.session.mode
-        fresh = await self._sessions.get_session(turn.session.id, turn.session.org)
+        fresh = await self.sessions.get_session(turn.session.id, turn.session.org)
         if fresh is None:
             return
         turn.session = fresh
         if fresh.mode != before:
-            welcome = self._modes.get_mode(fresh.mode).welcome_message or None
+            welcome = self.modes.get_mode(fresh.mode).welcome_message or None
             turn.welcome_message = welcome
             await emit(
                 on_event,
@@ -230,7 +221,7 @@ class ToolRunner:
 
     def _not_offered(self, call: AgentToolCall) -> AgentToolCall:
         refused = not_offered(call)
-        self._tracing.event(REFUSAL_EVENT, refusal_attributes(call, refused.error_message or ""))
+        self.tracing.event(REFUSAL_EVENT, refusal_attributes(call, refused.error_message or ""))
         return refused
 
     def _log_failure(self, turn: RunningTurn, entry: dict[str, Any]) -> None:
@@ -239,10 +230,10 @@ class ToolRunner:
         ids = (("SessionId", turn.session.id), ("ConversationId", turn.record.id))
         name, call_id = entry["name"], entry["callId"]
         # A tool's message often quotes the user's input: only DEBUG may carry user text.
-        self._logger.add_custom_event(
+        self.logger.add_custom_event(
             LogLevel.WARNING,
             "[AgentReasoner_ToolCall]",
             f"{name} failed (call {call_id}); the message is in the turn record",
             *ids,
         )
-        self._logger.trace(f"{name} failed: {entry['errorMessage']}", *ids)
+        self.logger.trace(f"{name} failed: {entry['errorMessage']}", *ids)
