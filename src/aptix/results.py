@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-__all__ = ["ErrorMessage", "InvokeResult", "as_json_text"]
+__all__ = ["ErrorMessage", "InvokeResult", "as_json_text", "json_value"]
 
 T = TypeVar("T")
 
@@ -73,3 +73,16 @@ def as_json_text(value: str | None) -> str:
     except ValueError:
         return json.dumps(value, ensure_ascii=False)
     return value
+
+
+def json_value(text: str | None) -> Any:
+    """A tool's result as the JSON value it holds, for the CLI and HTTP API to show.
+
+    Text that is not JSON stays the text it is; no result stays None.
+    """
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,9 +11,9 @@ import typer
 
 from aptix.cli.output import add_row, console, fail, new_table, print_json
 from aptix.cli.runtime import run_with_runtime
+from aptix.results import InvokeResult, json_value
 
 if TYPE_CHECKING:
-    from aptix.results import InvokeResult
     from aptix.runtime import Runtime
 
 app = typer.Typer(help="List, describe and call tools.", no_args_is_help=True)
@@ -92,7 +91,6 @@ def call_tool(
 
     async def work(runtime: Runtime) -> InvokeResult[str]:
         from aptix.errors import NotFoundError
-        from aptix.results import InvokeResult
 
         try:
             context = await runtime.session_context(
@@ -110,7 +108,7 @@ def call_tool(
         return outcome
 
     outcome = run_with_runtime(work)
-    result = _decode(outcome.result)
+    result = json_value(outcome.result)
     if as_json:
         print_json({**outcome.to_wire(), "result": result})
     elif outcome.successful:
@@ -156,15 +154,6 @@ def _held_logs() -> Iterator[list[logging.LogRecord]]:
     finally:
         for handler in handlers:
             handler.removeFilter(hold)
-
-
-def _decode(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _server_final(runtime: Runtime, name: str) -> bool:

@@ -15,6 +15,7 @@ from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import ErrorBody, InvokeRequest, InvokeResponse
 from aptix.api.storable_json import StorableJSONResponse
 from aptix.db.outage import DATABASE_UNAVAILABLE, DatabaseUnavailable
+from aptix.results import json_value
 from aptix.tools.bulkhead import http_refusal
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
@@ -84,16 +85,7 @@ async def invoke_tool(
         status, code, headers = refusal
         raise ApiError(status, outcome.error_message, code, headers=headers)
     wire = outcome.to_wire()
-    wire["result"] = _decode(outcome.result)
+    wire["result"] = json_value(outcome.result)
     etag = etag_headers(wire["result"], if_match=if_match is not None) if conditional else None
     # Already the documented shape: skip FastAPI's second validation pass on the hot path.
     return StorableJSONResponse(wire, headers=etag)
-
-
-def _decode(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
