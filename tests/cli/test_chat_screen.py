@@ -7,9 +7,6 @@ title shows up as what it is, not as bytes in a log.
 
 from __future__ import annotations
 
-import io
-import os
-import sys
 from pathlib import Path
 
 import pexpect
@@ -17,6 +14,7 @@ import pyte
 
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer
+from tests.cli.pty_chat import all_shown, chat_env, one_exchange, read_session_id, spawn_chat
 
 ROWS, COLUMNS = 60, 120
 ESC = "\x1b"
@@ -42,37 +40,7 @@ def greet(name: str) -> str:
 
 
 def _env(tmp_path: Path, base_url: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "APTIX_DATA_DIR": str(tmp_path),
-        "APTIX_LLM_BASE_URL": base_url,
-        "APTIX_LLM_MODEL": "scripted",
-        "APTIX_LLM_MAX_RETRIES": "0",
-        "APTIX_SEMANTIC_MATCHING": "false",
-        "TERM": "xterm",
-        "COLUMNS": str(COLUMNS),
-        "LINES": str(ROWS),
-        "PROMPT_TOOLKIT_NO_CPR": "1",  # pexpect does not answer cursor-position requests
-    }
-
-
-def _spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "aptix", "chat", *args],
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(ROWS, COLUMNS),
-    )
-    child.logfile_read = io.StringIO()
-    return child
-
-
-def _output(child: pexpect.spawn) -> str:
-    log = child.logfile_read
-    assert isinstance(log, io.StringIO)
-    return log.getvalue()
+    return chat_env(tmp_path, base_url, rows=ROWS, columns=COLUMNS)
 
 
 def _screen(output: str) -> pyte.Screen:
@@ -83,15 +51,6 @@ def _screen(output: str) -> pyte.Screen:
 
 def _rows(screen: pyte.Screen) -> list[str]:
     return [row.rstrip() for row in screen.display]
-
-
-def _one_exchange(child: pexpect.spawn, message: str, last_words: str) -> None:
-    child.expect_exact("you>")
-    child.sendline(message)
-    child.expect_exact(last_words)
-    child.expect_exact("you>")
-    child.sendline("/quit")
-    child.expect(pexpect.EOF)
 
 
 def test_hostile_model_text_tool_names_and_results_are_shown_as_inert_text(
@@ -106,13 +65,13 @@ def test_hostile_model_text_tool_names_and_results_are_shown_as_inert_text(
         reply(HOSTILE),
     ]
     with ScriptedOpenAIServer(script) as server:
-        child = _spawn(_env(tmp_path, server.base_url))
+        child = spawn_chat(_env(tmp_path, server.base_url))
         try:
-            _one_exchange(child, "Say something nasty", "After")
+            one_exchange(child, "Say something nasty", "After")
         finally:
             child.close()
         server.assert_complete()
-    output = _output(child)
+    output = all_shown(child)
     for attack in (f"{ESC}[2J", f"{ESC}[H{ESC}]", f"{ESC}]0;", f"{ESC}]8;", f"{ESC}P", "\x9b"):
         assert attack not in output, attack
     assert not any(c in output for c in "\u202e\u2066\u2069\x07\b\x9d")
@@ -135,7 +94,7 @@ def test_a_markdown_reply_in_a_fresh_process_renders_cleanly_ten_times_out_of_te
     with ScriptedOpenAIServer([reply(MARKDOWN) for _ in range(runs)]) as server:
         for batch in range(runs // at_once):
             children = [
-                _spawn(_env(tmp_path / f"{batch}-{n}", server.base_url)) for n in range(at_once)
+                spawn_chat(_env(tmp_path / f"{batch}-{n}", server.base_url)) for n in range(at_once)
             ]
             try:
                 for child in children:
@@ -151,7 +110,7 @@ def test_a_markdown_reply_in_a_fresh_process_renders_cleanly_ten_times_out_of_te
                 for child in children:
                     child.close()
             assert [c.exitstatus for c in children] == [0] * at_once
-            screens.extend(_rows(_screen(_output(c))) for c in children)
+            screens.extend(_rows(_screen(all_shown(c))) for c in children)
         server.assert_complete()
     assert len(screens) == runs
     expected = [
@@ -182,10 +141,9 @@ def test_alt_enter_adds_a_line_unknown_commands_are_named_and_continue_shows_the
     script = [reply("Two lines received."), reply("Welcome back.")]
     with ScriptedOpenAIServer(script) as server:
         env = _env(tmp_path, server.base_url)
-        first = _spawn(env)
+        first = spawn_chat(env)
         try:
-            first.expect(r"session ([0-9a-f-]+)\.")
-            session_id = first.match.group(1)
+            session_id = read_session_id(first)
             first.expect_exact("you>")
             first.send("/bogus\r")
             first.expect_exact("Unknown command /bogus.")
@@ -197,12 +155,11 @@ def test_alt_enter_adds_a_line_unknown_commands_are_named_and_continue_shows_the
             first.expect(pexpect.EOF)
         finally:
             first.close()
-        second = _spawn(env, "--continue")
+        second = spawn_chat(env, "--continue")
         try:
             second.expect_exact("Last 1 turn(s) of this session:")
             second.expect_exact("Two lines received.")
-            second.expect(r"session ([0-9a-f-]+)\.")
-            resumed = second.match.group(1)
+            resumed = read_session_id(second)
             second.expect_exact("you>")
             second.sendline("Still there?")
             second.expect_exact("Welcome back.")
@@ -217,4 +174,4 @@ def test_alt_enter_adds_a_line_unknown_commands_are_named_and_continue_shows_the
         "first line\nsecond line"
     ]
     assert resumed == session_id
-    assert "first line" in _output(second)
+    assert "first line" in all_shown(second)

@@ -8,10 +8,7 @@ presses Ctrl-C.
 from __future__ import annotations
 
 import asyncio
-import io
-import os
 import socket
-import sys
 from pathlib import Path
 
 import pexpect
@@ -22,44 +19,14 @@ from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import call, reply
 from aptix.testing.server import Hold, ScriptedOpenAIServer
+from tests.cli.pty_chat import all_shown, chat_env, one_exchange, read_session_id, spawn_chat
 
 UP = "\x1b[A"
 VERBATIM = "Use list[str] here; [bold] and [/x] stay as typed."
 
 
 def _terminal_env(tmp_path: Path, base_url: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "APTIX_DATA_DIR": str(tmp_path),
-        "APTIX_LLM_BASE_URL": base_url,
-        "APTIX_LLM_MODEL": "scripted",
-        "APTIX_LLM_MAX_RETRIES": "0",
-        "APTIX_SEMANTIC_MATCHING": "false",
-        "TERM": "xterm",
-        "COLUMNS": "200",  # Rich reads these before the pty's size
-        "LINES": "40",
-        "NO_COLOR": "1",
-        "PROMPT_TOOLKIT_NO_CPR": "1",  # pexpect does not answer cursor-position requests
-    }
-
-
-def _spawn(env: dict[str, str]) -> pexpect.spawn:
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "aptix", "chat"],
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 200),
-    )
-    child.logfile_read = io.StringIO()  # everything shown, for the no-traceback checks
-    return child
-
-
-def _shown(child: pexpect.spawn) -> str:
-    log = child.logfile_read
-    assert isinstance(log, io.StringIO)
-    return log.getvalue()
+    return {**chat_env(tmp_path, base_url, rows=40, columns=200), "NO_COLOR": "1"}
 
 
 def _turns(tmp_path: Path, session_id: str) -> list[TurnRecord]:
@@ -79,10 +46,9 @@ def _user_text(request: dict[str, object]) -> object:
 def test_chat_verbatim_text_history_ctrl_c_and_mode_list(tmp_path: Path) -> None:
     script = [reply(VERBATIM), Hold(reply("never shown")), reply("Still here.")]
     with ScriptedOpenAIServer(script) as server:
-        child = _spawn(_terminal_env(tmp_path, server.base_url))
+        child = spawn_chat(_terminal_env(tmp_path, server.base_url))
         try:
-            child.expect(r"session ([0-9a-f-]+)\.")
-            session_id = child.match.group(1)
+            session_id = read_session_id(child)
             child.expect_exact("you>")
             child.sendline("Say it back")
             child.expect_exact(VERBATIM)  # streamed, then rendered: never read as markup
@@ -122,17 +88,12 @@ def test_chat_verbatim_text_history_ctrl_c_and_mode_list(tmp_path: Path) -> None
 def test_chat_history_survives_a_restart_and_tab_completes(tmp_path: Path) -> None:
     with ScriptedOpenAIServer([reply("One."), reply("Two.")]) as server:
         env = _terminal_env(tmp_path, server.base_url)
-        first = _spawn(env)
+        first = spawn_chat(env)
         try:
-            first.expect_exact("you>")
-            first.sendline("remember this line")
-            first.expect_exact("One.")
-            first.expect_exact("you>")
-            first.sendline("/quit")
-            first.expect(pexpect.EOF)
+            one_exchange(first, "remember this line", "One.")
         finally:
             first.close()
-        second = _spawn(env)
+        second = spawn_chat(env)
         try:
             second.expect_exact("you>")
             second.send(UP + UP)  # past "/quit" to the message
@@ -176,7 +137,7 @@ def test_a_model_error_is_one_line_that_says_what_to_check(
             env["APTIX_LLM_BASE_URL"] = _closed_port_url()
         else:
             env["APTIX_LLM_TIMEOUT_SECONDS"] = "0.5"  # the held answer never comes
-        child = _spawn(env)
+        child = spawn_chat(env)
         try:
             child.expect_exact("you>")
             child.sendline("hello")
@@ -188,7 +149,7 @@ def test_a_model_error_is_one_line_that_says_what_to_check(
         finally:
             child.close()
     assert what_to_check in line
-    shown = _shown(child)
+    shown = all_shown(child)
     assert "Traceback" not in shown
     assert shown.count(line) == 1  # the log line went to chat.log, not to the screen
     assert line in (tmp_path / "chat.log").read_text()
@@ -199,7 +160,7 @@ def test_ctrl_o_toggles_tool_details_and_double_ctrl_c_at_an_empty_prompt_quits(
     tmp_path: Path,
 ) -> None:
     with ScriptedOpenAIServer() as server:
-        child = _spawn(_terminal_env(tmp_path, server.base_url))
+        child = spawn_chat(_terminal_env(tmp_path, server.base_url))
         try:
             child.expect_exact("you>")
             child.sendcontrol("o")  # Ctrl-O: tool calls in full from now on
@@ -214,7 +175,7 @@ def test_ctrl_o_toggles_tool_details_and_double_ctrl_c_at_an_empty_prompt_quits(
         finally:
             child.close()
     assert child.exitstatus == 0
-    assert "Traceback" not in _shown(child)
+    assert "Traceback" not in all_shown(child)
 
 
 def test_ctrl_c_at_an_approval_question_cancels_the_waiting_turn(tmp_path: Path) -> None:
@@ -223,10 +184,9 @@ def test_ctrl_c_at_an_approval_question_cancels_the_waiting_turn(tmp_path: Path)
         reply("Next."),
     ]
     with ScriptedOpenAIServer(script) as server:
-        child = _spawn(_terminal_env(tmp_path, server.base_url))
+        child = spawn_chat(_terminal_env(tmp_path, server.base_url))
         try:
-            child.expect(r"session ([0-9a-f-]+)\.")
-            session_id = child.match.group(1)
+            session_id = read_session_id(child)
             child.expect_exact("you>")
             child.sendline("Charge me")
             child.expect_exact("Charge [red]59.97[/red]?")
