@@ -20,10 +20,8 @@ class _NoArgs(ToolArgs):
     pass
 
 
-class _Raising(AgentTool):
-    TOOL_USAGE_METADATA: ClassVar[str] = "Raises what it is told to."
-    error: ClassVar[type[BaseException]]
-    suspend_first: ClassVar[bool] = False
+class _TestTool(AgentTool):
+    """A tool without arguments; subclasses say what running it does."""
 
     def __init__(self, logger: Any) -> None:
         self.logger = logger
@@ -31,6 +29,12 @@ class _Raising(AgentTool):
     @classmethod
     def schema(cls) -> dict[str, Any]:
         return function_schema(cls.TOOL_NAME, "A test tool.", _NoArgs)
+
+
+class _Raising(_TestTool):
+    TOOL_USAGE_METADATA: ClassVar[str] = "Raises what it is told to."
+    error: ClassVar[type[BaseException]]
+    suspend_first: ClassVar[bool] = False
 
     async def execute(
         self, arguments_json: str, context: AgentToolExecutionContext
@@ -155,16 +159,9 @@ async def test_an_async_tool_stopped_at_its_limit_is_timed_out(
     assert done.error_message == "The tool 'sleeper' timed out after 0.1 seconds."
 
 
-class _Odd(AgentTool):
+class _Odd(_TestTool):
     TOOL_NAME = "odd"
     TOOL_USAGE_METADATA: ClassVar[str] = "Answers with a lone surrogate."
-
-    def __init__(self, logger: Any) -> None:
-        self.logger = logger
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        return function_schema(cls.TOOL_NAME, "A test tool.", _NoArgs)
 
     async def execute(
         self, arguments_json: str, context: AgentToolExecutionContext

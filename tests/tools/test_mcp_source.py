@@ -123,20 +123,26 @@ def _approval_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: Path
     return open_runtime(_from_env(tmp_path, monkeypatch, servers, "time_*", "flaky_*"))
 
 
+def _time_server_calls(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tools the ``time`` server is asked to run from now on, in the order asked."""
+    assert runtime.mcp is not None
+    connection = runtime.mcp.connections["time"]
+    real = connection.call_tool
+    calls: list[str] = []
+
+    async def spy(tool: str, arguments: dict[str, Any], meta: Any = None) -> Any:
+        calls.append(tool)
+        return await real(tool, arguments, meta)
+
+    monkeypatch.setattr(connection, "call_tool", spy)
+    return calls
+
+
 async def test_approval_always_waits_for_the_client_and_a_denial_runs_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[str] = []
     async with _approval_runtime(tmp_path, monkeypatch, tmp_path / "calls.log") as runtime:
-        assert runtime.mcp is not None
-        connection = runtime.mcp.connections["time"]
-        real = connection.call_tool
-
-        async def spy(tool: str, arguments: dict[str, Any], meta: Any = None) -> Any:
-            calls.append(tool)
-            return await real(tool, arguments, meta)
-
-        monkeypatch.setattr(connection, "call_tool", spy)
+        calls = _time_server_calls(runtime, monkeypatch)
         model = ScriptedModel()
         model.add(reply(None, call("time_get_current_time", {"timezone": "UTC"}, id="t1")))
         session_id, pending = await _turn(runtime, model, instruction="time?")
@@ -165,17 +171,8 @@ async def test_approval_always_waits_for_the_client_and_a_denial_runs_nothing(
 async def test_over_http_approval_always_waits_for_the_client_then_runs_once_approved(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[str] = []
     async with _approval_runtime(tmp_path, monkeypatch, tmp_path / "calls.log") as runtime:
-        assert runtime.mcp is not None
-        connection = runtime.mcp.connections["time"]
-        real = connection.call_tool
-
-        async def spy(tool: str, arguments: dict[str, Any], meta: Any = None) -> Any:
-            calls.append(tool)
-            return await real(tool, arguments, meta)
-
-        monkeypatch.setattr(connection, "call_tool", spy)
+        calls = _time_server_calls(runtime, monkeypatch)
         model = ScriptedModel()
         model.add(
             reply(None, call("time_get_current_time", {"timezone": "UTC"}, id="t1")),
