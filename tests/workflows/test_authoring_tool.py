@@ -50,6 +50,27 @@ async def draft(tool, context, workflow_id: str = "onboard_hire") -> Any:
     )
 
 
+async def update(
+    tool: WorkflowAuthoringTool,
+    context: AgentToolExecutionContext,
+    fields: Any,
+    workflow_id: str = "onboard_hire",
+) -> Any:
+    """``update_workflow`` with ``fields``."""
+    return await run(
+        tool, context, operation="update_workflow", workflowId=workflow_id, fields=fields
+    )
+
+
+async def publish(
+    tool: WorkflowAuthoringTool,
+    context: AgentToolExecutionContext,
+    workflow_id: str = "onboard_hire",
+) -> Any:
+    """``publish_workflow``."""
+    return await run(tool, context, operation="publish_workflow", workflowId=workflow_id)
+
+
 async def test_round_trip_draft_update_validate_publish_and_serve(
     tool, registry, logger, context
 ) -> None:
@@ -69,12 +90,10 @@ async def test_round_trip_draft_update_validate_publish_and_serve(
     ]
     assert set(failing) == {"ok", "errors"}
 
-    refused = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    refused = await publish(tool, context)
     assert refused["ok"] is False
 
-    updated = await run(
-        tool, context, operation="update_workflow", workflowId="onboard_hire", fields=COMPLETE
-    )
+    updated = await update(tool, context, COMPLETE)
     assert updated["ok"] is True
     assert updated["workflow"]["userIntentPatterns"] == COMPLETE["UserIntentPatterns"]
 
@@ -86,7 +105,7 @@ async def test_round_trip_draft_update_validate_publish_and_serve(
         "revision": 2,
     }
 
-    published = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    published = await publish(tool, context)
     assert published["ok"] is True
     assert published["workflow"]["status"] == "published"
 
@@ -111,18 +130,10 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
     tool, registry, store, context
 ) -> None:
     await draft(tool, context)
-    await run(
-        tool, context, operation="update_workflow", workflowId="onboard_hire", fields=COMPLETE
-    )
-    await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    await update(tool, context, COMPLETE)
+    await publish(tool, context)
 
-    edited = await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={"title": "Onboard a new colleague"},
-    )
+    edited = await update(tool, context, {"title": "Onboard a new colleague"})
     assert edited["workflow"]["status"] == "draft"
     assert any("stays served" in m for m in edited["messages"])
     served = registry.get("onboard_hire", "acme")
@@ -143,14 +154,8 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
         "revision": 4,
     }
 
-    await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={"version": "0.1.0"},
-    )
-    same_version = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    await update(tool, context, {"version": "0.1.0"})
+    same_version = await publish(tool, context)
     assert same_version == {
         "ok": False,
         "errors": [
@@ -160,14 +165,8 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
             }
         ],
     }
-    await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={"Version": "0.2.0"},
-    )
-    again = await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    await update(tool, context, {"Version": "0.2.0"})
+    again = await publish(tool, context)
     assert again["ok"] is True
     served = registry.get("onboard_hire", "acme")
     assert served is not None
@@ -197,9 +196,7 @@ READ_ONLY = (
 async def test_a_built_in_workflow_is_read_only_to_authoring(tool, registry, context) -> None:
     before = registry.get("create_report", "acme")
     for fields in ({"notes": ["New note."]}, {"status": "disabled"}):
-        edited = await run(
-            tool, context, operation="update_workflow", workflowId="create_report", fields=fields
-        )
+        edited = await update(tool, context, fields, workflow_id="create_report")
         assert edited == {"ok": False, "errors": [{"field": "workflowId", "message": READ_ONLY}]}
     assert registry.get("create_report", "acme") is before
     readable = await run(tool, context, operation="get_workflow", workflowId="create_report")
@@ -211,41 +208,21 @@ async def test_a_built_in_workflow_is_read_only_to_authoring(tool, registry, con
 
 async def test_update_rejects_unknown_fields_and_wrong_types(tool, context) -> None:
     await draft(tool, context)
-    unknown = await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={"workflowId": "x", "colour": "red"},
-    )
+    unknown = await update(tool, context, {"workflowId": "x", "colour": "red"})
     assert unknown["ok"] is False
     assert [e["field"] for e in unknown["errors"]] == ["workflowId", "colour"]
     assert unknown["errors"][1]["message"].startswith(
         "'colour' cannot be updated. Allowed fields: title"
     )
-    typed = await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={"permittedTools": 5, "version": "one"},
-    )
+    typed = await update(tool, context, {"permittedTools": 5, "version": "one"})
     assert typed["ok"] is False
     assert {e["field"] for e in typed["errors"]} == {"permittedTools", "version"}
 
 
 async def test_mandatory_fields_cannot_be_removed(tool, context) -> None:
     await draft(tool, context)
-    await run(
-        tool, context, operation="update_workflow", workflowId="onboard_hire", fields=COMPLETE
-    )
-    removed = await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={"instructionText": "", "title": None},
-    )
+    await update(tool, context, COMPLETE)
+    removed = await update(tool, context, {"instructionText": "", "title": None})
     assert removed["ok"] is False
     assert {
         "field": "instructionText",
@@ -257,12 +234,10 @@ async def test_validation_reports_unknown_tools_invalid_patterns_and_inconsisten
     tool, context
 ) -> None:
     await draft(tool, context)
-    await run(
+    await update(
         tool,
         context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={
+        {
             **COMPLETE,
             "userIntentPatterns": ["ok", "onboard someone", "Onboard  someone"],
             "permittedTools": ["agent_teleport"],
@@ -346,10 +321,8 @@ async def test_bad_json_uses_the_error_envelope(tool, context) -> None:
 
 async def test_deprecate_then_disable_then_remove(tool, registry, store, context) -> None:
     await draft(tool, context)
-    await run(
-        tool, context, operation="update_workflow", workflowId="onboard_hire", fields=COMPLETE
-    )
-    await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
+    await update(tool, context, COMPLETE)
+    await publish(tool, context)
 
     not_yet = await run(tool, context, operation="remove_workflow", workflowId="onboard_hire")
     assert not_yet["errors"] == [
@@ -358,32 +331,14 @@ async def test_deprecate_then_disable_then_remove(tool, registry, store, context
             "message": "Workflow 'onboard_hire' must be disabled before it is removed.",
         }
     ]
-    mixed = await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={"status": "deprecated", "title": "x"},
-    )
+    mixed = await update(tool, context, {"status": "deprecated", "title": "x"})
     assert mixed["errors"][0]["message"] == "Change status in an update_workflow call of its own."
-    deprecated = await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={"Status": "deprecated"},
-    )
+    deprecated = await update(tool, context, {"Status": "deprecated"})
     assert deprecated["workflow"]["status"] == "deprecated"
     served = registry.get("onboard_hire", "acme")
     assert served is not None
     assert served.status.value == "deprecated"
-    await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={"status": "disabled"},
-    )
+    await update(tool, context, {"status": "disabled"})
     removed = await run(tool, context, operation="remove_workflow", workflowId="onboard_hire")
     assert removed == {
         "ok": True,
@@ -405,17 +360,9 @@ async def test_workflows_from_files_cannot_be_removed(tool, context) -> None:
 
 async def test_re_publishing_after_removal_needs_a_greater_version(tool, context) -> None:
     await draft(tool, context)
-    await run(
-        tool, context, operation="update_workflow", workflowId="onboard_hire", fields=COMPLETE
-    )
-    await run(tool, context, operation="publish_workflow", workflowId="onboard_hire")
-    await run(
-        tool,
-        context,
-        operation="update_workflow",
-        workflowId="onboard_hire",
-        fields={"status": "disabled"},
-    )
+    await update(tool, context, COMPLETE)
+    await publish(tool, context)
+    await update(tool, context, {"status": "disabled"})
     await run(tool, context, operation="remove_workflow", workflowId="onboard_hire")
     again = await draft(tool, context)
     assert again["workflow"]["version"] == "0.2.0"
