@@ -13,7 +13,7 @@ from sqlalchemy import update
 from aptix.db.types import utc_now
 from aptix.errors import LlmError, NotFoundError, SessionBusyError, TurnError
 from aptix.llm.types import LlmRequest, LlmResponse
-from aptix.reasoner import ToolResultInput, TurnResult
+from aptix.reasoner import AgentReasoner, ToolResultInput, TurnResult
 from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.tables import TurnRow
 from aptix.testing import FunctionModel, ScriptedModel, call, reply
@@ -32,6 +32,12 @@ async def _resume(h: Harness, results: list[ToolResultInput] = APPROVE) -> TurnR
     return await h.reasoner.execute(
         session_id=h.session_id, org="acme", user="ann", tool_results=results
     )
+
+
+async def _awaiting_approval(h: Harness) -> TurnResult:
+    """A turn whose model asked for approval (call ``u1``): it waits for the client's answer."""
+    h.model.add(reply(None, call("request_user_approval", {"prompt": "Go?"}, id="u1")))
+    return await _ask(h)
 
 
 async def _turns(h: Harness):  # type: ignore[no-untyped-def]
@@ -54,6 +60,19 @@ class Gate:
             await self.release.wait()
         return self.answers.pop(0)
 
+    async def start(
+        self, harness: Harness, instruction: str
+    ) -> tuple[AgentReasoner, asyncio.Task[TurnResult]]:
+        """A turn of ``harness``'s session on this model, run in a task until it waits here."""
+        reasoner = harness.runtime.reasoner(FunctionModel(self.answer))
+        task = asyncio.create_task(
+            reasoner.execute(
+                session_id=harness.session_id, org="acme", user="ann", instruction=instruction
+            )
+        )
+        await self.entered.wait()
+        return reasoner, task
+
 
 # --- resume safety -------------------------------------------------------------------------
 
@@ -61,8 +80,7 @@ class Gate:
 async def test_a_model_error_during_a_resume_keeps_the_results_and_the_retry_completes(
     harness: Harness,
 ) -> None:
-    harness.model.add(reply(None, call("request_user_approval", {"prompt": "Go?"}, id="u1")))
-    await _ask(harness)
+    await _awaiting_approval(harness)
     harness.model.add(LlmError("The model endpoint answered 500."))
     failed = await _resume(harness)
     assert (failed.kind, failed.error) == ("error", "The model endpoint answered 500.")
@@ -92,8 +110,7 @@ async def test_a_model_error_during_a_resume_keeps_the_results_and_the_retry_com
 async def test_a_retry_after_a_failed_resume_uses_the_results_first_accepted(
     harness: Harness,
 ) -> None:
-    harness.model.add(reply(None, call("request_user_approval", {"prompt": "Go?"}, id="u1")))
-    await _ask(harness)
+    await _awaiting_approval(harness)
     harness.model.add(LlmError("boom"))
     await _resume(harness, [ToolResultInput("u1", "first")])
     harness.model.add(reply("ok"))
@@ -121,8 +138,7 @@ async def test_a_call_id_reused_in_a_later_turn_is_a_new_call(harness: Harness) 
 
 
 async def test_a_process_that_died_during_a_resume_leaves_it_retryable(harness: Harness) -> None:
-    harness.model.add(reply(None, call("request_user_approval", {"prompt": "Go?"}, id="u1")))
-    await _ask(harness)
+    await _awaiting_approval(harness)
 
     class Died(BaseException):
         """Stands in for kill -9: nothing after the model call runs."""
@@ -148,11 +164,7 @@ async def test_a_tool_batch_is_on_record_while_the_model_is_still_thinking(
     harness: Harness,
 ) -> None:
     gate = Gate(reply(None, call("agent_calculator", {"expression": "6*7"}, id="c1")), reply("42"))
-    reasoner = harness.runtime.reasoner(FunctionModel(gate.answer))
-    task = asyncio.create_task(
-        reasoner.execute(session_id=harness.session_id, org="acme", user="ann", instruction="6*7")
-    )
-    await gate.entered.wait()
+    _, task = await gate.start(harness, "6*7")
     [turn] = await _turns(harness)
     assert turn.status == "running"
     assert [c["callId"] for c in turn.tool_calls] == ["c1"]
@@ -221,11 +233,7 @@ async def test_a_dead_owner_on_this_host_is_interrupted_without_waiting_for_the_
 
 async def test_a_second_request_while_a_turn_runs_is_busy(harness: Harness) -> None:
     gate = Gate(reply("slow answer"))
-    reasoner = harness.runtime.reasoner(FunctionModel(gate.answer))
-    task = asyncio.create_task(
-        reasoner.execute(session_id=harness.session_id, org="acme", user="ann", instruction="a")
-    )
-    await gate.entered.wait()
+    _, task = await gate.start(harness, "a")
     with pytest.raises(SessionBusyError, match="is running turn"):
         await _ask(harness, "b")
     with pytest.raises(SessionBusyError):
@@ -259,11 +267,7 @@ async def test_concurrent_instructions_run_one_turn_at_a_time(harness: Harness) 
 
 async def test_cancelling_the_task_marks_the_turn_cancelled(harness: Harness) -> None:
     gate = Gate(reply(None, call("agent_calculator", {"expression": "2+2"}, id="c1")), reply("4"))
-    reasoner = harness.runtime.reasoner(FunctionModel(gate.answer))
-    task = asyncio.create_task(
-        reasoner.execute(session_id=harness.session_id, org="acme", user="ann", instruction="2+2")
-    )
-    await gate.entered.wait()
+    _, task = await gate.start(harness, "2+2")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -276,11 +280,7 @@ async def test_cancelling_the_task_marks_the_turn_cancelled(harness: Harness) ->
 
 async def test_cancel_through_the_store_stops_a_turn_running_here(harness: Harness) -> None:
     gate = Gate(reply("never seen"))
-    reasoner = harness.runtime.reasoner(FunctionModel(gate.answer))
-    task = asyncio.create_task(
-        reasoner.execute(session_id=harness.session_id, org="acme", user="ann", instruction="a")
-    )
-    await gate.entered.wait()
+    reasoner, task = await gate.start(harness, "a")
     [running] = await _turns(harness)
     cancelled = await harness.runtime.turns.cancel(harness.session_id, "acme", running.id)
     assert cancelled.status == "cancelled"
@@ -446,8 +446,7 @@ async def test_a_caller_cancelled_during_its_claim_leaves_the_session_free(
 async def test_a_resume_cancelled_during_its_claim_is_retried_with_its_results(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    harness.model.add(reply(None, call("request_user_approval", {"prompt": "Go?"}, id="u1")))
-    await _ask(harness)
+    await _awaiting_approval(harness)
     turn = await _cancel_during_claim(harness, monkeypatch, _resume(harness))
     assert turn.status == "interrupted"
     harness.model.add(reply("Done, as approved."))
