@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -58,12 +60,9 @@ async def keyed(tmp_path: Path) -> AsyncIterator[Runtime]:
         yield runtime
 
 
-@pytest.fixture
-async def http(
-    keyed: Runtime, model: ScriptedModel
-) -> AsyncIterator[Callable[[str], httpx.AsyncClient]]:
-    """``http("k-ann")``: a client on the keyed app authenticated with that key."""
-    app = create_app(runtime=keyed, model=model)
+@asynccontextmanager
+async def key_clients(app: Any) -> AsyncIterator[Callable[[str], httpx.AsyncClient]]:
+    """``make("k-ann")``: a client on ``app`` authenticated with that key; all closed at the end."""
     clients: list[httpx.AsyncClient] = []
 
     def make(key: str) -> httpx.AsyncClient:
@@ -76,6 +75,15 @@ async def http(
     yield make
     for client in clients:
         await client.aclose()
+
+
+@pytest.fixture
+async def http(
+    keyed: Runtime, model: ScriptedModel
+) -> AsyncIterator[Callable[[str], httpx.AsyncClient]]:
+    """``http("k-ann")``: a client on the keyed app authenticated with that key."""
+    async with key_clients(create_app(runtime=keyed, model=model)) as make:
+        yield make
 
 
 @pytest.fixture

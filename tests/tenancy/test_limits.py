@@ -18,7 +18,7 @@ from aptix.mcp import build_mcp_server
 from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings, load_settings
 from aptix.testing import ScriptedModel, call, reply
-from tests.tenancy.conftest import bearer
+from tests.tenancy.conftest import key_clients
 
 KEYS = "k-ann=acme:ann,k-amy=acme:amy,k-root=acme:root:admin,k-bob=globex:bob"
 
@@ -35,21 +35,11 @@ async def http(tmp_path: Path, limits: dict[str, Any], model: Any) -> AsyncItera
     settings = AptixSettings(
         data_dir=tmp_path, load_plugins=False, semantic_matching=False, api_keys=KEYS, **limits
     )
-    async with open_runtime(settings) as runtime:
-        app = create_app(runtime=runtime, model=model)
-        transport = httpx.ASGITransport(app=app)
-        clients: list[httpx.AsyncClient] = []
-
-        def make(key: str) -> httpx.AsyncClient:
-            client = httpx.AsyncClient(
-                transport=transport, base_url="http://test", headers=bearer(key)
-            )
-            clients.append(client)
-            return client
-
+    async with (
+        open_runtime(settings) as runtime,
+        key_clients(create_app(runtime=runtime, model=model)) as make,
+    ):
         yield make
-        for client in clients:
-            await client.aclose()
 
 
 @pytest.fixture
