@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -70,7 +71,7 @@ def served_many(data_dirs: list[Path], *args: str, **env: str) -> Iterator[list[
         for data_dir in data_dirs:
             started.append(_start(data_dir, args, env))
         for process, running in started:
-            _wait_healthy(process, running)
+            _wait_healthy(process, running.url, running.log)
         yield [running for _, running in started]
     finally:
         for process, _ in started:
@@ -103,16 +104,56 @@ def _start(
     return process, Served(f"http://127.0.0.1:{port}", process.pid, log)
 
 
-def _wait_healthy(process: subprocess.Popen[str], running: Served) -> None:
-    deadline = time.monotonic() + 60
+@contextmanager
+def serve_isolated(
+    data_dir: Path, log: Path, seconds: float = 60, **env: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``aptix serve`` with only ``env`` as its APTIX_ settings (no plugins or semantic matching).
+
+    Its output is appended to ``log`` (a pipe could fill up and block it); yields its URL and
+    process once healthy, waiting ``seconds`` at the most.
+    """
+    port = free_port()
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("APTIX_")},
+        "APTIX_DATA_DIR": str(data_dir),
+        "APTIX_LOAD_PLUGINS": "false",
+        "APTIX_SEMANTIC_MATCHING": "false",
+        **env,
+    }
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "aptix", "serve", "--port", str(port)],
+            env=environment,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(process, url, log, seconds)
+        yield url, process
+    finally:
+        _stop(process)
+
+
+def _wait_healthy(process: subprocess.Popen[Any], url: str, log: Path, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
     while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"aptix serve exited: {running.log.read_text()}")
+        assert process.poll() is None, f"aptix serve exited: {log.read_text()}"
         try:
-            if httpx.get(f"{running.url}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
-        if time.monotonic() > deadline:
-            raise RuntimeError("aptix serve did not become healthy within 60 s")
-        time.sleep(0.2)
+        assert time.monotonic() < deadline, f"not healthy in {seconds:g} s: {log.read_text()}"
+        time.sleep(0.1)
+
+
+def _stop(process: subprocess.Popen[Any]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -7,10 +7,8 @@ hammered on the same sessions.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -26,7 +24,7 @@ import pytest
 
 from aptix.testing import call, reply
 from aptix.testing.server import Delay, ScriptedOpenAIServer, Step
-from tests.api.live import free_port
+from tests.api.live import serve_isolated
 from tests.databases import create_pg_database, drop_pg_database
 
 
@@ -38,45 +36,10 @@ class Server:
 
 @contextmanager
 def aptix_serve(data_dir: Path, log: Path, **env: str) -> Iterator[Server]:
-    """``aptix serve`` on a free port, its output in ``log`` (a pipe could fill and block it)."""
-    port = free_port()
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("APTIX_")},
-        "APTIX_DATA_DIR": str(data_dir),
-        "APTIX_LOAD_PLUGINS": "false",
-        "APTIX_SEMANTIC_MATCHING": "false",
-        "APTIX_LLM_MODEL": "scripted",
-        "APTIX_LLM_MAX_RETRIES": "0",
-        **env,
-    }
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "aptix", "serve", "--port", str(port)],
-            env=environment,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, f"aptix serve exited: {log.read_text()}"
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"not healthy in 60 s: {log.read_text()}"
-            time.sleep(0.2)
+    """``aptix serve`` on a free port and a scripted model, its output in ``log``."""
+    scripted = {"APTIX_LLM_MODEL": "scripted", "APTIX_LLM_MAX_RETRIES": "0", **env}
+    with serve_isolated(data_dir, log, **scripted) as (url, process):
         yield Server(url, process)
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 def _wait_for(predicate: Any, what: str, seconds: float = 30) -> None:
