@@ -40,6 +40,18 @@ async def _awaiting_approval(h: Harness) -> TurnResult:
     return await _ask(h)
 
 
+async def _approved_resume_completes(h: Harness) -> TurnResult:
+    """Resume with the approval: the turn completes, the model told of it exactly once."""
+    h.model.add(reply("Done, as approved."))
+    retried = await _resume(h)
+    assert (retried.kind, retried.text) == ("ok", "Done, as approved.")
+    tool_messages = [m for m in h.model.requests[-1].messages if m["role"] == "tool"]
+    assert tool_messages == [
+        {"role": "tool", "tool_call_id": "u1", "content": '{"approved": true}'}
+    ]
+    return retried
+
+
 async def _turns(h: Harness):  # type: ignore[no-untyped-def]
     return await h.runtime.turns.list_turns(h.session_id, "acme")
 
@@ -89,13 +101,7 @@ async def test_a_model_error_during_a_resume_keeps_the_results_and_the_retry_com
     assert {"role": "tool", "tool_call_id": "u1", "content": '{"approved": true}'} in (
         turn.messages
     )
-    harness.model.add(reply("Done, as approved."))
-    retried = await _resume(harness)
-    assert (retried.kind, retried.text) == ("ok", "Done, as approved.")
-    tool_messages = [m for m in harness.model.requests[-1].messages if m["role"] == "tool"]
-    assert tool_messages == [
-        {"role": "tool", "tool_call_id": "u1", "content": '{"approved": true}'}
-    ]
+    retried = await _approved_resume_completes(harness)
     # Posting it once more replays the answer; nothing runs again.
     assert await _resume(harness) == retried
     assert len(harness.model.requests) == 3
@@ -449,10 +455,4 @@ async def test_a_resume_cancelled_during_its_claim_is_retried_with_its_results(
     await _awaiting_approval(harness)
     turn = await _cancel_during_claim(harness, monkeypatch, _resume(harness))
     assert turn.status == "interrupted"
-    harness.model.add(reply("Done, as approved."))
-    retried = await _resume(harness)
-    assert (retried.kind, retried.text) == ("ok", "Done, as approved.")
-    tool_messages = [m for m in harness.model.requests[-1].messages if m["role"] == "tool"]
-    assert tool_messages == [
-        {"role": "tool", "tool_call_id": "u1", "content": '{"approved": true}'}
-    ]
+    await _approved_resume_completes(harness)
