@@ -20,8 +20,8 @@ server = MCPServer("vault")
 @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True))
 async def wipe(target: str) -> str:
     """Wipes the target (a side effect: one line in a file per run)."""
-    record_run("wipe")
-    await gate("approved_runs")
+    record_run(target)
+    await gate("approved_runs", target)
     return f"wiped {target}"
 
 

@@ -9,6 +9,7 @@ turn stores its outcome (``after_return``). No code in ``src/`` knows about it.
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,8 @@ async def charge(invoice: int) -> str:
     Args:
         invoice: The invoice number.
     """
-    record_run("charge")
-    await gate("tool_runs")
+    record_run(str(invoice))
+    await gate("tool_runs", str(invoice))
     return f"charged invoice {invoice}"
 
 
@@ -52,11 +53,13 @@ async def _gated_execute(
     **kwargs: Any,
 ) -> AgentToolCall:
     counted = _runs_for_real(call, kwargs)
+    arguments = json.loads(call.arguments_json)
+    key = str(arguments.get("invoice", arguments.get("target")))  # the call's crash_gate key
     if counted:
-        await gate("before_run")
+        await gate("before_run", key)
     done = await _execute(self, call, context, **kwargs)
     if counted:
-        await gate("after_return")
+        await gate("after_return", key)
     return done
 
 

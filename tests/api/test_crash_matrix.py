@@ -1,16 +1,18 @@
 """The crash matrix (issue 19, DESIGN §14): kill -9 of a real ``aptix serve`` at each point of
 a call's life, on SQLite and PostgreSQL, then the documented retry on a new process.
 
-The side effects are counted durably (a line in a file per run): ``charge`` is an
+The side effects are counted durably (a line in a file per run of each call): ``charge`` is an
 ``@aptix.tool`` loaded with ``APTIX_TOOL_MODULES`` (tests/api/crash_tools.py), ``vault_wipe``
 a destructive tool of a stdio MCP server (tests/api/crash_mcp.py) that the default approval
-policy hands to the client first. Each kill is synchronised exactly: the process marks a file
-when it reaches the point and waits there (tests/api/crash_gate.py), or the scripted model
+policy hands to the client first. Each kill is synchronised exactly: each call marks a file
+when it reaches its point and waits there (tests/api/crash_gate.py), or the scripted model
 holds its answer. After the retry every side effect has happened at most once, every call's
 ``outcome`` is true, the model is told of the call, and the session takes a new instruction.
 
-One chain of processes per back end keeps it quick: the process that retries one crash point
-is the one killed at the next.
+Two processes per back end keep it quick (a start costs seconds): every crash point gets its
+own session and call, the rows are brought to their points one after another in the first
+process (each then waits there), one kill -9 cuts them all, and the second process serves
+every row's retry, again one after another, so the scripted model answers in order.
 """
 
 from __future__ import annotations
@@ -97,35 +99,32 @@ def _execute(url: str, body: dict[str, Any]) -> dict[str, Any]:
     return dict(answer.json())
 
 
-class Chain:
-    """``aptix serve`` processes one after another on one database and data directory."""
+@dataclass
+class Row:
+    """One crash point in flight: its session, the request to retry, the request's thread."""
 
-    def __init__(self, stack: contextlib.ExitStack, data_dir: Path, env: dict[str, str]) -> None:
-        self._stack, self._data_dir, self._env = stack, data_dir, env
-        self.server = self.start()
-
-    def start(self) -> Server:
-        log = self._data_dir / "serve.log"
-        self.server = self._stack.enter_context(aptix_serve(self._data_dir, log, **self._env))
-        return self.server
-
-    def kill(self) -> None:
-        self.server.process.send_signal(signal.SIGKILL)
-        self.server.process.wait(timeout=20)
+    name: str
+    point: Point
+    key: str
+    sid: str
+    retry: dict[str, Any]
+    poster: threading.Thread
 
 
-def _crash_and_retry(
-    chain: Chain, point: Point, llm: ScriptedOpenAIServer, crash_dir: Path
-) -> tuple[int, str, bool]:
-    """Kill the server at ``point``, retry on a new one; the runs, the outcome, the model told."""
-    for stale in crash_dir.glob("*"):
-        stale.unlink()
-    with llm._lock:  # a crash point that failed may have left answers behind
-        llm.script.clear()
-    url = chain.server.url
+def _crash_order() -> list[tuple[str, Point]]:
+    # The stdio MCP server answers one call at a time: the row that stops it mid-call goes
+    # last, after every other row's approved call has come back.
+    return sorted(POINTS.items(), key=lambda item: item[1].kill_at == "approved_runs")
+
+
+def _bring_to_point(
+    url: str, name: str, point: Point, n: int, llm: ScriptedOpenAIServer, crash_dir: Path
+) -> Row:
+    """Start row ``n``'s call and return once it waits at its crash point."""
+    key = str(100 + n) if point.tool == "charge" else f"prod{n}"
     sid = httpx.post(f"{url}/v1/sessions", json={}).json()["sessionId"]
     instruction = {"sessionId": sid, "instruction": f"{point.tool} it"}
-    arguments = {"invoice": 42} if point.tool == "charge" else {"target": "prod"}
+    arguments = {"invoice": int(key)} if point.tool == "charge" else {"target": key}
     llm.add(reply(None, call(point.tool, arguments, id="c1")))
     if point.tool == "charge":
         retry = instruction  # the documented retry of an instruction: post it again
@@ -139,33 +138,40 @@ def _crash_and_retry(
     # The request the model holds: after the tool call's response (an instruction), or the
     # first of the resume (the approved call runs before it).
     held = len(llm.requests) + (2 if point.tool == "charge" else 1)
-    llm.add(Hold(reply("late")) if point.kill_at == "model" else reply("late"))
-    (crash_dir / "crash-at").write_text(point.kill_at)
+    if point.kill_at == "model":
+        llm.add(Hold(reply("late")))
+    (crash_dir / f"crash-at-{key}").write_text(point.kill_at)
     poster = _post_in_background(url, retry)
     if point.kill_at == "model":
         _wait_for(lambda: len(llm.requests) >= held, "the model request after the tool")
     else:
-        _wait_for((crash_dir / f"reached-{point.kill_at}").exists, point.kill_at)
-    chain.kill()
-    poster.join(timeout=30)
-    (crash_dir / "crash-at").unlink()
-    with llm._lock:
-        llm.script.clear()  # "late" is never asked for when the kill came first
+        _wait_for((crash_dir / f"reached-{key}-{point.kill_at}").exists, point.kill_at)
+    with llm._lock:  # nothing more of this row is asked for before the kill
+        assert not llm.script, f"unused answers: {llm.script}"
+    return Row(name, point, key, sid, retry, poster)
+
+
+def _retry(url: str, row: Row, llm: ScriptedOpenAIServer, crash_dir: Path) -> tuple[int, str, bool]:
+    """Retry ``row`` on the new process; the runs, the outcome, whether the model was told."""
     llm.add(reply("Recovered."), reply("Next one works."))
-    url = chain.start().url
-    retried = _execute(url, retry)
+    retried = _execute(url, row.retry)
     assert (retried["kind"], retried["text"]) == ("ok", "Recovered."), retried
     told = any(m.get("tool_call_id") == "c1" for m in llm.requests[-1]["messages"])
-    turns = httpx.get(f"{url}/v1/sessions/{sid}").json()["turns"]
+    turns = httpx.get(f"{url}/v1/sessions/{row.sid}").json()["turns"]
     assert all("outcome" in c for t in turns for c in t["toolCalls"]), turns
     records = [c for c in turns[0]["toolCalls"] if c["callId"] == "c1"]
     outcome = str(records[0]["outcome"]) if len(records) == 1 else f"{len(records)} records"
     # The session is usable: a new instruction runs, and runs nothing again.
-    after = _execute(url, {"sessionId": sid, "instruction": "next"})
+    after = _execute(url, {"sessionId": row.sid, "instruction": "next"})
     assert (after["kind"], after["text"]) == ("ok", "Next one works."), after
-    runs_file = crash_dir / f"runs-{point.tool.removeprefix('vault_')}"
+    runs_file = crash_dir / f"runs-{row.key}"
     runs = len(runs_file.read_text().splitlines()) if runs_file.exists() else 0
     return runs, outcome, told
+
+
+def _clear(llm: ScriptedOpenAIServer) -> None:
+    with llm._lock:  # a row that failed may have left answers behind
+        llm.script.clear()
 
 
 def test_kill_9_at_each_crash_point_then_retry_runs_each_call_at_most_once(
@@ -185,24 +191,45 @@ def test_kill_9_at_each_crash_point_then_retry_runs_each_call_at_most_once(
             "CRASH_DIR": str(crash_dir),
             **db_env,
         }
-        chain = Chain(stack, tmp_path, env)
-        rows: list[str] = []
-        wrong: list[str] = []
-        for name, point in POINTS.items():
+
+        def start() -> Server:
+            return stack.enter_context(aptix_serve(tmp_path, tmp_path / "serve.log", **env))
+
+        server = start()
+        rows: list[Row] = []
+        errors: dict[str, str] = {}
+        for n, (name, point) in enumerate(_crash_order()):
             try:
-                runs, outcome, told = _crash_and_retry(chain, point, llm, crash_dir)
+                rows.append(_bring_to_point(server.url, name, point, n, llm, crash_dir))
             except AssertionError as exc:
-                rows.append(f"{name} | {backend} | {point.tool} | error: {exc}")
-                wrong.append(name)
-                if chain.server.process.poll() is not None:
-                    chain.start()
+                errors[name] = f"error: {exc}"
+                _clear(llm)
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=20)
+        for row in rows:
+            row.poster.join(timeout=30)
+        for gate_file in crash_dir.glob("crash-at-*"):
+            gate_file.unlink()
+        _clear(llm)  # "late" is never asked for when the kill came first
+        server = start()
+        results: dict[str, str] = {}
+        wrong: list[str] = list(errors)
+        for row in rows:
+            try:
+                runs, outcome, told = _retry(server.url, row, llm, crash_dir)
+            except AssertionError as exc:
+                errors[row.name] = f"error: {exc}"
+                wrong.append(row.name)
+                _clear(llm)
+                if server.process.poll() is not None:
+                    server = start()
                 continue
-            rows.append(
-                f"{name} | {backend} | {point.tool} | runs={runs} | outcome={outcome} | "
-                f"model told={told}"
-            )
-            if (runs, outcome, told) != (point.runs, point.outcome, True):
-                wrong.append(name)
-        matrix = "\n".join(rows)
+            results[row.name] = f"runs={runs} | outcome={outcome} | model told={told}"
+            if (runs, outcome, told) != (row.point.runs, row.point.outcome, True):
+                wrong.append(row.name)
+        matrix = "\n".join(
+            f"{name} | {backend} | {point.tool} | {results.get(name) or errors[name]}"
+            for name, point in POINTS.items()
+        )
         print(f"\ncrash point | back end | tool | runs | outcome | model told\n{matrix}")
         assert not wrong, f"wrong at {wrong}:\n{matrix}"
