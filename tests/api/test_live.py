@@ -4,7 +4,9 @@ schemathesis runs as its own command line, as a user would run it: every check, 
 (stateful included, its links inferred from the ``Location`` of creates), on SQLite and on
 PostgreSQL with API keys, and on SQLite in the default keyless mode. CI runs 100 examples per
 operation (``APTIX_CI``; a quarter keyless); ``APTIX_SCHEMATHESIS_EXAMPLES`` overrides the
-count for a longer run by hand.
+count for a longer run by hand. The three servers start together and the three runs go at
+once: each run and its server take turns on about one core, so together they use both of a
+CI machine's cores (the three in a row took about as long as the suite's next ten files).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -31,35 +35,52 @@ EXAMPLES_PER_OPERATION = int(
 )
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def live(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Served]]:
+    """Three ``aptix serve``: keyed on SQLite and on PostgreSQL, and keyless (no keys)."""
     # The scripted model has no answers: every turn ends as kind "error" (a 200), so that
     # schemathesis exercises the execute route without a real model.
-    database = create_pg_database() if request.param == "postgresql" else None
-    env = {"APTIX_DATABASE_URL": database} if database else {}
+    database = create_pg_database()
+    settings = {
+        "sqlite": {"APTIX_API_KEYS": f"{KEY}=acme:ann"},
+        "postgresql": {"APTIX_API_KEYS": f"{KEY}=acme:ann", "APTIX_DATABASE_URL": database},
+        # The default keyless mode (loopback only, no key): its document states no security.
+        "keyless": {},
+    }
     try:
-        with (
-            ScriptedOpenAIServer() as model,
-            served(
-                tmp_path_factory.mktemp("live"),
-                APTIX_LLM_BASE_URL=model.base_url,
-                APTIX_LLM_MODEL="scripted",
-                APTIX_LLM_MAX_RETRIES="0",
-                APTIX_SEMANTIC_MATCHING="false",
-                APTIX_API_KEYS=f"{KEY}=acme:ann",
-                **env,
-            ) as running,
-        ):
+        with ExitStack() as stack:
+            processes = {
+                name: served(
+                    tmp_path_factory.mktemp(name),
+                    APTIX_LLM_BASE_URL=stack.enter_context(ScriptedOpenAIServer()).base_url,
+                    APTIX_LLM_MODEL="scripted",
+                    APTIX_LLM_MAX_RETRIES="0",
+                    APTIX_SEMANTIC_MATCHING="false",
+                    **env,
+                )
+                for name, env in settings.items()
+            }
+            # Started together (each start waits on its own health check in a thread); every
+            # one that started is stopped at the end, even if another failed to start.
+            with ThreadPoolExecutor(len(processes)) as pool:
+                starts = {name: pool.submit(p.__enter__) for name, p in processes.items()}
+            running: dict[str, Served] = {}
+            for name, start in starts.items():
+                if start.exception() is None:
+                    stack.push(processes[name])
+                    running[name] = start.result()
+            for start in starts.values():
+                start.result()  # raises the first failure to start
             yield running
     finally:
-        if database:
-            drop_pg_database(database)
+        drop_pg_database(database)
 
 
-def test_served_process_answers_health_tools_and_sessions(live: Served) -> None:
-    live_url = live.url
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_served_process_answers_health_tools_and_sessions(
+    servers: dict[str, Served], backend: str
+) -> None:
+    live_url = servers[backend].url
     assert httpx.get(f"{live_url}/healthz").json()["status"] == "ok"
     invoked = httpx.post(
         f"{live_url}/v1/tools/agent_list_modes/invoke", json={"arguments": {}}, headers=AUTH
@@ -85,43 +106,33 @@ def test_served_process_answers_health_tools_and_sessions(live: Served) -> None:
     assert bad.json()["error"]["code"] == "invalid_request"
 
 
-@pytest.fixture(scope="module")
-def keyless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """The default keyless mode (loopback only, no key): its document states no security."""
-    with (
-        ScriptedOpenAIServer() as model,
-        served(
-            tmp_path_factory.mktemp("keyless"),
-            APTIX_LLM_BASE_URL=model.base_url,
-            APTIX_LLM_MODEL="scripted",
-            APTIX_LLM_MAX_RETRIES="0",
-            APTIX_SEMANTIC_MATCHING="false",
-        ) as running,
-    ):
-        yield running
-
-
-def test_schemathesis_all_checks_and_phases_find_nothing(live: Served, tmp_path: Path) -> None:
-    _schemathesis(live, tmp_path, headers=AUTH)
-
-
-def test_schemathesis_finds_nothing_in_keyless_mode(keyless: Served, tmp_path: Path) -> None:
+def test_schemathesis_all_checks_and_phases_find_nothing_keyed_and_keyless(
+    servers: dict[str, Served], tmp_path: Path
+) -> None:
     # Without keys the document requires no auth (schemathesis checks that nothing answers 401
     # where the document promises none) and schemathesis sends no key.
-    document = httpx.get(f"{keyless.url}/openapi.json").json()
+    document = httpx.get(f"{servers['keyless'].url}/openapi.json").json()
     assert "securitySchemes" not in document.get("components", {})
-    # A quarter of the examples: the routes are the keyed runs' own; only the auth differs.
-    _schemathesis(keyless, tmp_path, headers={}, examples=max(10, EXAMPLES_PER_OPERATION // 4))
+    runs = {
+        "sqlite": (AUTH, EXAMPLES_PER_OPERATION),
+        "postgresql": (AUTH, EXAMPLES_PER_OPERATION),
+        # A quarter of the examples: the routes are the keyed runs' own; only the auth differs.
+        "keyless": ({}, max(10, EXAMPLES_PER_OPERATION // 4)),
+    }
+    with ThreadPoolExecutor(len(runs)) as pool:
+        checks = {
+            name: pool.submit(_schemathesis, servers[name], tmp_path / name, headers, examples)
+            for name, (headers, examples) in runs.items()
+        }
+    failures = [
+        f"{name}: {check.exception()}" for name, check in checks.items() if check.exception()
+    ]
+    assert not failures, "\n\n".join(failures)
 
 
-def _schemathesis(
-    live: Served,
-    tmp_path: Path,
-    *,
-    headers: dict[str, str],
-    examples: int = EXAMPLES_PER_OPERATION,
-) -> None:
+def _schemathesis(live: Served, tmp_path: Path, headers: dict[str, str], examples: int) -> None:
     live_url = live.url
+    tmp_path.mkdir()
     report = tmp_path / "junit.xml"
     config = tmp_path / "schemathesis.toml"
     # The body limit (APTIX_MAX_BODY_BYTES, 413 before parsing) is a transport limit the schema
@@ -178,4 +189,4 @@ def _schemathesis(
     # "N generated, N passed": every generated case passed.
     assert re.search(r"(\d+) generated, \1 passed", run.stdout), run.stdout[-3000:]
     # The case count, shown by `pytest -rP` (closing notes quote it).
-    print(re.findall(r"Test cases:\s*\n\s*(.+)", run.stdout))
+    print(tmp_path.name, re.findall(r"Test cases:\s*\n\s*(.+)", run.stdout))
