@@ -18,7 +18,7 @@ from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import reply
 from aptix.testing.server import ScriptedOpenAIServer
-from tests.api.live import free_port, serve
+from tests.api.live import free_port, served_many
 from tests.tenancy.conftest import bearer
 
 REDIS = "redis://127.0.0.1:6379/0"
@@ -57,7 +57,9 @@ def test_two_processes_share_rate_limits_token_budgets_and_usage(
     with ScriptedOpenAIServer() as model:
         model.respond = lambda body: reply("ok", usage=Usage(30, 10))
         env["APTIX_LLM_BASE_URL"] = model.base_url
-        with serve(tmp_path / "one", **env) as one, serve(tmp_path / "two", **env) as two:
+        # Started together: the second start need not wait for the first.
+        with served_many([tmp_path / "one", tmp_path / "two"], **env) as both:
+            one, two = (running.url for running in both)
             ann = bearer("k-ann")
             for url in (one, two, one, two, one, two):
                 assert httpx.get(f"{url}/v1/modes", headers=ann).status_code == 200
