@@ -1,18 +1,20 @@
 """Workflow matching: the ranker and the gate on folds, on held-out sets, at scale.
 
 Run: ``python -m bench.workflows [--sizes 100,1000,10000] [--queries 300] [--no-semantic]
-[--misses]``. Refit the shipped weights with ``python -m bench.fit_routing`` (development
-set only).
+[--misses]``. Refit the shipped weights with ``python -m bench.fit_routing`` (training
+catalogs only).
 
 Which figures are which:
 
-* **cross-validated** (k-fold, leave-one-workflow-out): the ranker, the gate and the request
-  model are refitted on each fold's training part (:mod:`bench.match_eval`). On the terse
-  catalog the training part is the whole development set plus the terse fold's training
-  messages.
-* **held-out**: the shipped weights (``routing.json``, fitted on the development set only)
-  on sets written before any tuning and never fitted on: fresh phrasings, the terse catalog,
-  near misses, chit-chat, and the older 40-workflow set.
+* **cross-validated** (k-fold, leave-one-workflow-out, leave-one-catalog-out): the ranker,
+  the gate and the request model are refitted on each fold's training part
+  (:mod:`bench.match_eval`). On the terse catalog the training part is every training
+  catalog plus the terse fold's training messages.
+* **held-out**: the shipped weights (``routing.json``, fitted on the training catalogs only)
+  on sets never fitted on: round 1 (fresh phrasings, the terse catalog, near misses,
+  chit-chat; its misses have been read) and round 2 (a new catalog and fresh messages for
+  the older two, never read: ``--misses`` does not print them), and the older 40-workflow
+  set.
 * **oracle arbiter**: the held-out decisions where a model that answers from the labels
   chooses among the first five candidates or ``none``: the arbiter's upper bound.
 

@@ -8,12 +8,12 @@
 * The **gate** decides whether the message asks for a workflow at all. It reads
   message-level evidence (:data:`LEXICAL_GATE` or :data:`SEMANTIC_GATE`): the ranker's best
   probability and margin, the best raw scores, how much of the message the catalog's
-  vocabulary covers, negation / information-question / small-talk / question cues and, with
+  vocabulary covers, the speech-act cues of :mod:`.cues` and, with
   the semantic extra, a request-versus-chat probability read from the message embedding.
 
 No single threshold on a per-candidate score decides acceptance: the gate does, for built-in
-workflows too. Both models are fitted by ``python -m bench.fit_routing`` on the development
-set only and stored in ``routing.json``.
+workflows too. Both models are fitted by ``python -m bench.fit_routing`` on the training
+catalogs only (never a held-out set) and stored in ``routing.json``.
 """
 
 from __future__ import annotations
