@@ -68,9 +68,11 @@ class WorkflowIndex:
         self._postings: dict[str, tuple[NDArray[np.intp], Floats]] = {}
         self._gram_idf: dict[str, float] = {}
         self._gram_ids: dict[str, int] = {}
-        #: Unit TF-IDF n-gram weights of every workflow, keyed ``workflow * grams + gram``.
-        self._gram_keys: Ints = np.zeros(0, dtype=np.int64)
+        #: Unit TF-IDF n-gram weights of every workflow by ascending gram id: workflow ``i``'s
+        #: are ``_gram_values[_gram_starts[i]:_gram_starts[i + 1]]``, of grams ``_gram_cols``.
+        self._gram_cols: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self._gram_values: Floats = np.zeros(0)
+        self._gram_starts: Ints = np.zeros(1, dtype=np.int64)
         self._term_ids: dict[str, int] = {}
         self._term_idf: Floats = np.zeros(0)
         #: Each workflow's distinct term ids, ``_term_rows[_term_starts[i]:_term_starts[i+1]]``.
@@ -127,10 +129,9 @@ class WorkflowIndex:
         most = max((max(g.values()) for g in per_workflow if g), default=1)
         # math.log, not np.log, so that every weight is the very float the query side computes.
         log_tf = np.asarray([0.0] + [1.0 + math.log(n) for n in range(1, most + 1)])
-        keys: list[Ints] = []
+        cols: list[Ints] = []
         values: list[Floats] = []
-        width = len(self._gram_ids)
-        for i, grams in enumerate(per_workflow):
+        for grams in per_workflow:
             if not grams:
                 continue
             ids = np.fromiter((self._gram_ids[g] for g in grams), np.int64, len(grams))
@@ -139,10 +140,11 @@ class WorkflowIndex:
             # Python's sequential sum, as the message side's unit vector is computed.
             norm = math.sqrt(sum((weight * weight).tolist()))
             order = np.argsort(ids)
-            keys.append(i * width + ids[order])
+            cols.append(ids[order].astype(np.int32))
             values.append(weight[order] / norm)
-        self._gram_keys = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
+        self._gram_cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int32)
         self._gram_values = np.concatenate(values) if values else np.zeros(0)
+        self._gram_starts = np.cumsum([0, *(len(g) for g in per_workflow)], dtype=np.int64)
 
     def bm25(self, query: Mapping[str, float], limit: int) -> dict[str, float]:
         """The ``limit`` best workflows by BM25, scaled into [0, 1] by the query's weight."""
@@ -193,15 +195,20 @@ class WorkflowIndex:
 
     def char_cosine(self, query: Vector, owners: Sequence[str]) -> Floats:
         """Cosine between the message's n-gram vector and each named workflow's."""
-        if not query or not owners or not len(self._gram_keys):
+        if not query or not owners:
             return np.zeros(len(owners))
-        rows, known = self._rows(owners)
+        owner_of, at_rows = self._segments(self._gram_starts, owners)
+        if not len(at_rows):
+            return np.zeros(len(owners))
+        # Only the candidates' own grams are searched: a few thousand entries, not millions.
+        width = len(self._gram_ids)
+        local = owner_of * width + self._gram_cols[at_rows]
         ids = np.asarray([self._gram_ids.get(g, -1) for g in query], dtype=np.int64)
         weights = np.asarray(list(query.values()), dtype=np.float64)
-        keys = rows[:, None] * len(self._gram_ids) + ids[None, :]
-        at = np.minimum(np.searchsorted(self._gram_keys, keys), len(self._gram_keys) - 1)
-        hit = (self._gram_keys[at] == keys) & (ids >= 0)[None, :] & known[:, None]
-        products = np.where(hit, self._gram_values[at] * weights[None, :], 0.0)
+        keys = np.arange(len(owners))[:, None] * width + ids[None, :]
+        at = np.minimum(np.searchsorted(local, keys), len(local) - 1)
+        hit = (local[at] == keys) & (ids >= 0)[None, :]
+        products = np.where(hit, self._gram_values[at_rows[at]] * weights[None, :], 0.0)
         # A running sum in the query's order: the same floats as a Python sum over its grams.
         out: Floats = np.cumsum(products, axis=1)[:, -1]
         return out
@@ -224,15 +231,16 @@ class WorkflowIndex:
         # Term weights are positive: an empty set makes ``smaller`` 0, which is never a sibling.
         siblings: NDArray[np.bool_] = (smaller > 0) & close
         np.fill_diagonal(siblings, False)
-        share = np.zeros(len(owners))
-        for term, w in weight.items():
-            column = int(np.searchsorted(columns, self._term_ids.get(term, -1)))
-            if column == len(columns) or columns[column] != self._term_ids.get(term, -1):
-                continue
-            mine = has[:, column]
-            others = (siblings & mine[None, :]).any(axis=1)
-            share += np.where(mine & ~others, w, 0.0)
-        share /= total
+        if not len(columns):
+            return out
+        # Owners x query terms: which of the message's terms each candidate (and a sibling) has.
+        ids = np.asarray([self._term_ids.get(t, -1) for t in weight], dtype=np.int64)
+        at = np.minimum(np.searchsorted(columns, ids), len(columns) - 1)
+        mine = has[:, at] & (columns[at] == ids)[None, :]
+        others = (siblings[:, :, None] & mine[None, :, :]).any(axis=1)
+        weights = np.asarray(list(weight.values()), dtype=np.float64)
+        # A running sum in the query's order: the same floats as a Python sum over its terms.
+        share = np.cumsum(np.where(mine & ~others, weights[None, :], 0.0), axis=1)[:, -1] / total
         any_sibling = siblings.any(axis=1)
         best = np.where(siblings, share[None, :], -np.inf).max(axis=1, initial=-np.inf)
         out[any_sibling] = share[any_sibling] - best[any_sibling]
@@ -244,16 +252,19 @@ class WorkflowIndex:
         rows = np.asarray(found, dtype=np.int64)
         return np.maximum(rows, 0), rows >= 0
 
-    def _incidence(self, owners: Sequence[str]) -> tuple[NDArray[np.bool_], Ints]:
-        """Owners x their terms (sorted term ids): which terms each owner's texts hold."""
+    def _segments(self, starts: Ints, owners: Sequence[str]) -> tuple[Ints, Ints]:
+        """For each entry of the owners' segments (``starts`` per row): owner, position."""
         rows, known = self._rows(owners)
-        starts = self._term_starts[rows]
-        lengths = np.where(known, self._term_starts[rows + 1] - starts, 0)
+        begin = starts[rows]
+        lengths = np.where(known, starts[rows + 1] - begin, 0)
         owner_of = np.repeat(np.arange(len(owners)), lengths)
         offsets = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        columns, local = np.unique(
-            self._term_rows[np.repeat(starts, lengths) + offsets], return_inverse=True
-        )
+        return owner_of, np.repeat(begin, lengths) + offsets
+
+    def _incidence(self, owners: Sequence[str]) -> tuple[NDArray[np.bool_], Ints]:
+        """Owners x their terms (sorted term ids): which terms each owner's texts hold."""
+        owner_of, at_rows = self._segments(self._term_starts, owners)
+        columns, local = np.unique(self._term_rows[at_rows], return_inverse=True)
         has = np.zeros((len(owners), len(columns)), dtype=np.bool_)
         has[owner_of, local] = True
         return has, columns
