@@ -29,6 +29,7 @@ from aptix.workflows.matching.routing import (
     Routing,
     default_routing,
 )
+from aptix.workflows.matching.stated import StatedPatterns
 from aptix.workflows.matching.text import normalise, terms
 
 if TYPE_CHECKING:  # the model runtime is an optional extra
@@ -48,6 +49,8 @@ CANDIDATES = 10
 MIN_SEMANTIC_ONLY = 0.3
 #: The gate counts a message's content terms up to this many.
 MAX_COUNTED_TERMS = 20
+#: The gate's probability at least, when the message states a workflow's intent pattern.
+STATED_GATE = 0.9
 #: Past this many characters a message is cut before matching: intent is stated early.
 MAX_MATCH_CHARS = 2_000
 
@@ -84,6 +87,8 @@ class Candidates:
     ids: list[str]
     features: NDArray[np.float64]
     message: NDArray[np.float64]
+    #: The workflow whose intent pattern the message states outright (:mod:`.stated`).
+    stated: str | None = None
 
 
 class WorkflowMatcher:
@@ -93,6 +98,7 @@ class WorkflowMatcher:
         self, semantic: SemanticMatcher | None = None, model: Routing | None = None
     ) -> None:
         self._lexical = LexicalMatcher()
+        self._stated = StatedPatterns()
         self._index = WorkflowIndex()
         self._semantic = semantic
         self._model = model or default_routing(semantic is not None)
@@ -114,8 +120,10 @@ class WorkflowMatcher:
 
     def rebuild(self, manifests: Iterable[WorkflowManifest]) -> None:
         """Index the manifests (the semantic cache re-encodes only changed texts)."""
+        manifests = list(manifests)
         documents = [doc for m in manifests for doc in documents_for(m)]
         self._lexical.build(documents)
+        self._stated.build(manifests)
         texts: dict[str, list[str]] = {}
         for doc in documents:
             texts.setdefault(doc.owner, []).append(doc.text)
@@ -189,7 +197,8 @@ class WorkflowMatcher:
                 columns += [sem[:, k], _margin(sem[:, k])]
             message_row += [float(sem[:, k].max()) for k in range(3)]
             message_row.append(self._request_probability(self._semantic, text))
-        return Candidates(ids, np.column_stack(columns), np.asarray(message_row))
+        stated = self._stated.find(text)
+        return Candidates(ids, np.column_stack(columns), np.asarray(message_row), stated)
 
     def _request_probability(self, semantic: SemanticMatcher, text: str) -> float:
         request = self._model.request
@@ -223,6 +232,11 @@ def decide(model: Routing, found: Candidates) -> Decision:
     gate = model.gate_probability(np.concatenate([[top, top - second], found.message]))
     if _no_evidence(found.message):
         gate = 0.0
+    if found.stated in found.ids:
+        # A stated pattern is a plain request: its workflow goes first and is accepted.
+        stated = found.ids.index(found.stated)
+        order = [stated, *(i for i in order if i != stated)]
+        gate = max(gate, STATED_GATE)
     return Decision(tuple((found.ids[i], float(p[i])) for i in order), gate)
 
 
