@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from datetime import timedelta
 from typing import Any, ClassVar
 
@@ -98,9 +99,10 @@ async def slow() -> str:
 def _tools(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     # The test tools are offered by _reasoner, not by a mode: the mode guard stays out.
     monkeypatch.setattr(harness.runtime.executor, "_guard", None)
+    global PAY_STARTED
     RUNS.clear()
     KEYS.clear()
-    PAY_STARTED.clear()
+    PAY_STARTED = asyncio.Event()  # an Event belongs to the loop of its first wait: one per test
     Destroy.die = Tidy.die = False
     for tool in (Destroy, Tidy, pay, slow):
         harness.runtime.registry.register(tool)
@@ -223,6 +225,45 @@ async def test_a_cancelled_turn_keeps_the_call_that_finished_and_says_how_the_ot
     answer = await asyncio.wait_for(running, 30)
     assert answer.kind == "cancelled"
     assert {c["callId"]: c["outcome"] for c in answer.tool_calls}["p1"] == "succeeded"
+    assert RUNS == ["pay 42"]
+
+
+async def test_a_cancel_over_http_stops_a_turn_that_another_reasoner_of_the_runtime_runs(
+    harness: Harness,
+) -> None:
+    # The app answering the cancel has its own reasoner; the turn runs on the test's. Both sit
+    # on one runtime, so the turn runs in this process and must be stopped, not left to run
+    # its slow call to the end while the answer reads both calls as "unknown".
+    model = ScriptedModel()
+    model.add(reply(None, call("pay", {"invoice": 42}, id="p1"), call("slow", {}, id="s1")))
+    app = create_app(runtime=harness.runtime, model=ScriptedModel())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        sid = (await client.post("/v1/sessions", json={})).json()["sessionId"]  # keyless: local
+        running = asyncio.create_task(
+            _reasoner(harness, model).execute(
+                session_id=sid, org="local", user="local", instruction="pay, wait"
+            )
+        )
+        await asyncio.wait_for(PAY_STARTED.wait(), 30)
+        [turn] = await harness.runtime.turns.list_turns(sid, "local")
+        started = time.monotonic()
+        answer = await asyncio.wait_for(
+            client.post(f"/v1/sessions/{sid}/turns/{turn.id}/cancel"), 30
+        )
+        waited = time.monotonic() - started
+    assert answer.status_code == 200, answer.text
+    assert waited < 2  # stopped at once, well under the 5 s bound
+    shown = {c["callId"]: c for c in answer.json()["toolCalls"]}
+    assert (shown["p1"]["outcome"], shown["p1"]["resultJson"]) == ("succeeded", '"paid 42"')
+    assert shown["s1"]["outcome"] in ("failed", "abandoned")
+    assert answer.json()["status"] == "cancelled"
+    assert (await asyncio.wait_for(running, 2)).kind == "cancelled"
+    [stored] = await harness.runtime.turns.list_turns(sid, "local")
+    assert (stored.status, [c["outcome"] for c in stored.tool_calls]) == (
+        "cancelled",
+        ["succeeded", shown["s1"]["outcome"]],
+    )
     assert RUNS == ["pay 42"]
 
 
