@@ -23,6 +23,7 @@ from aptix.reasoner.caps import ResponseCaps
 from aptix.reasoner.context import ContextBudget
 from aptix.reasoner.loop import AgentReasoner
 from aptix.reasoner.sql_turns import SqlTurnStore
+from aptix.reasoner.stopping import TurnTasks
 from aptix.reasoner.turns import TurnStore
 from aptix.sessions.sql import SqlSessionManager
 from aptix.settings import AptixSettings, load_settings
@@ -94,6 +95,8 @@ class Runtime:
     mcp: McpToolSource | None = None
     tracing: Tracing = NO_TRACING
     quotas: Quotas = field(default_factory=Quotas)
+    #: The turns running in this process: every reasoner made here registers and stops them.
+    turn_tasks: TurnTasks = field(default_factory=TurnTasks)
 
     @property
     def logger(self) -> AdminLogger:
@@ -144,6 +147,7 @@ class Runtime:
             ),
             tracing=self.tracing,
             before_turn=self.workflows.sync.check,
+            running=self.turn_tasks,
         )
 
     def default_model(self) -> LlmClient:

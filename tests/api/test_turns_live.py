@@ -7,6 +7,7 @@ hammered on the same sessions.
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import subprocess
 import threading
@@ -154,6 +155,44 @@ def test_a_client_dropping_the_stream_cancels_the_turn(tmp_path: Path) -> None:
             _wait_for(lambda: status() == "cancelled", "the turn to be cancelled", 15)
             [turn] = httpx.get(f"{s.url}/v1/sessions/{sid}").json()["turns"]
             assert [c["callId"] for c in turn["toolCalls"]] == ["c1"]
+
+
+def test_a_cancel_mid_batch_keeps_the_finished_call_and_stops_the_other(tmp_path: Path) -> None:
+    env = {
+        "APTIX_TOOL_MODULES": json.dumps([str(Path(__file__).parent / "cancel_tools.py")]),
+        "CANCEL_DIR": str(tmp_path),
+    }
+    with ScriptedOpenAIServer() as llm:
+        llm.add(reply(None, call("pay", {"invoice": 42}, id="p1"), call("slow", {}, id="s1")))
+        with aptix_serve(
+            tmp_path, tmp_path / "serve.log", APTIX_LLM_BASE_URL=llm.base_url, **env
+        ) as s:
+            sid = httpx.post(f"{s.url}/v1/sessions", json={}).json()["sessionId"]
+            body = {"sessionId": sid, "instruction": "pay 42, then wait"}
+            with ThreadPoolExecutor(1) as pool:
+                turn_answer = pool.submit(
+                    httpx.post, f"{s.url}/v1/agent/execute", json=body, timeout=60
+                )
+                _wait_for((tmp_path / "slow-started").exists, "the slow call to start")
+                [turn] = httpx.get(f"{s.url}/v1/sessions/{sid}").json()["turns"]
+                started = time.monotonic()
+                cancelled = httpx.post(
+                    f"{s.url}/v1/sessions/{sid}/turns/{turn['turnId']}/cancel", timeout=30
+                )
+                waited = time.monotonic() - started
+                answer = turn_answer.result(timeout=10).json()
+    assert cancelled.status_code == 200, cancelled.text
+    assert waited < 2, waited  # stopped at once, well under the 5 s bound
+    shown = {c["callId"]: c for c in cancelled.json()["toolCalls"]}
+    assert (shown["p1"]["outcome"], shown["p1"]["resultJson"]) == ("succeeded", '"paid 42"')
+    assert shown["s1"]["outcome"] in ("failed", "abandoned")
+    assert cancelled.json()["status"] == "cancelled"
+    assert (answer["kind"], answer["turnId"]) == ("cancelled", turn["turnId"])
+    assert {c["callId"]: c["outcome"] for c in answer["toolCalls"]} == {
+        "p1": "succeeded",
+        "s1": shown["s1"]["outcome"],
+    }
+    assert (tmp_path / "paid").read_text() == "42\n"  # paid once
 
 
 def _responder(body: dict[str, Any]) -> Step:

@@ -39,6 +39,7 @@ from aptix.reasoner.running import (
     emit,
     text_sink,
 )
+from aptix.reasoner.stopping import TurnTasks
 from aptix.reasoner.tool_batch import assistant_message
 from aptix.reasoner.turns import TurnStore
 from aptix.sessions.manager import SessionManager
@@ -77,6 +78,7 @@ class AgentReasoner:
         caps: ResponseCaps | None = None,
         tracing: Tracing = NO_TRACING,
         before_turn: Callable[[], Awaitable[object]] | None = None,
+        running: TurnTasks | None = None,
     ) -> None:
         self._model = model
         #: Awaited before each turn is claimed (the runtime brings workflows up to date).
@@ -96,8 +98,8 @@ class AgentReasoner:
         self._context = context or ContextBudget(32_000)
         self._caps = caps or ResponseCaps()
         self._tracing = tracing
-        self._running: dict[str, asyncio.Task[Any]] = {}
-        self._stopping: set[str] = set()
+        #: The turns running in this process (the runtime's, shared by all its reasoners).
+        self._running = running if running is not None else TurnTasks()
         self._tools = ToolRunner(executor, sessions, modes, logger, tracing, self._tool_names)
 
     async def execute(
@@ -210,21 +212,11 @@ class AgentReasoner:
 
     def cancel(self, turn_id: str) -> bool:
         """Cancel the task running ``turn_id`` in this process; False when none does."""
-        task = self._running.get(turn_id)
-        if task is None or task.done():
-            return False
-        self._stopping.add(turn_id)
-        task.cancel()
-        return True
+        return self._running.cancel(turn_id)
 
     async def stop(self, turn_id: str) -> bool:
         """Cancel ``turn_id`` if it runs here and wait until its ending is on record."""
-        task = self._running.get(turn_id)
-        if not self.cancel(turn_id) or task is None:
-            return False
-        # Bounded: a caller waiting for the ending must never hang on a stuck tool.
-        await asyncio.wait((task,), timeout=5)
-        return True
+        return await self._running.stop(turn_id)
 
     async def _drive(
         self, turn: RunningTurn, history: list[TurnRecord], on_event: EventSink | None
@@ -232,7 +224,7 @@ class AgentReasoner:
         turn_id = turn.record.id
         task = asyncio.current_task()
         assert task is not None
-        self._running[turn_id] = task
+        self._running.add(turn_id, task)
         heartbeat = Heartbeat(self._turns, turn.record, self._lease)
         try:
             with log_ids(turn.session.id, turn_id), self._tracing.turn(turn) as span:
@@ -243,7 +235,7 @@ class AgentReasoner:
             return await asyncio.shield(self._end.lost(turn))
         except asyncio.CancelledError:
             result = await asyncio.shield(self._end.cancelled(turn, self._tools.in_thread))
-            if turn_id in self._stopping and task.uncancel() == 0:
+            if self._running.stopping(turn_id) and task.uncancel() == 0:
                 return result  # cancelled through cancel(): the caller gets the outcome
             raise
         except Exception as exc:
@@ -253,8 +245,7 @@ class AgentReasoner:
             raise
         finally:
             heartbeat.stop()
-            self._running.pop(turn_id, None)
-            self._stopping.discard(turn_id)
+            self._running.remove(turn_id)
 
     async def _run(
         self, turn: RunningTurn, history: list[TurnRecord], on_event: EventSink | None

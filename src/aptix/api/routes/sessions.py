@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError
@@ -13,7 +13,7 @@ from aptix.api.responses import CancelledWorkflow, Session, SessionDetail, Turn
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import SessionCreate
 from aptix.db.types import utc_now
-from aptix.reasoner import AgentReasoner, TurnRecord
+from aptix.reasoner import TurnRecord
 from aptix.reasoner.claims import mark_dead
 from aptix.runtime import Runtime
 from aptix.sessions.access import owned_session as owned
@@ -106,15 +106,15 @@ async def get_session(
 
 @router.post("/{session_id}/turns/{turn_id}/cancel", response_model=Turn)
 async def cancel_turn(
-    session_id: str, turn_id: str, request: Request, runtime: RuntimeDep, caller: CallerDep
+    session_id: str, turn_id: str, runtime: RuntimeDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Cancel a running or pending turn; 409 ``turn_finished`` when it already ended."""
     await owned_session(runtime, caller, session_id)
     record = await runtime.turns.cancel(session_id, caller.org, turn_id)
-    reasoner: AgentReasoner | None = getattr(request.app.state, "reasoner", None)
-    # Runs here: stop it now, and answer with the calls it ran and their outcomes. Elsewhere
-    # it stops at its next save and merges its outcomes into the record then.
-    if reasoner is not None and await reasoner.stop(turn_id):
+    # Runs in this process (whichever reasoner of the runtime started it): stop it now, and
+    # answer with the calls it ran and their outcomes. Elsewhere it stops at its next save
+    # and merges its outcomes into the record then.
+    if await runtime.turn_tasks.stop(turn_id):
         [record] = await runtime.turns.list_turns(session_id, caller.org, limit=1)
     return turn_to_json(record)
 

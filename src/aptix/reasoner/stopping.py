@@ -1,0 +1,57 @@
+"""The turns running in this process, so that any caller on the runtime can stop one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+__all__ = ["STOP_WAIT_SECONDS", "TurnTasks"]
+
+#: How long :meth:`TurnTasks.stop` waits for a cancelled turn to put its ending on record.
+#: A turn stops at its next await, but a tool that swallows the cancellation (or a database
+#: that does not answer the ending's save) can hold it: the caller must not hang with it.
+STOP_WAIT_SECONDS = 5.0
+
+
+class TurnTasks:
+    """The task running each turn of this process, by turn id.
+
+    One per runtime, shared by every reasoner made on it: a turn started by one reasoner (a
+    request's copy, an embedding program's own) is stopped by a cancel arriving on another,
+    such as the HTTP app's. A registry per reasoner made such a turn look remote: the cancel
+    answered at once with its calls "unknown" while the turn ran its slow call to the end.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, asyncio.Task[Any]] = {}
+        self._stopping: set[str] = set()
+
+    def add(self, turn_id: str, task: asyncio.Task[Any]) -> None:
+        """``task`` runs ``turn_id`` from now on."""
+        self._tasks[turn_id] = task
+
+    def remove(self, turn_id: str) -> None:
+        """``turn_id`` no longer runs here."""
+        self._tasks.pop(turn_id, None)
+        self._stopping.discard(turn_id)
+
+    def stopping(self, turn_id: str) -> bool:
+        """Whether ``turn_id`` was cancelled through :meth:`cancel` (not by its caller)."""
+        return turn_id in self._stopping
+
+    def cancel(self, turn_id: str) -> bool:
+        """Cancel the task running ``turn_id`` here; False when none does."""
+        task = self._tasks.get(turn_id)
+        if task is None or task.done():
+            return False
+        self._stopping.add(turn_id)
+        task.cancel()
+        return True
+
+    async def stop(self, turn_id: str) -> bool:
+        """Cancel ``turn_id`` if it runs here and wait for its ending (5 s at the most)."""
+        task = self._tasks.get(turn_id)
+        if task is None or not self.cancel(turn_id):
+            return False
+        await asyncio.wait((task,), timeout=STOP_WAIT_SECONDS)
+        return True
