@@ -7,6 +7,8 @@ directory. New-session turns of the three are interleaved one by one, so machine
 all alike; each long session runs alone (see ``_long_session``).
 
 - k=0: one model call answering text, on a new session each turn.
+  Aptix runs on its SQLite file and, interleaved too, on a fresh PostgreSQL database
+  (``tests.databases``: 127.0.0.1:5432 unless ``APTIX_TEST_PG_*`` say otherwise).
 - k=10: one model call asking for 10 tool calls, the 10 calls, a second model call; new session.
 - long session: one session per framework, 1,020 k=0 turns; the median of turns 1,001-1,020
   against the median of turns 1-20.
@@ -220,13 +222,16 @@ async def _timed(turn: Turn, sid: str) -> float:
 
 
 async def _new_sessions(
-    turns: dict[str, Turn], aptix_new: Callable[[], Awaitable[str]]
+    turns: dict[str, Turn], new: dict[str, Callable[[], Awaitable[str]]]
 ) -> dict[str, float]:
-    """Median µs of a turn on a new session, the frameworks interleaved turn by turn."""
+    """Median µs of a turn on a new session, the frameworks interleaved turn by turn.
+
+    ``new`` makes the session of the turns named in it (Aptix's); the others get a new id.
+    """
     samples: dict[str, list[float]] = {name: [] for name in turns}
     for r in range(ROUNDS + 10):
         for name, turn in turns.items():
-            sid = await aptix_new() if name.startswith("Aptix") else uuid.uuid4().hex
+            sid = await new[name]() if name in new else uuid.uuid4().hex
             took = await _timed(turn, sid)
             if r >= 10:  # warm-up
                 samples[name].append(took)
@@ -252,7 +257,8 @@ async def _long_session(
 
 
 class _Counter:
-    """SQL statements, transactions and thread hops (aiosqlite's or ``Database.run``'s)."""
+    """SQL statements, transactions, and thread hops (aiosqlite's or ``Database.run``'s) on
+    SQLite or round trips to PostgreSQL (asyncpg's messages that wait for an answer)."""
 
     def __init__(self, runtime: Runtime) -> None:
         import aiosqlite.core
@@ -261,6 +267,8 @@ class _Counter:
         self.statements = self.transactions = self.hops = 0
         self.active = False
         database = runtime.database
+        if not database.is_sqlite:
+            self._count_round_trips()
         for engine in (database.engine.sync_engine, database.sync_engine):
             if engine is None:
                 continue
@@ -272,7 +280,9 @@ class _Counter:
 
             @event.listens_for(engine, "begin")
             def _begin(*_: Any) -> None:
-                if self.active:
+                # On PostgreSQL a statement in autocommit also "begins": BEGINs are counted
+                # where asyncpg sends them instead.
+                if self.active and database.is_sqlite:
                     self.transactions += 1
 
         original = aiosqlite.core.Connection._execute
@@ -293,9 +303,34 @@ class _Counter:
 
         database._run = hop  # type: ignore[method-assign]
 
+    def _count_round_trips(self) -> None:
+        """Count asyncpg's waits for the server: BEGIN and COMMIT, prepares, executions."""
+        from asyncpg.connection import Connection
+        from asyncpg.prepared_stmt import PreparedStatement
+
+        counter = self
+        for owner, names in (
+            (Connection, ("execute", "prepare", "fetch", "fetchrow", "executemany")),
+            (PreparedStatement, ("fetch", "fetchrow", "executemany")),
+        ):
+            for name in names:
+                original = getattr(owner, name)
+
+                async def counted(
+                    self: Any, *args: Any, _original: Any = original, **kwargs: Any
+                ) -> Any:
+                    if counter.active:
+                        counter.hops += 1
+                        begins = args and isinstance(args[0], str) and args[0].startswith("BEGIN")
+                        counter.transactions += bool(begins)
+                    return await _original(self, *args, **kwargs)
+
+                setattr(owner, name, counted)
+
 
 async def _profile(runtime: Runtime) -> list[tuple[object, ...]]:
     counter = _Counter(runtime)
+    label = "SQLite" if runtime.database.is_sqlite else "PostgreSQL"
     rows = []
     for k in (0, 10):
         turn, new_session = aptix_turn(runtime, k)
@@ -306,19 +341,31 @@ async def _profile(runtime: Runtime) -> list[tuple[object, ...]]:
         counter.active = True
         await turn(sid)
         counter.active = False
-        rows.append((f"k={k}", counter.transactions, counter.statements, counter.hops))
+        rows.append((label, f"k={k}", counter.transactions, counter.statements, counter.hops))
     return rows
 
 
 async def _in_process() -> None:
+    from tests.databases import create_pg_database, drop_pg_database
+
+    postgresql = await asyncio.to_thread(create_pg_database)
+    try:
+        await _in_process_on(postgresql)
+    finally:
+        await asyncio.to_thread(drop_pg_database, postgresql)
+
+
+async def _in_process_on(postgresql: str) -> None:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = AptixSettings(
             data_dir=Path(tmp) / "aptix", load_plugins=False, semantic_matching=False
         )
+        on_pg = settings.model_copy(update={"database_url": postgresql})
         async with (
             open_runtime(settings) as runtime,
+            open_runtime(on_pg) as pg_runtime,
             AsyncSqliteSaver.from_conn_string(str(Path(tmp) / "langgraph.db")) as saver,
         ):
             await saver.setup()
@@ -326,12 +373,15 @@ async def _in_process() -> None:
             results: dict[int, dict[str, float]] = {}
             for k in (0, 10):
                 aptix, aptix_new = aptix_turn(runtime, k)
+                aptix_pg, aptix_pg_new = aptix_turn(pg_runtime, k)
                 turns = {
                     "Aptix (SQLite file)": aptix,
+                    "Aptix (PostgreSQL)": aptix_pg,
                     "LangGraph + AsyncSqliteSaver": langgraph_turn(saver, k),
                     "OpenAI Agents SDK + SQLiteSession": agents_turn(agents_db, k),
                 }
-                results[k] = await _new_sessions(turns, aptix_new)
+                new = {"Aptix (SQLite file)": aptix_new, "Aptix (PostgreSQL)": aptix_pg_new}
+                results[k] = await _new_sessions(turns, new)
             aptix0, aptix_new = aptix_turn(runtime, 0)
             long = await _long_session(
                 {
@@ -342,12 +392,14 @@ async def _in_process() -> None:
                 aptix_new,
             )
             mem_turn, mem_new = _in_memory_turn(runtime)
-            mem = await _new_sessions({"Aptix (in memory)": mem_turn}, mem_new)
-            profile = await _profile(runtime)
+            mem = await _new_sessions(
+                {"Aptix (in memory)": mem_turn}, {"Aptix (in memory)": mem_new}
+            )
+            profile = [*await _profile(runtime), *await _profile(pg_runtime)]
     best = {k: min(v for n, v in results[k].items() if not n.startswith("Aptix")) for k in (0, 10)}
     rows = []
     for name in results[0]:
-        first, after = long[name]
+        first, after = long.get(name, (0.0, 0.0))  # no long session on PostgreSQL
         rows.append(
             (
                 name,
@@ -355,9 +407,9 @@ async def _in_process() -> None:
                 f"{results[0][name] / best[0]:.2f}×",
                 f"{results[10][name]:,.0f}",
                 f"{results[10][name] / best[10]:.2f}×",
-                f"{first:,.0f}",
-                f"{after:,.0f}",
-                f"{after / first:.2f}×",
+                f"{first:,.0f}" if first else "",
+                f"{after:,.0f}" if first else "",
+                f"{after / first:.2f}×" if first else "",
             )
         )
     reference = f"{mem['Aptix (in memory)']:,.0f}"
@@ -378,9 +430,16 @@ async def _in_process() -> None:
         ],
         rows,
     )
+    pg, sqlite = "Aptix (PostgreSQL)", "Aptix (SQLite file)"
+    print(
+        "Aptix on PostgreSQL vs its SQLite file (same run; target k=0 ≤ 1.5×): "
+        f"k=0 {results[0][pg] / results[0][sqlite]:.2f}×, "
+        f"k=10 {results[10][pg] / results[10][sqlite]:.2f}×\n"
+    )
     print_table(
-        "Aptix database work per turn on SQLite (new session)",
-        ["turn", "transactions", "SQL statements", "thread hops"],
+        "Aptix database work per turn (new session): explicit transactions (BEGIN), SQL "
+        "statements, and thread hops on SQLite or round trips to PostgreSQL",
+        ["database", "turn", "transactions", "SQL statements", "hops / round trips"],
         profile,
     )
 

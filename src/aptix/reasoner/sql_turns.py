@@ -5,6 +5,8 @@ locks the session row (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's ``BEGIN
 already serializes writers), reads the latest turns, and writes the decision; a checkpoint is
 one conditional ``UPDATE`` that only succeeds while the turn still runs at the version read.
 Each runs through ``Database.run``: whole on one worker thread on SQLite, one hop per step.
+A step of one statement (a checkpoint, a heartbeat) goes through ``Database.run_one``: on
+PostgreSQL it commits on its own, one round trip, and still before the caller goes on.
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ class SqlTurnStore:
             "held": turn.version,
             **_changes(turn, version=turn.version + 1, now=now),
         }
-        if await self._db.run(_changed(_CHECKPOINT, keys)) != 1:
+        if await self._db.run_one(_changed(_CHECKPOINT, keys)) != 1:
             return False
         turn.version += 1
         turn.updated_at = now
@@ -189,7 +191,7 @@ class SqlTurnStore:
     async def heartbeat(self, turn: TurnRecord, until: Any) -> bool:
         """Extend the lease of a running turn still held by ``turn.owner``."""
         keys = {"turn_id": turn.id, "holder": turn.owner, "lease_until": until}
-        return await self._db.run(_changed(_HEARTBEAT, keys)) == 1
+        return await self._db.run_one(_changed(_HEARTBEAT, keys)) == 1
 
     async def cancel(self, session_id: str, org: str, turn_id: str) -> TurnRecord:
         """Mark a running or pending turn ``cancelled``."""
@@ -236,7 +238,7 @@ class SqlTurnStore:
             query = query.where(_C.seq < before)
         if limit is not None:
             query = query.limit(limit)
-        rows = await self._db.run(lambda tx: tx.execute(query).all())
+        rows = await self._db.run_one(lambda tx: tx.execute(query).all())
         return [_to_record(row) for row in reversed(rows)]
 
 

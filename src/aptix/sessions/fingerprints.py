@@ -65,7 +65,7 @@ class ConversationFingerprints:
             params = {"org": org, "user": user, "fingerprint": fingerprint}
             return list(tx.execute(_FIND, params).all())
 
-        rows = await self._db.run(read)
+        rows = await self._db.run_one(read)
         sessions = {row.session_id for row in rows}
         if len(sessions) != 1:
             return None
@@ -78,7 +78,7 @@ class ConversationFingerprints:
             value = tx.execute(_LAST_MODEL, {"sid": session_id}).scalar()
             return None if value is None else str(value)
 
-        return await self._db.run(read)
+        return await self._db.run_one(read)
 
     async def remember(
         self, *, org: str, user: str, session_id: str, fingerprint: str, model: str
@@ -96,4 +96,4 @@ class ConversationFingerprints:
         def write(tx: Connection) -> None:
             tx.execute(_INSERT, values)
 
-        await self._db.run(write)
+        await self._db.run_one(write)

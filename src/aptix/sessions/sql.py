@@ -63,7 +63,7 @@ class SqlSessionManager:
         values = _new_values(org, user, key, title, parent_session_id, utc_now())
 
         def transaction(tx: Connection) -> Row[Any] | None:
-            # Core, not the ORM: a new session is one INSERT, and Database.run makes it one
+            # Core, not the ORM: a new session is one INSERT, and Database.run_one makes it one
             # thread hop on SQLite (POST /v1/agent/execute creates one per new conversation).
             if parent_session_id is not None:
                 if not SESSION_ID.match(parent_session_id):
@@ -75,7 +75,9 @@ class SqlSessionManager:
                 values["active_workflow_id"] = parent.active_workflow_id
             return tx.execute(_INSERT, values).one()
 
-        row = await self._db.run(transaction)
+        # Without a parent the transaction is one INSERT: on PostgreSQL, one round trip.
+        run = self._db.run if parent_session_id is not None else self._db.run_one
+        row = await run(transaction)
         if row is None:
             return InvokeResult.from_error(f"Unknown session '{parent_session_id}'.")
         return InvokeResult.create(session_of(row))
