@@ -14,6 +14,9 @@ from aptix.settings import AptixSettings
 from aptix.testing import RecordingLogger
 from aptix.tools import AgentToolExecutionContext
 
+# pg_url and database_url (a test on SQLite and on PostgreSQL) live beside the database helpers.
+pytest_plugins = ("tests.databases",)
+
 settings.register_profile(
     "ci", max_examples=2_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )

@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import asyncpg
+import pytest
 
 PG_HOST = os.environ.get("APTIX_TEST_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("APTIX_TEST_PG_PORT", "5432"))
@@ -45,3 +48,20 @@ def drop_pg_database(url: str) -> None:
     """Drop a database made by :func:`create_pg_database`."""
     name = url.rsplit("/", 1)[-1]
     asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A throwaway PostgreSQL database for the importing module's tests, dropped after."""
+    url = create_pg_database()
+    yield url
+    drop_pg_database(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test twice: on a fresh SQLite file and on the PostgreSQL database of ``pg_url``."""
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'aptix.db'}"
+    url: str = request.getfixturevalue("pg_url")
+    return url

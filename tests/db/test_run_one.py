@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import Connection, text
 
 from aptix.db.engine import Database, open_database
-from tests.databases import create_pg_database, drop_pg_database
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    url = create_pg_database()
-    yield url
-    drop_pg_database(url)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite+aiosqlite:///{tmp_path / 'aptix.db'}"
-    url: str = request.getfixturevalue("pg_url")
-    return url
 
 
 @pytest.fixture
