@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata
+import threading
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,7 +185,18 @@ def load_embedder(model: str = DEFAULT_MODEL) -> OnnxEmbedder:
         raise ConfigurationError(
             f"Unknown semantic model '{model}'; known: {', '.join(sorted(MODELS))}."
         )
-    return OnnxEmbedder(model_file(spec), name=spec.name)
+    path = model_file(spec)  # the pinned hash is checked on every load
+    # One session per process and file, shared by every runtime the process opens: a session
+    # is thread-safe, and each costs ~130 MB that onnxruntime keeps after it is dropped.
+    with _LOADING:
+        embedder = _LOADED.get((spec, path))
+        if embedder is None:
+            embedder = _LOADED[(spec, path)] = OnnxEmbedder(path, name=spec.name)
+    return embedder
+
+
+_LOADED: dict[tuple[ModelSpec, Path], OnnxEmbedder] = {}
+_LOADING = threading.Lock()
 
 
 def _dot(matrix: Vectors, query: Vectors) -> Vectors:
