@@ -91,3 +91,21 @@ def test_a_model_file_with_another_hash_is_refused(
         matcher = build_matcher(True)
     assert matcher.semantic is None
     assert "refusing to load" in _warnings(caplog)[0]
+
+
+def test_runtimes_of_one_process_share_one_model_session_and_still_check_the_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    first = build_matcher(True).semantic
+    second = build_matcher(True).semantic
+    assert first is not None
+    assert second is not None
+    assert first is not second  # each runtime has its own index...
+    assert first.embedder is second.embedder  # ...over one loaded model
+    # The file is looked up (and its hash checked) on every load: another file is not
+    # served from the shared session.
+    other = tmp_path / "model.onnx"
+    other.write_bytes(b"not a model")
+    monkeypatch.setattr(semantic_module, "model_file", lambda spec: other)
+    with pytest.raises(Exception):  # noqa: B017, PT011 - onnxruntime's own load error
+        semantic_module.load_embedder()
