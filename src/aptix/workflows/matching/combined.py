@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aptix.workflows.manifest import WorkflowManifest
-from aptix.workflows.matching.cues import message_cues
+from aptix.workflows.matching.cues import CUES, message_cues
 from aptix.workflows.matching.evidence import WorkflowIndex
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
 from aptix.workflows.matching.routing import (
@@ -182,6 +182,7 @@ class WorkflowMatcher:
         contrast = self._index.contrast(query, ids)
         columns = [lex, _margin(lex), bm, _margin(bm), char, _margin(char), contrast]
         content = terms(text)
+        cues = message_cues(text)
         message_row = [
             float(lex.max()),
             float(bm.max()),
@@ -189,7 +190,7 @@ class WorkflowMatcher:
             self._lexical.known_share(text),
             # Capped: a very long message is not more of a request than a long one.
             math.log1p(min(len(content), MAX_COUNTED_TERMS)),
-            *message_cues(text),
+            *cues,
         ]
         if self._semantic is not None:
             sem = self._semantic.evidence(text, ids)
@@ -197,7 +198,7 @@ class WorkflowMatcher:
                 columns += [sem[:, k], _margin(sem[:, k])]
             message_row += [float(sem[:, k].max()) for k in range(3)]
             message_row.append(self._request_probability(self._semantic, text))
-        stated = self._stated.find(text)
+        stated = self._stated.find(text, negated=bool(cues[CUES.index("negated")]))
         return Candidates(ids, np.column_stack(columns), np.asarray(message_row), stated)
 
     def _request_probability(self, semantic: SemanticMatcher, text: str) -> float:

@@ -43,12 +43,17 @@ class StatedPatterns:
         self._owner = owner
         self._longest = max((len(k.split()) for k in owner), default=0)
 
-    def find(self, message: str) -> str | None:
-        """The workflow whose pattern ``message`` states, if exactly one does."""
+    def find(self, message: str, negated: bool | None = None) -> str | None:
+        """The workflow whose pattern ``message`` states, if exactly one does.
+
+        ``negated`` is the message's negation cue when the caller has it already.
+        """
         words = normalise(message).split()
         if not self._owner or len(words) > self._longest + EXTRA_WORDS:
             return None
-        if message_cues(message)[CUES.index("negated")]:
+        if negated is None:
+            negated = bool(message_cues(message)[CUES.index("negated")])
+        if negated:
             return None
         found: set[str | None] = set()
         shortest = max(MIN_PATTERN_WORDS, len(words) - EXTRA_WORDS)
