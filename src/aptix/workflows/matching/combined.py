@@ -226,10 +226,10 @@ def decide(model: Routing, found: Candidates) -> Decision:
     """The ranker's order and the gate's verdict of ``model`` for one message's evidence."""
     if not found.ids:
         return Decision((), 0.0)
-    p = model.rank(found.features)
+    p = model.rank(found.features).tolist()
     order = sorted(range(len(p)), key=lambda i: (-p[i], found.ids[i]))
-    top = float(p[order[0]])
-    second = float(p[order[1]]) if len(order) > 1 else 0.0
+    top = p[order[0]]
+    second = p[order[1]] if len(order) > 1 else 0.0
     gate = model.gate_probability(np.concatenate([[top, top - second], found.message]))
     if _no_evidence(found.message):
         gate = 0.0
@@ -238,7 +238,7 @@ def decide(model: Routing, found: Candidates) -> Decision:
         stated = found.ids.index(found.stated)
         order = [stated, *(i for i in order if i != stated)]
         gate = max(gate, STATED_GATE)
-    return Decision(tuple((found.ids[i], float(p[i])) for i in order), gate)
+    return Decision(tuple((found.ids[i], p[i]) for i in order), gate)
 
 
 def _no_evidence(message: NDArray[np.float64]) -> bool:

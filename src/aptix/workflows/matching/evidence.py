@@ -23,6 +23,7 @@ has a few dozen); the workflows' n-gram vectors are built once with the catalog,
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -49,11 +50,26 @@ def char_ngrams(text: str) -> Counter[str]:
     """Character 3-5-grams of each normalised word, padded with spaces at both ends."""
     grams: list[str] = []
     for word in normalise(text).split():
-        padded = f" {word} "
-        grams += [
-            padded[i : i + size] for size in NGRAM_SIZES for i in range(len(padded) - size + 1)
-        ]
+        grams += _word_ngrams(word)
     return Counter(grams)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _word_ngrams(word: str) -> tuple[str, ...]:
+    # Messages repeat their words: each word is cut into grams once.
+    padded = f" {word} "
+    return tuple(
+        padded[i : i + size] for size in NGRAM_SIZES for i in range(len(padded) - size + 1)
+    )
+
+
+def _log_tf(count: int) -> float:
+    """``1 + ln(count)``, the n-gram weight of a count (small counts from a table)."""
+    return _LOG_TF[count] if count < len(_LOG_TF) else 1.0 + math.log(count)
+
+
+# math.log, as the catalog side computes its weights: the very same floats.
+_LOG_TF = [0.0] + [1.0 + math.log(n) for n in range(1, 64)]
 
 
 class WorkflowIndex:
@@ -185,13 +201,8 @@ class WorkflowIndex:
 
     def query_grams(self, message: str) -> Vector:
         """The message's TF-IDF character n-gram vector (unit length; unknown grams dropped)."""
-        return _unit(
-            {
-                g: (1.0 + math.log(n)) * self._gram_idf[g]
-                for g, n in char_ngrams(message).items()
-                if g in self._gram_idf
-            }
-        )
+        idf = self._gram_idf
+        return _unit({g: _log_tf(n) * idf[g] for g, n in char_ngrams(message).items() if g in idf})
 
     def char_cosine(self, query: Vector, owners: Sequence[str]) -> Floats:
         """Cosine between the message's n-gram vector and each named workflow's."""

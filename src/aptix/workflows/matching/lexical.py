@@ -61,6 +61,8 @@ class LexicalMatcher:
         self._terms: list[frozenset[str]] = []
         self._stemmed: list[str] = []
         self._phrases: list[str] = []
+        #: Each phrase with a space at both ends, to find it as whole words in a message.
+        self._padded: list[str] = []
         self._norms: list[float] = []
         self._idf: dict[str, float] = {}
         self._postings: dict[str, NDArray[np.intp]] = {}
@@ -80,6 +82,7 @@ class LexicalMatcher:
         self._owners = [d.owner for d in documents]
         self._weights = [d.weight for d in documents]
         self._phrases = [normalise(d.text) for d in documents]
+        self._padded = [f" {p} " for p in self._phrases]
         term_lists = [terms(d.text) for d in documents]
         self._terms = [frozenset(t) for t in term_lists]
         self._stemmed = [" ".join(sorted(t)) for t in self._terms]
@@ -126,8 +129,9 @@ class LexicalMatcher:
                 if not len(found)
                 else self._scores(found, hits, query, query_norm, f" {phrase} ")
             )
+            owners = self._owners
             for doc, score in zip(found.tolist(), scores.tolist(), strict=True):
-                owner = self._owners[doc]
+                owner = owners[doc]
                 if score > best.get(owner, 0.0):
                     best[owner] = score
         for doc in self._termless:
@@ -228,15 +232,14 @@ class LexicalMatcher:
         )[:, 0]
         score = 0.6 * coverage + 0.25 * precision + 0.15 * (ratio / 100.0)
         # One shared word is weak evidence unless it is all the message says.
-        shared = np.zeros(len(docs), dtype=np.intp)
-        for term in query:
-            posting = self._postings[term]
-            at = np.minimum(np.searchsorted(posting, docs), len(posting) - 1)
-            shared += posting[at] == docs
+        asked = frozenset(query)
+        listed = docs.tolist()
+        shared = np.fromiter((len(asked & self._terms[d]) for d in listed), np.intp, len(listed))
         score = np.where((shared < 2) & (precision < 0.99), score * SINGLE_TERM_FACTOR, score)
-        for k, doc in enumerate(docs.tolist()):
-            text = self._phrases[doc]
-            if text and f" {text} " in padded:
+        # A message that holds a document's whole phrase holds each of its terms, each at full
+        # strength: coverage is 1 but for rounding. Only those documents are searched for.
+        for k in np.flatnonzero(coverage > 0.999).tolist():
+            if self._padded[listed[k]] in padded:
                 score[k] = max(score[k], PHRASE_SCORE + 0.1 * precision[k])
         out: NDArray[np.float64] = np.minimum(1.0, score * self._weight_array[docs])
         return out
