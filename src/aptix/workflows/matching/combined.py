@@ -170,6 +170,12 @@ class WorkflowMatcher:
         query = self._lexical.query_terms(text)
         lexical = dict(self._lexical.match(text, CANDIDATES))
         bm25 = self._index.bm25(query, CANDIDATES)
+        # What needs no candidates is read before the semantic ranking waits for the encoding.
+        grams = self._index.query_grams(text)
+        known = self._lexical.known_share(text)
+        content = terms(text)
+        cues = message_cues(text)
+        stated = self._stated.find(text, negated=bool(cues[CUES.index("negated")]))
         semantic: dict[str, float] = {}
         if self._semantic is not None:
             semantic = self._semantic.rank(text, CANDIDATES)
@@ -178,16 +184,14 @@ class WorkflowMatcher:
             return empty
         lex = np.asarray([lexical.get(w, 0.0) for w in ids])
         bm = self._index.bm25_of(query, ids)
-        char = self._index.char_cosine(self._index.query_grams(text), ids)
+        char = self._index.char_cosine(grams, ids)
         contrast = self._index.contrast(query, ids)
         columns = [lex, _margin(lex), bm, _margin(bm), char, _margin(char), contrast]
-        content = terms(text)
-        cues = message_cues(text)
         message_row = [
             float(lex.max()),
             float(bm.max()),
             float(char.max()),
-            self._lexical.known_share(text),
+            known,
             # Capped: a very long message is not more of a request than a long one.
             math.log1p(min(len(content), MAX_COUNTED_TERMS)),
             *cues,
@@ -198,7 +202,6 @@ class WorkflowMatcher:
                 columns += [sem[:, k], _margin(sem[:, k])]
             message_row += [float(sem[:, k].max()) for k in range(3)]
             message_row.append(self._request_probability(self._semantic, text))
-        stated = self._stated.find(text, negated=bool(cues[CUES.index("negated")]))
         return Candidates(ids, np.column_stack(columns), np.asarray(message_row), stated)
 
     def _request_probability(self, semantic: SemanticMatcher, text: str) -> float:

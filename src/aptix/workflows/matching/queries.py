@@ -24,6 +24,8 @@ QUERY_CACHE_SIZE = 512
 PENDING_QUERIES = 8
 #: Threads encoding messages ahead, shared by every matcher of the process.
 ENCODER_THREADS = 2
+#: How long :meth:`QueryEmbeddings.prefetch` waits for a worker to start encoding.
+START_WAIT_S = 0.002
 
 Vectors = NDArray[np.float32]
 
@@ -52,9 +54,19 @@ class QueryEmbeddings:
         """Start encoding ``message`` on a worker thread; :meth:`get` collects it."""
         if message in self._done or message in self._pending:
             return
-        self._pending[message] = _encoder().submit(self._encode, [message])
+        started = threading.Event()
+
+        def encode(texts: Sequence[str]) -> Vectors:
+            started.set()
+            return self._encode(texts)
+
+        self._pending[message] = _encoder().submit(encode, [message])
         if len(self._pending) > PENDING_QUERIES:
             self._pending.popitem(last=False)[1].cancel()
+        # The worker needs the GIL to start: while this thread holds it, matching the message,
+        # the encoding would only begin once the embedding is asked for. Waiting here hands the
+        # GIL over until the model runs, which releases it. Bounded: the workers may be busy.
+        started.wait(START_WAIT_S)
 
     def get(self, message: str) -> Vectors:
         """The message's embedding: remembered, prefetched or encoded now."""

@@ -164,7 +164,13 @@ class OnnxEmbedder:
         return np.vstack(parts)
 
     def _encode_batch(self, texts: Sequence[str]) -> Vectors:
-        encodings = self._tokenizer.encode_batch(list(texts))
+        # ``encode`` tokenises one text holding the GIL; ``encode_batch`` releases it, and a
+        # prefetching worker then waits for the matching thread to hand it back before the
+        # model can start.
+        if len(texts) == 1:
+            encodings = [self._tokenizer.encode(texts[0])]
+        else:
+            encodings = self._tokenizer.encode_batch(list(texts))
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
