@@ -24,8 +24,10 @@ from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.matching.combined import MAX_MATCH_CHARS, Candidates, WorkflowMatcher, decide
 from aptix.workflows.matching.fusion import REQUEST_FEATURES, REQUEST_L2, FusionModel
 from aptix.workflows.matching.routing import (
+    GATE_NONNEGATIVE,
     LEXICAL_GATE,
     LEXICAL_RANK,
+    RANK_NONNEGATIVE,
     SEMANTIC_GATE,
     SEMANTIC_RANK,
     Decision,
@@ -195,7 +197,7 @@ def _fit_ranker(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> F
     names = SEMANTIC_RANK if semantic else LEXICAL_RANK
     if not xs:
         return FusionModel.fit(names, np.zeros((2, len(names))), np.asarray([0.0, 1.0]))
-    return FusionModel.fit(names, np.vstack(xs), np.concatenate(ys))
+    return FusionModel.fit(names, np.vstack(xs), np.concatenate(ys), nonnegative=RANK_NONNEGATIVE)
 
 
 def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> Routing:
@@ -229,7 +231,9 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
             second = decision.ranked[1][1] if len(decision.ranked) > 1 else 0.0
             gate_x.append(np.concatenate([[top, top - second], found.message]))
             gate_y.append(float(rows[i].expected is not None))
-    gate = FusionModel.fit(names, np.vstack(gate_x), np.asarray(gate_y))
+    gate = FusionModel.fit(
+        names, np.vstack(gate_x), np.asarray(gate_y), nonnegative=GATE_NONNEGATIVE
+    )
     request_model = None
     if ev.vectors is not None:
         request_model = fit_request(ev.vectors[idx], [rows[i] for i in idx])

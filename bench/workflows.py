@@ -12,9 +12,10 @@ Which figures are which:
   catalog plus the terse fold's training messages.
 * **held-out**: the shipped weights (``routing.json``, fitted on the training catalogs only)
   on sets never fitted on: round 1 (fresh phrasings, the terse catalog, near misses,
-  chit-chat; its misses have been read) and round 2 (a new catalog and fresh messages for
-  the older two, never read: ``--misses`` does not print them), and the older 40-workflow
-  set.
+  chit-chat; its misses have been read), round 2 (a new catalog and fresh messages for
+  the older two, never read: ``--misses`` does not print them), round 3 (general-assistant
+  requests, chit-chat and fresh requests for the built-ins and the development catalog, never
+  read either) and the older 40-workflow set.
 * **oracle arbiter**: the held-out decisions where a model that answers from the labels
   chooses among the first five candidates or ``none``: the arbiter's upper bound.
 
@@ -73,6 +74,7 @@ from tests.workflows.matchset import (
     chitchat,
     fresh,
     holdout2,
+    holdout3,
     nearmiss,
     terse_catalog,
     terse_labelled,
@@ -238,6 +240,8 @@ def held_out_rows(
         ("terse catalog (requests + near misses)", terse_catalog(), list(terse_labelled())),
     ]
     sets += [(f"round 2: {t.name}", t.catalog, list(t.rows)) for t in holdout2()]
+    # Round 3's near misses are general-assistant requests ("write me a poem").
+    sets.append(("round 3: built-ins + development catalog", catalog(), list(holdout3())))
     plain: list[list[object]] = []
     oracle: list[list[object]] = []
     for label, emb in _configs(embedder):
@@ -249,10 +253,12 @@ def held_out_rows(
             ev = collect(matcher, rows)
             found = decisions(matcher.model, ev, range(len(rows)))
             result = score(found, rows)
-            (second if name.startswith("round 2") else first).add(result)
+            unread = name.startswith(("round 2", "round 3"))
+            if not name.startswith("round 3"):
+                (second if unread else first).add(result)
             plain.append([name, label, *_rates(result)])
-            # Round 2 is there to be scored, never read: its misses are not printed.
-            if show_misses and not name.startswith("round 2"):
+            # Rounds 2 and 3 are there to be scored, never read: their misses are not printed.
+            if show_misses and not unread:
                 for miss in result.misses:
                     print("   miss:", miss)
             for mode in ("ambiguous", "always"):
@@ -367,6 +373,7 @@ def main() -> None:
         f"held out, round 1: {len(fresh())} fresh, {len(terse_labelled())} terse, "
         f"{len(nearmiss())} near misses, {len(chitchat())} chit-chat; round 2: "
         + ", ".join(f"{t.name} {len(t.rows)}" for t in holdout2())
+        + f"; round 3: {len(holdout3())}"
     )
     only = set(args.only.split(",")) if args.only else set(SECTIONS)
     if "held-out" in only:

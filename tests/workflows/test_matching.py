@@ -120,6 +120,37 @@ def test_the_fusion_model_fits_a_separable_signal_and_round_trips() -> None:
     assert model.probability(np.zeros((0, len(LEXICAL_RANK)))).shape == (0,)
 
 
+def test_a_bounded_weight_stays_at_or_above_zero_and_the_others_are_refitted() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(600, 3))
+    # The second feature truly counts against the label; bounded, it can only drop out.
+    y = (x[:, 0] - x[:, 1] + 0.3 * rng.normal(size=600) > 0).astype(float)
+    free = FusionModel.fit(("a", "b", "c"), x, y)
+    bounded = FusionModel.fit(("a", "b", "c"), x, y, nonnegative={"a", "b"})
+    assert free.weights[1] < -1.0
+    assert bounded.weights[1] == 0.0
+    assert bounded.weights[0] > 1.0
+    # An inactive bound changes nothing: the optimum already satisfies it.
+    only_a = FusionModel.fit(("a", "b", "c"), x, y, nonnegative={"a"})
+    assert np.allclose(only_a.weights, free.weights, atol=1e-6)
+    # The bounded optimum: no feasible nudge of any weight lowers the loss.
+    z = np.hstack([(x - bounded.mean) / bounded.scale, np.ones((600, 1))])
+
+    def loss(beta: np.ndarray) -> float:
+        logits = z @ beta
+        penalty = 0.5 * float((beta[:-1] ** 2).sum())
+        return float((np.logaddexp(0.0, logits) - y * logits).sum()) + penalty
+
+    best = np.asarray([*bounded.weights, bounded.bias])
+    for k in range(4):
+        for step in (1e-3, -1e-3):
+            nudged = best.copy()
+            nudged[k] += step
+            if k in (0, 1) and nudged[k] < 0:
+                continue
+            assert loss(nudged) >= loss(best) - 1e-9
+
+
 def cues_of(text: str) -> set[str]:
     """The names of the cues that fire on ``text``."""
     return {name for name, on in zip(CUES, message_cues(text), strict=True) if on}

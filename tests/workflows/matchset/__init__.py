@@ -21,6 +21,11 @@ Held out in the second round (``holdout2/``), written before this round's tuning
 read while tuning: a catalog in new domains with its requests, near misses and chit-chat, and
 fresh requests and near misses for ``catalog.yaml`` and ``terse_catalog.yaml``.
 
+Held out in the third round (``holdout3/``), written before this round's tuning and never
+read while tuning: general-assistant requests that ask for no workflow (``assistant``),
+chit-chat, and fresh requests for the built-in workflows and for ``catalog.yaml``, all served
+against the built-ins plus ``catalog.yaml``.
+
 Exact duplicates (case and spacing aside) of a training message are dropped from the
 held-out sets, so that no message is scored by a model fitted on it.
 """
@@ -43,6 +48,7 @@ __all__ = [
     "chitchat",
     "fresh",
     "holdout2",
+    "holdout3",
     "labelled",
     "nearmiss",
     "terse_catalog",
@@ -117,7 +123,7 @@ def _held_out(name: str, keys: tuple[str, ...] | None = None) -> tuple[Labelled,
 #: Group names whose messages must match nothing. ``workflow_diagnostics`` is hidden: a hidden
 #: workflow starts only when named by id and is never matched from free text (TUL-006 §7.8),
 #: so a request for it in other words must match nothing.
-NONE_KEYS = ("nearmiss", "nearmiss_terse", "chitchat", "workflow_diagnostics")
+NONE_KEYS = ("nearmiss", "nearmiss_terse", "chitchat", "workflow_diagnostics", "assistant")
 
 
 @functools.cache
@@ -213,3 +219,16 @@ def holdout2() -> tuple[TrainingSet, ...]:
             new(_held_out("holdout2/fresh_catalog.yaml")),
         ),
     )
+
+
+@functools.cache
+def holdout3() -> tuple[Labelled, ...]:
+    """The third round's held-out messages for the built-ins plus ``catalog.yaml``.
+
+    ``assistant`` messages (general-assistant requests) count as near misses, ``chitchat`` as
+    chit-chat; messages already in an earlier held-out set are dropped.
+    """
+    earlier = fresh() + terse_labelled() + nearmiss() + chitchat()
+    earlier += tuple(row for t in holdout2() for row in t.rows)
+    seen = {_key(r.message) for r in earlier}
+    return tuple(r for r in _held_out("holdout3/messages.yaml") if _key(r.message) not in seen)

@@ -6,7 +6,7 @@ fitted with Newton's method: deterministic, a few dozen weights, stored as JSON.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,28 +46,29 @@ class FusionModel:
 
     @classmethod
     def fit(
-        cls, features: Sequence[str], x: Matrix, y: NDArray[np.float64], l2: float = 1.0
+        cls,
+        features: Sequence[str],
+        x: Matrix,
+        y: NDArray[np.float64],
+        l2: float = 1.0,
+        nonnegative: Collection[str] = (),
     ) -> FusionModel:
-        """Maximum a-posteriori logistic regression (Newton's method, L2 on the weights)."""
+        """Maximum a-posteriori logistic regression (Newton's method, L2 on the weights).
+
+        The weights of the features named in ``nonnegative`` are kept at or above zero.
+        """
         mean = x.mean(axis=0)
         scale = x.std(axis=0)
         scale[scale < 1e-9] = 1.0
         z = np.hstack([(x - mean) / scale, np.ones((x.shape[0], 1))])
-        beta = np.zeros(z.shape[1])
         penalty = np.full(z.shape[1], l2)
         penalty[-1] = 0.0  # the intercept is not shrunk
-        for _ in range(50):
-            p = 1.0 / (1.0 + np.exp(-np.clip(z @ beta, -30.0, 30.0)))
-            gradient = z.T @ (p - y) + penalty * beta
-            hessian = (z * (p * (1.0 - p))[:, None]).T @ z + np.diag(penalty)
-            step = np.linalg.solve(hessian, gradient)
-            beta -= step
-            if float(np.abs(step).max()) < 1e-8:
-                break
+        bounded = np.asarray([*(f in nonnegative for f in features), False])
+        fitted = _newton(z, y, penalty) if not bounded.any() else _bounded(z, y, penalty, bounded)
         return cls(
             tuple(features),
-            tuple(float(b) for b in beta[:-1]),
-            float(beta[-1]),
+            tuple(float(b) for b in fitted[:-1]),
+            float(fitted[-1]),
             tuple(float(m) for m in mean),
             tuple(float(s) for s in scale),
         )
@@ -92,3 +93,64 @@ class FusionModel:
             tuple(float(m) for m in data["mean"]),
             tuple(float(s) for s in data["scale"]),
         )
+
+
+def _sigmoid(logits: NDArray[np.float64]) -> NDArray[np.float64]:
+    out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0)))
+    return out
+
+
+def _newton(z: Matrix, y: NDArray[np.float64], penalty: NDArray[np.float64]) -> Matrix:
+    """Unconstrained Newton's method from zero weights."""
+    beta = np.zeros(z.shape[1])
+    for _ in range(50):
+        p = _sigmoid(z @ beta)
+        gradient = z.T @ (p - y) + penalty * beta
+        hessian = (z * (p * (1.0 - p))[:, None]).T @ z + np.diag(penalty)
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return beta
+
+
+def _bounded(
+    z: Matrix, y: NDArray[np.float64], penalty: NDArray[np.float64], bounded: NDArray[np.bool_]
+) -> Matrix:
+    """Projected Newton's method with the ``bounded`` weights kept at or above zero.
+
+    Each step is Newton's on the weights that are free to move (not held at zero by a
+    gradient pointing below it), projected back onto the bounds and halved until the loss
+    falls: the loss is convex, so this reaches the constrained optimum.
+    """
+
+    def loss(beta: Matrix) -> float:
+        logits = z @ beta
+        # log(1 + e^l) - y l, computed without overflow.
+        nll = np.logaddexp(0.0, logits) - y * logits
+        return float(nll.sum() + 0.5 * (penalty * beta * beta).sum())
+
+    beta = np.zeros(z.shape[1])
+    current = loss(beta)
+    for _ in range(200):
+        p = _sigmoid(z @ beta)
+        gradient = z.T @ (p - y) + penalty * beta
+        held = bounded & (beta <= 0.0) & (gradient > 0.0)
+        free = ~held
+        hessian = (z[:, free] * (p * (1.0 - p))[:, None]).T @ z[:, free]
+        hessian += np.diag(penalty[free])
+        direction = np.zeros_like(beta)
+        direction[free] = -np.linalg.solve(hessian, gradient[free])
+        size = 1.0
+        while True:
+            candidate = beta + size * direction
+            candidate[bounded] = np.maximum(candidate[bounded], 0.0)
+            value = loss(candidate)
+            if value <= current + 1e-4 * float(gradient @ (candidate - beta)) or size < 1e-10:
+                break
+            size /= 2.0
+        moved = float(np.abs(candidate - beta).max())
+        beta, current = candidate, value
+        if moved < 1e-8:
+            break
+    return beta

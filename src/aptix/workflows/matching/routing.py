@@ -30,9 +30,11 @@ from aptix.workflows.matching.cues import CUES
 from aptix.workflows.matching.fusion import REQUEST_FEATURES, FusionModel
 
 __all__ = [
+    "GATE_NONNEGATIVE",
     "GATE_THRESHOLD",
     "LEXICAL_GATE",
     "LEXICAL_RANK",
+    "RANK_NONNEGATIVE",
     "RELATIVE_FLOOR",
     "SEMANTIC_GATE",
     "SEMANTIC_RANK",
@@ -71,6 +73,26 @@ LEXICAL_GATE = (
 )
 #: Message-level evidence with the semantic extra.
 SEMANTIC_GATE = (*LEXICAL_GATE, "pattern_max", "title_max", "top2_max", "request")
+
+#: Evidence whose weight is kept at or above zero when fitting: more similarity never counts
+#: against a candidate or a message. Unbounded, the correlated similarity columns took
+#: weights of opposite signs; outside the training catalogs' range a message then passed the
+#: gate *because* it was far from every title.
+RANK_NONNEGATIVE = frozenset(SEMANTIC_RANK)
+GATE_NONNEGATIVE = frozenset(
+    (
+        "rank_top",
+        "rank_margin",
+        "lex_max",
+        "bm25_max",
+        "char_max",
+        "known",
+        "request",
+        "pattern_max",
+        "title_max",
+        "top2_max",
+    )
+)
 
 #: The gate accepts a message when its probability reaches this.
 GATE_THRESHOLD = 0.5
