@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -72,6 +75,35 @@ def test_scores_stay_in_range_for_any_message(message: str) -> None:
     assert 0.0 <= decision.gate <= 1.0
     for _, score in [*decision.ranked, *decision.matches(10)]:
         assert 0.0 <= score <= 1.0
+
+
+_SEEDED_SCORES = """
+import random
+from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
+words = [f"{a}{b}ing" for a in "bcdfghjklm" for b in ("ar", "el", "ist", "ont", "uv")]
+rng = random.Random(7)
+docs = [MatchDocument(f"w{i}", " ".join(rng.sample(words, 12))) for i in range(80)]
+matcher = LexicalMatcher(docs)
+for i in range(40):
+    message = " ".join(rng.sample(words, 6))
+    print([(owner, score.hex()) for owner, score in matcher.match(message)])
+"""
+
+
+def test_lexical_scores_do_not_depend_on_the_hash_seed() -> None:
+    # Fitted weights are refitted from these scores; they must not move with PYTHONHASHSEED.
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _SEEDED_SCORES],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    ]
+    assert runs[0].count("w") > 40
+    assert runs[0] == runs[1] == runs[2]
 
 
 def test_the_gate_decides_acceptance_and_the_ranker_the_order() -> None:

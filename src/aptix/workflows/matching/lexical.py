@@ -93,7 +93,9 @@ class LexicalMatcher:
         self._postings = {t: np.asarray(p, dtype=np.intp) for t, p in postings.items()}
         count = len(documents)
         self._idf = {t: math.log((count + 1) / (len(p) + 0.5)) + 0.1 for t, p in postings.items()}
-        self._norms = [sum(self._idf[t] for t in doc_terms) for doc_terms in self._terms]
+        # Summed in sorted order: a frozenset's order follows the hash seed, and the norms
+        # feed fitted weights that should not change with it in the last bits.
+        self._norms = [sum(self._idf[t] for t in sorted(doc_terms)) for doc_terms in self._terms]
         self._norm_array = np.asarray([n or 1.0 for n in self._norms], dtype=np.float64)
         self._weight_array = np.asarray(self._weights, dtype=np.float64)
         self._known = {}
