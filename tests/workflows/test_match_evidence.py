@@ -7,9 +7,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aptix.workflows.matching.evidence import BM25_K1, SIBLING_OVERLAP, WorkflowIndex, char_ngrams
+from aptix.workflows.matching.evidence import (
+    BM25_K1,
+    PIVOT_SLOPE,
+    SIBLING_OVERLAP,
+    WorkflowIndex,
+    char_ngrams,
+)
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
 from aptix.workflows.matching.semantic import SemanticMatcher
+from aptix.workflows.matching.text import terms
 from tests.workflows.test_matching import HashingEmbedder
 
 DOCUMENTS = [
@@ -42,16 +49,29 @@ def _index() -> tuple[WorkflowIndex, LexicalMatcher]:
     return index, lexical
 
 
+def _weights_of(index: WorkflowIndex, text: str) -> dict[str, float]:
+    return {g: (1.0 + math.log(n)) * index._gram_idf[g] for g, n in char_ngrams(text).items()}
+
+
+def _gram_weights(index: WorkflowIndex, owner: str) -> dict[str, float]:
+    return _weights_of(index, " ".join(d.text for d in DOCUMENTS if d.owner == owner))
+
+
+def _norm(weights: dict[str, float]) -> float:
+    return math.sqrt(sum(w * w for w in weights.values()))
+
+
 def _reference_cosine(
     index: WorkflowIndex, query: dict[str, float], owners: Sequence[str]
 ) -> list[float]:
+    everyone = sorted({d.owner for d in DOCUMENTS})
+    average = math.fsum(_norm(_gram_weights(index, o)) for o in everyone) / len(everyone)
     out = []
     for owner in owners:
-        texts = " ".join(d.text for d in DOCUMENTS if d.owner == owner)
-        grams = {g: (1.0 + math.log(n)) * index._gram_idf[g] for g, n in char_ngrams(texts).items()}
-        norm = math.sqrt(sum(w * w for w in grams.values()))
-        unit = {g: w / norm for g, w in grams.items()}
-        out.append(sum(w * unit.get(g, 0.0) for g, w in query.items()))
+        grams = _gram_weights(index, owner)
+        pivoted = (1.0 - PIVOT_SLOPE) * average + PIVOT_SLOPE * _norm(grams)
+        scaled = {g: x / pivoted for g, x in grams.items()}
+        out.append(sum(w * scaled.get(g, 0.0) for g, w in query.items()))
     return out
 
 
@@ -74,6 +94,32 @@ def test_ngram_cosine_and_bm25_equal_the_per_candidate_sums() -> None:
                     score += float(weight[where.tolist().index(row)]) * strength
             wanted.append(score / total if total > 0 else 0.0)
         assert index.bm25_of(query, owners).tolist() == wanted
+
+
+def test_pivoting_shrinks_the_lead_of_terse_near_duplicates() -> None:
+    # A plain cosine favours the terse workflows: their few grams each weigh a lot, so one
+    # shared word ("review") scores three times what it does in the workflow that describes
+    # the task at length.
+    long_text = (
+        "review a pull request: read the diff, run the tests, check the style and the design, "
+        "and leave comments on each change before approving the merge"
+    )
+    texts = {"code_review": [long_text]} | {
+        f"review_{thing}": [f"review a {thing} for q1", f"I need to review the {thing}"]
+        for thing in ("quote", "claim", "lease")
+    }
+    index = WorkflowIndex()
+    index.build(texts, {owner: terms(" ".join(t)) for owner, t in texts.items()})
+    grams = index.query_grams("review PR 482")
+
+    def plain(owner: str) -> float:
+        weights = _weights_of(index, " ".join(texts[owner]))
+        return sum(w * weights.get(g, 0.0) for g, w in grams.items()) / _norm(weights)
+
+    plain_lead = plain("review_quote") / plain("code_review")
+    long_score, terse_score = index.char_cosine(grams, ["code_review", "review_quote"])
+    assert plain_lead > 2.5
+    assert terse_score / long_score < 0.8 * plain_lead
 
 
 def test_sibling_contrast_tells_the_action_apart() -> None:

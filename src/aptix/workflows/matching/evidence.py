@@ -8,7 +8,10 @@ lacks:
   workflows) weighs little, the action that tells them apart ("approve", "import") weighs a
   lot;
 * **character 3-5-gram TF-IDF cosine**: forgiving of typos, inflections and compounds the
-  stemmer and the typo map miss.
+  stemmer and the typo map miss. A workflow's vector is divided by its *pivoted* length
+  (Singhal, Buckley and Mitra, 1996), not its own: a plain cosine favours short workflows,
+  whose few grams each weigh a lot, so a catalog of terse near-duplicates ("review a quote
+  for q1") outranks the one workflow that describes the task at length.
 
 **Sibling contrast.** Among a message's candidates, two workflows are siblings when they
 share most of their rare terms (the same object). A workflow's *distinctive* terms are those
@@ -38,6 +41,8 @@ __all__ = ["WorkflowIndex", "char_ngrams"]
 BM25_K1 = 1.2
 BM25_B = 0.75
 NGRAM_SIZES = (3, 4, 5)
+#: A workflow's n-gram vector is divided by ``(1 - slope) * average + slope * its own`` length.
+PIVOT_SLOPE = 0.2
 #: Two candidates are siblings when this share of the smaller one's term weight is shared.
 SIBLING_OVERLAP = 0.3
 
@@ -146,7 +151,8 @@ class WorkflowIndex:
         # math.log, not np.log, so that every weight is the very float the query side computes.
         log_tf = np.asarray([0.0] + [1.0 + math.log(n) for n in range(1, most + 1)])
         cols: list[Ints] = []
-        values: list[Floats] = []
+        weights: list[Floats] = []
+        norms: list[float] = []
         for grams in per_workflow:
             if not grams:
                 continue
@@ -154,10 +160,15 @@ class WorkflowIndex:
             tf = np.fromiter(grams.values(), np.int64, len(grams))
             weight = log_tf[tf] * idf[ids]
             # Python's sequential sum, as the message side's unit vector is computed.
-            norm = math.sqrt(sum((weight * weight).tolist()))
+            norms.append(math.sqrt(sum((weight * weight).tolist())))
             order = np.argsort(ids)
             cols.append(ids[order].astype(np.int32))
-            values.append(weight[order] / norm)
+            weights.append(weight[order])
+        average = math.fsum(norms) / len(norms) if norms else 1.0
+        values = [
+            w / ((1.0 - PIVOT_SLOPE) * average + PIVOT_SLOPE * n)
+            for w, n in zip(weights, norms, strict=True)
+        ]
         self._gram_cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int32)
         self._gram_values = np.concatenate(values) if values else np.zeros(0)
         self._gram_starts = np.cumsum([0, *(len(g) for g in per_workflow)], dtype=np.int64)
@@ -205,7 +216,7 @@ class WorkflowIndex:
         return _unit({g: _log_tf(n) * idf[g] for g, n in char_ngrams(message).items() if g in idf})
 
     def char_cosine(self, query: Vector, owners: Sequence[str]) -> Floats:
-        """Cosine between the message's n-gram vector and each named workflow's."""
+        """Pivoted cosine between the message's n-gram vector and each named workflow's."""
         if not query or not owners:
             return np.zeros(len(owners))
         owner_of, at_rows = self._segments(self._gram_starts, owners)
