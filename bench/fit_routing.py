@@ -21,13 +21,17 @@ from tests.workflows.matchset import training_sets
 def main() -> None:
     """Fit both configurations on every training message and write ``routing.json``."""
     embedder = load_embedder()
-    payload = {}
+    payload: dict[str, object] = {}
     for name, make in (
         ("lexical", lambda: WorkflowMatcher(model=placeholder(False))),
         ("semantic", lambda: WorkflowMatcher(SemanticMatcher(embedder), placeholder(True))),
     ):
         evidence, rows, _ = set_evidence(make, training_sets())
-        payload[name] = fit_routing(evidence, rows, range(len(rows))).to_json()
+        routing = fit_routing(evidence, rows, range(len(rows)))
+        payload[name] = routing.to_json()
+        # The same messages in both configurations: one form model, stored once.
+        assert routing.form is not None
+        payload["form"] = routing.form.to_json()
     WEIGHTS_FILE.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     sizes = ", ".join(f"{t.name} {len(t.rows)}" for t in training_sets())
     print(f"wrote {WEIGHTS_FILE} from the training sets ({sizes} messages)")

@@ -1,9 +1,9 @@
 """The matching evaluation protocol: evidence once per message, then folds that fit and test.
 
 Nothing is scored by a model fitted on it. For each fold the ranker, the gate and (with the
-semantic extra) the request model are fitted on the training messages only and scored on
-the held-out ones; the gate learns from out-of-fold ranker and request outputs, like those
-it sees on new messages.
+semantic extra) the request model, and the form model are fitted on the training messages
+only and scored on the held-out ones; the gate learns from out-of-fold ranker, form and
+request outputs, like those it sees on new messages.
 
 * k-fold: the labelled messages are split into ``k`` folds, stratified by label.
 * leave-one-workflow-out: each workflow's messages are held out in turn (with a share of the
@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.matching.combined import MAX_MATCH_CHARS, Candidates, WorkflowMatcher, decide
+from aptix.workflows.matching.form import FormModel
 from aptix.workflows.matching.fusion import REQUEST_FEATURES, REQUEST_L2, FusionModel
 from aptix.workflows.matching.routing import (
     GATE_NONNEGATIVE,
@@ -132,20 +133,22 @@ def registry_for(
 
 @dataclass(frozen=True)
 class Evidence:
-    """Every message's candidates, and its embedding when the matcher is semantic."""
+    """Every message's candidates and text, and its embedding when the matcher is semantic."""
 
     cands: list[Candidates]
     vectors: Matrix | None
+    texts: list[str]
 
 
 def collect(matcher: WorkflowMatcher, rows: Sequence[Labelled]) -> Evidence:
     """Every message's evidence (the matcher's index must be built)."""
     cands = [matcher.candidates(row.message) for row in rows]
+    texts = [row.message[:MAX_MATCH_CHARS] for row in rows]
     semantic = matcher.semantic
     if semantic is None:
-        return Evidence(cands, None)
-    vectors = np.vstack([semantic.embed_query(r.message[:MAX_MATCH_CHARS]) for r in rows])
-    return Evidence(cands, vectors.astype(np.float64))
+        return Evidence(cands, None, texts)
+    vectors = np.vstack([semantic.embed_query(text) for text in texts])
+    return Evidence(cands, vectors.astype(np.float64), texts)
 
 
 def set_evidence(
@@ -157,6 +160,7 @@ def set_evidence(
     """
     cands: list[Candidates] = []
     vectors: list[Matrix] = []
+    texts: list[str] = []
     rows: list[Labelled] = []
     spans: list[range] = []
     for item in sets:
@@ -165,10 +169,11 @@ def set_evidence(
         found = collect(matcher, item.rows)
         spans.append(range(len(rows), len(rows) + len(item.rows)))
         cands += found.cands
+        texts += found.texts
         rows += item.rows
         if found.vectors is not None:
             vectors.append(found.vectors)
-    return Evidence(cands, np.vstack(vectors) if vectors else None), rows, spans
+    return Evidence(cands, np.vstack(vectors) if vectors else None, texts), rows, spans
 
 
 def fit_request(vectors: Matrix, rows: Sequence[Labelled]) -> FusionModel:
@@ -177,12 +182,29 @@ def fit_request(vectors: Matrix, rows: Sequence[Labelled]) -> FusionModel:
     return FusionModel.fit(REQUEST_FEATURES, vectors, asks, l2=REQUEST_L2)
 
 
-def _with_request(found: Candidates, value: float) -> Candidates:
+def fit_form(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> FormModel:
+    """The form model fitted on the messages ``idx``."""
+    return FormModel.fit([ev.texts[i] for i in idx], [rows[i].expected is not None for i in idx])
+
+
+def _with(found: Candidates, feature: str, value: float) -> Candidates:
+    """``found`` with one gate feature (not ``rank_top`` or ``rank_margin``) set to ``value``."""
     if not len(found.message):
         return found
+    names = SEMANTIC_GATE if len(found.message) == len(SEMANTIC_GATE) - 2 else LEXICAL_GATE
     message = found.message.copy()
-    message[-1] = value
+    message[names.index(feature) - 2] = value
     return replace(found, message=message)
+
+
+def _fold_evidence(
+    found: Candidates, i: int, ev: Evidence, form: FormModel, request: FusionModel | None
+) -> Candidates:
+    """Message ``i``'s evidence with the form (and request) outputs of a fold's models."""
+    found = _with(found, "form", form.score(ev.texts[i]))
+    if request is not None and ev.vectors is not None:
+        found = _with(found, "request_model", float(request.probability(ev.vectors[i][None, :])[0]))
+    return found
 
 
 def _fit_ranker(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> FusionModel:
@@ -216,6 +238,7 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
         request = None
         if ev.vectors is not None:
             request = fit_request(ev.vectors[rest], [rows[i] for i in rest])
+        form = fit_form(ev, rows, rest)
         model = Routing(
             part_ranker,
             FusionModel(names, (0.0,) * len(names), 0.0, (0.0,) * len(names), (1.0,) * len(names)),
@@ -224,8 +247,7 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
             found = ev.cands[i]
             if not found.ids:
                 continue
-            if request is not None and ev.vectors is not None:
-                found = _with_request(found, float(request.probability(ev.vectors[i][None, :])[0]))
+            found = _fold_evidence(found, i, ev, form, request)
             decision = decide(model, found)
             top = decision.ranked[0][1]
             second = decision.ranked[1][1] if len(decision.ranked) > 1 else 0.0
@@ -237,7 +259,7 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
     request_model = None
     if ev.vectors is not None:
         request_model = fit_request(ev.vectors[idx], [rows[i] for i in idx])
-    return Routing(ranker, gate, request_model)
+    return Routing(ranker, gate, request_model, fit_form(ev, rows, idx))
 
 
 def decisions(model: Routing, ev: Evidence, idx: Sequence[int]) -> dict[int, Decision]:
@@ -245,10 +267,8 @@ def decisions(model: Routing, ev: Evidence, idx: Sequence[int]) -> dict[int, Dec
     out = {}
     for i in idx:
         found = ev.cands[i]
-        if model.request is not None and ev.vectors is not None:
-            found = _with_request(
-                found, float(model.request.probability(ev.vectors[i][None, :])[0])
-            )
+        if model.form is not None:
+            found = _fold_evidence(found, i, ev, model.form, model.request)
         out[i] = decide(model, found)
     return out
 

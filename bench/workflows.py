@@ -168,7 +168,7 @@ def _concat(a: Evidence, b: Evidence) -> Evidence:
     vectors = None
     if a.vectors is not None and b.vectors is not None:
         vectors = np.vstack([a.vectors, b.vectors])
-    return Evidence(a.cands + b.cands, vectors)
+    return Evidence(a.cands + b.cands, vectors, a.texts + b.texts)
 
 
 def _configs(embedder: Embedder | None) -> list[tuple[str, Embedder | None]]:

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.cues import CUES, message_cues
 from aptix.workflows.matching.explicit import explicit_workflow_id
+from aptix.workflows.matching.form import FormModel, form_grams
 from aptix.workflows.matching.fusion import FusionModel
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
-from aptix.workflows.matching.routing import GATE_THRESHOLD, LEXICAL_RANK
+from aptix.workflows.matching.routing import GATE_THRESHOLD, LEXICAL_RANK, default_routing
 from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
 from aptix.workflows.matching.text import stem, terms
 from aptix.workflows.registry import WorkflowRegistry
@@ -198,6 +199,46 @@ def test_message_cues_flag_mentions_that_ask_for_something_else() -> None:
     assert "question" in cues_of("is the build green?")
     assert "past" in cues_of("the migration we ran back in 2019 went fine")
     assert "opinion" in cues_of("code reviews are so friendly here")
+
+
+def test_form_keeps_function_words_and_hides_the_rest() -> None:
+    # Same form, no shared content word; same content, another form.
+    assert form_grams("pls open a ticket for the printer") == form_grams(
+        "pls book a room for the offsite"
+    )
+    assert "<s> pls X" in form_grams("pls open a ticket")
+    assert "Xed" in form_grams("someone opened a ticket")
+    assert form_grams("pls open a ticket") != form_grams("don't open a ticket")
+    # Nothing of the content survives: the model cannot learn a catalog's words.
+    assert not any("ticket" in gram for gram in form_grams("pls open a ticket"))
+
+
+def test_form_model_weighs_what_requests_share_against_what_talk_shares() -> None:
+    asks = ["pls open a ticket", "pls book a room", "pls send the invoice", "i need a desk"]
+    talk = ["last year we opened a ticket", "we liked the room", "we once sent an invoice"]
+    model = FormModel.fit(asks + talk, [True] * 4 + [False] * 3)
+    assert model.weights["<s> pls"] > 0 > model.weights["we"]
+    # Seen in fewer than three messages: no weight (a catalog's quirk, not a form).
+    assert "i need" not in model.weights
+    assert model.score("pls order the chairs") > model.score("we once ordered the chairs")
+    assert FormModel.from_json(model.to_json()).score("pls do it") == pytest.approx(
+        model.score("pls do it"), abs=1e-5
+    )
+
+
+@pytest.mark.parametrize(
+    ("ask", "talk"),
+    [
+        ("please set up a meeting room for Thursday", "the meeting room was freezing on Thursday"),
+        ("can you renew my parking permit", "how long does a parking permit usually last?"),
+        ("I need the quarterly figures sent to Dana", "don't send the quarterly figures to Dana"),
+    ],
+)
+def test_the_shipped_form_model_tells_a_request_from_talk(ask: str, talk: str) -> None:
+    # The score's zero is not the gate's threshold (the gate weighs it with the cues): compare.
+    form = default_routing(False).form
+    assert form is not None
+    assert form.score(ask) > form.score(talk)
 
 
 def test_matches_say_why() -> None:

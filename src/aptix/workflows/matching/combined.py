@@ -195,6 +195,7 @@ class WorkflowMatcher:
             # Capped: a very long message is not more of a request than a long one.
             math.log1p(min(len(content), MAX_COUNTED_TERMS)),
             *cues,
+            self._model.form.score(text) if self._model.form is not None else 0.0,
         ]
         if self._semantic is not None:
             sem = self._semantic.evidence(text, ids)
@@ -210,7 +211,7 @@ class WorkflowMatcher:
         if request is None or query.shape[0] != len(request.mean):
             # Another embedding model than the request model was fitted on: no evidence, so
             # the gate's training mean (it then adds nothing to the gate's logit).
-            return self._model.gate.mean[self._model.gate.features.index("request")]
+            return self._model.gate.mean[self._model.gate.features.index("request_model")]
         return float(request.probability(query[None, :].astype(np.float64))[0])
 
     def _why(self, message: str, workflow_id: str) -> str:

@@ -8,8 +8,9 @@
 * The **gate** decides whether the message asks for a workflow at all. It reads
   message-level evidence (:data:`LEXICAL_GATE` or :data:`SEMANTIC_GATE`): the ranker's best
   probability and margin, the best raw scores, how much of the message the catalog's
-  vocabulary covers, the speech-act cues of :mod:`.cues` and, with
-  the semantic extra, a request-versus-chat probability read from the message embedding.
+  vocabulary covers, the speech-act cues of :mod:`.cues`, the form score of :mod:`.form`
+  (what the message's function words say it does) and, with the semantic extra, a
+  request-versus-chat probability read from the message embedding.
 
 No single threshold on a per-candidate score decides acceptance: the gate does, for built-in
 workflows too. Both models are fitted by ``python -m bench.fit_routing`` on the training
@@ -27,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aptix.workflows.matching.cues import CUES
+from aptix.workflows.matching.form import FormModel
 from aptix.workflows.matching.fusion import REQUEST_FEATURES, FusionModel
 
 __all__ = [
@@ -70,9 +72,11 @@ LEXICAL_GATE = (
     "known",
     "terms",
     *CUES,
+    "form",
 )
 #: Message-level evidence with the semantic extra.
-SEMANTIC_GATE = (*LEXICAL_GATE, "pattern_max", "title_max", "top2_max", "request")
+#: ``request_model`` is the request model's probability (``request`` is the cue of :mod:`.cues`).
+SEMANTIC_GATE = (*LEXICAL_GATE, "pattern_max", "title_max", "top2_max", "request_model")
 
 #: Evidence whose weight is kept at or above zero when fitting: more similarity never counts
 #: against a candidate or a message. Unbounded, the correlated similarity columns took
@@ -87,7 +91,9 @@ GATE_NONNEGATIVE = frozenset(
         "bm25_max",
         "char_max",
         "known",
+        "form",
         "request",
+        "request_model",
         "pattern_max",
         "title_max",
         "top2_max",
@@ -147,11 +153,12 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class Routing:
-    """The fitted ranker and gate of one configuration (and the request model, if semantic)."""
+    """One configuration's fitted ranker, gate, form model and (semantic only) request model."""
 
     ranker: FusionModel
     gate: FusionModel
     request: FusionModel | None = None
+    form: FormModel | None = None
 
     def rank(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
         """The ranker's probability for each candidate row."""
@@ -162,7 +169,7 @@ class Routing:
         return float(self.gate.probability(row[None, :])[0])
 
     def to_json(self) -> dict[str, object]:
-        """A JSON-ready dict (one configuration of ``routing.json``)."""
+        """One configuration of ``routing.json`` (the shared form model aside) as a dict."""
         out: dict[str, object] = {"ranker": self.ranker.to_json(), "gate": self.gate.to_json()}
         if self.request is not None:
             out["request"] = self.request.to_json()
@@ -178,6 +185,7 @@ def default_routing(semantic: bool) -> Routing:
         FusionModel.from_json(part["ranker"]),
         FusionModel.from_json(part["gate"]),
         FusionModel.from_json(part["request"]) if "request" in part else None,
+        FormModel.from_json(data["form"]),
     )
     expected = (
         (SEMANTIC_RANK, SEMANTIC_GATE, REQUEST_FEATURES)
