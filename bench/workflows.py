@@ -7,7 +7,7 @@ catalogs only).
 Which figures are which:
 
 * **cross-validated** (k-fold, leave-one-workflow-out, leave-one-catalog-out): the ranker,
-  the gate and the request model are refitted on each fold's training part
+  the gate, the form model and the request model are refitted on each fold's training part
   (:mod:`bench.match_eval`). On the terse catalog the training part is every training
   catalog plus the terse fold's training messages.
 * **held-out**: the shipped weights (``routing.json``, fitted on the training catalogs only)
