@@ -406,7 +406,11 @@ async def test_a_turn_in_a_long_session_reads_only_the_newest_turn(
 
 
 async def _slow_claims(h: Harness, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
-    """Make every SQLite transaction take 0.3 s on its worker thread; set once one started."""
+    """Make the claim's SQLite transaction take 0.3 s on its worker thread; set once it started.
+
+    Only the claim: another component's transaction (a registry check, say) may reach the
+    worker first, and cancelling the caller then would test nothing (no claim, no turn).
+    """
     import time
 
     database = h.runtime.database
@@ -417,8 +421,9 @@ async def _slow_claims(h: Harness, monkeypatch: pytest.MonkeyPatch) -> asyncio.E
     run = database._run
 
     def slow(fn):  # type: ignore[no-untyped-def]
-        loop.call_soon_threadsafe(loop_event.set)
-        time.sleep(0.3)
+        if ".claim." in fn.__qualname__:
+            loop.call_soon_threadsafe(loop_event.set)
+            time.sleep(0.3)
         return run(fn)
 
     monkeypatch.setattr(database, "_run", slow)
