@@ -65,6 +65,9 @@ class Scores:
     #: Chit-chat among the off-topic messages (the rest are near misses).
     chat: int = 0
     chat_rejected: int = 0
+    #: On-topic messages the ranker put first, before the gate decides; of those, accepted.
+    ranker_first: int = 0
+    gate_passed: int = 0
     misses: list[tuple[str, str | None, list[str]]] = field(default_factory=list)
 
     def add(self, other: Scores) -> None:
@@ -76,10 +79,16 @@ class Scores:
         self.rejected += other.rejected
         self.chat += other.chat
         self.chat_rejected += other.chat_rejected
+        self.ranker_first += other.ranker_first
+        self.gate_passed += other.gate_passed
         self.misses += other.misses
 
-    def record(self, row: Labelled, ranked: list[str]) -> None:
-        """Count one message with the ids it matched, best first."""
+    def record(self, row: Labelled, ranked: list[str], decision: Decision | None = None) -> None:
+        """Count one message with the ids it matched, best first (and the ranker's order)."""
+        first = decision.ranked[0][0] if decision is not None and decision.ranked else None
+        if decision is not None and row.expected is not None and first == row.expected:
+            self.ranker_first += 1
+            self.gate_passed += decision.accepted
         if row.expected is None:
             self.off_topic += 1
             self.rejected += not ranked
@@ -94,6 +103,16 @@ class Scores:
         self.top3 += row.expected in ranked[:3]
         if not ranked or ranked[0] != row.expected:
             self.misses.append((row.message, row.expected, ranked[:3]))
+
+    @property
+    def ranker_rate(self) -> float:
+        """Share of on-topic messages whose ranker puts the labelled workflow first."""
+        return self.ranker_first / self.on_topic if self.on_topic else float("nan")
+
+    @property
+    def gate_rate(self) -> float:
+        """Share of the ranker's right first choices that the gate accepts."""
+        return self.gate_passed / self.ranker_first if self.ranker_first else float("nan")
 
     @property
     def top1_rate(self) -> float:
@@ -287,7 +306,7 @@ def score(found: dict[int, Decision], rows: Sequence[Labelled], arbiter: str = "
         if asked and decision.ranked:
             shown = [w for w, _ in decision.ranked[:ARBITER_CANDIDATES]]
             ranked = [row.expected] if row.expected in shown else []
-        out.record(row, ranked)
+        out.record(row, ranked, decision)
     return out
 
 

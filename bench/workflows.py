@@ -82,6 +82,8 @@ from tests.workflows.matchset import (
 )
 
 HEADER = ["top-1", "top-3", "near misses rejected", "chit-chat rejected"]
+#: The folds also show the two parts apart: the ranker before the gate, and the gate.
+PARTS = ["ranker top-1", "gate accepts ranker's right first"]
 SECTIONS = ("held-out", "distractors", "folds", "latency")
 
 
@@ -143,11 +145,16 @@ def time_calls(fn: Callable[[str], object], messages: Sequence[str]) -> list[flo
     return samples
 
 
-def _rates(s: Scores) -> list[str]:
-    def fmt(x: float) -> str:
-        return "-" if x != x else f"{x:.3f}"
+def _fmt(x: float) -> str:
+    return "-" if x != x else f"{x:.3f}"
 
-    return [fmt(s.top1_rate), fmt(s.top3_rate), fmt(s.near_miss_rate), fmt(s.chat_rate)]
+
+def _rates(s: Scores) -> list[str]:
+    return [_fmt(s.top1_rate), _fmt(s.top3_rate), _fmt(s.near_miss_rate), _fmt(s.chat_rate)]
+
+
+def _fold_rates(s: Scores) -> list[str]:
+    return [*_rates(s), _fmt(s.ranker_rate), _fmt(s.gate_rate)]
 
 
 def _matcher(embedder: Embedder | None, shipped: bool) -> WorkflowMatcher:
@@ -207,17 +214,17 @@ def fold_rows(embedder: Embedder | None, show_misses: bool) -> list[list[object]
             ("leave-one-workflow-out", leave_one_workflow_out(dev)),
         ):
             total = run_folds(folds, ev, rows, always_train=others)
-            out.append(["development", protocol, label, *_rates(total)])
+            out.append(["development", protocol, label, *_fold_rates(total)])
         pooled = Scores()
         for k, span in enumerate(spans):
             rest = [i for j, other in enumerate(spans) if j != k for i in other]
             total = run_folds([Fold(sets[k].name, rest, list(span))], ev, rows)
             pooled.add(total)
-            out.append([sets[k].name, "leave-one-catalog-out", label, *_rates(total)])
+            out.append([sets[k].name, "leave-one-catalog-out", label, *_fold_rates(total)])
             if show_misses:
                 for miss in total.misses:
                     print("   miss:", miss)
-        out.append(["all training catalogs", "leave-one-catalog-out", label, *_rates(pooled)])
+        out.append(["all training catalogs", "leave-one-catalog-out", label, *_fold_rates(pooled)])
         for protocol, folds in (
             ("5-fold", kfold(terse)),
             ("leave-one-workflow-out", leave_one_workflow_out(terse)),
@@ -225,7 +232,7 @@ def fold_rows(embedder: Embedder | None, show_misses: bool) -> list[list[object]
             total = run_folds(
                 _shift(folds, len(rows)), terse_ev, everything, always_train=range(len(rows))
             )
-            out.append(["terse (held-out messages)", protocol, label, *_rates(total)])
+            out.append(["terse (held-out messages)", protocol, label, *_fold_rates(total)])
     return out
 
 
@@ -403,7 +410,7 @@ def main() -> None:
     if "folds" in only:
         print_table(
             "cross-validated: ranker + gate refitted on each fold's training part",
-            ["catalog", "protocol", "matcher", *HEADER],
+            ["catalog", "protocol", "matcher", *HEADER, *PARTS],
             fold_rows(embedder, args.misses),
         )
     if "latency" in only:
