@@ -116,14 +116,37 @@ def _summarizing(fail: bool) -> FunctionModel:
     return FunctionModel(answer)
 
 
+async def _fixed_tokens(data_dir: Path) -> int:
+    """What every request carries whatever the history: the system prompt and the tools."""
+    settings = AptixSettings(data_dir=data_dir, load_plugins=False, llm_context_tokens=100_000)
+    async with open_runtime(settings) as runtime:
+        created = await runtime.services.sessions.create_session(org="acme", user="ann")
+        assert created.result is not None
+        model = FunctionModel(lambda request: reply("ok"))
+        await runtime.reasoner(model).execute(
+            session_id=created.result.id, org="acme", user="ann", instruction="hello"
+        )
+    [request] = model.requests
+    return ContextBudget(100_000, counter=EstimatedTokens()).request_tokens(
+        request.messages[:1], request.tools
+    )
+
+
+#: Room for past turns on top of the fixed part: about five turns of ``_instruction``.
+HISTORY_ROOM = 2600
+
+
 @pytest.mark.parametrize("fail", [False, True])
 async def test_summarize_replaces_dropped_turns_once_or_degrades_to_drop(
     tmp_path: Path, fail: bool
 ) -> None:
+    # Sized from the system prompt, so a longer built-in description cannot decide how
+    # often the history overflows.
+    limit = await _fixed_tokens(tmp_path / "probe") + HISTORY_ROOM
     settings = AptixSettings(
         data_dir=tmp_path,
         load_plugins=False,
-        llm_context_tokens=BUDGET,
+        llm_context_tokens=limit,
         context_strategy="summarize",
     )
     async with open_runtime(settings) as runtime:
@@ -131,14 +154,14 @@ async def test_summarize_replaces_dropped_turns_once_or_degrades_to_drop(
         assert created.result is not None
         model = _summarizing(fail)
         reasoner = runtime.reasoner(model)
-        budget = ContextBudget(BUDGET, counter=EstimatedTokens())
+        budget = ContextBudget(limit, counter=EstimatedTokens())
         for n in range(1, 16):
             result = await reasoner.execute(
                 session_id=created.result.id, org="acme", user="ann", instruction=_instruction(n)
             )
             assert result.kind == "ok"
         for request in model.requests:
-            assert budget.request_tokens(request.messages, request.tools) <= BUDGET
+            assert budget.request_tokens(request.messages, request.tools) <= limit
         turns = await runtime.turns.list_turns(created.result.id, "acme")
     summary_requests = [
         r for r in model.requests if str(r.messages[0]["content"]).startswith("You condense")
