@@ -171,11 +171,12 @@ def collect(matcher: WorkflowMatcher, rows: Sequence[Labelled]) -> Evidence:
 
 
 def set_evidence(
-    make: Callable[[], WorkflowMatcher], sets: Sequence[TrainingSet]
+    make: Callable[[TrainingSet], WorkflowMatcher], sets: Sequence[TrainingSet]
 ) -> tuple[Evidence, list[Labelled], list[range]]:
     """Every set's messages matched against its own catalog (with the built-ins), pooled.
 
-    ``make`` returns a fresh matcher; the ranges say which pooled rows came from which set.
+    ``make`` returns a fresh matcher for a set (semantic ones read it through the encoder
+    tuned without it); the ranges say which pooled rows came from which set.
     """
     cands: list[Candidates] = []
     vectors: list[Matrix] = []
@@ -183,7 +184,7 @@ def set_evidence(
     rows: list[Labelled] = []
     spans: list[range] = []
     for item in sets:
-        matcher = make()
+        matcher = make(item)
         registry_for(with_builtin(item.catalog), matcher)
         found = collect(matcher, item.rows)
         spans.append(range(len(rows), len(rows) + len(item.rows)))

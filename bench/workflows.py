@@ -28,28 +28,20 @@ workflows' texts.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
-import platformdirs
 
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.routing import default_routing
-from aptix.workflows.matching.semantic import (
-    DEFAULT_MODEL,
-    Embedder,
-    SemanticMatcher,
-    Vectors,
-    load_embedder,
-)
+from aptix.workflows.matching.semantic import DEFAULT_MODEL, Embedder, SemanticMatcher
 from aptix.workflows.registry import WorkflowRegistry
 from bench._table import print_table
+from bench.encoders import cached_embedder, fold_embedder
 from bench.match_eval import (
     Evidence,
     Fold,
@@ -70,6 +62,7 @@ from tests.workflows.evalset import EVAL_MESSAGES, evaluate, synthetic_catalog, 
 from tests.workflows.evalset import eval_catalog as legacy_catalog
 from tests.workflows.matchset import (
     Labelled,
+    TrainingSet,
     catalog,
     chitchat,
     fresh,
@@ -85,45 +78,6 @@ HEADER = ["top-1", "top-3", "near misses rejected", "chit-chat rejected"]
 #: The folds also show the two parts apart: the ranker before the gate, and the gate.
 PARTS = ["ranker top-1", "gate accepts ranker's right first"]
 SECTIONS = ("held-out", "distractors", "folds", "latency")
-
-
-class DiskCachedEmbedder:
-    """Wraps an embedder with a text -> vector cache kept in one ``.npz`` file."""
-
-    def __init__(self, inner: Embedder, path: Path) -> None:
-        self._inner = inner
-        self._path = path
-        self._cache: dict[str, Vectors] = {}
-        if path.exists():
-            with np.load(path, allow_pickle=False) as data:
-                self._cache = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
-
-    def encode(self, texts: Sequence[str]) -> Vectors:
-        """Encode ``texts``; single texts (queries) always pay the real cost."""
-        if len(texts) == 1:
-            return self._inner.encode(texts)
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if missing:
-            started = time.perf_counter()
-            vectors = self._inner.encode(missing)
-            print(f"  encoded {len(missing)} texts in {time.perf_counter() - started:.0f} s")
-            self._cache.update(zip(missing, vectors, strict=True))
-            self._save()
-        return np.vstack([self._cache[t] for t in texts])
-
-    def _save(self) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        texts = np.array(list(self._cache), dtype=str)
-        tmp = self._path.with_suffix(".tmp.npz")
-        np.savez(tmp, texts=texts, vectors=np.vstack(list(self._cache.values())))
-        tmp.replace(self._path)
-
-
-def cached_embedder(model: str) -> DiskCachedEmbedder:
-    """The named model with its on-disk cache of catalog texts."""
-    cache = Path(platformdirs.user_cache_dir("aptix")) / "bench"
-    key = hashlib.sha1(f"onnx:{model}".encode()).hexdigest()[:8]
-    return DiskCachedEmbedder(load_embedder(model), cache / f"emb-{key}.npz")
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -171,6 +125,11 @@ def _evidence(
     return collect(matcher, rows)
 
 
+def _fold(embedder: Embedder | None, item: TrainingSet) -> Embedder | None:
+    """The encoder a training set is read through: the one tuned without it."""
+    return None if embedder is None else fold_embedder(item.name)
+
+
 def _concat(a: Evidence, b: Evidence) -> Evidence:
     vectors = None
     if a.vectors is not None and b.vectors is not None:
@@ -204,7 +163,7 @@ def fold_rows(embedder: Embedder | None, show_misses: bool) -> list[list[object]
     terse = list(terse_labelled())
     out: list[list[object]] = []
     for label, emb in _configs(embedder):
-        ev, rows, spans = set_evidence(lambda e=emb: _matcher(e, False), sets)
+        ev, rows, spans = set_evidence(lambda item, e=emb: _matcher(_fold(e, item), False), sets)
         terse_ev = _concat(ev, _evidence(emb, terse_catalog(), terse))
         everything = [*rows, *terse]
         dev = [rows[i] for i in spans[0]]

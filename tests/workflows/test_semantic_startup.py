@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def test_a_model_file_with_another_hash_is_refused(
     tampered.write_bytes(real.read_bytes() + b"\x00")
     with pytest.raises(ConfigurationError, match="refusing to load"):
         semantic_module.verify_hash(tampered, spec.sha256)
-    pinned = semantic_module.ModelSpec("x", spec.distribution, "x", "0" * 64)
+    pinned = dataclasses.replace(spec, sha256="0" * 64)
     monkeypatch.setitem(semantic_module.MODELS, semantic_module.DEFAULT_MODEL, pinned)
     with caplog.at_level(logging.INFO, logger="aptix.workflows"):
         matcher = build_matcher(True)

