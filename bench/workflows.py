@@ -9,7 +9,8 @@ Which figures are which:
 * **cross-validated** (k-fold, leave-one-workflow-out, leave-one-catalog-out): the ranker,
   the gate, the form model and the request model are refitted on each fold's training part
   (:mod:`bench.match_eval`). On the terse catalog the training part is every training
-  catalog plus the terse fold's training messages.
+  catalog plus the terse fold's training messages. Each training set is read through the
+  encoder tuned without it (``python -m bench.tune_encoder`` writes them first).
 * **held-out**: the shipped weights (``routing.json``, fitted on the training catalogs only)
   on sets never fitted on: round 1 (fresh phrasings, the terse catalog, near misses,
   chit-chat; its misses have been read), round 2 (a new catalog and fresh messages for
