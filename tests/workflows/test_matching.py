@@ -271,6 +271,8 @@ def test_matches_say_why() -> None:
         "🙂" * 5000,
         "?!...,;:",
         "--- *** ---",
+        "\ud800",
+        "\udfff\ud800 \U0001f642",
     ],
 )
 @pytest.mark.parametrize("semantic", [False, True])
@@ -282,6 +284,19 @@ def test_bad_input_gets_an_empty_list_not_an_exception(
         [make_manifest("create_report"), make_manifest("plan_trip")], matcher=matcher
     )
     assert registry.match(message) == []
+
+
+@pytest.mark.parametrize("noise", ["\ud800", "\x00", "\x1b[2J", "[bold]", "<script>"])
+def test_a_request_wrapped_in_hostile_text_still_matches(
+    noise: str, onnx_embedder: OnnxEmbedder
+) -> None:
+    # JSON can carry a lone surrogate; the tokenizer refuses one, so the encoder replaces it.
+    registry = WorkflowRegistry(
+        [make_manifest("create_report"), make_manifest("plan_trip")],
+        matcher=WorkflowMatcher(SemanticMatcher(onnx_embedder)),
+    )
+    [first, *_] = registry.match(f"{noise} create a report {noise}")
+    assert first.workflow_id == "create_report"
 
 
 def test_semantic_embeddings_are_recomputed_only_for_changed_workflows() -> None:

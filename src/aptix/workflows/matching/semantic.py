@@ -183,10 +183,12 @@ class OnnxEmbedder:
         # ``encode`` tokenises one text holding the GIL; ``encode_batch`` releases it, and a
         # prefetching worker then waits for the matching thread to hand it back before the
         # model can start.
+        # The tokenizer takes only valid Unicode; JSON can carry a lone surrogate ("\ud800").
+        texts = [_valid_unicode(t) for t in texts]
         if len(texts) == 1:
             encodings = [self._tokenizer.encode(texts[0])]
         else:
-            encodings = self._tokenizer.encode_batch(list(texts))
+            encodings = self._tokenizer.encode_batch(texts)
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
@@ -198,6 +200,13 @@ class OnnxEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         out: Vectors = (pooled / np.where(norms == 0, 1.0, norms)).astype(np.float32)
         return out
+
+
+def _valid_unicode(text: str) -> str:
+    """``text`` with lone surrogates replaced by "?" (valid text comes back as it is)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def load_embedder(model: str = DEFAULT_MODEL) -> OnnxEmbedder:
