@@ -16,7 +16,13 @@ from pathlib import Path
 import numpy as np
 import platformdirs
 
-from aptix.workflows.matching.semantic import Embedder, OnnxEmbedder, Vectors, load_embedder
+from aptix.workflows.matching.semantic import (
+    MODELS,
+    Embedder,
+    OnnxEmbedder,
+    Vectors,
+    load_embedder,
+)
 
 CACHE = Path(platformdirs.user_cache_dir("aptix")) / "bench"
 
@@ -54,8 +60,9 @@ class DiskCachedEmbedder:
 
 
 def cached_embedder(model: str) -> DiskCachedEmbedder:
-    """The named model with its on-disk cache of catalog texts."""
-    key = hashlib.sha1(f"onnx:{model}".encode()).hexdigest()[:8]
+    """The named model with its on-disk cache of catalog texts (keyed by the file's hash)."""
+    # The name alone would hand a retuned model the vectors of the file it replaced.
+    key = hashlib.sha1(f"onnx:{model}:{MODELS[model].sha256}".encode()).hexdigest()[:8]
     return DiskCachedEmbedder(load_embedder(model), CACHE / f"emb-{key}.npz")
 
 

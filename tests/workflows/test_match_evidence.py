@@ -148,7 +148,7 @@ def test_semantic_evidence_equals_one_owner_at_a_time() -> None:
         for k, owner in enumerate(owners):
             docs = [d for d in sorted(DOCUMENTS, key=lambda d: d.owner) if d.owner == owner]
             if not docs:
-                assert got[k].tolist() == [0.0] * 4
+                assert got[k].tolist() == [0.0] * 5
                 continue
             sims = np.einsum(
                 "ij,j->i", matcher.embedder.encode([d.text for d in docs]), query
@@ -157,6 +157,43 @@ def test_semantic_evidence_equals_one_owner_at_a_time() -> None:
             assert got[k, 0] == (sims[kinds].max() if kinds.any() else sims.max())
             assert got[k, 1] == (sims[~kinds].max() if (~kinds).any() else sims.max())
             assert got[k, 2] == np.sort(sims)[-2:].mean()
+            vectors = matcher.embedder.encode([d.text for d in docs])
+            assert np.isclose(got[k, 3], _unit(vectors.sum(axis=0)) @ query, atol=1e-6)
+            mean = _catalog_mean(matcher.embedder, DOCUMENTS)
+            centred = _unit(np.vstack([_unit(v - mean) for v in vectors]).sum(axis=0))
+            assert np.isclose(got[k, 4], centred @ _unit(query - mean), atol=1e-6)
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+def _catalog_mean(embedder: HashingEmbedder, documents: Sequence[MatchDocument]) -> np.ndarray:
+    """The mean of the workflows' centroids (each the unit sum of its texts' vectors)."""
+    owners = sorted({d.owner for d in documents})
+    centroids = [
+        _unit(embedder.encode([d.text for d in documents if d.owner == owner]).sum(axis=0))
+        for owner in owners
+    ]
+    mean: np.ndarray = np.mean(centroids, axis=0)
+    return mean
+
+
+def test_the_centred_cosine_is_not_crowded_out_by_look_alike_workflows() -> None:
+    # Three hundred workflows worded alike ("urgent request help ...") share most of the
+    # message's words; the one it asks for shares only "book a flight".
+    crowd = [
+        MatchDocument(f"crowd_{i}", f"urgent request help {thing}")
+        for i, thing in enumerate(f"item{n}" for n in range(300))
+    ]
+    documents = [*crowd, MatchDocument("travel", "book a flight to the conference")]
+    matcher = SemanticMatcher(HashingEmbedder(), documents)
+    owners = ["travel", *(d.owner for d in crowd)]
+    evidence = matcher.evidence("urgent request help: book a flight", owners)
+    centroid, centred = evidence[:, 3], evidence[:, 4]
+    assert centroid.argmax() != 0
+    assert centred.argmax() == 0
 
 
 def test_a_prefetched_message_is_encoded_once() -> None:

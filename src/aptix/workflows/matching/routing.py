@@ -4,7 +4,8 @@
   (:data:`LEXICAL_RANK` or :data:`SEMANTIC_RANK`): the lexical score, BM25 over the
   workflow's texts, character n-gram cosine, sibling contrast and, with the semantic extra,
   the best pattern cosine, the best title/description cosine, the mean of the two closest
-  texts and the centroid cosine; for each, its margin over the best other candidate.
+  texts, the centroid cosine and the centroid cosine with the catalog's mean removed; for
+  each, its margin over the best other candidate.
 * The **gate** decides whether the message asks for a workflow at all. It reads
   message-level evidence (:data:`LEXICAL_GATE` or :data:`SEMANTIC_GATE`): the ranker's best
   probability and margin, the best raw scores, how much of the message the catalog's
@@ -61,6 +62,8 @@ SEMANTIC_RANK = (
     "top2_m",
     "centroid",
     "centroid_m",
+    "centred",
+    "centred_m",
 )
 #: Message-level evidence of the lexical-only gate.
 LEXICAL_GATE = (

@@ -71,7 +71,7 @@ MODELS: dict[str, ModelSpec] = {
         "minilm-l6-routing-int8",
         "aptix",
         "all-MiniLM-L6-v2 tuned on the training catalogs' requests, int8 ONNX (23 MB)",
-        "b2601acb360f02c9de98dd047c28886654a7bf2b5ab6510df2f0d7818665f25f",
+        "b2f20a61d0c84406712d50556558117da9e197274e8865e9b881fec9ed30d570",
         file="minilm-l6-routing-int8.onnx",
     ),
     "minilm-l6-int8": ModelSpec(
@@ -240,6 +240,13 @@ def _dot(matrix: Vectors, query: Vectors) -> Vectors:
     return out
 
 
+def _unit_rows(rows: NDArray[np.float32]) -> Vectors:
+    """Each row scaled to unit length (a zero row stays zero)."""
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    out: Vectors = (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+    return out
+
+
 class SemanticMatcher:
     """Cosine similarity between a message and every workflow's best text.
 
@@ -260,6 +267,8 @@ class SemanticMatcher:
         self._ends: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self._is_pattern: NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self._centroids: Vectors = np.zeros((0, 0), dtype=np.float32)
+        self._mean: Vectors = np.zeros(0, dtype=np.float32)
+        self._centred: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._prefilter = False
         #: How many texts have been sent to the embedder (to check the cache works).
         self.encoded_texts = 0
@@ -306,10 +315,15 @@ class SemanticMatcher:
         )
         self._ends = np.append(self._starts[1:], len(ordered)).astype(np.intp)
         self._centroids = np.zeros((0, 0), dtype=np.float32)
+        self._mean = np.zeros(0, dtype=np.float32)
+        self._centred = np.zeros((0, 0), dtype=np.float32)
         if ordered:
-            sums = np.add.reduceat(self._matrix, self._starts, axis=0)
-            norms = np.linalg.norm(sums, axis=1, keepdims=True)
-            self._centroids = (sums / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+            self._centroids = _unit_rows(np.add.reduceat(self._matrix, self._starts, axis=0))
+            # What the catalog's workflows share (their domain, or in a large catalog the
+            # shape of a request) is removed before the centred centroids are taken.
+            self._mean = self._centroids.mean(axis=0)
+            centred = _unit_rows(self._matrix - self._mean)
+            self._centred = _unit_rows(np.add.reduceat(centred, self._starts, axis=0))
         self._prefilter = len(ordered) > PREFILTER_DOCUMENTS
 
     def __len__(self) -> int:
@@ -372,12 +386,15 @@ class SemanticMatcher:
         return top2, centroid
 
     def evidence(self, message: str, owners: Sequence[str]) -> NDArray[np.float64]:
-        """Per owner: best pattern, best title/description, top-two mean, centroid cosine.
+        """Per owner: best pattern, best title/description, top-two mean, centroid, centred.
 
-        Columns in that order; zeros for unknown owners.
+        Columns in that order; zeros for unknown owners. The centred cosine is taken after
+        the mean of the catalog's centroids is removed from the message and from every text:
+        it compares the message with what sets a workflow apart from the rest of the catalog,
+        which a thousand request-shaped workflows do not crowd out.
         """
         query = self.embed_query(message)
-        out = np.zeros((len(owners), 4))
+        out = np.zeros((len(owners), 5))
         found = [(k, i) for k, i in enumerate(self._index.get(o) for o in owners) if i is not None]
         if not found:
             return out
@@ -397,10 +414,12 @@ class SemanticMatcher:
         ordered = sims[np.lexsort((sims, owner_of))]
         pairs = np.where(ends > firsts, ordered[ends - 1] + ordered[ends], ordered[ends])
         out[at, 2] = pairs / np.where(ends > firsts, 2.0, 1.0)
+        centred = _unit_rows((query - self._mean)[None, :])[0]
         for k, index in zip(at.tolist(), chosen.tolist(), strict=True):
             # One dot product per owner, as ``rank`` computes it (a matrix product rounds
             # differently).
             out[k, 3] = float(self._centroids[index] @ query)
+            out[k, 4] = float(self._centred[index] @ centred)
         return out
 
     def _rows(self, chosen: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
