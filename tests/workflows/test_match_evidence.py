@@ -214,3 +214,17 @@ def test_typo_lookups_do_not_outlive_a_rebuild() -> None:
     matcher.build([MatchDocument("reports", "write the sales report")])
     assert matcher.query_terms("documantation") == {}
     assert matcher.match("documantation") == []
+
+
+def test_a_workflow_that_is_the_catalog_mean_has_no_centred_cosine() -> None:
+    # One workflow (or two alike) is its catalog's mean: what is left after centring is
+    # rounding error, which must not become a direction with a cosine of its own.
+    for documents in (
+        [MatchDocument("travel", "book a flight")],
+        [MatchDocument("travel", "book a flight"), MatchDocument("trip", "book a flight")],
+    ):
+        matcher = SemanticMatcher(HashingEmbedder(), documents)
+        owners = sorted({d.owner for d in documents})
+        evidence = matcher.evidence("book a flight to Oslo", owners)
+        assert evidence[:, 4].tolist() == [0.0] * len(owners)
+        assert (evidence[:, 3] > 0.5).all()

@@ -240,10 +240,15 @@ def _dot(matrix: Vectors, query: Vectors) -> Vectors:
     return out
 
 
+#: Shorter rows are rounding error (a text minus a mean it alone makes up), not a direction.
+MIN_NORM = 1e-4
+
+
 def _unit_rows(rows: NDArray[np.float32]) -> Vectors:
-    """Each row scaled to unit length (a zero row stays zero)."""
+    """Each row scaled to unit length; a row shorter than :data:`MIN_NORM` becomes zero."""
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    out: Vectors = (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+    short = norms < MIN_NORM
+    out: Vectors = np.where(short, 0.0, rows / np.where(short, 1.0, norms)).astype(np.float32)
     return out
 
 
