@@ -141,6 +141,25 @@ class Scores:
         return self.chat_rejected / self.chat if self.chat else float("nan")
 
 
+def without_every(sets: Sequence[TrainingSet], step: int = 3) -> list[TrainingSet]:
+    """Each set with every ``step``-th catalog workflow removed; only its requests are kept.
+
+    Those requests now ask for a workflow the catalog does not have: the right answer is no
+    match (the built-in workflows all stay).
+    """
+    out = []
+    for item in sets:
+        gone = set(sorted(m.workflow_id for m in item.catalog)[::step])
+        out.append(
+            replace(
+                item,
+                catalog=tuple(m for m in item.catalog if m.workflow_id not in gone),
+                rows=tuple(Labelled(r.message, None) for r in item.rows if r.expected in gone),
+            )
+        )
+    return out
+
+
 def registry_for(
     catalog_: Sequence[WorkflowManifest], matcher: WorkflowMatcher
 ) -> WorkflowRegistry:

@@ -60,6 +60,7 @@ from bench.match_eval import (
     score,
     set_evidence,
     with_builtin,
+    without_every,
 )
 from tests.workflows.evalset import EVAL_MESSAGES, evaluate, synthetic_catalog, synthetic_messages
 from tests.workflows.evalset import eval_catalog as legacy_catalog
@@ -195,6 +196,34 @@ def fold_rows(embedder: Embedder | None, show_misses: bool) -> list[list[object]
                 _shift(folds, len(rows)), terse_ev, everything, always_train=range(len(rows))
             )
             out.append(["terse (held-out messages)", protocol, label, *_fold_rates(total)])
+    return out
+
+
+def missing_rows(embedder: Embedder | None) -> list[list[object]]:
+    """Requests for a workflow the catalog lacks, leave-one-catalog-out.
+
+    Every third workflow of each training catalog is removed and its requests are scored
+    against the rest (models fitted on the other catalogs, complete): they should match
+    nothing.
+    """
+    sets = training_sets()
+    out: list[list[object]] = []
+    for label, emb in _configs(embedder):
+
+        def make(item: TrainingSet, e: Embedder | None = emb) -> WorkflowMatcher:
+            return _matcher(_fold(e, item), False)
+
+        ev, rows, spans = set_evidence(make, sets)
+        gone_ev, gone_rows, gone_spans = set_evidence(make, without_every(sets))
+        total = Scores()
+        for k, gone in enumerate(gone_spans):
+            rest = [i for j, other in enumerate(spans) if j != k for i in other]
+            model = fit_routing(ev, rows, rest)
+            total.add(score(decisions(model, gone_ev, gone), gone_rows))
+        share = f"{total.rejection_rate:.3f}"
+        out.append(
+            [f"{total.off_topic:,} requests", label, share, f"{1 - total.rejection_rate:.3f}"]
+        )
     return out
 
 
@@ -410,6 +439,12 @@ def main() -> None:
             "cross-validated: ranker + gate refitted on each fold's training part",
             ["catalog", "protocol", "matcher", *HEADER, *PARTS],
             fold_rows(embedder, args.misses),
+        )
+        print_table(
+            "requests for a workflow the catalog lacks (every third removed), "
+            "leave-one-catalog-out",
+            ["messages", "matcher", "rejected", "matched to another workflow"],
+            missing_rows(embedder),
         )
     if "latency" in only:
         print_table(
