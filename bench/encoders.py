@@ -25,6 +25,8 @@ from aptix.workflows.matching.semantic import (
 )
 
 CACHE = Path(platformdirs.user_cache_dir("aptix")) / "bench"
+#: How texts are encoded (one at a time since the sixth round): part of every cache key.
+ENCODING = "one-at-a-time"
 
 
 class DiskCachedEmbedder:
@@ -62,7 +64,7 @@ class DiskCachedEmbedder:
 def cached_embedder(model: str) -> DiskCachedEmbedder:
     """The named model with its on-disk cache of catalog texts (keyed by the file's hash)."""
     # The name alone would hand a retuned model the vectors of the file it replaced.
-    key = hashlib.sha1(f"onnx:{model}:{MODELS[model].sha256}".encode()).hexdigest()[:8]
+    key = hashlib.sha1(f"onnx:{model}:{MODELS[model].sha256}:{ENCODING}".encode()).hexdigest()[:8]
     return DiskCachedEmbedder(load_embedder(model), CACHE / f"emb-{key}.npz")
 
 
@@ -79,5 +81,5 @@ def fold_embedder(name: str) -> DiskCachedEmbedder:
             f"{path} is missing: the training sets are read through encoders tuned without "
             "them. Run python -m bench.tune_encoder (see its docstring) first."
         )
-    key = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    key = hashlib.sha256(path.read_bytes() + ENCODING.encode()).hexdigest()[:12]
     return DiskCachedEmbedder(OnnxEmbedder(path), CACHE / f"emb-fold-{name}-{key}.npz")

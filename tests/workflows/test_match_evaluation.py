@@ -55,6 +55,19 @@ def test_the_packaged_model_loads_offline_and_embeds(embedder: OnnxEmbedder) -> 
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
 
 
+def test_a_text_gets_the_same_vector_whatever_is_encoded_beside_it(
+    embedder: OnnxEmbedder,
+) -> None:
+    # The int8 model quantises activations per input tensor: in a batch, a long neighbour
+    # would move a short text's vector. Catalog texts must meet queries on the same terms.
+    text = "review a pull request"
+    alone = embedder.encode([text])[0]
+    long_neighbour = "a much longer text about the many things a team does every day " * 3
+    for batch in ([text, long_neighbour], [long_neighbour, "short", text]):
+        vectors = embedder.encode(batch)
+        assert np.array_equal(vectors[batch.index(text)], alone)
+
+
 def test_both_compared_models_load(embedder: OnnxEmbedder) -> None:
     other = load_embedder("paraphrase-minilm-l3")
     a, b = other.encode(["fix this bug", "repair the defect"])

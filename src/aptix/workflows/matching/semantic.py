@@ -45,7 +45,6 @@ PREFILTER_DOCUMENTS = 5_000
 PREFILTER_WORKFLOWS = 256
 #: Longer messages are cut: intent is stated early, and cost grows with the square of length.
 MAX_TOKENS = 128
-BATCH_SIZE = 32
 DATA = Path(__file__).parent / "data"
 VOCABULARY = DATA / "bert-uncased-vocab.txt"
 
@@ -160,7 +159,6 @@ class OnnxEmbedder:
             str(vocabulary), lowercase=True, strip_accents=True
         )
         self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.enable_padding()
 
     def _token_output(self) -> str:
         # Exported models name their outputs differently; the token states are the one
@@ -171,26 +169,23 @@ class OnnxEmbedder:
         raise ConfigurationError("The ONNX model has no token-embedding output.")
 
     def encode(self, texts: Sequence[str]) -> Vectors:
-        """Embed ``texts`` in batches; rows are normalised."""
+        """Embed each of ``texts`` on its own; rows are normalised."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        parts = [
-            self._encode_batch(texts[i : i + BATCH_SIZE]) for i in range(0, len(texts), BATCH_SIZE)
-        ]
-        return np.vstack(parts)
+        # One text at a time, never in a batch: an int8 model quantises its activations with
+        # one scale per input tensor, so in a batch a text's vector would depend on the texts
+        # beside it (cosine 0.992 to its vector alone) and a catalog text would not meet a
+        # query, which is always encoded alone, on the same terms. On one thread a batch is
+        # no faster.
+        return np.vstack([self._encode_one(text) for text in texts])
 
-    def _encode_batch(self, texts: Sequence[str]) -> Vectors:
-        # ``encode`` tokenises one text holding the GIL; ``encode_batch`` releases it, and a
-        # prefetching worker then waits for the matching thread to hand it back before the
-        # model can start.
+    def _encode_one(self, text: str) -> Vectors:
+        # ``encode``, not ``encode_batch``: the batch call releases the GIL, and a prefetching
+        # worker then waits for the matching thread to hand it back before the model starts.
         # The tokenizer takes only valid Unicode; JSON can carry a lone surrogate ("\ud800").
-        texts = [_valid_unicode(t) for t in texts]
-        if len(texts) == 1:
-            encodings = [self._tokenizer.encode(texts[0])]
-        else:
-            encodings = self._tokenizer.encode_batch(texts)
-        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        encoding = self._tokenizer.encode(_valid_unicode(text))
+        ids = np.asarray([encoding.ids], dtype=np.int64)
+        mask = np.asarray([encoding.attention_mask], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
