@@ -39,7 +39,7 @@ import numpy as np
 
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.matching.combined import WorkflowMatcher
-from aptix.workflows.matching.routing import default_routing
+from aptix.workflows.matching.routing import Routing, default_routing
 from aptix.workflows.matching.semantic import DEFAULT_MODEL, Embedder, SemanticMatcher
 from aptix.workflows.registry import WorkflowRegistry
 from bench._table import print_table
@@ -167,7 +167,7 @@ def fold_rows(embedder: Embedder | None, show_misses: bool) -> list[list[object]
     terse = list(terse_labelled())
     out: list[list[object]] = []
     for label, emb in _configs(embedder):
-        ev, rows, spans = set_evidence(lambda item, e=emb: _matcher(_fold(e, item), False), sets)
+        ev, rows, spans = set_evidence(_set_matcher(emb), sets)
         terse_ev = _concat(ev, _evidence(emb, terse_catalog(), terse))
         everything = [*rows, *terse]
         dev = [rows[i] for i in spans[0]]
@@ -199,6 +199,23 @@ def fold_rows(embedder: Embedder | None, show_misses: bool) -> list[list[object]
     return out
 
 
+def _set_matcher(embedder: Embedder | None) -> Callable[[TrainingSet], WorkflowMatcher]:
+    """A fresh matcher per training set, reading it through the encoder tuned without it."""
+
+    def make(item: TrainingSet) -> WorkflowMatcher:
+        return _matcher(_fold(embedder, item), False)
+
+    return make
+
+
+def _catalog_models(ev: Evidence, rows: list[Labelled], spans: list[range]) -> list[Routing]:
+    """For each training set, the models fitted on every other set (leave one catalog out)."""
+    return [
+        fit_routing(ev, rows, [i for j, other in enumerate(spans) if j != k for i in other])
+        for k in range(len(spans))
+    ]
+
+
 def missing_rows(embedder: Embedder | None) -> list[list[object]]:
     """Requests for a workflow the catalog lacks, leave-one-catalog-out.
 
@@ -209,16 +226,11 @@ def missing_rows(embedder: Embedder | None) -> list[list[object]]:
     sets = training_sets()
     out: list[list[object]] = []
     for label, emb in _configs(embedder):
-
-        def make(item: TrainingSet, e: Embedder | None = emb) -> WorkflowMatcher:
-            return _matcher(_fold(e, item), False)
-
-        ev, rows, spans = set_evidence(make, sets)
+        make = _set_matcher(emb)
+        models = _catalog_models(*set_evidence(make, sets))
         gone_ev, gone_rows, gone_spans = set_evidence(make, without_every(sets))
         total = Scores()
-        for k, gone in enumerate(gone_spans):
-            rest = [i for j, other in enumerate(spans) if j != k for i in other]
-            model = fit_routing(ev, rows, rest)
+        for model, gone in zip(models, gone_spans, strict=True):
             total.add(score(decisions(model, gone_ev, gone), gone_rows))
         share = f"{total.rejection_rate:.3f}"
         out.append(
@@ -294,16 +306,11 @@ def crowded_fold_rows(embedder: Embedder | None) -> list[list[object]]:
     crowded = [replace(item, catalog=item.catalog + crowd) for item in sets]
     out: list[list[object]] = []
     for label, emb in _configs(embedder):
-
-        def make(item: TrainingSet, e: Embedder | None = emb) -> WorkflowMatcher:
-            return _matcher(_fold(e, item), False)
-
+        make = _set_matcher(emb)
         ev, rows, spans = set_evidence(make, sets)
         ev_crowded, _, _ = set_evidence(make, crowded)
         alone, beside = Scores(), Scores()
-        for k, span in enumerate(spans):
-            rest = [i for j, other in enumerate(spans) if j != k for i in other]
-            model = fit_routing(ev, rows, rest)
+        for model, span in zip(_catalog_models(ev, rows, spans), spans, strict=True):
             alone.add(score(decisions(model, ev, span), rows))
             beside.add(score(decisions(model, ev_crowded, span), rows))
         out.append([f"{len(sets)} training catalogs", label, *_rates(alone)])
