@@ -160,6 +160,32 @@ def without_every(sets: Sequence[TrainingSet], step: int = 3) -> list[TrainingSe
     return out
 
 
+def elsewhere(sets: Sequence[TrainingSet]) -> list[TrainingSet]:
+    """Each set's requests served against the *next* set's catalog: they should match nothing.
+
+    A request for a vet practice's workflow sent to a newsroom's catalog asks for a workflow
+    of the right shape in a domain the catalog does not cover. Requests for the built-in
+    workflows are left out (every catalog has them); the result keeps the requests' set name,
+    so that a semantic matcher reads it through the encoder that never saw those requests.
+    """
+    builtin = {item.manifest.workflow_id for item in load_builtin()[0]}
+    out = []
+    for k, item in enumerate(sets):
+        host = sets[(k + 1) % len(sets)]
+        rows = tuple(
+            Labelled(r.message, None)
+            for r in item.rows
+            if r.expected is not None and r.expected not in builtin
+        )
+        out.append(replace(item, catalog=host.catalog, rows=rows))
+    return out
+
+
+def builtin_only(sets: Sequence[TrainingSet]) -> list[TrainingSet]:
+    """Like :func:`elsewhere`, served against the built-in workflows alone (a new install)."""
+    return [replace(item, catalog=()) for item in elsewhere(sets)]
+
+
 def registry_for(
     catalog_: Sequence[WorkflowManifest], matcher: WorkflowMatcher
 ) -> WorkflowRegistry:

@@ -14,10 +14,16 @@ from aptix.workflows.loader import load_builtin
 from aptix.workflows.matching.combined import WorkflowMatcher, documents_for
 from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
 from aptix.workflows.registry import WorkflowRegistry
-from bench.match_eval import kfold, leave_one_workflow_out, with_builtin
+from bench.match_eval import (
+    builtin_only,
+    elsewhere,
+    kfold,
+    leave_one_workflow_out,
+    with_builtin,
+)
 from tests.workflows.evalset import EVAL_MESSAGES, evaluate
 from tests.workflows.evalset import eval_catalog as legacy_catalog
-from tests.workflows.matchset import catalog, fresh, labelled
+from tests.workflows.matchset import catalog, fresh, labelled, training_sets
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +40,23 @@ def test_folds_hold_out_every_message_exactly_once() -> None:
     lowo = leave_one_workflow_out(rows)
     for fold in lowo:  # no phrasing aimed at the held-out workflow is trained on
         assert all(rows[i].expected != fold.name for i in fold.train)
+
+
+def test_requests_served_elsewhere_ask_for_no_workflow_of_their_host() -> None:
+    sets = training_sets()
+    builtin = {item.manifest.workflow_id for item in load_builtin()[0]}
+    for own, moved, bare in zip(sets, elsewhere(sets), builtin_only(sets), strict=True):
+        # The requests' set name stays: the bench reads them through the encoder tuned
+        # without them.
+        assert moved.name == bare.name == own.name
+        host = {m.workflow_id for m in moved.catalog}
+        asked = {r.expected for r in own.rows if r.expected not in builtin | {None}}
+        assert host
+        assert not host & asked
+        assert not bare.catalog
+        assert [r.message for r in moved.rows] == [r.message for r in bare.rows]
+        assert len(moved.rows) == sum(r.expected in asked for r in own.rows) > 100
+        assert all(r.expected is None for r in moved.rows)
 
 
 def test_the_shipped_model_generalises_to_another_catalog(embedder: OnnxEmbedder) -> None:
