@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -89,6 +90,9 @@ def everything_http() -> Iterator[str]:
         env={**os.environ, "PORT": str(port)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # npx starts the server as its child: its own process group lets the group be ended,
+        # or the server outlives the test holding its port.
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
@@ -103,7 +107,7 @@ def everything_http() -> Iterator[str]:
             pytest.fail("server-everything did not start listening within 60 s")
         yield url
     finally:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=10)
 
 
