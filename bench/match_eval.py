@@ -163,8 +163,8 @@ def without_every(sets: Sequence[TrainingSet], step: int = 3) -> list[TrainingSe
 def elsewhere(sets: Sequence[TrainingSet]) -> list[TrainingSet]:
     """Each set's requests served against the *next* set's catalog: they should match nothing.
 
-    A request for a vet practice's workflow sent to a newsroom's catalog asks for a workflow
-    of the right shape in a domain the catalog does not cover. Requests for the built-in
+    A vet practice's request sent to a food plant's catalog asks for a workflow of the
+    right shape in a domain the catalog does not cover. Requests for the built-in
     workflows are left out (every catalog has them); the result keeps the requests' set name,
     so that a semantic matcher reads it through the encoder that never saw those requests.
     """

@@ -5,6 +5,7 @@ They are installed by the ``test`` extra and by scripts/check; a missing one fai
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -107,7 +108,9 @@ def everything_http() -> Iterator[str]:
             pytest.fail("server-everything did not start listening within 60 s")
         yield url
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        # Already gone when the server failed to start: the failure above is the one to see.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=10)
 
 
