@@ -19,8 +19,10 @@ import platformdirs
 from aptix.workflows.matching.semantic import (
     MODELS,
     Embedder,
+    Encoded,
     OnnxEmbedder,
     Vectors,
+    encoded,
     load_embedder,
 )
 
@@ -52,6 +54,10 @@ class DiskCachedEmbedder:
             self._cache.update(zip(missing, vectors, strict=True))
             self._save()
         return np.vstack([self._cache[t] for t in texts])
+
+    def encode_tokens(self, text: str) -> Encoded:
+        """The inner model's vector and token states for ``text`` (not cached)."""
+        return encoded(self._inner, text)
 
     def _save(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)

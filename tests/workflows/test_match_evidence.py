@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
 from aptix.workflows.matching.evidence import (
     BM25_K1,
@@ -15,8 +16,8 @@ from aptix.workflows.matching.evidence import (
     char_ngrams,
 )
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
-from aptix.workflows.matching.semantic import SemanticMatcher
-from aptix.workflows.matching.text import terms
+from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
+from aptix.workflows.matching.text import STOPWORDS, terms
 from tests.workflows.test_matching import HashingEmbedder
 
 DOCUMENTS = [
@@ -148,7 +149,7 @@ def test_semantic_evidence_equals_one_owner_at_a_time() -> None:
         for k, owner in enumerate(owners):
             docs = [d for d in sorted(DOCUMENTS, key=lambda d: d.owner) if d.owner == owner]
             if not docs:
-                assert got[k].tolist() == [0.0] * 5
+                assert got[k].tolist() == [0.0] * 6
                 continue
             sims = np.einsum(
                 "ij,j->i", matcher.embedder.encode([d.text for d in docs]), query
@@ -162,6 +163,8 @@ def test_semantic_evidence_equals_one_owner_at_a_time() -> None:
             mean = _catalog_mean(matcher.embedder, DOCUMENTS)
             centred = _unit(np.vstack([_unit(v - mean) for v in vectors]).sum(axis=0))
             assert np.isclose(got[k, 4], centred @ _unit(query - mean), atol=1e-6)
+            # The stand-in model gives no token states: no coverage evidence.
+            assert got[k, 5] == 0.0
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
@@ -228,3 +231,72 @@ def test_a_workflow_that_is_the_catalog_mean_has_no_centred_cosine() -> None:
         evidence = matcher.evidence("book a flight to Oslo", owners)
         assert evidence[:, 4].tolist() == [0.0] * len(owners)
         assert (evidence[:, 3] > 0.5).all()
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder() -> OnnxEmbedder:
+    return load_embedder()
+
+
+def test_token_states_pool_to_the_sentence_vector(onnx_embedder: OnnxEmbedder) -> None:
+    text = "Book a meeting room for Thursday's offsite"
+    found = onnx_embedder.encode_tokens(text)
+    assert np.array_equal(found.vector, onnx_embedder.encode([text])[0])
+    assert found.pieces[:3] == ("book", "a", "meeting")
+    assert found.tokens.shape == (len(found.pieces), found.vector.shape[0])
+    assert np.allclose(np.linalg.norm(found.tokens, axis=1), 1.0, atol=1e-5)
+
+
+IT_AND_GREETING = [
+    MatchDocument("it_equipment", "order a new laptop for a starter"),
+    MatchDocument("it_equipment", "request a replacement monitor"),
+    MatchDocument("it_equipment", "IT equipment request", kind="title"),
+    MatchDocument("greet_user", "say hello"),
+    MatchDocument("greet_user", "greet me and tell me what you can do"),
+    MatchDocument("greet_user", "Greeting", kind="title"),
+]
+
+
+def test_coverage_is_the_mean_closest_piece_of_each_content_word(
+    onnx_embedder: OnnxEmbedder,
+) -> None:
+    matcher = SemanticMatcher(onnx_embedder, IT_AND_GREETING)
+    message = "I need a new laptop, mine broke"
+    owners = ["greet_user", "unknown", "it_equipment"]
+    got = matcher.coverage(message, owners)
+    query = onnx_embedder.encode_tokens(message)
+    content = [i for i, p in enumerate(query.pieces) if p.isalpha() and p not in STOPWORDS]
+    assert [query.pieces[i] for i in content] == ["new", "laptop", "mine", "broke"]
+    for k, owner in enumerate(owners):
+        rows = [
+            (piece, state)
+            for doc in IT_AND_GREETING
+            if doc.owner == owner
+            for piece, state in zip(*_pieces(onnx_embedder, doc.text), strict=True)
+            if any(ch.isalnum() for ch in piece)
+        ]
+        if not rows:
+            assert got[k] == 0.0
+            continue
+        # One row per distinct piece: the unit mean of its states.
+        distinct = {piece: [] for piece, _ in rows}
+        for piece, state in rows:
+            distinct[piece].append(state)
+        pieces = np.vstack([_unit(np.mean(v, axis=0)) for v in distinct.values()])
+        pieces = pieces.astype(np.float16).astype(np.float32)
+        expected = (query.tokens[content] @ pieces.T).max(axis=1).mean()
+        assert np.isclose(got[k], expected, atol=1e-5)
+    # "a new laptop" has a counterpart in the IT workflow and none in the greeting.
+    assert got[2] > got[0] + 0.15
+    assert matcher.evidence(message, owners)[:, 5].tolist() == got.tolist()
+
+
+def test_a_message_of_stop_words_alone_has_no_coverage(onnx_embedder: OnnxEmbedder) -> None:
+    matcher = SemanticMatcher(onnx_embedder, IT_AND_GREETING)
+    assert matcher.coverage("could you do it for me?", ["it_equipment"]).tolist() == [0.0]
+    assert matcher.coverage("🙂🙂", ["it_equipment"]).tolist() == [0.0]
+
+
+def _pieces(embedder: OnnxEmbedder, text: str) -> tuple[tuple[str, ...], np.ndarray]:
+    found = embedder.encode_tokens(text)
+    return found.pieces, found.tokens

@@ -201,7 +201,7 @@ class WorkflowMatcher:
             sem = self._semantic.evidence(text, ids)
             for k in range(sem.shape[1]):
                 columns += [sem[:, k], _margin(sem[:, k])]
-            message_row += [float(sem[:, k].max()) for k in range(3)]
+            message_row += [float(sem[:, k].max()) for k in (0, 1, 2, 5)]
             message_row.append(self._request_probability(self._semantic, text))
         return Candidates(ids, np.column_stack(columns), np.asarray(message_row), stated)
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import Generic, TypeVar
 
 __all__ = ["QueryEmbeddings"]
 
@@ -27,7 +25,7 @@ ENCODER_THREADS = 2
 #: How long :meth:`QueryEmbeddings.prefetch` waits for a worker to start encoding.
 START_WAIT_S = 0.002
 
-Vectors = NDArray[np.float32]
+T = TypeVar("T")
 
 _ENCODER: ThreadPoolExecutor | None = None
 _ENCODER_LOCK = threading.Lock()
@@ -42,13 +40,13 @@ def _encoder() -> ThreadPoolExecutor:
         return _ENCODER
 
 
-class QueryEmbeddings:
-    """Recent messages' embeddings, and the messages being encoded ahead."""
+class QueryEmbeddings(Generic[T]):
+    """Recent messages' encodings, and the messages being encoded ahead."""
 
-    def __init__(self, encode: Callable[[Sequence[str]], Vectors]) -> None:
+    def __init__(self, encode: Callable[[str], T]) -> None:
         self._encode = encode
-        self._done: OrderedDict[str, Vectors] = OrderedDict()
-        self._pending: OrderedDict[str, Future[Vectors]] = OrderedDict()
+        self._done: OrderedDict[str, T] = OrderedDict()
+        self._pending: OrderedDict[str, Future[T]] = OrderedDict()
 
     def prefetch(self, message: str) -> None:
         """Start encoding ``message`` on a worker thread; :meth:`get` collects it."""
@@ -56,11 +54,11 @@ class QueryEmbeddings:
             return
         started = threading.Event()
 
-        def encode(texts: Sequence[str]) -> Vectors:
+        def encode(text: str) -> T:
             started.set()
-            return self._encode(texts)
+            return self._encode(text)
 
-        self._pending[message] = _encoder().submit(encode, [message])
+        self._pending[message] = _encoder().submit(encode, message)
         if len(self._pending) > PENDING_QUERIES:
             self._pending.popitem(last=False)[1].cancel()
         # The worker needs the GIL to start: while this thread holds it, matching the message,
@@ -68,19 +66,19 @@ class QueryEmbeddings:
         # GIL over until the model runs, which releases it. Bounded: the workers may be busy.
         started.wait(START_WAIT_S)
 
-    def get(self, message: str) -> Vectors:
-        """The message's embedding: remembered, prefetched or encoded now."""
+    def get(self, message: str) -> T:
+        """The message's encoding: remembered, prefetched or encoded now."""
         cached = self._done.get(message)
         if cached is not None:
             self._done.move_to_end(message)
             return cached
         pending = self._pending.pop(message, None)
         if pending is not None and not pending.cancel():
-            vector: Vectors = pending.result()[0]
+            value = pending.result()
         else:
             # Not prefetched, or still queued behind other messages: encode here.
-            vector = self._encode([message])[0]
-        self._done[message] = vector
+            value = self._encode(message)
+        self._done[message] = value
         if len(self._done) > QUERY_CACHE_SIZE:
             self._done.popitem(last=False)
-        return vector
+        return value

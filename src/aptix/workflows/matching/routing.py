@@ -4,8 +4,9 @@
   (:data:`LEXICAL_RANK` or :data:`SEMANTIC_RANK`): the lexical score, BM25 over the
   workflow's texts, character n-gram cosine, sibling contrast and, with the semantic extra,
   the best pattern cosine, the best title/description cosine, the mean of the two closest
-  texts, the centroid cosine and the centroid cosine with the catalog's mean removed; for
-  each, its margin over the best other candidate.
+  texts, the centroid cosine, the centroid cosine with the catalog's mean removed and how
+  well the workflow's words cover the message's (token states, in context); for each, its
+  margin over the best other candidate.
 * The **gate** decides whether the message asks for a workflow at all. It reads
   message-level evidence (:data:`LEXICAL_GATE` or :data:`SEMANTIC_GATE`): the ranker's best
   probability and margin, the best raw scores, how much of the message the catalog's
@@ -64,6 +65,8 @@ SEMANTIC_RANK = (
     "centroid_m",
     "centred",
     "centred_m",
+    "cover",
+    "cover_m",
 )
 #: Message-level evidence of the lexical-only gate.
 LEXICAL_GATE = (
@@ -79,7 +82,14 @@ LEXICAL_GATE = (
 )
 #: Message-level evidence with the semantic extra.
 #: ``request_model`` is the request model's probability (``request`` is the cue of :mod:`.cues`).
-SEMANTIC_GATE = (*LEXICAL_GATE, "pattern_max", "title_max", "top2_max", "request_model")
+SEMANTIC_GATE = (
+    *LEXICAL_GATE,
+    "pattern_max",
+    "title_max",
+    "top2_max",
+    "cover_max",
+    "request_model",
+)
 
 #: Evidence whose weight is kept at or above zero when fitting: more similarity never counts
 #: against a candidate or a message. Unbounded, the correlated similarity columns took
@@ -100,6 +110,7 @@ GATE_NONNEGATIVE = frozenset(
         "pattern_max",
         "title_max",
         "top2_max",
+        "cover_max",
     )
 )
 

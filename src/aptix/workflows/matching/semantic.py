@@ -21,7 +21,7 @@ import threading
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,14 +29,18 @@ from numpy.typing import NDArray
 from aptix.errors import ConfigurationError
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.queries import QueryEmbeddings
+from aptix.workflows.matching.text import STOPWORDS
 
 __all__ = [
     "DEFAULT_MODEL",
     "MODELS",
     "Embedder",
+    "Encoded",
     "ModelSpec",
     "OnnxEmbedder",
     "SemanticMatcher",
+    "TokenEmbedder",
+    "encoded",
     "load_embedder",
     "verify_hash",
 ]
@@ -95,6 +99,32 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts``; rows have unit length."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One text's sentence vector and its word pieces' states (unit rows, no special tokens)."""
+
+    vector: Vectors
+    tokens: Vectors
+    pieces: tuple[str, ...]
+
+
+@runtime_checkable
+class TokenEmbedder(Embedder, Protocol):
+    """An embedder that also returns the token states its sentence vector is pooled from."""
+
+    def encode_tokens(self, text: str) -> Encoded:
+        """``text``'s vector and token states, from one run of the model."""
+        ...
+
+
+def encoded(embedder: Embedder, text: str) -> Encoded:
+    """``text`` through ``embedder``: with token states when it has them, else none."""
+    if isinstance(embedder, TokenEmbedder):
+        return embedder.encode_tokens(text)
+    vector = embedder.encode([text])[0]
+    return Encoded(vector, np.zeros((0, vector.shape[0]), dtype=np.float32), ())
 
 
 def model_file(spec: ModelSpec) -> Path:
@@ -177,9 +207,10 @@ class OnnxEmbedder:
         # beside it (cosine 0.992 to its vector alone) and a catalog text would not meet a
         # query, which is always encoded alone, on the same terms. On one thread a batch is
         # no faster.
-        return np.vstack([self._encode_one(text) for text in texts])
+        return np.vstack([self.encode_tokens(text).vector[None, :] for text in texts])
 
-    def _encode_one(self, text: str) -> Vectors:
+    def encode_tokens(self, text: str) -> Encoded:
+        """``text``'s mean-pooled vector and its word pieces' states, from one model run."""
         # ``encode``, not ``encode_batch``: the batch call releases the GIL, and a prefetching
         # worker then waits for the matching thread to hand it back before the model starts.
         # The tokenizer takes only valid Unicode; JSON can carry a lone surrogate ("\ud800").
@@ -189,12 +220,12 @@ class OnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        states = self._session.run([self._output], feeds)[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        out: Vectors = (pooled / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-        return out
+        states = self._session.run([self._output], feeds)[0][0]
+        pooled = states.mean(axis=0)
+        norm = float(np.linalg.norm(pooled))
+        vector: Vectors = (pooled / (norm or 1.0)).astype(np.float32)
+        # [CLS] and [SEP] carry no word of the text.
+        return Encoded(vector, _unit_rows(states[1:-1]), tuple(encoding.tokens[1:-1]))
 
 
 def _valid_unicode(text: str) -> str:
@@ -247,6 +278,32 @@ def _unit_rows(rows: NDArray[np.float32]) -> Vectors:
     return out
 
 
+_NO_TOKENS: Vectors = np.zeros((0, 0), dtype=np.float32)
+
+
+def _distinct_pieces(texts: Sequence[tuple[tuple[str, ...], Vectors]]) -> NDArray[np.float16]:
+    """One unit row per distinct word piece of ``texts``, its states averaged; no punctuation.
+
+    A workflow's vocabulary as the encoder reads it in context, small enough to keep for
+    every workflow of a large catalog.
+    """
+    rows: dict[str, list[Vectors]] = {}
+    for pieces, states in texts:
+        for piece, state in zip(pieces, states, strict=True):
+            if any(ch.isalnum() for ch in piece):
+                rows.setdefault(piece, []).append(state)
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float16)
+    means = np.vstack([np.mean(states, axis=0) for states in rows.values()])
+    return _unit_rows(means).astype(np.float16)
+
+
+def _content_rows(query: Encoded) -> Vectors:
+    """The states of the message's content words: whole-word pieces that are not stop words."""
+    keep = [i for i, piece in enumerate(query.pieces) if piece.isalpha() and piece not in STOPWORDS]
+    return query.tokens[keep]
+
+
 class SemanticMatcher:
     """Cosine similarity between a message and every workflow's best text.
 
@@ -258,7 +315,11 @@ class SemanticMatcher:
     def __init__(self, embedder: Embedder, documents: Sequence[MatchDocument] = ()) -> None:
         self._embedder = embedder
         self._cache: dict[str, Vectors] = {}
-        self._queries = QueryEmbeddings(embedder.encode)
+        #: Each text's word pieces and their states, when the embedder gives them.
+        self._pieces: dict[str, tuple[tuple[str, ...], Vectors]] = {}
+        self._queries: QueryEmbeddings[Encoded] = QueryEmbeddings(
+            lambda text: encoded(embedder, text)
+        )
         self._owners: list[str] = []
         self._texts: list[str] = []
         self._index: dict[str, int] = {}
@@ -269,6 +330,8 @@ class SemanticMatcher:
         self._centroids: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._mean: Vectors = np.zeros(0, dtype=np.float32)
         self._centred: Vectors = np.zeros((0, 0), dtype=np.float32)
+        #: Per owner, one unit row per distinct word piece of its texts (half precision).
+        self._owner_tokens: list[NDArray[np.float16]] = []
         self._prefilter = False
         #: How many texts have been sent to the embedder (to check the cache works).
         self.encoded_texts = 0
@@ -283,13 +346,20 @@ class SemanticMatcher:
         """An empty matcher sharing the model, seeded with the texts this one has encoded."""
         other = SemanticMatcher(self._embedder)
         other._cache = dict(self._cache)
+        other._pieces = dict(self._pieces)
         return other
 
     def build(self, documents: Sequence[MatchDocument]) -> None:
         """Index ``documents``, encoding only texts not seen before."""
         ordered = sorted(documents, key=lambda d: d.owner)
         missing = list(dict.fromkeys(d.text for d in ordered if d.text not in self._cache))
-        if missing:
+        if missing and isinstance(self._embedder, TokenEmbedder):
+            for text in missing:
+                found = self._embedder.encode_tokens(text)
+                self._cache[text] = found.vector
+                self._pieces[text] = (found.pieces, found.tokens)
+            self.encoded_texts += len(missing)
+        elif missing:
             vectors = self._embedder.encode(missing)
             self.encoded_texts += len(missing)
             for text, vector in zip(missing, vectors, strict=True):
@@ -297,6 +367,7 @@ class SemanticMatcher:
         live = {d.text for d in ordered}
         for stale in [t for t in self._cache if t not in live]:
             del self._cache[stale]
+            self._pieces.pop(stale, None)
         owners: list[str] = []
         starts: list[int] = []
         for i, doc in enumerate(ordered):
@@ -314,6 +385,10 @@ class SemanticMatcher:
             else np.zeros((0, 0), dtype=np.float32)
         )
         self._ends = np.append(self._starts[1:], len(ordered)).astype(np.intp)
+        self._owner_tokens = [
+            _distinct_pieces([self._pieces.get(t, ((), _NO_TOKENS)) for t in self._texts[a:b]])
+            for a, b in zip(self._starts.tolist(), self._ends.tolist(), strict=False)
+        ]
         self._centroids = np.zeros((0, 0), dtype=np.float32)
         self._mean = np.zeros(0, dtype=np.float32)
         self._centred = np.zeros((0, 0), dtype=np.float32)
@@ -335,7 +410,29 @@ class SemanticMatcher:
 
     def embed_query(self, message: str) -> Vectors:
         """The message's embedding (recent messages are remembered)."""
-        return self._queries.get(message)
+        return self._queries.get(message).vector
+
+    def coverage(self, message: str, owners: Sequence[str]) -> NDArray[np.float64]:
+        """Per owner: how well its texts' word pieces cover the message's content words.
+
+        Each content word piece of the message (not a stop word, not a word's continuation)
+        is matched to its closest piece among the owner's texts, in context; the coverage is
+        the mean of those cosines. A sentence cosine blurs a message into one point; this
+        asks whether every thing the message talks about has a counterpart in the workflow
+        ("a new laptop" has none in a greeting workflow). Zeros without token states.
+        """
+        query = self._queries.get(message)
+        content = _content_rows(query)
+        out = np.zeros(len(owners))
+        if not len(content):
+            return out
+        for k, owner in enumerate(owners):
+            index = self._index.get(owner)
+            if index is None or not len(self._owner_tokens[index]):
+                continue
+            pieces = self._owner_tokens[index].astype(np.float32)
+            out[k] = float(np.einsum("ij,kj->ik", content, pieces).max(axis=1).mean())
+        return out
 
     def rank(self, message: str, limit: int = 10, also: Collection[str] = ()) -> dict[str, float]:
         """The ``limit`` most similar workflows, plus those named in ``also``: owner -> cosine."""
@@ -386,15 +483,17 @@ class SemanticMatcher:
         return top2, centroid
 
     def evidence(self, message: str, owners: Sequence[str]) -> NDArray[np.float64]:
-        """Per owner: best pattern, best title/description, top-two mean, centroid, centred.
+        """Per owner: best pattern, title/description, top-two, centroid, centred; coverage.
 
-        Columns in that order; zeros for unknown owners. The centred cosine is taken after
-        the mean of the catalog's centroids is removed from the message and from every text:
-        it compares the message with what sets a workflow apart from the rest of the catalog,
-        which a thousand request-shaped workflows do not crowd out.
+        Columns in that order (the last is :meth:`coverage`); zeros for unknown owners. The
+        centred cosine is taken after the mean of the catalog's centroids is removed from the
+        message and from every text: it compares the message with what sets a workflow apart
+        from the rest of the catalog, which a thousand request-shaped workflows do not crowd
+        out.
         """
         query = self.embed_query(message)
-        out = np.zeros((len(owners), 5))
+        out = np.zeros((len(owners), 6))
+        out[:, 5] = self.coverage(message, owners)
         found = [(k, i) for k, i in enumerate(self._index.get(o) for o in owners) if i is not None]
         if not found:
             return out
