@@ -300,3 +300,20 @@ def test_a_message_of_stop_words_alone_has_no_coverage(onnx_embedder: OnnxEmbedd
 def _pieces(embedder: OnnxEmbedder, text: str) -> tuple[tuple[str, ...], np.ndarray]:
     found = embedder.encode_tokens(text)
     return found.pieces, found.tokens
+
+
+def test_a_rebuild_reads_only_changed_workflows_through_the_model_again(
+    onnx_embedder: OnnxEmbedder,
+) -> None:
+    matcher = SemanticMatcher(onnx_embedder, IT_AND_GREETING)
+    before = matcher.encoded_texts
+    message = "I need a new laptop, mine broke"
+    it_coverage = matcher.coverage(message, ["it_equipment"])
+    changed = [*IT_AND_GREETING, MatchDocument("greet_user", "introduce yourself")]
+    matcher.build(changed)
+    # The new text, then the greeting's three others for their token states; IT kept.
+    assert matcher.encoded_texts - before == 4
+    assert matcher.coverage(message, ["it_equipment"]).tolist() == it_coverage.tolist()
+    fresh = SemanticMatcher(onnx_embedder, changed)
+    owners = ["greet_user", "it_equipment"]
+    assert np.allclose(matcher.coverage(message, owners), fresh.coverage(message, owners))

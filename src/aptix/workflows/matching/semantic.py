@@ -278,9 +278,6 @@ def _unit_rows(rows: NDArray[np.float32]) -> Vectors:
     return out
 
 
-_NO_TOKENS: Vectors = np.zeros((0, 0), dtype=np.float32)
-
-
 def _distinct_pieces(texts: Sequence[tuple[tuple[str, ...], Vectors]]) -> NDArray[np.float16]:
     """One unit row per distinct word piece of ``texts``, its states averaged; no punctuation.
 
@@ -315,8 +312,8 @@ class SemanticMatcher:
     def __init__(self, embedder: Embedder, documents: Sequence[MatchDocument] = ()) -> None:
         self._embedder = embedder
         self._cache: dict[str, Vectors] = {}
-        #: Each text's word pieces and their states, when the embedder gives them.
-        self._pieces: dict[str, tuple[tuple[str, ...], Vectors]] = {}
+        #: Each workflow's distinct word pieces (:func:`_distinct_pieces`), by its texts.
+        self._pieces: dict[tuple[str, ...], NDArray[np.float16]] = {}
         self._queries: QueryEmbeddings[Encoded] = QueryEmbeddings(
             lambda text: encoded(embedder, text)
         )
@@ -353,11 +350,14 @@ class SemanticMatcher:
         """Index ``documents``, encoding only texts not seen before."""
         ordered = sorted(documents, key=lambda d: d.owner)
         missing = list(dict.fromkeys(d.text for d in ordered if d.text not in self._cache))
+        # Token states are kept only as each workflow's distinct pieces (a tenth of every
+        # text's states); a workflow whose texts changed is read through the model again.
+        tokens: dict[str, tuple[tuple[str, ...], Vectors]] = {}
         if missing and isinstance(self._embedder, TokenEmbedder):
             for text in missing:
                 found = self._embedder.encode_tokens(text)
                 self._cache[text] = found.vector
-                self._pieces[text] = (found.pieces, found.tokens)
+                tokens[text] = (found.pieces, found.tokens)
             self.encoded_texts += len(missing)
         elif missing:
             vectors = self._embedder.encode(missing)
@@ -367,7 +367,6 @@ class SemanticMatcher:
         live = {d.text for d in ordered}
         for stale in [t for t in self._cache if t not in live]:
             del self._cache[stale]
-            self._pieces.pop(stale, None)
         owners: list[str] = []
         starts: list[int] = []
         for i, doc in enumerate(ordered):
@@ -385,10 +384,12 @@ class SemanticMatcher:
             else np.zeros((0, 0), dtype=np.float32)
         )
         self._ends = np.append(self._starts[1:], len(ordered)).astype(np.intp)
-        self._owner_tokens = [
-            _distinct_pieces([self._pieces.get(t, ((), _NO_TOKENS)) for t in self._texts[a:b]])
+        groups = [
+            tuple(self._texts[a:b])
             for a, b in zip(self._starts.tolist(), self._ends.tolist(), strict=False)
         ]
+        self._pieces = {texts: self._owner_pieces(texts, tokens) for texts in groups}
+        self._owner_tokens = [self._pieces[texts] for texts in groups]
         self._centroids = np.zeros((0, 0), dtype=np.float32)
         self._mean = np.zeros(0, dtype=np.float32)
         self._centred = np.zeros((0, 0), dtype=np.float32)
@@ -400,6 +401,24 @@ class SemanticMatcher:
             centred = _unit_rows(self._matrix - self._mean)
             self._centred = _unit_rows(np.add.reduceat(centred, self._starts, axis=0))
         self._prefilter = len(ordered) > PREFILTER_DOCUMENTS
+
+    def _owner_pieces(
+        self, texts: tuple[str, ...], tokens: dict[str, tuple[tuple[str, ...], Vectors]]
+    ) -> NDArray[np.float16]:
+        """A workflow's distinct pieces: kept from the last build, or from its texts' states."""
+        kept = self._pieces.get(texts)
+        if kept is not None:
+            return kept
+        if not isinstance(self._embedder, TokenEmbedder):
+            return _distinct_pieces([])
+        states = []
+        for text in texts:
+            if text not in tokens:
+                found = self._embedder.encode_tokens(text)
+                self.encoded_texts += 1
+                tokens[text] = (found.pieces, found.tokens)
+            states.append(tokens[text])
+        return _distinct_pieces(states)
 
     def __len__(self) -> int:
         return len(self._owners)
@@ -426,12 +445,20 @@ class SemanticMatcher:
         out = np.zeros(len(owners))
         if not len(content):
             return out
-        for k, owner in enumerate(owners):
-            index = self._index.get(owner)
-            if index is None or not len(self._owner_tokens[index]):
-                continue
-            pieces = self._owner_tokens[index].astype(np.float32)
-            out[k] = float(np.einsum("ij,kj->ik", content, pieces).max(axis=1).mean())
+        indices = [self._index.get(owner) for owner in owners]
+        found = [
+            (k, self._owner_tokens[i])
+            for k, i in enumerate(indices)
+            if i is not None and len(self._owner_tokens[i])
+        ]
+        if not found:
+            return out
+        # One product for every owner's pieces at once, then each owner's best per word.
+        pieces = np.concatenate([rows for _, rows in found]).astype(np.float32)
+        lengths = np.asarray([len(rows) for _, rows in found])
+        sims = np.einsum("ij,kj->ik", content, pieces)
+        best = np.maximum.reduceat(sims, np.cumsum(lengths) - lengths, axis=1)
+        out[[k for k, _ in found]] = best.mean(axis=0)
         return out
 
     def rank(self, message: str, limit: int = 10, also: Collection[str] = ()) -> dict[str, float]:
