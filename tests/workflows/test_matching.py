@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aptix.workflows.loader import load_builtin
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.cues import CUES, message_cues
 from aptix.workflows.matching.explicit import explicit_workflow_id
@@ -19,7 +20,7 @@ from aptix.workflows.matching.fusion import FusionModel
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
 from aptix.workflows.matching.routing import GATE_THRESHOLD, LEXICAL_RANK, default_routing
 from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
-from aptix.workflows.matching.text import stem, terms
+from aptix.workflows.matching.text import readable, stem, terms
 from aptix.workflows.registry import WorkflowRegistry
 from tests.workflows.conftest import make_manifest
 
@@ -284,6 +285,43 @@ def test_bad_input_gets_an_empty_list_not_an_exception(
         [make_manifest("create_report"), make_manifest("plan_trip")], matcher=matcher
     )
     assert registry.match(message) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("\x1b[31mred\x1b[0m", "red"),
+        ("\x9b1;32mgreen\x9b0m", "green"),
+        ("\x1b]0;a title\x07hello", "hello"),
+        ("\x1b]8;;https://x.test\x1b\\link\x1b]8;;\x1b\\ text", "link text"),
+        ("\x1bcreset", "reset"),
+        ("\x1b]never ends", ""),
+        ("cut \x1b[3", "cut "),
+        ("tab\tand\nline", "tab\tand\nline"),
+        ("bell\x07 and\x00nul", "bell  and nul"),
+        ("plain, printable text", "plain, printable text"),
+    ],
+)
+def test_matching_reads_what_a_terminal_would_show(raw: str, shown: str) -> None:
+    assert readable(raw) == shown
+
+
+def test_a_long_run_of_unterminated_escapes_is_read_in_linear_time() -> None:
+    # Negated classes, not lazy dots: 100,000 unterminated OSC openers are one pass.
+    assert readable("\x1b]x" * 100_000) == ""
+
+
+@pytest.mark.parametrize("semantic", [False, True])
+def test_a_colour_code_is_not_a_number_to_calculate_with(
+    semantic: bool, onnx_embedder: OnnxEmbedder
+) -> None:
+    # "\x1b[31mred" once tokenised as "31mred": digits, so the calculation workflow (0.79).
+    builtin = [item.manifest for item in load_builtin()[0]]
+    matcher = WorkflowMatcher(SemanticMatcher(onnx_embedder) if semantic else None)
+    registry = WorkflowRegistry(builtin, matcher=matcher)
+    assert registry.match("\x1b[31mred\x1b[0m") == []
+    [first, *_] = registry.match("\x1b[1mwork out 15% of 240\x1b[0m")
+    assert first.workflow_id == "guided_calculation"
 
 
 @pytest.mark.parametrize("noise", ["\ud800", "\x00", "\x1b[2J", "[bold]", "<script>"])

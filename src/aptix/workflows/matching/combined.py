@@ -30,7 +30,7 @@ from aptix.workflows.matching.routing import (
     default_routing,
 )
 from aptix.workflows.matching.stated import StatedPatterns
-from aptix.workflows.matching.text import normalise, terms
+from aptix.workflows.matching.text import normalise, readable, terms
 
 if TYPE_CHECKING:  # the model runtime is an optional extra
     from aptix.workflows.matching.semantic import SemanticMatcher
@@ -157,7 +157,7 @@ class WorkflowMatcher:
 
     def candidates(self, message: str) -> Candidates:
         """The union of the matchers' best candidates with ranker and gate evidence."""
-        text = message[:MAX_MATCH_CHARS]
+        text = matched_text(message)
         gate_width = len(SEMANTIC_GATE if self._semantic is not None else LEXICAL_GATE) - 2
         width = len(self._model.ranker.features)
         empty = Candidates([], np.zeros((0, width)), np.zeros(gate_width))
@@ -217,13 +217,18 @@ class WorkflowMatcher:
     def _why(self, message: str, workflow_id: str) -> str:
         reasons = []
         if self._semantic is not None:
-            best = self._semantic.best_text(message[:MAX_MATCH_CHARS], workflow_id)
+            best = self._semantic.best_text(matched_text(message), workflow_id)
             if best is not None:
                 reasons.append(f'closest to "{best[0]}" (similarity {best[1]:.2f})')
-        shared = self._lexical.shared_terms(message[:MAX_MATCH_CHARS], workflow_id)
+        shared = self._lexical.shared_terms(matched_text(message), workflow_id)
         if shared:
             reasons.append("shared terms: " + ", ".join(shared))
         return "; ".join(reasons) or "weak overall similarity"
+
+
+def matched_text(message: str) -> str:
+    """The part of ``message`` that is matched: its first characters, as a terminal shows them."""
+    return readable(message[:MAX_MATCH_CHARS])
 
 
 def decide(model: Routing, found: Candidates) -> Decision:

@@ -8,9 +8,19 @@ import unicodedata
 
 import snowballstemmer
 
-__all__ = ["STOPWORDS", "normalise", "stem", "term_of", "terms"]
+__all__ = ["STOPWORDS", "normalise", "readable", "stem", "term_of", "terms"]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+
+# ECMA-48 control sequences, 7-bit (ESC ...) and 8-bit (C1): CSI with its parameters; OSC, DCS,
+# SOS, PM and APC strings up to their terminator (or the end, when there is none: negated
+# classes keep this linear); any other escape. What is left of C0 and C1 becomes a space.
+_CONTROL_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _STOPWORD_TEXT = """
 a about above after again all am an and any are as at be been before being below between
@@ -80,6 +90,17 @@ def stem(word: str) -> str:
     if len(word) <= 3 or word.isdigit():
         return word
     return str(_STEMMER.stemWord(word))
+
+
+def readable(text: str) -> str:
+    r"""``text`` as a terminal would show it: escape sequences dropped, other controls spaced.
+
+    ``"\x1b[31mred\x1b[0m"`` reads ``"red"``: the parameters of a colour code are not words
+    (``31mred`` would otherwise look like a number to calculate with).
+    """
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(" ", _CONTROL_SEQUENCE.sub("", text))
 
 
 def normalise(text: str) -> str:
