@@ -136,7 +136,8 @@ class AptixSettings(BaseSettings):
     match_arbiter: Literal["off", "ambiguous", "always"] = Field(
         "off",
         description="Let the configured model choose among the top five matched workflows: "
-        "'off', 'ambiguous' (only when the ranker or the gate is unsure) or 'always'. Costs one "
+        "'off', 'ambiguous' (only when the ranker or the gate is unsure, or the fit is weak) or "
+        "'always'. Costs one "
         "model call (about 300-600 prompt tokens, up to 10 s) per such match_workflow; answers "
         "are cached per catalog revision and message.",
     )

@@ -19,10 +19,12 @@ from aptix.llm.openai_client import OpenAiLlmClient
 from aptix.reasoner.arbiter_model import LlmArbiterModel
 from aptix.testing import call, reply
 from aptix.testing.server import Delay, Fail, ScriptedOpenAIServer
+from aptix.workflows.loader import load_builtin
 from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.matching.arbiter import TOOL_NAME, MatchArbiter
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.routing import Decision
+from aptix.workflows.matching.semantic import SemanticMatcher, load_embedder
 from aptix.workflows.registry import WorkflowRegistry
 from tests.workflows.conftest import make_manifest
 
@@ -177,3 +179,32 @@ async def test_recorded_answers_replay(server: ScriptedOpenAIServer) -> None:
     for case in recorded:
         found = await registry.match_async(case["message"], org="beta")
         assert [m.workflow_id for m in found][:1] == case["expect"], case["message"]
+
+
+def test_an_accepted_decision_on_weak_fit_is_unsure() -> None:
+    ranked = (("greet_user", 0.95), ("author_workflow", 0.05))
+    assert not Decision(ranked, 0.97).unsure
+    assert Decision(ranked, 0.97, weak=True).unsure
+    # Rejected far from the threshold: nothing to ask, whatever the fit.
+    assert not Decision(ranked, 0.05, weak=True).unsure
+
+
+async def test_a_request_the_catalog_lacks_is_put_to_the_model(
+    server: ScriptedOpenAIServer,
+) -> None:
+    # With the built-ins alone the gate passes "I need a new laptop" (request-shaped) and
+    # the greeting workflow comes first; nothing close fits it, so the model is asked.
+    matcher = WorkflowMatcher(SemanticMatcher(load_embedder()))
+    registry = WorkflowRegistry([item.manifest for item in load_builtin()[0]], matcher=matcher)
+    client = OpenAiLlmClient(base_url=server.base_url, api_key="k", model="m", max_retries=0)
+    registry.arbiter = MatchArbiter(LlmArbiterModel(client), "ambiguous", timeout=5)
+    registry.match("build the index")
+    decision = matcher.decide("I need a new laptop")
+    assert (decision.accepted, decision.weak, decision.ranked[0][0]) == (True, True, "greet_user")
+    server.add(_choose("none"))
+    assert await registry.match_async("I need a new laptop") == []
+    assert "greet_user" in _offered(server)
+    # A request that fits is not put to the model.
+    found = await registry.match_async("work out 15% of 240")
+    assert [m.workflow_id for m in found][:1] == ["guided_calculation"]
+    assert len(server.requests) == 1

@@ -25,6 +25,8 @@ from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
 from aptix.workflows.matching.routing import (
     LEXICAL_GATE,
     SEMANTIC_GATE,
+    WEAK_COVER,
+    WEAK_PATTERN,
     Decision,
     Routing,
     default_routing,
@@ -242,12 +244,22 @@ def decide(model: Routing, found: Candidates) -> Decision:
     gate = model.gate_probability(np.concatenate([[top, top - second], found.message]))
     if _no_evidence(found.message):
         gate = 0.0
+    weak = _weak_fit(found.message)
     if found.stated in found.ids:
         # A stated pattern is a plain request: its workflow goes first and is accepted.
         stated = found.ids.index(found.stated)
         order = [stated, *(i for i in order if i != stated)]
         gate = max(gate, STATED_GATE)
-    return Decision(tuple((found.ids[i], p[i]) for i in order), gate)
+    return Decision(tuple((found.ids[i], p[i]) for i in order), gate, weak)
+
+
+def _weak_fit(message: NDArray[np.float64]) -> bool:
+    """No pattern close to the message and no candidate covering its words (semantic only)."""
+    if len(message) < len(SEMANTIC_GATE) - 2:
+        return False
+    pattern = message[SEMANTIC_GATE.index("pattern_max") - 2]
+    cover = message[SEMANTIC_GATE.index("cover_max") - 2]
+    return bool(pattern < WEAK_PATTERN and cover < WEAK_COVER)
 
 
 def _no_evidence(message: NDArray[np.float64]) -> bool:
