@@ -300,6 +300,8 @@ def test_bad_input_gets_an_empty_list_not_an_exception(
         ("tab\tand\nline", "tab\tand\nline"),
         ("bell\x07 and\x00nul", "bell  and nul"),
         ("plain, printable text", "plain, printable text"),
+        ("cre\u200bate a work\u00adflow\ufeff", "create a workflow"),
+        ("\u202eevil\u202c name", "evil name"),
     ],
 )
 def test_matching_reads_what_a_terminal_would_show(raw: str, shown: str) -> None:

@@ -21,6 +21,9 @@ _CONTROL_SEQUENCE = re.compile(
     r"|\x1b[ -/]*[0-~]?"
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Invisible format characters (soft hyphen, zero-width space and joiners, bidi controls, BOM)
+# show as nothing, so "cre<ZWSP>ate" reads "create".
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 _STOPWORD_TEXT = """
 a about above after again all am an and any are as at be been before being below between
@@ -93,14 +96,14 @@ def stem(word: str) -> str:
 
 
 def readable(text: str) -> str:
-    r"""``text`` as a terminal would show it: escape sequences dropped, other controls spaced.
+    r"""``text`` as a terminal shows it: escape sequences and invisibles dropped, controls spaced.
 
     ``"\x1b[31mred\x1b[0m"`` reads ``"red"``: the parameters of a colour code are not words
     (``31mred`` would otherwise look like a number to calculate with).
     """
     if text.isprintable():
         return text
-    return _CONTROL.sub(" ", _CONTROL_SEQUENCE.sub("", text))
+    return _CONTROL.sub(" ", _INVISIBLE.sub("", _CONTROL_SEQUENCE.sub("", text)))
 
 
 def normalise(text: str) -> str:
