@@ -23,7 +23,7 @@ from aptix.workflows.loader import load_builtin
 from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.matching.arbiter import TOOL_NAME, MatchArbiter
 from aptix.workflows.matching.combined import WorkflowMatcher
-from aptix.workflows.matching.routing import Decision
+from aptix.workflows.matching.routing import LEXICAL_GATE, WEAK_CHAR, Decision
 from aptix.workflows.matching.semantic import SemanticMatcher, load_embedder
 from aptix.workflows.registry import WorkflowRegistry
 from tests.workflows.conftest import make_manifest
@@ -208,3 +208,28 @@ async def test_a_request_the_catalog_lacks_is_put_to_the_model(
     found = await registry.match_async("work out 15% of 240")
     assert [m.workflow_id for m in found][:1] == ["guided_calculation"]
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("message", "weak"),
+    [
+        ("order new office chairs", True),
+        ("I need new tyres fitted", True),
+        ("create a workflow for onboarding", False),
+        ("hello there", False),
+    ],
+)
+def test_without_the_semantic_extra_weak_fit_is_few_shared_character_grams(
+    message: str, weak: bool
+) -> None:
+    # "new" is all these share with the greeting workflow ("I am new here"): the gate passes
+    # them as request-shaped; their character n-grams say nothing in the catalog is close.
+    matcher = WorkflowMatcher()
+    registry = WorkflowRegistry([item.manifest for item in load_builtin()[0]], matcher=matcher)
+    registry.match("build the index")
+    found = matcher.candidates(message)
+    decision = matcher.decision(found)
+    char_max = found.message[LEXICAL_GATE.index("char_max") - 2]
+    assert decision.accepted
+    assert decision.weak is weak is bool(char_max < WEAK_CHAR)
+    assert decision.unsure or not weak

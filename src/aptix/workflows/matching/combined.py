@@ -25,6 +25,7 @@ from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
 from aptix.workflows.matching.routing import (
     LEXICAL_GATE,
     SEMANTIC_GATE,
+    WEAK_CHAR,
     WEAK_COVER,
     WEAK_PATTERN,
     Decision,
@@ -254,8 +255,10 @@ def decide(model: Routing, found: Candidates) -> Decision:
 
 
 def _weak_fit(message: NDArray[np.float64]) -> bool:
-    """No pattern close to the message and no candidate covering its words (semantic only)."""
-    if len(message) < len(SEMANTIC_GATE) - 2:
+    """Nothing in the catalog is close to the message: see :attr:`.routing.Decision.weak`."""
+    if len(message) == len(LEXICAL_GATE) - 2:
+        return bool(message[LEXICAL_GATE.index("char_max") - 2] < WEAK_CHAR)
+    if len(message) != len(SEMANTIC_GATE) - 2:
         return False
     pattern = message[SEMANTIC_GATE.index("pattern_max") - 2]
     cover = message[SEMANTIC_GATE.index("cover_max") - 2]
