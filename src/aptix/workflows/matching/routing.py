@@ -130,10 +130,10 @@ GREY_ZONE = 0.2
 #: this cosine of the message and no candidate's words covering it this well. The gate
 #: judges whether a message asks for *a* workflow, not whether the catalog has it: "I need a
 #: new laptop" passes it and lands on the greeting workflow. Chosen on the training catalogs
-#: (leave-one-catalog-out, oracle arbiter): requests for a workflow the catalog lacks are
-#: then turned down 0.75 of the time (0.64) with the built-ins alone 0.85 (0.64), for 1.5
-#: more arbiter calls per hundred requests; a hard floor there instead cost 3.4 points of
-#: top-1 with the arbiter off.
+#: (leave-one-catalog-out, oracle arbiter): requests served against another domain's
+#: catalog are then turned down 0.75 of the time (0.64 before), against the built-ins alone
+#: 0.85 (0.64), for 1.5 more arbiter calls per hundred messages; a hard floor there instead
+#: cost 3.4 points of top-1 with the arbiter off.
 WEAK_PATTERN = 0.3
 WEAK_COVER = 0.4
 #: Without the semantic extra, weak fit is a best character n-gram cosine under this: with
