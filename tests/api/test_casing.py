@@ -98,3 +98,27 @@ async def test_a_body_mixing_the_casings_is_told_so(client: httpx.AsyncClient) -
     assert "one casing per object" in message
     assert "'mode'" in message
     assert "'Title'" in message
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        # Found by schemathesis (ST201): a number where the schema says boolean was coerced.
+        ("/v1/agent/execute", {"Instruction": "0", "Stream": 0.0, "Mode": "general"}),
+        ("/v1/agent/execute", {"instruction": "hi", "stream": 1}),
+        ("/v1/agent/execute", {"instruction": "hi", "stream": "true"}),
+        ("/v1/sessions", {"mode": 5}),
+        ("/v1/workflows/match", {"userMessage": 12}),
+    ],
+)
+async def test_a_value_of_another_json_type_is_refused_not_coerced(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    name = {"/v1/agent/execute": "ExecuteRequest", "/v1/sessions": "SessionCreate"}.get(
+        path, "MatchRequest"
+    )
+    assert not _schema(document, name).is_valid(body)
+    answered = await client.post(path, json=body)
+    assert answered.status_code == 422, answered.text
+    assert answered.json()["error"]["message"]

@@ -272,6 +272,16 @@ async def test_invalid_messages_are_openai_400s(http: httpx.AsyncClient) -> None
         assert error["message"]
 
 
+async def test_a_stream_flag_that_is_not_a_boolean_is_an_openai_400(
+    http: httpx.AsyncClient,
+) -> None:
+    for flag in (0, 1.0, "true"):
+        body = {"model": "aptix-general", "messages": [{"role": "user", "content": "hi"}]}
+        response = await http.post("/chat/completions", json={**body, "stream": flag})
+        assert response.status_code == 400, (flag, response.text)
+        assert response.json()["error"]["type"] == "invalid_request_error"
+
+
 async def test_a_tool_message_for_an_unknown_call_is_refused(client: AsyncOpenAI) -> None:
     raw = await client.chat.completions.with_raw_response.create(
         model="aptix-general", messages=[{"role": "user", "content": "please approve it"}]

@@ -35,7 +35,11 @@ __all__ = [
 class WireModel(BaseModel):
     """camelCase JSON; PascalCase read too (one casing per object); no NUL or lone surrogate."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=False, extra="forbid")
+    # strict: a body is JSON as its schema says it, so ``"stream": 0.0`` or ``"5"`` for a number
+    # is refused, not coerced (schemathesis ST201 found the coercion).
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=False, extra="forbid", strict=True
+    )
 
     @model_validator(mode="before")
     @classmethod

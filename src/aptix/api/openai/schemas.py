@@ -30,7 +30,8 @@ MAX_TEXT = 100_000
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # strict: what Aptix reads must have the type OpenAI's schema gives it (no ``"stream": 0``).
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
 class TextPart(_Body):
