@@ -110,20 +110,22 @@ async def test_an_org_holding_every_thread_does_not_slow_another_org(
         assert "did not finish within 0.3 seconds" in answer.json()["error"]["message"]
     assert BULKHEADS.abandoned("org-a") == 2
 
-    started = time.perf_counter()
+    # No clock: a call that waited for a thread would end in 504 after the 0.3 s limit (the held
+    # threads run until ``release``), so 503 "overloaded" is the refusal made at once.
     refused = await a.post("/v1/tools/quick_sync/invoke", json={"arguments": {}})
-    assert time.perf_counter() - started < 0.2  # at once, not after the time limit
     assert refused.status_code == 503, refused.text
+    assert BULKHEADS.abandoned("org-a") == 2
     assert refused.headers["Retry-After"] == "5"
     assert refused.json()["error"]["code"] == "overloaded"
     assert "2 sync tool calls of this organization are still running" in refused.text
 
-    started = time.perf_counter()
+    # Org B behind org A's threads would wait until ``release`` and time out (504): 200 is B's
+    # own thread, with A's two still held.
     matched, quick = await asyncio.gather(
         b.post("/v1/workflows/match", json={"userMessage": "plan a trip"}),
         b.post("/v1/tools/quick_sync/invoke", json={"arguments": {}}),
     )
-    assert time.perf_counter() - started < 1.0
+    assert BULKHEADS.abandoned("org-a") == 2
     assert matched.status_code == 200, matched.text
     assert quick.status_code == 200, quick.text
     assert quick.json()["result"] == "done"
