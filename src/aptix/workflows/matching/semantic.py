@@ -73,8 +73,9 @@ MODELS: dict[str, ModelSpec] = {
     "minilm-l6-routing-int8": ModelSpec(
         "minilm-l6-routing-int8",
         "aptix",
-        "all-MiniLM-L6-v2 tuned on the training catalogs' requests, int8 ONNX (23 MB)",
-        "b2f20a61d0c84406712d50556558117da9e197274e8865e9b881fec9ed30d570",
+        "all-MiniLM-L6-v2 tuned on the training catalogs' requests, int8 ONNX (23 MB; "
+        "7-bit matrix weights, so every CPU computes the same)",
+        "b5567afa9bc87d18b6a39b096becdc69564df462491050e423e0b8662e397155",
         file="minilm-l6-routing-int8.onnx",
     ),
     "minilm-l6-int8": ModelSpec(
