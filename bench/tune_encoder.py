@@ -204,7 +204,10 @@ def reduce_weight_range(path: Path) -> None:
         scales = made_by[rescale.input[1]]  # activation scale x weight scale
         activation_scale = made_by[node.input[0]].output[1]
         (scale_name,) = [name for name in scales.input if name != activation_scale]
-        halved = np.clip(np.round(numpy_helper.to_array(quantized) / 2.0), -64, 64)
+        values = numpy_helper.to_array(quantized)
+        if np.abs(values).max() <= 64:  # per-channel 8-bit weights reach 127 in every channel
+            raise ValueError(f"{node.name}: the weights are 7 bits already")
+        halved = np.clip(np.round(values / 2.0), -64, 64)
         quantized.CopyFrom(numpy_helper.from_array(halved.astype(np.int8), quantized.name))
         scale = weights[scale_name]
         doubled = numpy_helper.to_array(scale) * 2.0
@@ -236,7 +239,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.reduce_range is not None:
-        reduce_weight_range(args.reduce_range)
+        try:
+            reduce_weight_range(args.reduce_range)
+        except ValueError as error:
+            parser.error(str(error))
         return
     if args.wheel is None:
         parser.error("the reference wheel is needed to tune")
