@@ -239,10 +239,14 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.reduce_range is not None:
+        if not args.reduce_range.is_file():
+            parser.error(f"{args.reduce_range}: no such file")
         try:
             reduce_weight_range(args.reduce_range)
         except ValueError as error:
             parser.error(str(error))
+        except Exception as error:  # onnx's decode and checker errors share no base class
+            parser.error(f"{args.reduce_range}: not an int8 ONNX model ({type(error).__name__})")
         return
     if args.wheel is None:
         parser.error("the reference wheel is needed to tune")
