@@ -172,7 +172,8 @@ class WorkflowMatcher:
             self._semantic.prefetch(text)
         query = self._lexical.query_terms(text)
         lexical = dict(self._lexical.match(text, CANDIDATES))
-        bm25 = self._index.bm25(query, CANDIDATES)
+        bm25_all = self._index.bm25(query)
+        bm25 = self._index.best(bm25_all, CANDIDATES)
         # What needs no candidates is read before the semantic ranking waits for the encoding.
         grams = self._index.query_grams(text)
         known = self._lexical.known_share(text)
@@ -186,10 +187,11 @@ class WorkflowMatcher:
         if not ids:
             return empty
         lex = np.asarray([lexical.get(w, 0.0) for w in ids])
-        bm = self._index.bm25_of(query, ids)
+        bm = self._index.of(bm25_all, ids)
         char = self._index.char_cosine(grams, ids)
         contrast = self._index.contrast(query, ids)
-        columns = [lex, _margin(lex), bm, _margin(bm), char, _margin(char), contrast]
+        sem = None if self._semantic is None else self._semantic.evidence(text, ids)
+        features = _with_margins(np.column_stack([lex, bm, char]), contrast, sem)
         message_row = [
             float(lex.max()),
             float(bm.max()),
@@ -200,13 +202,10 @@ class WorkflowMatcher:
             *cues,
             self._model.form.score(text) if self._model.form is not None else 0.0,
         ]
-        if self._semantic is not None:
-            sem = self._semantic.evidence(text, ids)
-            for k in range(sem.shape[1]):
-                columns += [sem[:, k], _margin(sem[:, k])]
+        if self._semantic is not None and sem is not None:
             message_row += [float(sem[:, k].max()) for k in (0, 1, 2, 5)]
             message_row.append(self._request_probability(self._semantic, text))
-        return Candidates(ids, np.column_stack(columns), np.asarray(message_row), stated)
+        return Candidates(ids, features, np.asarray(message_row), stated)
 
     def _request_probability(self, semantic: SemanticMatcher, text: str) -> float:
         request = self._model.request
@@ -277,11 +276,33 @@ def _no_evidence(message: NDArray[np.float64]) -> bool:
     return bool(message[0] == 0.0 and message[1] == 0.0 and message[pattern] < MIN_SEMANTIC_ONLY)
 
 
-def _margin(scores: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Each score minus the best other score (positive only for a clear winner)."""
-    if len(scores) == 1:
+def _with_margins(
+    lexical: NDArray[np.float64],
+    contrast: NDArray[np.float64],
+    semantic: NDArray[np.float64] | None,
+) -> NDArray[np.float64]:
+    """The ranker's rows: each score followed by its margin, the contrast after the lexical ones.
+
+    In :data:`~.routing.LEXICAL_RANK` / :data:`~.routing.SEMANTIC_RANK` order.
+    """
+    blocks = [lexical] if semantic is None else [lexical, semantic]
+    width = sum(2 * b.shape[1] for b in blocks) + 1
+    out = np.empty((len(contrast), width))
+    lexical_width = 2 * lexical.shape[1]
+    out[:, 0:lexical_width:2] = lexical
+    out[:, 1:lexical_width:2] = _margins(lexical)
+    out[:, lexical_width] = contrast
+    if semantic is not None:
+        out[:, lexical_width + 1 :: 2] = semantic
+        out[:, lexical_width + 2 :: 2] = _margins(semantic)
+    return out
+
+
+def _margins(scores: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per column, each score minus the best other score (positive only for a clear winner)."""
+    count = scores.shape[0]
+    if count == 1:
         return scores.copy()
-    order = np.sort(scores)
-    best, second = order[-1], order[-2]
+    second, best = np.partition(scores, count - 2, axis=0)[count - 2 :]
     out: NDArray[np.float64] = np.where(scores == best, scores - second, scores - best)
     return out

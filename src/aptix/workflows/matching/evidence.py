@@ -27,6 +27,7 @@ has a few dozen); the workflows' n-gram vectors are built once with the catalog,
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -68,11 +69,6 @@ def _word_ngrams(word: str) -> tuple[str, ...]:
     )
 
 
-def _log_tf(count: int) -> float:
-    """``1 + ln(count)``, the n-gram weight of a count (small counts from a table)."""
-    return _LOG_TF[count] if count < len(_LOG_TF) else 1.0 + math.log(count)
-
-
 # math.log, as the catalog side computes its weights: the very same floats.
 _LOG_TF = [0.0] + [1.0 + math.log(n) for n in range(1, 64)]
 
@@ -93,12 +89,11 @@ class WorkflowIndex:
         #: are ``_gram_values[_gram_starts[i]:_gram_starts[i + 1]]``, of grams ``_gram_cols``.
         self._gram_cols: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self._gram_values: Floats = np.zeros(0)
-        self._gram_starts: Ints = np.zeros(1, dtype=np.int64)
+        self._gram_starts: list[int] = [0]
         self._term_ids: dict[str, int] = {}
         self._term_idf: Floats = np.zeros(0)
-        #: Each workflow's distinct term ids, ``_term_rows[_term_starts[i]:_term_starts[i+1]]``.
-        self._term_rows: Ints = np.zeros(0, dtype=np.int64)
-        self._term_starts: Ints = np.zeros(1, dtype=np.int64)
+        #: Each workflow's distinct term ids, ascending.
+        self._term_lists: list[tuple[int, ...]] = []
 
     def build(self, texts: Mapping[str, Sequence[str]], terms: Mapping[str, list[str]]) -> None:
         """Index each workflow's texts (``texts``) and content terms (``terms``, with repeats)."""
@@ -134,9 +129,7 @@ class WorkflowIndex:
     def _build_terms(self, counted: list[Counter[str]]) -> None:
         self._term_ids = {t: i for i, t in enumerate(self._idf)}
         self._term_idf = np.asarray(list(self._idf.values()), dtype=np.float64)
-        rows = [sorted(self._term_ids[t] for t in counts) for counts in counted]
-        self._term_rows = np.asarray([t for row in rows for t in row], dtype=np.int64)
-        self._term_starts = np.cumsum([0, *map(len, rows)], dtype=np.int64)
+        self._term_lists = [tuple(sorted(self._term_ids[t] for t in counts)) for counts in counted]
 
     def _build_grams(self, joined: list[str]) -> None:
         per_workflow = [char_ngrams(text) for text in joined]
@@ -171,12 +164,13 @@ class WorkflowIndex:
         ]
         self._gram_cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int32)
         self._gram_values = np.concatenate(values) if values else np.zeros(0)
-        self._gram_starts = np.cumsum([0, *(len(g) for g in per_workflow)], dtype=np.int64)
+        self._gram_starts = list(itertools.accumulate((len(g) for g in per_workflow), initial=0))
 
-    def bm25(self, query: Mapping[str, float], limit: int) -> dict[str, float]:
-        """The ``limit`` best workflows by BM25, scaled into [0, 1] by the query's weight."""
-        if not self._owners or not query:
-            return {}
+    def bm25(self, query: Mapping[str, float]) -> Floats:
+        """Every workflow's BM25 (in the index's order), scaled into [0, 1] by the query's weight.
+
+        Added term by term in the query's order: the same sums as one workflow at a time.
+        """
         scores = np.zeros(len(self._owners))
         total = 0.0
         for term, strength in query.items():
@@ -185,86 +179,98 @@ class WorkflowIndex:
                 continue
             scores[found[0]] += found[1] * strength
             total += self._idf[term] * (BM25_K1 + 1.0) * strength
-        hit = np.flatnonzero(scores != 0)  # a mask is scanned faster than floats
-        if not len(hit) or total <= 0:
-            return {}
+        if total <= 0:
+            return np.zeros(len(self._owners))
+        out: Floats = scores / total
+        return out
+
+    def best(self, scores: Floats, limit: int) -> dict[str, float]:
+        """The ``limit`` best workflows of ``scores`` (from :meth:`bm25`) with a score above 0."""
+        hit = np.flatnonzero(scores > 0)
         if len(hit) > limit:
             hit = hit[np.argpartition(-scores[hit], limit - 1)[:limit]]
-        return {self._owners[i]: float(scores[i] / total) for i in hit.tolist()}
+        return {self._owners[i]: float(scores[i]) for i in hit.tolist()}
 
-    def bm25_of(self, query: Mapping[str, float], owners: Sequence[str]) -> Floats:
-        """BM25 of the named workflows (0 for unknown ones), scaled as :meth:`bm25`."""
-        out = np.zeros(len(owners))
-        total = sum(self._idf.get(t, 0.0) * (BM25_K1 + 1.0) * s for t, s in query.items())
-        if total <= 0:
-            return out
+    def of(self, scores: Floats, owners: Sequence[str]) -> Floats:
+        """The named workflows' entries of ``scores`` (0 for unknown ones)."""
         rows, known = self._rows(owners)
-        for term, strength in query.items():
-            found = self._postings.get(term)
-            if found is None:
-                continue
-            where, weight = found
-            at = np.minimum(np.searchsorted(where, rows), len(where) - 1)
-            hit = known & (where[at] == rows)
-            # Added term by term in the query's order: the same sums as one owner at a time.
-            out += np.where(hit, weight[at] * strength, 0.0)
-        return out / total
+        out: Floats = np.where(known, scores[rows], 0.0)
+        return out
 
     def query_grams(self, message: str) -> Vector:
         """The message's TF-IDF character n-gram vector (unit length; unknown grams dropped)."""
-        idf = self._gram_idf
-        return _unit({g: _log_tf(n) * idf[g] for g, n in char_ngrams(message).items() if g in idf})
+        idf, log_tf, small = self._gram_idf, _LOG_TF, len(_LOG_TF)
+        # 1 + ln(count), small counts from a table: this runs for every gram of every message.
+        return _unit(
+            {
+                g: (log_tf[n] if n < small else 1.0 + math.log(n)) * idf[g]
+                for g, n in char_ngrams(message).items()
+                if g in idf
+            }
+        )
 
     def char_cosine(self, query: Vector, owners: Sequence[str]) -> Floats:
         """Pivoted cosine between the message's n-gram vector and each named workflow's."""
         if not query or not owners:
             return np.zeros(len(owners))
-        owner_of, at_rows = self._segments(self._gram_starts, owners)
-        if not len(at_rows):
+        # Only the candidates' own grams are read: a few thousand entries, not millions.
+        position, starts = self._position, self._gram_starts
+        spans = [(starts[r], starts[r + 1]) for o in owners if (r := position.get(o, -1)) >= 0]
+        lengths = [end - begin for begin, end in spans]
+        if not sum(lengths):
             return np.zeros(len(owners))
-        # Only the candidates' own grams are searched: a few thousand entries, not millions.
-        width = len(self._gram_ids)
-        local = owner_of * width + self._gram_cols[at_rows]
-        ids = np.asarray([self._gram_ids.get(g, -1) for g in query], dtype=np.int64)
-        weights = np.asarray(list(query.values()), dtype=np.float64)
-        keys = np.arange(len(owners))[:, None] * width + ids[None, :]
-        at = np.minimum(np.searchsorted(local, keys), len(local) - 1)
-        hit = (local[at] == keys) & (ids >= 0)[None, :]
-        products = np.where(hit, self._gram_values[at_rows[at]] * weights[None, :], 0.0)
-        # A running sum in the query's order: the same floats as a Python sum over its grams.
-        out: Floats = np.cumsum(products, axis=1)[:, -1]
-        return out
+        cols = np.concatenate([self._gram_cols[begin:end] for begin, end in spans])
+        values = np.concatenate([self._gram_values[begin:end] for begin, end in spans])
+        dense = np.zeros(len(self._gram_ids))
+        gram_ids = self._gram_ids
+        dense[[gram_ids[g] for g in query]] = list(query.values())
+        known = [i for i, o in enumerate(owners) if o in position]
+        owner_of = np.repeat(known, lengths)
+        out = np.bincount(owner_of, weights=values * dense[cols], minlength=len(owners))
+        return out.astype(np.float64, copy=False)
 
     def contrast(self, query: Mapping[str, float], owners: Sequence[str]) -> Floats:
         """Sibling contrast per candidate: its distinctive share minus its best sibling's."""
         weight = {t: self._idf.get(t, 0.0) * s for t, s in query.items()}
         total = sum(weight.values())
-        out = np.zeros(len(owners))
+        count = len(owners)
+        out = np.zeros(count)
         if total <= 0 or not owners:
             return out
-        has, columns = self._incidence(owners)
-        sets = has.astype(np.float64)
-        idf = self._term_idf[columns]
-        sizes = np.einsum("ij,j->i", sets, idf)
-        shared = np.einsum("ij,kj->ik", sets * idf, sets)
-        smaller = np.minimum(sizes[:, None], sizes[None, :])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            close = shared / smaller >= SIBLING_OVERLAP
-        # Term weights are positive: an empty set makes ``smaller`` 0, which is never a sibling.
-        siblings: NDArray[np.bool_] = (smaller > 0) & close
-        np.fill_diagonal(siblings, False)
-        if not len(columns):
+        # Owners x the terms any of them has: a few dozen columns, built from Python lists
+        # (a handful of numpy calls on arrays this small cost more than the arithmetic).
+        position, lists = self._position, self._term_lists
+        held = [lists[position[o]] if o in position else () for o in owners]
+        columns = sorted(set().union(*held))
+        if not columns:
             return out
-        # Owners x query terms: which of the message's terms each candidate (and a sibling) has.
-        ids = np.asarray([self._term_ids.get(t, -1) for t in weight], dtype=np.int64)
-        at = np.minimum(np.searchsorted(columns, ids), len(columns) - 1)
-        mine = has[:, at] & (columns[at] == ids)[None, :]
-        others = (siblings[:, :, None] & mine[None, :, :]).any(axis=1)
-        weights = np.asarray(list(weight.values()), dtype=np.float64)
+        column = {t: j for j, t in enumerate(columns)}
+        width = len(columns)
+        flat = np.zeros(count * width, dtype=np.bool_)
+        flat[[i * width + column[t] for i, terms in enumerate(held) for t in terms]] = True
+        has = flat.reshape(count, width)
+        sets = has.astype(np.float64)
+        weighted = sets * self._term_idf[columns]
+        sizes = weighted.sum(axis=1)
+        shared = weighted @ sets.T
+        smaller = np.minimum.outer(sizes, sizes)
+        # Term weights are positive: an empty set makes ``smaller`` 0, which is never a sibling.
+        overlap = np.divide(shared, smaller, out=np.zeros_like(shared), where=smaller > 0)
+        siblings: NDArray[np.bool_] = (smaller > 0) & (overlap >= SIBLING_OVERLAP)
+        siblings.flat[:: count + 1] = False
+        # Candidates x the message's terms that any candidate has, in the query's order.
+        asked = [
+            (column[j], w) for t, w in weight.items() if (j := self._term_ids.get(t, -1)) in column
+        ]
+        if not asked:
+            return out
+        mine = has[:, [j for j, _ in asked]]
+        others = siblings @ mine
+        weights = np.asarray([w for _, w in asked], dtype=np.float64)
         # A running sum in the query's order: the same floats as a Python sum over its terms.
-        share = np.cumsum(np.where(mine & ~others, weights[None, :], 0.0), axis=1)[:, -1] / total
+        share = np.cumsum(np.where(mine & ~others, weights, 0.0), axis=1)[:, -1] / total
         any_sibling = siblings.any(axis=1)
-        best = np.where(siblings, share[None, :], -np.inf).max(axis=1, initial=-np.inf)
+        best = np.where(siblings, share, -np.inf).max(axis=1)
         out[any_sibling] = share[any_sibling] - best[any_sibling]
         return out
 
@@ -273,23 +279,6 @@ class WorkflowIndex:
         found = [self._position.get(o, -1) for o in owners]
         rows = np.asarray(found, dtype=np.int64)
         return np.maximum(rows, 0), rows >= 0
-
-    def _segments(self, starts: Ints, owners: Sequence[str]) -> tuple[Ints, Ints]:
-        """For each entry of the owners' segments (``starts`` per row): owner, position."""
-        rows, known = self._rows(owners)
-        begin = starts[rows]
-        lengths = np.where(known, starts[rows + 1] - begin, 0)
-        owner_of = np.repeat(np.arange(len(owners)), lengths)
-        offsets = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        return owner_of, np.repeat(begin, lengths) + offsets
-
-    def _incidence(self, owners: Sequence[str]) -> tuple[NDArray[np.bool_], Ints]:
-        """Owners x their terms (sorted term ids): which terms each owner's texts hold."""
-        owner_of, at_rows = self._segments(self._term_starts, owners)
-        columns, local = np.unique(self._term_rows[at_rows], return_inverse=True)
-        has = np.zeros((len(owners), len(columns)), dtype=np.bool_)
-        has[owner_of, local] = True
-        return has, columns
 
     def __len__(self) -> int:
         return len(self._owners)

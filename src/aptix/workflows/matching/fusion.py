@@ -7,7 +7,7 @@ fitted with Newton's method: deterministic, a few dozen weights, stored as JSON.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,13 +34,20 @@ class FusionModel:
     bias: float
     mean: tuple[float, ...]
     scale: tuple[float, ...]
+    #: ``mean``, ``scale`` and ``weights`` as arrays, made once: every match reads them.
+    _arrays: tuple[Matrix, Matrix, Matrix] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        arrays = (np.asarray(self.mean), np.asarray(self.scale), np.asarray(self.weights))
+        object.__setattr__(self, "_arrays", arrays)
 
     def probability(self, x: Matrix) -> NDArray[np.float64]:
         """P(candidate is the intended workflow) for each row of ``x``."""
         if x.shape[0] == 0:
             return np.zeros(0)
-        z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
-        logits = z @ np.asarray(self.weights) + self.bias
+        mean, scale, weights = self._arrays
+        z = (x - mean) / scale
+        logits = z @ weights + self.bias
         out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0)))
         return out
 

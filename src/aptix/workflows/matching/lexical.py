@@ -15,7 +15,6 @@ scores as its best document.
 
 from __future__ import annotations
 
-import heapq
 import math
 import re
 from collections import defaultdict
@@ -117,30 +116,32 @@ class LexicalMatcher:
         """The ``limit`` best ``(owner, score)`` pairs, best first, scores in [0, 1]."""
         query = self._query_terms(message)
         phrase = normalise(message)
-        best: dict[str, float] = {}
+        pairs: list[tuple[float, str]] = []
         if query:
-            hits = self._accumulate(query)
-            found = np.flatnonzero(hits != 0)  # a mask is scanned faster than floats
+            hits, shared = self._accumulate(query)
+            found = np.flatnonzero(shared > 0)  # a mask is scanned faster than numbers
             if len(found) > RESCORE_LIMIT:
                 # Rank by coverage with vectorised arithmetic; rescore only the best few.
                 coverage = hits[found] / self._norm_array[found]
                 found = found[np.argpartition(-coverage, RESCORE_LIMIT - 1)[:RESCORE_LIMIT]]
             query_norm = sum(query.values()) or 1.0
-            scores = (
-                np.zeros(0)
-                if not len(found)
-                else self._scores(found, hits, query, query_norm, f" {phrase} ")
-            )
-            owners = self._owners
-            for doc, score in zip(found.tolist(), scores.tolist(), strict=True):
-                owner = owners[doc]
-                if score > best.get(owner, 0.0):
-                    best[owner] = score
+            if len(found):
+                scores = self._scores(found, hits, shared, query, query_norm, f" {phrase} ")
+                owners = self._owners
+                pairs = [
+                    (score, owners[doc])
+                    for doc, score in zip(found.tolist(), scores.tolist(), strict=True)
+                ]
         for doc in self._termless:
-            score = self._termless_score(doc, phrase)
-            if score > best.get(self._owners[doc], 0.0):
-                best[self._owners[doc]] = score
-        return heapq.nlargest(limit, best.items(), key=lambda item: (item[1], item[0]))
+            pairs.append((self._termless_score(doc, phrase), self._owners[doc]))
+        # Best first, ties by owner (descending): each owner's first pair is its best document.
+        pairs.sort(reverse=True)
+        best: dict[str, float] = {}
+        for score, owner in pairs:
+            if len(best) == limit or score <= 0.0:
+                break
+            best.setdefault(owner, score)
+        return list(best.items())
 
     def shared_terms(self, message: str, owner: str) -> list[str]:
         """The message's words (typos forgiven) found in ``owner``'s texts, in message order."""
@@ -208,18 +209,27 @@ class LexicalMatcher:
         self._known[term] = known
         return known
 
-    def _accumulate(self, query: dict[str, float]) -> NDArray[np.float64]:
-        """IDF-weighted hits per document: one vectorised add per query term."""
-        hits = np.zeros(len(self._owners), dtype=np.float64)
-        for term, strength in query.items():
-            # A term occurs at most once per posting list, so fancy-index += is exact.
-            hits[self._postings[term]] += self._idf[term] * strength
-        return hits
+    def _accumulate(self, query: dict[str, float]) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+        """IDF-weighted hits per document, and how many of the query's terms each one holds.
+
+        One ``bincount`` over the query terms' postings: each document's hits are added in
+        the query's order, the same floats as adding term by term.
+        """
+        postings = [self._postings[term] for term in query]
+        at = np.concatenate(postings)
+        weights = np.repeat(
+            [self._idf[term] * strength for term, strength in query.items()],
+            [len(p) for p in postings],
+        )
+        size = len(self._owners)
+        hits = np.bincount(at, weights=weights, minlength=size).astype(np.float64, copy=False)
+        return hits, np.bincount(at, minlength=size)
 
     def _scores(
         self,
         docs: NDArray[np.intp],
         hits: NDArray[np.float64],
+        shared: NDArray[np.intp],
         query: dict[str, float],
         query_norm: float,
         padded: str,
@@ -234,10 +244,8 @@ class LexicalMatcher:
         )[:, 0]
         score = 0.6 * coverage + 0.25 * precision + 0.15 * (ratio / 100.0)
         # One shared word is weak evidence unless it is all the message says.
-        asked = frozenset(query)
         listed = docs.tolist()
-        shared = np.fromiter((len(asked & self._terms[d]) for d in listed), np.intp, len(listed))
-        score = np.where((shared < 2) & (precision < 0.99), score * SINGLE_TERM_FACTOR, score)
+        score = np.where((shared[docs] < 2) & (precision < 0.99), score * SINGLE_TERM_FACTOR, score)
         # A message that holds a document's whole phrase holds each of its terms, each at full
         # strength: coverage is 1 but for rounding. Only those documents are searched for.
         for k in np.flatnonzero(coverage > 0.999).tolist():
