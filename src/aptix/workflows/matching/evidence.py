@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from aptix.workflows.matching.scratch import ScratchPool
 from aptix.workflows.matching.text import normalise
 
 __all__ = ["WorkflowIndex", "char_ngrams"]
@@ -90,6 +91,8 @@ class WorkflowIndex:
         self._gram_cols: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self._gram_values: Floats = np.zeros(0)
         self._gram_starts: list[int] = [0]
+        #: A message's n-gram weights by gram id, scratch for :meth:`char_cosine`.
+        self._dense = ScratchPool(0, np.float64)
         self._term_ids: dict[str, int] = {}
         self._term_idf: Floats = np.zeros(0)
         #: Each workflow's distinct term ids, ascending.
@@ -139,6 +142,7 @@ class WorkflowIndex:
         count = len(joined)
         self._gram_idf = {g: math.log((count + 1) / (n + 1)) + 1.0 for g, n in gram_df.items()}
         self._gram_ids = {g: i for i, g in enumerate(self._gram_idf)}
+        self._dense = ScratchPool(len(self._gram_ids), np.float64)
         idf = np.asarray(list(self._gram_idf.values()), dtype=np.float64)
         most = max((max(g.values()) for g in per_workflow if g), default=1)
         # math.log, not np.log, so that every weight is the very float the query side computes.
@@ -221,12 +225,14 @@ class WorkflowIndex:
             return np.zeros(len(owners))
         cols = np.concatenate([self._gram_cols[begin:end] for begin, end in spans])
         values = np.concatenate([self._gram_values[begin:end] for begin, end in spans])
-        dense = np.zeros(len(self._gram_ids))
-        gram_ids = self._gram_ids
-        dense[[gram_ids[g] for g in query]] = list(query.values())
+        ids = [self._gram_ids[g] for g in query]
+        with self._dense.borrow() as dense:
+            dense[ids] = list(query.values())
+            products = values * dense[cols]
+            dense[ids] = 0.0
         known = [i for i, o in enumerate(owners) if o in position]
         owner_of = np.repeat(known, lengths)
-        out = np.bincount(owner_of, weights=values * dense[cols], minlength=len(owners))
+        out = np.bincount(owner_of, weights=products, minlength=len(owners))
         return out.astype(np.float64, copy=False)
 
     def contrast(self, query: Mapping[str, float], owners: Sequence[str]) -> Floats:

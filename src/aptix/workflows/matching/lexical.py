@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 from rapidfuzz import fuzz, process
 
+from aptix.workflows.matching.scratch import ScratchPool
 from aptix.workflows.matching.text import STOPWORDS, normalise, term_of, terms
 
 __all__ = ["LexicalMatcher", "MatchDocument"]
@@ -39,8 +40,6 @@ RESCORE_LIMIT = 64
 KNOWN_CACHE_SIZE = 65_536
 #: Messages whose query terms are remembered.
 QUERY_CACHE_SIZE = 64
-#: Per-document scratch arrays kept for reuse (one per concurrent match).
-SCRATCH_POOL = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +76,9 @@ class LexicalMatcher:
         self._known: dict[str, tuple[str, float] | None] = {}
         #: Recent messages' query terms (matching reads them more than once per message).
         self._queries: dict[str, dict[str, float]] = {}
-        #: Zeroed per-document arrays for :meth:`_accumulated`, each ``(hits, shared)``.
-        self._scratch: list[tuple[NDArray[np.float64], NDArray[np.int32]]] = []
+        #: Per-document scratch arrays for :meth:`_accumulated`.
+        self._hits = ScratchPool(0, np.float64)
+        self._shared = ScratchPool(0, np.int32)
         self.build(documents)
 
     def build(self, documents: Sequence[MatchDocument]) -> None:
@@ -104,7 +104,8 @@ class LexicalMatcher:
         self._weight_array = np.asarray(self._weights, dtype=np.float64)
         self._known = {}
         self._queries = {}
-        self._scratch = []
+        self._hits = ScratchPool(len(documents), np.float64)
+        self._shared = ScratchPool(len(documents), np.int32)
         initials: dict[str, list[str]] = defaultdict(list)
         for term in sorted(self._idf):
             initials[term[0]].append(term)
@@ -220,28 +221,19 @@ class LexicalMatcher:
     ) -> Iterator[tuple[NDArray[np.float64], NDArray[np.int32], NDArray[np.intp]]]:
         """Per document: IDF-weighted hits, how many query terms it holds; the documents hit.
 
-        The per-document arrays are borrowed from a pool and handed back zeroed: a fresh
-        array per message (hundreds of kB at 10,000 workflows) can cost more in page faults
-        than the arithmetic. Hits are added term by term in the query's order.
+        Hits are added term by term in the query's order. The arrays are scratch
+        (:mod:`.scratch`): valid inside the block only.
         """
-        size = len(self._owners)
-        try:
-            hits, shared = self._scratch.pop()
-        except IndexError:
-            hits, shared = np.zeros(size), np.zeros(size, dtype=np.int32)
-        for term, strength in query.items():
-            # A term occurs at most once per posting list, so fancy-index += is exact.
-            at = self._postings[term]
-            hits[at] += self._idf[term] * strength
-            shared[at] += 1
-        found = np.flatnonzero(shared > 0)  # a mask is scanned faster than numbers
-        try:
+        with self._hits.borrow() as hits, self._shared.borrow() as shared:
+            for term, strength in query.items():
+                # A term occurs at most once per posting list, so fancy-index += is exact.
+                at = self._postings[term]
+                hits[at] += self._idf[term] * strength
+                shared[at] += 1
+            found = np.flatnonzero(shared > 0)  # a mask is scanned faster than numbers
             yield hits, shared, found
-        finally:
             hits[found] = 0.0
             shared[found] = 0
-            if size == len(self._owners) and len(self._scratch) < SCRATCH_POOL:
-                self._scratch.append((hits, shared))
 
     def _scores(
         self,
