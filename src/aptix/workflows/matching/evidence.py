@@ -259,10 +259,10 @@ class WorkflowIndex:
         weighted = sets * self._term_idf[columns]
         sizes = weighted.sum(axis=1)
         shared = weighted @ sets.T
-        smaller = np.minimum.outer(sizes, sizes)
-        # Term weights are positive: an empty set makes ``smaller`` 0, which is never a sibling.
-        overlap = np.divide(shared, smaller, out=np.zeros_like(shared), where=smaller > 0)
-        siblings: NDArray[np.bool_] = (smaller > 0) & (overlap >= SIBLING_OVERLAP)
+        # Term weights are positive: an empty set makes ``smaller`` 0 and shares nothing, so
+        # its overlap is 0 (never a sibling); any other size is at least one term's IDF.
+        smaller = np.maximum(np.minimum.outer(sizes, sizes), 1e-300)
+        siblings: NDArray[np.bool_] = shared / smaller >= SIBLING_OVERLAP
         siblings.flat[:: count + 1] = False
         # Candidates x the message's terms that any candidate has, in the query's order.
         asked = [
@@ -274,11 +274,10 @@ class WorkflowIndex:
         others = siblings @ mine
         weights = np.asarray([w for _, w in asked], dtype=np.float64)
         # A running sum in the query's order: the same floats as a Python sum over its terms.
-        share = np.cumsum(np.where(mine & ~others, weights, 0.0), axis=1)[:, -1] / total
-        any_sibling = siblings.any(axis=1)
+        share = np.cumsum(np.where(mine > others, weights, 0.0), axis=1)[:, -1] / total
         best = np.where(siblings, share, -np.inf).max(axis=1)
-        out[any_sibling] = share[any_sibling] - best[any_sibling]
-        return out
+        contrast: Floats = np.where(siblings.any(axis=1), share - best, 0.0)
+        return contrast
 
     def _rows(self, owners: Sequence[str]) -> tuple[Ints, NDArray[np.bool_]]:
         """Each owner's row (0 for unknown ones) and whether it is known."""
