@@ -98,7 +98,7 @@ def test_ngram_cosine_and_bm25_equal_the_per_candidate_sums() -> None:
                 if weight is not None and row in where.tolist():
                     score += float(weight[where.tolist().index(row)]) * strength
             wanted.append(score / total if total > 0 else 0.0)
-        assert index.of(index.bm25(query), owners).tolist() == wanted
+        assert index.select(index.bm25(query), owners).tolist() == wanted
 
 
 def test_pivoting_shrinks_the_lead_of_terse_near_duplicates() -> None:

@@ -173,7 +173,7 @@ class WorkflowMatcher:
         query = self._lexical.query_terms(text)
         lexical = dict(self._lexical.match(text, CANDIDATES))
         bm25_all = self._index.bm25(query)
-        bm25 = self._index.best(bm25_all, CANDIDATES)
+        bm25 = self._index.top(bm25_all, CANDIDATES)
         # What needs no candidates is read before the semantic ranking waits for the encoding.
         grams = self._index.query_grams(text)
         known = self._lexical.known_share(text)
@@ -187,7 +187,7 @@ class WorkflowMatcher:
         if not ids:
             return empty
         lex = np.asarray([lexical.get(w, 0.0) for w in ids])
-        bm = self._index.of(bm25_all, ids)
+        bm = self._index.select(bm25_all, ids)
         char = self._index.char_cosine(grams, ids)
         contrast = self._index.contrast(query, ids)
         sem = None if self._semantic is None else self._semantic.evidence(text, ids)

@@ -20,8 +20,9 @@ candidate's distinctive terms, minus the best sibling's share. It tells "start a
 from "approve the DDR" by the action alone.
 
 Every per-candidate feature is computed with array operations over the candidates (a message
-has a few dozen); the workflows' n-gram vectors are built once with the catalog, as sorted
-``(workflow, gram)`` keys, so a query never re-tokenises a workflow.
+has a few dozen); the workflows' n-gram vectors are built once with the catalog, one row of
+sorted gram ids and weights per workflow, so a query never re-tokenises a workflow. BM25 is
+computed for every workflow once per message, then read for the candidates.
 """
 
 from __future__ import annotations
@@ -188,15 +189,15 @@ class WorkflowIndex:
         out: Floats = scores / total
         return out
 
-    def best(self, scores: Floats, limit: int) -> dict[str, float]:
+    def top(self, scores: Floats, limit: int) -> dict[str, float]:
         """The ``limit`` best workflows of ``scores`` (from :meth:`bm25`) with a score above 0."""
         hit = np.flatnonzero(scores > 0)
         if len(hit) > limit:
             hit = hit[np.argpartition(-scores[hit], limit - 1)[:limit]]
         return {self._owners[i]: float(scores[i]) for i in hit.tolist()}
 
-    def of(self, scores: Floats, owners: Sequence[str]) -> Floats:
-        """The named workflows' entries of ``scores`` (0 for unknown ones)."""
+    def select(self, scores: Floats, owners: Sequence[str]) -> Floats:
+        """The named workflows' entries of ``scores`` (from :meth:`bm25`; 0 for unknown ones)."""
         rows, known = self._rows(owners)
         out: Floats = np.where(known, scores[rows], 0.0)
         return out
@@ -214,7 +215,10 @@ class WorkflowIndex:
         )
 
     def char_cosine(self, query: Vector, owners: Sequence[str]) -> Floats:
-        """Pivoted cosine between the message's n-gram vector and each named workflow's."""
+        """Pivoted cosine between the message's n-gram vector and each named workflow's.
+
+        ``query`` is :meth:`query_grams`'s vector: it holds only grams the index knows.
+        """
         if not query or not owners:
             return np.zeros(len(owners))
         # Only the candidates' own grams are read: a few thousand entries, not millions.
