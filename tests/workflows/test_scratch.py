@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -52,3 +54,15 @@ def test_matching_leaves_its_scratch_clean() -> None:
         assert reused.candidates(message).features.tolist() == (
             fresh.candidates(message).features.tolist()
         )
+
+
+def test_matching_from_several_threads_at_once_decides_as_one_thread() -> None:
+    # Each match borrows its own arrays: two matches sharing one would mix their hits.
+    catalog = synthetic_catalog(2_000)
+    messages = synthetic_messages(catalog, 60)
+    matcher = WorkflowMatcher()
+    matcher.rebuild(catalog)
+    expected = [matcher.decide(message) for message in messages]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            assert list(pool.map(matcher.decide, messages)) == expected
