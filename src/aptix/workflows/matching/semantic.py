@@ -455,7 +455,7 @@ class SemanticMatcher:
         if not found:
             return out
         # One product for every owner's pieces at once, then each owner's best per word.
-        pieces = np.concatenate([rows for _, rows in found]).astype(np.float32)
+        pieces = np.concatenate([rows for _, rows in found], dtype=np.float32)
         lengths = np.asarray([len(rows) for _, rows in found])
         sims = np.einsum("ij,kj->ik", content, pieces)
         best = np.maximum.reduceat(sims, np.cumsum(lengths) - lengths, axis=1)
