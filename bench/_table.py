@@ -1,7 +1,8 @@
-"""Tiny helpers shared by the benchmarks: timing batches and printing a table."""
+"""Tiny helpers shared by the benchmarks: timing batches, reading options, printing a table."""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -63,3 +64,19 @@ def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[objec
     print("|" + "|".join("---" for _ in header) + "|")
     for row in rows:
         print("| " + " | ".join(str(c) for c in row) + " |")
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def positive_ints(text: str) -> list[int]:
+    """An ``argparse`` type: comma-separated whole numbers of at least 1."""
+    return [positive_int(part.strip()) for part in text.split(",")]

@@ -27,8 +27,8 @@ from typing import Any
 
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.registry import WorkflowRegistry
-from bench._table import print_table
-from tests.workflows.evalset import synthetic_catalog, synthetic_messages
+from bench._table import positive_int, positive_ints, print_table
+from tests.workflows.evalset import SYNTHETIC_LIMIT, synthetic_catalog, synthetic_messages
 
 #: The earlier revision's package name, so that both import side by side.
 OTHER = "aptix_then"
@@ -114,16 +114,18 @@ def main() -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("rev", help="the earlier revision (a commit, tag or branch)")
-    parser.add_argument("--sizes", default="100,1000,10000")
-    parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--sizes", type=positive_ints, default="100,1000,10000")
+    parser.add_argument("--queries", type=positive_int, default=400)
     parser.add_argument("--semantic", action="store_true", help="with the semantic extra")
     args = parser.parse_args()
+    if max(args.sizes) > SYNTHETIC_LIMIT:
+        parser.error(f"--sizes: the synthetic catalog has at most {SYNTHETIC_LIMIT:,} workflows")
     with tempfile.TemporaryDirectory() as folder:
         try:
             import_revision(args.rev, Path(folder))
         except subprocess.CalledProcessError as error:
             parser.exit(2, f"match_ab: cannot read {args.rev!r}: {error.stderr.decode().strip()}\n")
-        rows = [compare(int(s), args.queries, args.semantic) for s in args.sizes.split(",")]
+        rows = [compare(size, args.queries, args.semantic) for size in args.sizes]
     print_table(
         f"match_workflow latency, {args.rev} against this tree (ms, alternating)",
         ["workflows", "matcher", "then p50", "then p99", "now p50", "now p99", "now / then"],

@@ -42,7 +42,7 @@ from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.routing import Routing, default_routing
 from aptix.workflows.matching.semantic import DEFAULT_MODEL, Embedder, SemanticMatcher
 from aptix.workflows.registry import WorkflowRegistry
-from bench._table import print_table
+from bench._table import positive_int, positive_ints, print_table
 from bench.encoders import cached_embedder, fold_embedder
 from bench.match_eval import (
     Evidence,
@@ -64,7 +64,13 @@ from bench.match_eval import (
     with_builtin,
     without_every,
 )
-from tests.workflows.evalset import EVAL_MESSAGES, evaluate, synthetic_catalog, synthetic_messages
+from tests.workflows.evalset import (
+    EVAL_MESSAGES,
+    SYNTHETIC_LIMIT,
+    evaluate,
+    synthetic_catalog,
+    synthetic_messages,
+)
 from tests.workflows.evalset import eval_catalog as legacy_catalog
 from tests.workflows.matchset import (
     Labelled,
@@ -405,13 +411,15 @@ def first_match_ms(semantic: bool) -> float:
 def main() -> None:
     """Print every table."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", default="100,1000,10000")
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--sizes", type=positive_ints, default="100,1000,10000")
+    parser.add_argument("--queries", type=positive_int, default=300)
     parser.add_argument("--no-semantic", action="store_true")
     parser.add_argument("--misses", action="store_true", help="print misses")
     parser.add_argument("--only", default="", help=f"comma-separated of {', '.join(SECTIONS)}")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    if max(args.sizes) > SYNTHETIC_LIMIT:
+        parser.error(f"--sizes: the synthetic catalog has at most {SYNTHETIC_LIMIT:,} workflows")
+    sizes = args.sizes
     embedder = None if args.no_semantic else cached_embedder(DEFAULT_MODEL)
     # Latency depends on what else runs: the load average says how busy the machine was.
     print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} at start")

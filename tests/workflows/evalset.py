@@ -685,13 +685,17 @@ _QUALIFIERS = [
 ]
 
 
+#: How many distinct workflows :func:`synthetic_catalog` can make.
+SYNTHETIC_LIMIT = len(_VERBS) * len(_OBJECTS) * len(_QUALIFIERS)
+
+
 def synthetic_catalog(size: int, seed: int = 7) -> list[WorkflowManifest]:
     """``size`` distinct generated workflows (verb × object × qualifier) for the bench."""
     rng = random.Random(seed)
     combos = [(v, o, q) for v in _VERBS for o in _OBJECTS for q in _QUALIFIERS]
     rng.shuffle(combos)
-    if size > len(combos):
-        raise ValueError(f"at most {len(combos)} synthetic workflows")
+    if size > SYNTHETIC_LIMIT:
+        raise ValueError(f"at most {SYNTHETIC_LIMIT} synthetic workflows")
     out = []
     for i, (verb, obj, qualifier) in enumerate(combos[:size]):
         wid = f"syn_{i:05d}_{verb}_{obj.replace(' ', '_')}"
