@@ -16,7 +16,8 @@ Which figures are which:
   chit-chat; its misses have been read), round 2 (a new catalog and fresh messages for
   the older two, never read: ``--misses`` does not print them), round 3 (general-assistant
   requests, chit-chat and fresh requests for the built-ins and the development catalog, never
-  read either) and the older 40-workflow set.
+  read either), round 4 (two new catalogs, rich and terse, each with its requests, near
+  misses and chit-chat; never read) and the older 40-workflow set.
 * **oracle arbiter**: the held-out decisions where a model that answers from the labels
   chooses among the first five candidates or ``none``: the arbiter's upper bound.
 
@@ -80,6 +81,7 @@ from tests.workflows.matchset import (
     fresh,
     holdout2,
     holdout3,
+    holdout4,
     nearmiss,
     terse_catalog,
     terse_labelled,
@@ -272,22 +274,26 @@ def held_out_rows(
     sets += [(f"round 2: {t.name}", t.catalog, list(t.rows)) for t in holdout2()]
     # Round 3's near misses are general-assistant requests ("write me a poem").
     sets.append(("round 3: built-ins + development catalog", catalog(), list(holdout3())))
+    sets += [(f"round 4: catalog {t.name}", t.catalog, list(t.rows)) for t in holdout4()]
     plain: list[list[object]] = []
     oracle: list[list[object]] = []
     for label, emb in _configs(embedder):
         first = Scores()
         second = Scores()
+        fourth = Scores()
         for name, catalog_, rows in sets:
             matcher = _matcher(emb, shipped=True)
             registry_for(with_builtin(catalog_), matcher)
             ev = collect(matcher, rows)
             found = decisions(matcher.model, ev, range(len(rows)))
             result = score(found, rows)
-            unread = name.startswith(("round 2", "round 3"))
-            if not name.startswith("round 3"):
+            unread = name.startswith(("round 2", "round 3", "round 4"))
+            if name.startswith("round 4"):
+                fourth.add(result)
+            elif not name.startswith("round 3"):
                 (second if unread else first).add(result)
             plain.append([name, label, *_rates(result)])
-            # Rounds 2 and 3 are there to be scored, never read: their misses are not printed.
+            # Rounds 2 to 4 are there to be scored, never read: their misses are not printed.
             if show_misses and not unread:
                 for miss in result.misses:
                     print("   miss:", miss)
@@ -297,6 +303,7 @@ def held_out_rows(
                 oracle.append([name, label, mode, f"{asked / len(rows):.2f}", *_rates(result)])
         plain.append(["round 1 sets together", label, *_rates(first)])
         plain.append(["round 2 sets together", label, *_rates(second)])
+        plain.append(["round 4 sets together", label, *_rates(fourth)])
     return plain, oracle
 
 
@@ -431,7 +438,8 @@ def main() -> None:
         f"held out, round 1: {len(fresh())} fresh, {len(terse_labelled())} terse, "
         f"{len(nearmiss())} near misses, {len(chitchat())} chit-chat; round 2: "
         + ", ".join(f"{t.name} {len(t.rows)}" for t in holdout2())
-        + f"; round 3: {len(holdout3())}"
+        + f"; round 3: {len(holdout3())}; round 4: "
+        + ", ".join(f"catalog {t.name} {len(t.rows)}" for t in holdout4())
     )
     only = set(args.only.split(",")) if args.only else set(SECTIONS)
     if "held-out" in only:

@@ -10,6 +10,8 @@ from tests.workflows.matchset import (
     chitchat,
     fresh,
     holdout2,
+    holdout3,
+    holdout4,
     labelled,
     nearmiss,
     terse_catalog,
@@ -49,7 +51,7 @@ def test_the_held_out_sets_are_as_large_as_issue_22_asks() -> None:
 
 def test_no_message_is_in_two_sets() -> None:
     held = fresh() + terse_labelled() + nearmiss() + chitchat()
-    held += tuple(row for t in holdout2() for row in t.rows)
+    held += tuple(row for t in holdout2() + holdout4() for row in t.rows) + holdout3()
     trained = tuple(row for t in training_sets() for row in t.rows)
     keys = [" ".join(r.message.casefold().split()) for r in trained + held]
     assert len(keys) == len(set(keys))
@@ -61,7 +63,7 @@ def test_no_message_is_in_two_sets() -> None:
 
 def test_every_set_is_labelled_against_its_own_catalog() -> None:
     builtin = {i.manifest.workflow_id for i in load_builtin()[0]}
-    for item in training_sets() + holdout2():
+    for item in training_sets() + holdout2() + holdout4():
         ids = {m.workflow_id for m in item.catalog}
         assert len(ids) == len(item.catalog), item.name
         assert not ids & builtin, item.name
@@ -71,3 +73,19 @@ def test_every_set_is_labelled_against_its_own_catalog() -> None:
     # Seven training catalogs besides the development one, each with its own near misses.
     assert len(training_sets()) == 8
     assert all(sum(r.chat for r in t.rows) >= 20 for t in training_sets()[1:])
+
+
+def test_round_four_holds_two_catalogs_in_the_training_catalogs_shape() -> None:
+    builtin = {i.manifest.workflow_id for i in load_builtin()[0]}
+    styles = []
+    for item in holdout4():
+        requests = [r for r in item.rows if r.expected is not None]
+        # Eight requests for each of its 30 workflows, and eight for each built-in but the
+        # hidden diagnostics one.
+        assert len(item.catalog) == 30
+        assert len([r for r in requests if r.expected not in builtin]) == 240
+        assert len({r.expected for r in requests} & builtin) == 5
+        assert sum(r.expected is None and not r.chat for r in item.rows) >= 150
+        assert sum(r.chat for r in item.rows) >= 30
+        styles.append(max(len(m.user_intent_patterns) for m in item.catalog))
+    assert styles == [4, 3]  # h is rich, i terse

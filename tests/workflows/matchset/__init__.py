@@ -26,6 +26,13 @@ read while tuning: general-assistant requests that ask for no workflow (``assist
 chit-chat, and fresh requests for the built-in workflows and for ``catalog.yaml``, all served
 against the built-ins plus ``catalog.yaml``.
 
+Held out in the twelfth round (``holdout4/h``, ``holdout4/i``), written by authors who read
+only one training catalog (for its format) and the built-in workflows: two new catalogs in
+the training catalogs' shape (a rich one: public library, solar installer, film production
+office; a terse one: airport ground handling, recruitment agency, water utility), each with
+eight kinds of request, the built-ins in their users' words, near misses, chit-chat and
+general-assistant requests.
+
 Exact duplicates (case and spacing aside) of a training message are dropped from the
 held-out sets, so that no message is scored by a model fitted on it.
 """
@@ -49,6 +56,7 @@ __all__ = [
     "fresh",
     "holdout2",
     "holdout3",
+    "holdout4",
     "labelled",
     "nearmiss",
     "terse_catalog",
@@ -232,3 +240,26 @@ def holdout3() -> tuple[Labelled, ...]:
     earlier += tuple(row for t in holdout2() for row in t.rows)
     seen = {_key(r.message) for r in earlier}
     return tuple(r for r in _held_out("holdout3/messages.yaml") if _key(r.message) not in seen)
+
+
+@functools.cache
+def holdout4() -> tuple[TrainingSet, ...]:
+    """The twelfth round's held-out catalogs, each with its messages (served with the built-ins).
+
+    ``assistant`` messages count as near misses; messages already in an earlier held-out set
+    (or in ``h``, for ``i``) are dropped.
+    """
+    earlier = fresh() + terse_labelled() + nearmiss() + chitchat() + holdout3()
+    earlier += tuple(row for t in holdout2() for row in t.rows)
+    seen = {_key(r.message) for r in earlier}
+    out = []
+    for name in ("h", "i"):
+        rows = []
+        for row in _held_out(f"holdout4/{name}/messages.yaml"):
+            if _key(row.message) not in seen:
+                seen.add(_key(row.message))
+                rows.append(row)
+        out.append(
+            TrainingSet(name, _catalog(HERE / "holdout4" / name / "catalog.yaml"), tuple(rows))
+        )
+    return tuple(out)
