@@ -142,7 +142,6 @@ def test_round_four_catalogs_nobody_tuned_on_keep_their_floors(
     # Plain numbers only: a failing assertion must not show round 4's misses.
     counts = (total.on_topic, total.off_topic)
     rates = (total.top1_rate, total.near_miss_rate, total.chat_rate)
-    del total
     assert counts == (559, 474)
     assert rates[0] >= top1
     assert rates[1] >= near_misses
