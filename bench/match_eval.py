@@ -31,6 +31,7 @@ from aptix.workflows.matching.routing import (
     RANK_NONNEGATIVE,
     SEMANTIC_GATE,
     SEMANTIC_RANK,
+    BuiltinModel,
     Decision,
     Routing,
 )
@@ -247,6 +248,22 @@ def fit_request(vectors: Matrix, rows: Sequence[Labelled]) -> FusionModel:
     return FusionModel.fit(REQUEST_FEATURES, vectors, asks, l2=REQUEST_L2)
 
 
+def builtin_ids() -> frozenset[str]:
+    """The ids of the built-in workflows."""
+    return frozenset(item.manifest.workflow_id for item in load_builtin()[0])
+
+
+def fit_builtin(vectors: Matrix, rows: Sequence[Labelled]) -> BuiltinModel:
+    """The built-in model (does the message ask for a built-in workflow?) on these messages.
+
+    Positives are the requests for a built-in; every other message, requests for the
+    catalog's workflows included, is a negative. The request model's form and L2.
+    """
+    ids = builtin_ids()
+    asks = np.asarray([float(r.expected in ids) for r in rows])
+    return BuiltinModel(ids, FusionModel.fit(REQUEST_FEATURES, vectors, asks, l2=REQUEST_L2))
+
+
 def fit_form(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> FormModel:
     """The form model fitted on the messages ``idx``."""
     return FormModel.fit([ev.texts[i] for i in idx], [rows[i].expected is not None for i in idx])
@@ -263,12 +280,19 @@ def _with(found: Candidates, feature: str, value: float) -> Candidates:
 
 
 def _fold_evidence(
-    found: Candidates, i: int, ev: Evidence, form: FormModel, request: FusionModel | None
+    found: Candidates,
+    i: int,
+    ev: Evidence,
+    form: FormModel,
+    request: FusionModel | None,
+    builtin: BuiltinModel | None = None,
 ) -> Candidates:
-    """Message ``i``'s evidence with the form (and request) outputs of a fold's models."""
+    """Message ``i``'s evidence with the form (request, built-in) outputs of a fold's models."""
     found = _with(found, "form", form.score(ev.texts[i]))
     if request is not None and ev.vectors is not None:
         found = _with(found, "request_model", float(request.probability(ev.vectors[i][None, :])[0]))
+    if builtin is not None and ev.vectors is not None and found.ids:
+        found = replace(found, builtin=builtin.probability(ev.vectors[i]))
     return found
 
 
@@ -321,10 +345,11 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
     gate = FusionModel.fit(
         names, np.vstack(gate_x), np.asarray(gate_y), nonnegative=GATE_NONNEGATIVE
     )
-    request_model = None
+    request_model = builtin = None
     if ev.vectors is not None:
         request_model = fit_request(ev.vectors[idx], [rows[i] for i in idx])
-    return Routing(ranker, gate, request_model, fit_form(ev, rows, idx))
+        builtin = fit_builtin(ev.vectors[idx], [rows[i] for i in idx])
+    return Routing(ranker, gate, request_model, fit_form(ev, rows, idx), builtin)
 
 
 def decisions(model: Routing, ev: Evidence, idx: Sequence[int]) -> dict[int, Decision]:
@@ -333,7 +358,7 @@ def decisions(model: Routing, ev: Evidence, idx: Sequence[int]) -> dict[int, Dec
     for i in idx:
         found = ev.cands[i]
         if model.form is not None:
-            found = _fold_evidence(found, i, ev, model.form, model.request)
+            found = _fold_evidence(found, i, ev, model.form, model.request, model.builtin)
         out[i] = decide(model, found)
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from aptix.workflows.loader import load_builtin
 from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.matching.arbiter import TOOL_NAME, MatchArbiter
 from aptix.workflows.matching.combined import WorkflowMatcher
-from aptix.workflows.matching.routing import LEXICAL_GATE, WEAK_CHAR, Decision
+from aptix.workflows.matching.routing import LEXICAL_GATE, WEAK_CHAR, Decision, default_routing
 from aptix.workflows.matching.semantic import SemanticMatcher, load_embedder
 from aptix.workflows.registry import WorkflowRegistry
 from tests.workflows.conftest import make_manifest
@@ -192,9 +193,10 @@ def test_an_accepted_decision_on_weak_fit_is_unsure() -> None:
 async def test_a_request_the_catalog_lacks_is_put_to_the_model(
     server: ScriptedOpenAIServer,
 ) -> None:
-    # With the built-ins alone the gate passes "I need a new laptop" (request-shaped) and
+    # Without the built-in model the gate passes "I need a new laptop" (request-shaped) and
     # the greeting workflow comes first; nothing close fits it, so the model is asked.
-    matcher = WorkflowMatcher(SemanticMatcher(load_embedder()))
+    routing = replace(default_routing(True), builtin=None)
+    matcher = WorkflowMatcher(SemanticMatcher(load_embedder()), routing)
     registry = WorkflowRegistry([item.manifest for item in load_builtin()[0]], matcher=matcher)
     client = OpenAiLlmClient(base_url=server.base_url, api_key="k", model="m", max_retries=0)
     registry.arbiter = MatchArbiter(LlmArbiterModel(client), "ambiguous", timeout=5)
@@ -208,6 +210,28 @@ async def test_a_request_the_catalog_lacks_is_put_to_the_model(
     found = await registry.match_async("work out 15% of 240")
     assert [m.workflow_id for m in found][:1] == ["guided_calculation"]
     assert len(server.requests) == 1
+
+
+async def test_the_built_in_model_turns_down_what_no_built_in_serves_without_asking(
+    server: ScriptedOpenAIServer,
+) -> None:
+    # The shipped built-in model reads "I need a new laptop" as asking for none of the
+    # built-ins: with them alone it matches nothing, and the model is not asked.
+    matcher = WorkflowMatcher(SemanticMatcher(load_embedder()))
+    registry = WorkflowRegistry([item.manifest for item in load_builtin()[0]], matcher=matcher)
+    client = OpenAiLlmClient(base_url=server.base_url, api_key="k", model="m", max_retries=0)
+    registry.arbiter = MatchArbiter(LlmArbiterModel(client), "ambiguous", timeout=5)
+    registry.match("build the index")
+    for message in ("I need a new laptop", "my car needs new tyres", "order new office chairs"):
+        assert await registry.match_async(message) == [], message
+    for message, expected in (
+        ("work out 15% of 240", "guided_calculation"),
+        ("I want to write a workflow for onboarding", "author_workflow"),
+        ("publish my workflow draft", "review_and_publish_workflow"),
+    ):
+        found = await registry.match_async(message)
+        assert [m.workflow_id for m in found][:1] == [expected], message
+    assert server.requests == []
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,13 +13,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aptix.workflows.loader import load_builtin
-from aptix.workflows.matching.combined import WorkflowMatcher
+from aptix.workflows.matching.combined import Candidates, WorkflowMatcher, decide
 from aptix.workflows.matching.cues import CUES, message_cues
 from aptix.workflows.matching.explicit import explicit_workflow_id
 from aptix.workflows.matching.form import FormModel, form_grams
 from aptix.workflows.matching.fusion import FusionModel
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
-from aptix.workflows.matching.routing import GATE_THRESHOLD, LEXICAL_RANK, default_routing
+from aptix.workflows.matching.routing import (
+    BUILTIN_VETO,
+    GATE_THRESHOLD,
+    LEXICAL_RANK,
+    BuiltinModel,
+    Routing,
+    default_routing,
+)
 from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
 from aptix.workflows.matching.text import readable, stem, terms
 from aptix.workflows.registry import WorkflowRegistry
@@ -122,6 +130,57 @@ def test_the_gate_decides_acceptance_and_the_ranker_the_order() -> None:
     assert matcher.rank("please create the monthly sales report")[0][1] >= GATE_THRESHOLD
     for chat in ("what's the weather", "how are you today?", "don't create a report"):
         assert matcher.rank(chat) == [], chat
+
+
+def _fixed_routing(accept: bool) -> Routing:
+    """The shipped semantic routing with a ranker that orders by the first column and a gate
+    that accepts (or rejects) everything: the built-in model's effect alone is left."""
+    shipped = default_routing(True)
+    rank = shipped.ranker.features
+    ranker = FusionModel(
+        rank, (1.0,) + (0.0,) * (len(rank) - 1), 0.0, (0.0,) * len(rank), (1.0,) * len(rank)
+    )
+    gate_names = shipped.gate.features
+    zeros = (0.0,) * len(gate_names)
+    gate = FusionModel(gate_names, zeros, 5.0 if accept else -5.0, zeros, (1.0,) * len(gate_names))
+    assert shipped.builtin is not None
+    builtin = BuiltinModel(frozenset({"greet_user"}), shipped.builtin.model)
+    return replace(shipped, ranker=ranker, gate=gate, builtin=builtin)
+
+
+@pytest.mark.parametrize(
+    ("p_builtin", "stated", "accept", "expected"),
+    [
+        (0.5, None, True, ["greet_user", "order_laptop"]),
+        (BUILTIN_VETO / 2, None, True, ["order_laptop"]),
+        (BUILTIN_VETO / 2, "greet_user", True, ["greet_user", "order_laptop"]),
+        (BUILTIN_VETO / 2, None, False, ["order_laptop"]),
+    ],
+)
+def test_built_in_candidates_leave_when_the_built_in_model_is_all_but_sure(
+    p_builtin: float, stated: str | None, accept: bool, expected: list[str]
+) -> None:
+    routing = _fixed_routing(accept)
+    width = len(routing.ranker.features)
+    features = np.zeros((2, width))
+    features[:, 0] = [0.9, 0.4]  # the greeting workflow ranks first
+    message = np.zeros(len(routing.gate.features) - 2)
+    message[0] = 1.0  # a shared word: not the no-evidence floor
+    found = Candidates(["greet_user", "order_laptop"], features, message, stated, p_builtin)
+    decision = decide(routing, found)
+    assert [w for w, _ in decision.ranked] == expected
+    assert decision.accepted == accept
+
+
+def test_only_built_in_candidates_vetoed_leave_nothing_to_match() -> None:
+    routing = _fixed_routing(True)
+    features = np.zeros((1, len(routing.ranker.features)))
+    message = np.ones(len(routing.gate.features) - 2)
+    found = Candidates(["greet_user"], features, message, None, 0.0)
+    assert decide(routing, found).matches(3) == []
+    # Without the built-in model (the lexical path) nothing is dropped.
+    lexical = replace(routing, builtin=None)
+    assert [w for w, _ in decide(lexical, found).matches(3)] == ["greet_user"]
 
 
 @pytest.mark.parametrize(

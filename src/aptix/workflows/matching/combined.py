@@ -23,6 +23,7 @@ from aptix.workflows.matching.cues import CUES, message_cues
 from aptix.workflows.matching.evidence import WorkflowIndex
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
 from aptix.workflows.matching.routing import (
+    BUILTIN_VETO,
     LEXICAL_GATE,
     SEMANTIC_GATE,
     WEAK_CHAR,
@@ -92,6 +93,9 @@ class Candidates:
     message: NDArray[np.float64]
     #: The workflow whose intent pattern the message states outright (:mod:`.stated`).
     stated: str | None = None
+    #: P(the message asks for a built-in workflow), from :class:`~.routing.BuiltinModel`;
+    #: 1.0 without one (lexical only), which never drops a built-in candidate.
+    builtin: float = 1.0
 
 
 class WorkflowMatcher:
@@ -202,19 +206,23 @@ class WorkflowMatcher:
             *cues,
             self._model.form.score(text) if self._model.form is not None else 0.0,
         ]
+        builtin = 1.0
         if self._semantic is not None and sem is not None:
             message_row += [float(sem[:, k].max()) for k in (0, 1, 2, 5)]
-            message_row.append(self._request_probability(self._semantic, text))
-        return Candidates(ids, features, np.asarray(message_row), stated)
+            vector = self._semantic.embed_query(text).astype(np.float64)
+            message_row.append(self._request_probability(vector))
+            model = self._model.builtin
+            if model is not None and vector.shape[0] == len(model.model.mean):
+                builtin = model.probability(vector)
+        return Candidates(ids, features, np.asarray(message_row), stated, builtin)
 
-    def _request_probability(self, semantic: SemanticMatcher, text: str) -> float:
+    def _request_probability(self, vector: NDArray[np.float64]) -> float:
         request = self._model.request
-        query = semantic.embed_query(text)
-        if request is None or query.shape[0] != len(request.mean):
+        if request is None or vector.shape[0] != len(request.mean):
             # Another embedding model than the request model was fitted on: no evidence, so
             # the gate's training mean (it then adds nothing to the gate's logit).
             return self._model.gate.mean[self._model.gate.features.index("request_model")]
-        return float(request.probability(query[None, :].astype(np.float64))[0])
+        return float(request.probability(vector[None, :])[0])
 
     def _why(self, message: str, workflow_id: str) -> str:
         reasons = []
@@ -250,7 +258,20 @@ def decide(model: Routing, found: Candidates) -> Decision:
         stated = found.ids.index(found.stated)
         order = [stated, *(i for i in order if i != stated)]
         gate = max(gate, STATED_GATE)
-    return Decision(tuple((found.ids[i], p[i]) for i in order), gate, weak)
+    ranked = tuple((found.ids[i], p[i]) for i in order)
+    builtin = model.builtin
+    if (
+        builtin is not None
+        and found.builtin < BUILTIN_VETO
+        and found.stated not in found.ids
+        and ranked[0][0] in builtin.ids
+    ):
+        # The gate judges whether the message asks for *a* workflow; the built-in model is
+        # all but sure it asks for none of the built-ins: a request the catalog lacks goes to
+        # no one rather than to the greeting workflow, and the arbiter is not shown built-ins
+        # either. What is left may be nothing. (A rejected decision matches nothing anyway.)
+        ranked = tuple(r for r in ranked if r[0] not in builtin.ids)
+    return Decision(ranked, gate, weak)
 
 
 def _weak_fit(message: NDArray[np.float64]) -> bool:
