@@ -149,10 +149,10 @@ WEAK_COVER = 0.4
 #: built-ins alone 0.74 (0.68), for 1.3 more calls per hundred (chosen among 16 thresholds
 #: on the same training catalogs, so optimistic).
 WEAK_CHAR = 0.15
-#: Built-in candidates leave an accepted decision when :class:`BuiltinModel` gives the message
-#: less than this. The model is fitted at the rate of built-in requests among all training
-#: messages (about 8 in 100), far below their rate where a built-in comes first, hence the low
-#: value. Chosen on the training catalogs, leave-one-catalog-out: the largest of nine values
+#: Built-in candidates leave a decision when :class:`BuiltinModel` gives the message less
+#: than this. The model is fitted at the rate of built-in requests among all training
+#: messages (about 8 in 100), far below their rate where a built-in comes first, hence the
+#: low value. Chosen on the training catalogs, leave-one-catalog-out: the largest of nine values
 #: from 0.01 to 0.3 that costs built-in requests at most one point of top-1 (chosen inside
 #: each fold on the other seven catalogs alone, it came out at 0.01 to 0.03).
 BUILTIN_VETO = 0.02
