@@ -20,10 +20,10 @@ import argparse
 import json
 
 from aptix.workflows.matching.combined import WorkflowMatcher
-from aptix.workflows.matching.routing import WEIGHTS_FILE
+from aptix.workflows.matching.routing import WEIGHTS_FILE, BuiltinModel
 from aptix.workflows.matching.semantic import SemanticMatcher
 from bench.encoders import fold_embedder
-from bench.match_eval import fit_builtin, fit_routing, placeholder, set_evidence
+from bench.match_eval import builtin_ids, fit_builtin, fit_routing, placeholder, set_evidence
 from tests.workflows.matchset import TrainingSet, training_sets
 
 
@@ -34,11 +34,12 @@ def _semantic_matcher(item: TrainingSet) -> WorkflowMatcher:
 
 
 def refit_builtin() -> None:
-    """Refit only the semantic configuration's built-in model in ``routing.json``."""
+    """Refit only the built-in models (semantic fitted, lexical ids) in ``routing.json``."""
     evidence, rows, _ = set_evidence(_semantic_matcher, training_sets())
     assert evidence.vectors is not None
     payload = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
     payload["semantic"]["builtin"] = fit_builtin(evidence.vectors, rows).to_json()
+    payload["lexical"]["builtin"] = BuiltinModel(builtin_ids()).to_json()
     WEIGHTS_FILE.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     print(f"wrote the built-in model into {WEIGHTS_FILE} ({len(rows)} messages)")
 

@@ -291,7 +291,7 @@ def _fold_evidence(
     found = _with(found, "form", form.score(ev.texts[i]))
     if request is not None and ev.vectors is not None:
         found = _with(found, "request_model", float(request.probability(ev.vectors[i][None, :])[0]))
-    if builtin is not None and ev.vectors is not None and found.ids:
+    if builtin is not None and builtin.model is not None and ev.vectors is not None and found.ids:
         found = replace(found, builtin=builtin.probability(ev.vectors[i]))
     return found
 
@@ -345,7 +345,8 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
     gate = FusionModel.fit(
         names, np.vstack(gate_x), np.asarray(gate_y), nonnegative=GATE_NONNEGATIVE
     )
-    request_model = builtin = None
+    request_model = None
+    builtin = BuiltinModel(builtin_ids())  # lexical: the character rule, nothing fitted
     if ev.vectors is not None:
         request_model = fit_request(ev.vectors[idx], [rows[i] for i in idx])
         builtin = fit_builtin(ev.vectors[idx], [rows[i] for i in idx])

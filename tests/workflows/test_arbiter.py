@@ -248,7 +248,8 @@ def test_without_the_semantic_extra_weak_fit_is_few_shared_character_grams(
 ) -> None:
     # "new" is all these share with the greeting workflow ("I am new here"): the gate passes
     # them as request-shaped; their character n-grams say nothing in the catalog is close.
-    matcher = WorkflowMatcher()
+    # (Without the built-in rule, which would drop the built-ins here: see the next test.)
+    matcher = WorkflowMatcher(model=replace(default_routing(False), builtin=None))
     registry = WorkflowRegistry([item.manifest for item in load_builtin()[0]], matcher=matcher)
     registry.match("build the index")
     found = matcher.candidates(message)
@@ -257,3 +258,27 @@ def test_without_the_semantic_extra_weak_fit_is_few_shared_character_grams(
     assert decision.accepted
     assert decision.weak is weak is bool(char_max < WEAK_CHAR)
     assert decision.unsure or not weak
+
+
+async def test_without_the_semantic_extra_a_built_in_that_barely_fits_leaves(
+    server: ScriptedOpenAIServer,
+) -> None:
+    # The shipped lexical routing drops a built-in that comes first when its own character
+    # n-grams barely meet the message's: with the built-ins alone these match nothing, and
+    # the model is not asked.
+    matcher = WorkflowMatcher()
+    registry = WorkflowRegistry([item.manifest for item in load_builtin()[0]], matcher=matcher)
+    client = OpenAiLlmClient(base_url=server.base_url, api_key="k", model="m", max_retries=0)
+    registry.arbiter = MatchArbiter(LlmArbiterModel(client), "ambiguous", timeout=5)
+    registry.match("build the index")
+    for message in ("I need a new laptop", "order new office chairs", "I need new tyres fitted"):
+        assert matcher.decide(message).gate >= 0.5, message  # request-shaped
+        assert await registry.match_async(message) == [], message
+    assert server.requests == []
+    for message, expected in (
+        ("hello there", "greet_user"),
+        ("work out 15% of 240", "guided_calculation"),
+        ("I want to write a workflow for onboarding", "author_workflow"),
+        ("publish my workflow draft", "review_and_publish_workflow"),
+    ):
+        assert [w for w, _ in matcher.decide(message).matches(1)] == [expected], message

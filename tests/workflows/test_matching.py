@@ -23,6 +23,7 @@ from aptix.workflows.matching.routing import (
     BUILTIN_VETO,
     GATE_THRESHOLD,
     LEXICAL_RANK,
+    WEAK_CHAR,
     BuiltinModel,
     Routing,
     default_routing,
@@ -170,6 +171,20 @@ def test_built_in_candidates_leave_when_the_built_in_model_is_all_but_sure(
     decision = decide(routing, found)
     assert [w for w, _ in decision.ranked] == expected
     assert decision.accepted == accept
+
+
+@pytest.mark.parametrize(("char", "expected"), [(0.1, ["order_laptop"]), (0.3, ["greet_user"])])
+def test_without_a_model_a_first_built_in_leaves_when_its_character_grams_barely_meet(
+    char: float, expected: list[str]
+) -> None:
+    routing = replace(_fixed_routing(True), builtin=BuiltinModel(frozenset({"greet_user"})))
+    features = np.zeros((2, len(routing.ranker.features)))
+    features[:, 0] = [0.9, 0.4]
+    features[0, LEXICAL_RANK.index("char")] = char
+    message = np.ones(len(routing.gate.features) - 2)
+    found = Candidates(["greet_user", "order_laptop"], features, message)
+    assert [w for w, _ in decide(routing, found).ranked][:1] == expected
+    assert WEAK_CHAR == 0.15  # the two cases sit either side of it
 
 
 def test_only_built_in_candidates_vetoed_leave_nothing_to_match() -> None:

@@ -25,10 +25,12 @@ from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
 from aptix.workflows.matching.routing import (
     BUILTIN_VETO,
     LEXICAL_GATE,
+    LEXICAL_RANK,
     SEMANTIC_GATE,
     WEAK_CHAR,
     WEAK_COVER,
     WEAK_PATTERN,
+    BuiltinModel,
     Decision,
     Routing,
     default_routing,
@@ -55,6 +57,8 @@ MIN_SEMANTIC_ONLY = 0.3
 MAX_COUNTED_TERMS = 20
 #: The gate's probability at least, when the message states a workflow's intent pattern.
 STATED_GATE = 0.9
+#: The ranker column of a candidate's character n-gram cosine (the same in both configurations).
+CHAR_COLUMN = LEXICAL_RANK.index("char")
 #: Past this many characters a message is cut before matching: intent is stated early.
 MAX_MATCH_CHARS = 2_000
 
@@ -211,9 +215,10 @@ class WorkflowMatcher:
             message_row += [float(sem[:, k].max()) for k in (0, 1, 2, 5)]
             vector = self._semantic.embed_query(text).astype(np.float64)
             message_row.append(self._request_probability(vector))
-            model = self._model.builtin
-            if model is not None and vector.shape[0] == len(model.model.mean):
-                builtin = model.probability(vector)
+            fitted = self._model.builtin
+            model = None if fitted is None else fitted.model
+            if fitted is not None and model is not None and vector.shape[0] == len(model.mean):
+                builtin = fitted.probability(vector)
         return Candidates(ids, features, np.asarray(message_row), stated, builtin)
 
     def _request_probability(self, vector: NDArray[np.float64]) -> float:
@@ -262,16 +267,27 @@ def decide(model: Routing, found: Candidates) -> Decision:
     builtin = model.builtin
     if (
         builtin is not None
-        and found.builtin < BUILTIN_VETO
         and found.stated not in found.ids
         and ranked[0][0] in builtin.ids
+        and _not_for_builtin(builtin, found, order[0])
     ):
-        # The gate judges whether the message asks for *a* workflow; the built-in model is
-        # all but sure it asks for none of the built-ins: a request the catalog lacks goes to
-        # no one rather than to the greeting workflow, and the arbiter is not shown built-ins
-        # either. What is left may be nothing. (A rejected decision matches nothing anyway.)
+        # The gate judges whether the message asks for *a* workflow, not for which: a
+        # request the catalog lacks goes to no one rather than to the greeting workflow, and
+        # the arbiter is not shown built-ins either. What is left may be nothing. (A
+        # rejected decision matches nothing anyway.)
         ranked = tuple(r for r in ranked if r[0] not in builtin.ids)
     return Decision(ranked, gate, weak)
+
+
+def _not_for_builtin(builtin: BuiltinModel, found: Candidates, first: int) -> bool:
+    """The message asks for none of the built-ins, though one comes first.
+
+    With the semantic extra the built-in model says so (:data:`~.routing.BUILTIN_VETO`);
+    without it, the first built-in's character n-grams barely meet the message's.
+    """
+    if builtin.model is not None:
+        return found.builtin < BUILTIN_VETO
+    return bool(found.features[first, CHAR_COLUMN] < WEAK_CHAR)
 
 
 def _weak_fit(message: NDArray[np.float64]) -> bool:

@@ -19,7 +19,8 @@ workflows too. With the semantic extra, a third small model (:class:`BuiltinMode
 whether the message asks for one of the built-in workflows, which are the same in every
 deployment: when it is all but sure the message does not, built-in candidates leave the
 decision (:func:`~.combined.decide`), so a request the catalog lacks ("I need a new laptop")
-no longer lands on the greeting workflow. The models are fitted by
+no longer lands on the greeting workflow. Without the semantic extra, a built-in that comes
+first leaves when its character n-grams barely meet the message's. The models are fitted by
 ``python -m bench.fit_routing`` on the training catalogs only (never a held-out set) and
 stored in ``routing.json``.
 """
@@ -149,12 +150,13 @@ WEAK_COVER = 0.4
 #: built-ins alone 0.74 (0.68), for 1.3 more calls per hundred (chosen among 16 thresholds
 #: on the same training catalogs, so optimistic).
 WEAK_CHAR = 0.15
-#: Built-in candidates leave a decision when :class:`BuiltinModel` gives the message less
-#: than this. The model is fitted at the rate of built-in requests among all training
-#: messages (about 8 in 100), far below their rate where a built-in comes first, hence the
-#: low value. Chosen on the training catalogs, leave-one-catalog-out: the largest of nine values
-#: from 0.01 to 0.3 that costs built-in requests at most one point of top-1 (chosen inside
-#: each fold on the other seven catalogs alone, it came out at 0.01 to 0.03).
+#: With the semantic extra, built-in candidates leave a decision when :class:`BuiltinModel`
+#: gives the message less than this. The model is fitted at the rate of built-in requests
+#: among all training messages (about 8 in 100), far below their rate where a built-in comes
+#: first, hence the low value. Chosen on the training catalogs, leave-one-catalog-out: the
+#: largest of nine values from 0.01 to 0.3 that costs built-in requests at most one point of
+#: top-1 (chosen inside each fold on the other seven catalogs alone, it came out at 0.01 to
+#: 0.03).
 BUILTIN_VETO = 0.02
 
 
@@ -204,24 +206,34 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class BuiltinModel:
-    """Whether a message asks for one of the built-in workflows, read from its embedding."""
+    """When built-in candidates leave a decision: the built-in ids, and (semantic) a model.
 
-    #: The built-in workflow ids the model was fitted for.
+    With the semantic extra, ``model`` reads from the message embedding whether the message
+    asks for one of the built-in workflows (see :data:`BUILTIN_VETO`). Without it, a built-in
+    that comes first leaves when its own character n-grams barely meet the message's
+    (:data:`WEAK_CHAR`).
+    """
+
+    #: The built-in workflow ids.
     ids: frozenset[str]
-    model: FusionModel
+    model: FusionModel | None = None
 
     def probability(self, vector: NDArray[np.float64]) -> float:
-        """P(the message asks for a built-in workflow)."""
+        """P(the message asks for a built-in workflow); 1.0 without a model."""
+        if self.model is None:
+            return 1.0
         return float(self.model.probability(vector[None, :])[0])
 
     def to_json(self) -> dict[str, object]:
-        """A JSON-ready dict: the ids, sorted, and the model."""
-        return {"ids": sorted(self.ids), **self.model.to_json()}
+        """A JSON-ready dict: the ids, sorted, and the model when there is one."""
+        model = {} if self.model is None else self.model.to_json()
+        return {"ids": sorted(self.ids), **model}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BuiltinModel:
         """The model stored by :meth:`to_json`."""
-        return cls(frozenset(str(i) for i in data["ids"]), FusionModel.from_json(data))
+        model = FusionModel.from_json(data) if "features" in data else None
+        return cls(frozenset(str(i) for i in data["ids"]), model)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +285,9 @@ def default_routing(semantic: bool) -> Routing:
         routing.ranker.features,
         routing.gate.features,
         None if routing.request is None else routing.request.features,
-        None if routing.builtin is None else routing.builtin.model.features,
+        None
+        if routing.builtin is None or routing.builtin.model is None
+        else routing.builtin.model.features,
     )
     if found != expected:
         raise ValueError(f"{WEIGHTS_FILE.name} was fitted on other features: refit it.")
