@@ -98,7 +98,7 @@ class Candidates:
     #: The workflow whose intent pattern the message states outright (:mod:`.stated`).
     stated: str | None = None
     #: P(the message asks for a built-in workflow), from :class:`~.routing.BuiltinModel`;
-    #: 1.0 without one (lexical only), which never drops a built-in candidate.
+    #: 1.0 without a fitted model (lexical only, where a character rule decides instead).
     builtin: float = 1.0
 
 
