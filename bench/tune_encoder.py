@@ -2,10 +2,13 @@
 
 all-MiniLM-L6-v2 was trained to put paraphrases close. A routing request is rarely a
 paraphrase of its workflow: "the tour is off because of the fixture change" asks to cancel a
-group booking. One epoch of contrastive tuning on the training catalogs' requests (each
+group booking. Two epochs of contrastive tuning on the training catalogs' requests (each
 message against a text of its own workflow, the other workflows of the batch and the
-catalog's closest other workflow as negatives) teaches the encoder that step, in domains
-it then has never seen.
+catalog's closest other workflow as negatives) teach the encoder that step, in domains it
+then has never seen. A linear head, dropped afterwards, learns beside it to tell those
+requests from the catalogs' messages that ask for nothing (near misses, chit-chat), so the
+embedding keeps what the gate's request model reads (docs/modes-and-workflows.md, the
+fifteenth round).
 
 Run in an environment with PyTorch (not a dependency of aptix):
 
@@ -34,7 +37,7 @@ import io
 import random
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +52,16 @@ from tests.workflows.matchset import TrainingSet, training_sets
 SHIPPED = (
     Path(__file__).parents[1] / "src/aptix/workflows/matching/data/minilm-l6-routing-int8.onnx"
 )
-EPOCHS = 1
+EPOCHS = 2
 BATCH = 32
 LEARNING_RATE = 2e-5
 #: Inverse temperature of the contrastive loss (cosines times this are the logits).
 SCALE = 20.0
 SEED = 7
+#: Weight of the request head's binary cross-entropy beside the contrastive loss.
+REQUEST_WEIGHT = 1.0
+#: The head starts from nothing, so it learns far faster than the pretrained encoder.
+HEAD_LEARNING_RATE = 1e-2
 
 
 def _texts(catalog: TrainingSet) -> dict[str, list[str]]:
@@ -79,8 +86,16 @@ def _examples(model: Any, sets: Sequence[TrainingSet]) -> list[tuple[str, list[s
     return out
 
 
+def _cycle(items: list[str], rnd: random.Random) -> Iterator[str]:
+    """``items`` without end, reshuffled on each pass."""
+    while True:
+        order = items[:]
+        rnd.shuffle(order)
+        yield from order
+
+
 def tune(reference: Path, sets: Sequence[TrainingSet]) -> Any:
-    """The reference model after one epoch of contrastive tuning on ``sets``."""
+    """The reference model after :data:`EPOCHS` epochs of tuning on ``sets``."""
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -90,7 +105,19 @@ def tune(reference: Path, sets: Sequence[TrainingSet]) -> Any:
     model = SentenceTransformer(str(reference), device="cpu")
     model.max_seq_length = MAX_TOKENS
     examples = _examples(model, sets)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
+    nothing = [row.message for item in sets for row in item.rows if row.expected is None]
+    # The head's own generators: its start and its draws leave the shuffle and the texts drawn.
+    with torch.random.fork_rng():
+        torch.manual_seed(SEED)
+        head = torch.nn.Linear(model.get_sentence_embedding_dimension(), 1)
+    draw = _cycle(nothing, random.Random(SEED))
+    optimiser = torch.optim.AdamW(
+        [
+            {"params": model.parameters()},
+            {"params": head.parameters(), "lr": HEAD_LEARNING_RATE},
+        ],
+        lr=LEARNING_RATE,
+    )
     steps = EPOCHS * -(-len(examples) // BATCH)
     warm = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -111,6 +138,12 @@ def tune(reference: Path, sets: Sequence[TrainingSet]) -> Any:
             negatives = embed([rnd.choice(n) for _, _, n in batch])
             logits = SCALE * anchors @ torch.cat([positives, negatives]).T
             loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+            both = torch.cat([anchors, embed([next(draw) for _ in range(BATCH)])])
+            is_request = torch.cat([torch.ones(len(batch)), torch.zeros(BATCH)])
+            request_loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                head(both).squeeze(-1), is_request
+            )
+            loss = loss + REQUEST_WEIGHT * request_loss
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
