@@ -54,12 +54,12 @@ SHIPPED = (
 )
 EPOCHS = 2
 BATCH = 32
-LEARNING_RATE = 2e-5
+LEARNING_RATE = 4e-5
 #: Inverse temperature of the contrastive loss (cosines times this are the logits).
 SCALE = 20.0
 SEED = 7
 #: Weight of the request head's binary cross-entropy beside the contrastive loss.
-REQUEST_WEIGHT = 1.0
+REQUEST_WEIGHT = 2.0
 #: The head starts from nothing, so it learns far faster than the pretrained encoder.
 HEAD_LEARNING_RATE = 1e-2
 

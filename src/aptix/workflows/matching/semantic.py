@@ -75,7 +75,7 @@ MODELS: dict[str, ModelSpec] = {
         "aptix",
         "all-MiniLM-L6-v2 tuned on the training catalogs' requests, int8 ONNX (23 MB; "
         "7-bit matrix weights, so every CPU computes the same)",
-        "9d25e1c4332bb771e5ca2218c926d5a8d34994630eeee5ba4106b1d8a95d9a31",
+        "eae46df9b57b2f9773e134f417d4b612e1097bf1ae4a3511e87c643438ac79e8",
         file="minilm-l6-routing-int8.onnx",
     ),
     "minilm-l6-int8": ModelSpec(
