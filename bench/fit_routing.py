@@ -8,6 +8,11 @@ semantic configuration reads each training set through the encoder tuned without
 (``python -m bench.tune_encoder`` writes them).
 ``python -m bench.workflows`` reports how the result does on folds and on the held-out sets.
 
+``--semantic-only`` refits the semantic configuration and the shared form model, and keeps
+the lexical configuration with the form model it was fitted with (stored in its section):
+the seventeenth round's new training catalogs helped the semantic path and not the lexical
+one (docs/modes-and-workflows.md).
+
 ``--builtin-only`` refits the built-in model alone and keeps the rest of the file. Fold
 encoders tuned on another machine differ in their last bits, which moves the semantic ranker
 and gate weights by up to 0.05; the built-in model was added in the thirteenth round that
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.routing import WEIGHTS_FILE, BuiltinModel
@@ -50,14 +56,25 @@ def main() -> None:
     parser.add_argument(
         "--builtin-only", action="store_true", help="refit the built-in model alone"
     )
-    if parser.parse_args().builtin_only:
+    parser.add_argument(
+        "--semantic-only",
+        action="store_true",
+        help="refit the semantic configuration, keep the lexical one and its form model",
+    )
+    args = parser.parse_args()
+    if args.builtin_only:
         refit_builtin()
         return
     payload: dict[str, object] = {}
-    for name, make in (
+    configurations: list[tuple[str, Callable[[TrainingSet], WorkflowMatcher]]] = [
         ("lexical", lambda _: WorkflowMatcher(model=placeholder(False))),
         ("semantic", _semantic_matcher),
-    ):
+    ]
+    if args.semantic_only:
+        kept = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
+        payload["lexical"] = {"form": kept["form"], **kept["lexical"]}
+        configurations = configurations[1:]
+    for name, make in configurations:
         evidence, rows, _ = set_evidence(make, training_sets())
         routing = fit_routing(evidence, rows, range(len(rows)))
         payload[name] = routing.to_json()

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aptix.workflows.loader import load_builtin
+from aptix.workflows.matching import routing as routing_module
 from aptix.workflows.matching.combined import Candidates, WorkflowMatcher, decide
 from aptix.workflows.matching.cues import CUES, message_cues
 from aptix.workflows.matching.explicit import explicit_workflow_id
@@ -314,6 +317,26 @@ def test_the_shipped_form_model_tells_a_request_from_talk(ask: str, talk: str) -
     form = default_routing(False).form
     assert form is not None
     assert form.score(ask) > form.score(talk)
+
+
+def test_a_configuration_kept_from_an_earlier_fit_keeps_its_own_form_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload = json.loads(routing_module.WEIGHTS_FILE.read_text(encoding="utf-8"))
+    own = FormModel.fit(["open the file", "nice weather"] * 3, [True, False] * 3)
+    payload["lexical"]["form"] = own.to_json()
+    weights = tmp_path / "routing.json"
+    weights.write_text(json.dumps(payload), encoding="utf-8")
+    monkeypatch.setattr(routing_module, "WEIGHTS_FILE", weights)
+    default_routing.cache_clear()
+    try:
+        lexical, semantic = default_routing(False).form, default_routing(True).form
+    finally:
+        default_routing.cache_clear()
+    assert lexical is not None
+    assert semantic is not None
+    assert lexical.to_json() == own.to_json()
+    assert semantic.to_json() == payload["form"]
 
 
 def test_matches_say_why() -> None:

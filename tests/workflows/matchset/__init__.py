@@ -33,6 +33,14 @@ office; a terse one: airport ground handling, recruitment agency, water utility)
 eight kinds of request, the built-ins in their users' words, near misses, chit-chat and
 general-assistant requests.
 
+Training catalogs added in the seventeenth round (``train/j``, ``train/k``), written after
+every held-out set by authors who read one training catalog (for its format) and the
+built-in workflows, never a held-out set: an agricultural cooperative, a museum and gallery
+and a home-care agency (second-person descriptions, first-person patterns); a telecom
+operations centre, a car rental branch and a print shop (trade jargon, terse patterns).
+Messages of theirs that happened to equal a held-out message were removed, so that adding
+them left every held-out set as it was.
+
 Exact duplicates (case and spacing aside) of a training message are dropped from the
 held-out sets, so that no message is scored by a model fitted on it.
 """

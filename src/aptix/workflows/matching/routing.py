@@ -273,7 +273,8 @@ def default_routing(semantic: bool) -> Routing:
         FusionModel.from_json(part["ranker"]),
         FusionModel.from_json(part["gate"]),
         FusionModel.from_json(part["request"]) if "request" in part else None,
-        FormModel.from_json(data["form"]),
+        # A configuration kept from an earlier fit keeps the form model it was fitted with.
+        FormModel.from_json(part.get("form", data["form"])),
         BuiltinModel.from_json(part["builtin"]) if "builtin" in part else None,
     )
     expected = (

@@ -75,7 +75,7 @@ MODELS: dict[str, ModelSpec] = {
         "aptix",
         "all-MiniLM-L6-v2 tuned on the training catalogs' requests, int8 ONNX (23 MB; "
         "7-bit matrix weights, so every CPU computes the same)",
-        "eae46df9b57b2f9773e134f417d4b612e1097bf1ae4a3511e87c643438ac79e8",
+        "d0a5f25952dded27236f9ecc0e8c272a7f1bf2ba4cf324ec151154caa8b040e1",
         file="minilm-l6-routing-int8.onnx",
     ),
     "minilm-l6-int8": ModelSpec(
