@@ -118,6 +118,12 @@ async def test_modes_and_workflows(client: httpx.AsyncClient) -> None:
     )
     assert matched.json()["matches"][0]["workflowId"] == "author_workflow"
     _error(await client.post("/v1/workflows/match", json={"userMessage": ""}), 422)
+    # Blank text is bad input (422), not a conflict with the server's state (409).
+    for blank in (" \t\n ", "\u3000\u00a0"):
+        reply = await client.post("/v1/workflows/match", json={"userMessage": blank})
+        message = _error(reply, 422)
+        assert "userMessage" in message
+        assert "blank" in message, message
 
 
 async def test_cancel_workflow(client: httpx.AsyncClient) -> None:

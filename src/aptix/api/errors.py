@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aptix.api.outage import OUTAGE_TYPES, RETRY_AFTER_SECONDS, OutageLog, is_database_outage
 from aptix.api.storable_json import StorableJSONResponse
+from aptix.blank import NOT_BLANK_PATTERN
 from aptix.errors import ConfigurationError, LlmError, NotFoundError, TurnError
 from aptix.logger import StdlibAdminLogger
 
@@ -118,7 +119,11 @@ def _describe(exc: RequestValidationError) -> str:
         if err.get("type") == "json_invalid":
             return "The request body is not valid JSON."
         where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-        problems.append(f"{where or 'body'}: {err.get('msg', 'invalid')}")
+        message = err.get("msg", "invalid")
+        if err.get("ctx", {}).get("pattern") == NOT_BLANK_PATTERN:
+            # The pattern spells out every blank character: unreadable, and says less.
+            message = "must not be blank"
+        problems.append(f"{where or 'body'}: {message}")
     return "Invalid request: " + "; ".join(problems) + "."
 
 

@@ -136,7 +136,9 @@ class ExecuteRequest(WireModel):
 class MatchRequest(WireModel):
     """``POST /v1/workflows/match``."""
 
-    user_message: str = Field(min_length=1, max_length=10_000)
+    user_message: str = Field(
+        min_length=1, max_length=10_000, pattern=NOT_BLANK_PATTERN, description="Not blank."
+    )
 
 
 #: The bodies we read, documented in both casings (``aptix.casing``).
