@@ -74,6 +74,7 @@ from tests.workflows.evalset import (
 )
 from tests.workflows.evalset import eval_catalog as legacy_catalog
 from tests.workflows.matchset import (
+    REQUEST_KINDS,
     Labelled,
     TrainingSet,
     catalog,
@@ -83,6 +84,7 @@ from tests.workflows.matchset import (
     holdout3,
     holdout4,
     nearmiss,
+    request_kinds,
     terse_catalog,
     terse_labelled,
     training_sets,
@@ -206,6 +208,29 @@ def fold_rows(embedder: Embedder | None, show_misses: bool) -> list[list[object]
                 _shift(folds, len(rows)), terse_ev, everything, always_train=range(len(rows))
             )
             out.append(["terse (held-out messages)", protocol, label, *_fold_rates(total)])
+    return out
+
+
+def kind_rows(embedder: Embedder | None) -> list[list[object]]:
+    """Leave-one-catalog-out by kind of request, over the training catalogs under ``train/``.
+
+    Each writes a workflow's eight requests in one order of kinds (command, polite, indirect
+    situation, goal, typos, long, fragment, problem statement): which kinds are still missed.
+    """
+    sets = training_sets()
+    kinds = request_kinds()
+    out: list[list[object]] = []
+    for label, emb in _configs(embedder):
+        ev, rows, spans = set_evidence(_set_matcher(emb), sets)
+        total = {kind: Scores() for kind in REQUEST_KINDS}
+        for k, span in enumerate(spans[1:], start=1):
+            rest = [i for j, other in enumerate(spans) if j != k for i in other]
+            found = decisions(fit_routing(ev, rows, rest), ev, span)
+            for i in span:
+                if (kind := kinds.get(" ".join(rows[i].message.casefold().split()))) is not None:
+                    total[kind].add(score({i: found[i]}, rows))
+        for kind, s in total.items():
+            out.append([kind, label, f"{s.on_topic:,}", _fmt(s.ranker_rate), _fmt(s.top1_rate)])
     return out
 
 
@@ -476,6 +501,11 @@ def main() -> None:
             "cross-validated: ranker + gate refitted on each fold's training part",
             ["catalog", "protocol", "matcher", *HEADER, *PARTS],
             fold_rows(embedder, args.misses),
+        )
+        print_table(
+            "leave-one-catalog-out by kind of request (training catalogs under train/)",
+            ["kind", "matcher", "requests", "ranker first", "top-1"],
+            kind_rows(embedder),
         )
         print_table(
             "requests for a workflow the catalog lacks, leave-one-catalog-out",

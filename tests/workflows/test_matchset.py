@@ -9,6 +9,7 @@ import yaml
 from aptix.workflows.loader import load_builtin
 from tests.workflows.matchset import (
     HERE,
+    REQUEST_KINDS,
     catalog,
     chitchat,
     fresh,
@@ -17,6 +18,7 @@ from tests.workflows.matchset import (
     holdout4,
     labelled,
     nearmiss,
+    request_kinds,
     terse_catalog,
     terse_labelled,
     training_sets,
@@ -80,6 +82,14 @@ def test_catalogs_added_after_the_held_out_sets_take_nothing_from_them() -> None
         r.message for t in later for r in t.rows if " ".join(r.message.casefold().split()) in held
     ]
     assert shared == []
+
+
+def test_every_training_catalog_writes_each_workflow_eight_kinds_of_request() -> None:
+    counts = Counter(request_kinds().values())
+    workflows = sum(len(t.catalog) for t in training_sets()[1:])
+    assert set(counts) == set(REQUEST_KINDS)
+    # Exact duplicates across catalogs are kept once, so a kind may be a message or two short.
+    assert all(workflows - 3 <= n <= workflows for n in counts.values()), counts
 
 
 def test_every_set_is_labelled_against_its_own_catalog() -> None:

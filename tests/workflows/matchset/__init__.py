@@ -57,6 +57,7 @@ import yaml
 from aptix.workflows.manifest import WorkflowManifest
 
 __all__ = [
+    "REQUEST_KINDS",
     "Labelled",
     "TrainingSet",
     "catalog",
@@ -67,6 +68,7 @@ __all__ = [
     "holdout4",
     "labelled",
     "nearmiss",
+    "request_kinds",
     "terse_catalog",
     "terse_labelled",
     "training_sets",
@@ -208,6 +210,24 @@ def training_sets() -> tuple[TrainingSet, ...]:
                 rows.append(row)
         out.append(TrainingSet(folder.name, _catalog(folder / "catalog.yaml"), tuple(rows)))
     return tuple(out)
+
+
+#: The kinds of request each training catalog writes for every workflow of its own, in order.
+REQUEST_KINDS = ("command", "polite", "indirect", "goal", "typos", "long", "fragment", "problem")
+
+
+@functools.cache
+def request_kinds() -> dict[str, str]:
+    """The kind of each training catalog's request for one of its own workflows, by message."""
+    out: dict[str, str] = {}
+    for folder in sorted(p for p in (HERE / "train").iterdir() if p.is_dir()):
+        own = {m.workflow_id for m in _catalog(folder / "catalog.yaml")}
+        groups = yaml.safe_load((folder / "messages.yaml").read_text(encoding="utf-8"))
+        for key, messages in groups.items():
+            if key in own:
+                for kind, message in zip(REQUEST_KINDS, messages, strict=True):
+                    out.setdefault(_key(message), kind)
+    return out
 
 
 @functools.cache
