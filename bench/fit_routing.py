@@ -53,10 +53,9 @@ def refit_builtin() -> None:
 def main() -> None:
     """Fit both configurations on every training message and write ``routing.json``."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--builtin-only", action="store_true", help="refit the built-in model alone"
-    )
-    parser.add_argument(
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--builtin-only", action="store_true", help="refit the built-in model alone")
+    only.add_argument(
         "--semantic-only",
         action="store_true",
         help="refit the semantic configuration, keep the lexical one and its form model",

@@ -84,7 +84,7 @@ from tests.workflows.matchset import (
     holdout3,
     holdout4,
     nearmiss,
-    request_kinds,
+    request_kind,
     terse_catalog,
     terse_labelled,
     training_sets,
@@ -218,7 +218,6 @@ def kind_rows(embedder: Embedder | None) -> list[list[object]]:
     situation, goal, typos, long, fragment, problem statement): which kinds are still missed.
     """
     sets = training_sets()
-    kinds = request_kinds()
     out: list[list[object]] = []
     for label, emb in _configs(embedder):
         ev, rows, spans = set_evidence(_set_matcher(emb), sets)
@@ -227,7 +226,7 @@ def kind_rows(embedder: Embedder | None) -> list[list[object]]:
             rest = [i for j, other in enumerate(spans) if j != k for i in other]
             found = decisions(fit_routing(ev, rows, rest), ev, span)
             for i in span:
-                if (kind := kinds.get(" ".join(rows[i].message.casefold().split()))) is not None:
+                if (kind := request_kind(rows[i].message)) is not None:
                     total[kind].add(score({i: found[i]}, rows))
         for kind, s in total.items():
             out.append([kind, label, f"{s.on_topic:,}", _fmt(s.ranker_rate), _fmt(s.top1_rate)])

@@ -68,6 +68,7 @@ __all__ = [
     "holdout4",
     "labelled",
     "nearmiss",
+    "request_kind",
     "request_kinds",
     "terse_catalog",
     "terse_labelled",
@@ -228,6 +229,11 @@ def request_kinds() -> dict[str, str]:
                 for kind, message in zip(REQUEST_KINDS, messages, strict=True):
                     out.setdefault(_key(message), kind)
     return out
+
+
+def request_kind(message: str) -> str | None:
+    """The kind of a training catalog's request (None for any other message)."""
+    return request_kinds().get(_key(message))
 
 
 @functools.cache
