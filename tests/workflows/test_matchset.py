@@ -76,8 +76,8 @@ def test_catalogs_added_after_the_held_out_sets_take_nothing_from_them() -> None
         for messages in yaml.safe_load(path.read_text(encoding="utf-8")).values():
             held |= {" ".join(m.casefold().split()) for m in messages}
     assert len(held) > 1500
-    later = [t for t in training_sets() if t.name in ("j", "k")]
-    assert len(later) == 2
+    later = [t for t in training_sets() if t.name in ("j", "k", "l")]
+    assert len(later) == 3
     shared = [
         r.message for t in later for r in t.rows if " ".join(r.message.casefold().split()) in held
     ]
@@ -87,9 +87,19 @@ def test_catalogs_added_after_the_held_out_sets_take_nothing_from_them() -> None
 def test_every_training_catalog_writes_each_workflow_eight_kinds_of_request() -> None:
     counts = Counter(request_kinds().values())
     workflows = sum(len(t.catalog) for t in training_sets()[1:])
+    extra = Counter[str]()
+    for path in HERE.glob("train/*/situations.yaml"):
+        name = path.parent.name
+        own = [m.workflow_id for t in training_sets() if t.name == name for m in t.catalog]
+        groups = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert list(groups) == own, path
+        assert all(set(kinds) <= set(REQUEST_KINDS) for kinds in groups.values())
+        extra.update(kind for kinds in groups.values() for kind in kinds for _ in kinds[kind])
     assert set(counts) == set(REQUEST_KINDS)
+    assert extra["indirect"] >= 90
+    assert extra["problem"] >= 90
     # Exact duplicates across catalogs are kept once, so a kind may be a message or two short.
-    assert all(workflows - 3 <= n <= workflows for n in counts.values()), counts
+    assert all(workflows - 3 <= n - extra[kind] <= workflows for kind, n in counts.items()), counts
 
 
 def test_every_set_is_labelled_against_its_own_catalog() -> None:
@@ -101,8 +111,8 @@ def test_every_set_is_labelled_against_its_own_catalog() -> None:
         expected = {r.expected for r in item.rows} - {None}
         assert expected <= ids | builtin, item.name
         assert sum(r.expected is None for r in item.rows) >= 30, item.name
-    # Nine training catalogs besides the development one, each with its own near misses.
-    assert len(training_sets()) == 10
+    # Ten training catalogs besides the development one, each with its own near misses.
+    assert len(training_sets()) == 11
     assert all(sum(r.chat for r in t.rows) >= 20 for t in training_sets()[1:])
 
 

@@ -41,6 +41,12 @@ operations centre, a car rental branch and a print shop (trade jargon, terse pat
 Messages of theirs that happened to equal a held-out message were removed, so that adding
 them left every held-out set as it was.
 
+Training catalog added in the eighteenth round (``train/l``), by the same kind of authors: a
+school office, an online shop's operations team and a removals and storage company (formal
+third-person descriptions, gerund patterns). Beside its eight kinds of request it has
+``situations.yaml``: three more indirect situations and three more problem statements per
+workflow, the two kinds that never name the action and that every fold ranked worst.
+
 Exact duplicates (case and spacing aside) of a training message are dropped from the
 held-out sets, so that no message is scored by a model fitted on it.
 """
@@ -198,6 +204,20 @@ def _grouped(path: Path) -> tuple[Labelled, ...]:
     )
 
 
+def _situations(folder: Path) -> tuple[Labelled, ...]:
+    """A training catalog's extra requests by kind (``situations.yaml``), where it has them."""
+    path = folder / "situations.yaml"
+    if not path.exists():
+        return ()
+    groups = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return tuple(
+        Labelled(message, workflow_id, False)
+        for workflow_id, kinds in groups.items()
+        for messages in kinds.values()
+        for message in messages
+    )
+
+
 @functools.cache
 def training_sets() -> tuple[TrainingSet, ...]:
     """The development set first, then the training catalogs under ``train/``."""
@@ -205,7 +225,7 @@ def training_sets() -> tuple[TrainingSet, ...]:
     seen = {_key(row.message) for row in labelled()}
     for folder in sorted(p for p in (HERE / "train").iterdir() if p.is_dir()):
         rows = []
-        for row in _grouped(folder / "messages.yaml"):
+        for row in _grouped(folder / "messages.yaml") + _situations(folder):
             if _key(row.message) not in seen:
                 seen.add(_key(row.message))
                 rows.append(row)
@@ -228,6 +248,12 @@ def request_kinds() -> dict[str, str]:
             if key in own:
                 for kind, message in zip(REQUEST_KINDS, messages, strict=True):
                     out.setdefault(_key(message), kind)
+        extra = folder / "situations.yaml"
+        if extra.exists():
+            for kinds in yaml.safe_load(extra.read_text(encoding="utf-8")).values():
+                for kind, messages in kinds.items():
+                    for message in messages:
+                        out.setdefault(_key(message), kind)
     return out
 
 
