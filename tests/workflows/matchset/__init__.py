@@ -41,11 +41,16 @@ operations centre, a car rental branch and a print shop (trade jargon, terse pat
 Messages of theirs that happened to equal a held-out message were removed, so that adding
 them left every held-out set as it was.
 
-Training catalog added in the eighteenth round (``train/l``), by the same kind of authors: a
-school office, an online shop's operations team and a removals and storage company (formal
-third-person descriptions, gerund patterns). Beside its eight kinds of request it has
-``situations.yaml``: three more indirect situations and three more problem statements per
-workflow, the two kinds that never name the action and that every fold ranked worst.
+Candidate catalogs (``candidates/<name>/``) are written like the training catalogs but are
+not yet in the shipped weights, so that the committed recipe (``bench.tune_encoder``,
+``bench.fit_routing``, both reading :func:`training_sets`) still rebuilds the committed
+files; a round that tries one reads :func:`candidate_sets` too, and moves it to ``train/``
+when it ships. ``candidates/l``, written in the eighteenth round by the same kind of
+authors: a school office, an online shop's operations team and a removals and storage
+company (formal third-person descriptions, gerund patterns). Beside its eight kinds of
+request it has ``situations.yaml``: three more indirect situations and three more problem
+statements per workflow, the two kinds that never name the action and that every fold
+ranked worst.
 
 Exact duplicates (case and spacing aside) of a training message are dropped from the
 held-out sets, so that no message is scored by a model fitted on it.
@@ -66,6 +71,7 @@ __all__ = [
     "REQUEST_KINDS",
     "Labelled",
     "TrainingSet",
+    "candidate_sets",
     "catalog",
     "chitchat",
     "fresh",
@@ -218,12 +224,20 @@ def _situations(folder: Path) -> tuple[Labelled, ...]:
     )
 
 
+def _folders() -> list[Path]:
+    """The training catalogs' folders, then the candidates', each in name order."""
+    return [
+        folder
+        for parent in ("train", "candidates")
+        for folder in sorted(p for p in (HERE / parent).iterdir() if p.is_dir())
+    ]
+
+
 @functools.cache
-def training_sets() -> tuple[TrainingSet, ...]:
-    """The development set first, then the training catalogs under ``train/``."""
+def _sets() -> tuple[TrainingSet, ...]:
     out = [TrainingSet("development", catalog(), labelled())]
     seen = {_key(row.message) for row in labelled()}
-    for folder in sorted(p for p in (HERE / "train").iterdir() if p.is_dir()):
+    for folder in _folders():
         rows = []
         for row in _grouped(folder / "messages.yaml") + _situations(folder):
             if _key(row.message) not in seen:
@@ -233,15 +247,25 @@ def training_sets() -> tuple[TrainingSet, ...]:
     return tuple(out)
 
 
+def training_sets() -> tuple[TrainingSet, ...]:
+    """The development set first, then the training catalogs under ``train/``."""
+    return tuple(t for t in _sets() if not (HERE / "candidates" / t.name).is_dir())
+
+
+def candidate_sets() -> tuple[TrainingSet, ...]:
+    """Catalogs written for training but not yet in the shipped weights (``candidates/``)."""
+    return tuple(t for t in _sets() if (HERE / "candidates" / t.name).is_dir())
+
+
 #: The kinds of request each training catalog writes for every workflow of its own, in order.
 REQUEST_KINDS = ("command", "polite", "indirect", "goal", "typos", "long", "fragment", "problem")
 
 
 @functools.cache
 def request_kinds() -> dict[str, str]:
-    """The kind of each training catalog's request for one of its own workflows, by message."""
+    """The kind of each training or candidate catalog's request for its own workflows."""
     out: dict[str, str] = {}
-    for folder in sorted(p for p in (HERE / "train").iterdir() if p.is_dir()):
+    for folder in _folders():
         own = {m.workflow_id for m in _catalog(folder / "catalog.yaml")}
         groups = yaml.safe_load((folder / "messages.yaml").read_text(encoding="utf-8"))
         for key, messages in groups.items():
