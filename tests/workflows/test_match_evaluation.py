@@ -26,6 +26,7 @@ from bench.match_eval import (
     score,
     with_builtin,
 )
+from bench.tune_encoder import groups
 from tests.workflows.evalset import EVAL_MESSAGES, evaluate
 from tests.workflows.evalset import eval_catalog as legacy_catalog
 from tests.workflows.matchset import catalog, fresh, holdout4, labelled, training_sets
@@ -45,6 +46,17 @@ def test_folds_hold_out_every_message_exactly_once() -> None:
     lowo = leave_one_workflow_out(rows)
     for fold in lowo:  # no phrasing aimed at the held-out workflow is trained on
         assert all(rows[i].expected != fold.name for i in fold.train)
+
+
+@pytest.mark.parametrize("count", [2, 3, 4])
+def test_encoder_groups_hold_out_every_training_set_exactly_once(count: int) -> None:
+    sets = training_sets()
+    parts = groups(sets, count)
+    assert len(parts) == count
+    assert [s.name for part in parts for s in part] == [s.name for s in sets]
+    sizes = [len(part) for part in parts]
+    assert sizes == sorted(sizes)
+    assert sizes[-1] - sizes[0] <= 1
 
 
 def test_requests_served_elsewhere_ask_for_no_workflow_of_their_host() -> None:
