@@ -512,10 +512,13 @@ def test_tools_list_shows_hostile_descriptions_as_text(
     from typer.testing import CliRunner
 
     from aptix.cli.main import app
+    from aptix.cli.output import console
 
     monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("APTIX_MCP_SERVERS", json.dumps({"flaky": flaky_server()}))
-    monkeypatch.setenv("COLUMNS", "300")
+    # Wide enough that no description wraps. The console read COLUMNS when it was imported
+    # (pytest-xdist workers set COLUMNS=80), so setting the variable now would not reach it.
+    monkeypatch.setattr(console, "_width", 300)
     result = CliRunner().invoke(app, ["tools", "list"])
     assert result.exit_code == 0, result.output
     assert "[bold red]markup[/] stays text" in result.stdout
