@@ -5,7 +5,8 @@ sampling but the seeded folds); it reads the training sets of ``tests/workflows/
 (the development catalog and messages, and the training catalogs under ``train/``), never
 the held-out sets, and needs the ``semantic`` extra for the semantic configuration. The
 semantic configuration reads each training set through the encoder tuned without it
-(``python -m bench.tune_encoder`` writes them).
+(``python -m bench.tune_encoder`` writes them; the shipped fit, since the twentieth round,
+read them through three group encoders, ``--groups 3``).
 ``python -m bench.workflows`` reports how the result does on folds and on the held-out sets.
 
 ``--semantic-only`` refits the semantic configuration and the shared form model, and keeps

@@ -75,7 +75,7 @@ MODELS: dict[str, ModelSpec] = {
         "aptix",
         "all-MiniLM-L6-v2 tuned on the training catalogs' requests, int8 ONNX (23 MB; "
         "7-bit matrix weights, so every CPU computes the same)",
-        "d0a5f25952dded27236f9ecc0e8c272a7f1bf2ba4cf324ec151154caa8b040e1",
+        "29c2904dfd785e3eec3a3b7424de093805e7efd08b2e774d118c8d23238ee97e",
         file="minilm-l6-routing-int8.onnx",
     ),
     "minilm-l6-int8": ModelSpec(
