@@ -75,7 +75,7 @@ MODELS: dict[str, ModelSpec] = {
         "aptix",
         "all-MiniLM-L6-v2 tuned on the training catalogs' requests, int8 ONNX (23 MB; "
         "7-bit matrix weights, so every CPU computes the same)",
-        "29c2904dfd785e3eec3a3b7424de093805e7efd08b2e774d118c8d23238ee97e",
+        "76b3488958d5a4feadfd4f9a4cedfea79010f8d591998489e527d4dad3ba90a8",
         file="minilm-l6-routing-int8.onnx",
     ),
     "minilm-l6-int8": ModelSpec(
