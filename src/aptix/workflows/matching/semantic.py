@@ -75,7 +75,7 @@ MODELS: dict[str, ModelSpec] = {
         "aptix",
         "all-MiniLM-L6-v2 tuned on the training catalogs' requests, int8 ONNX (23 MB; "
         "7-bit matrix weights, so every CPU computes the same)",
-        "76b3488958d5a4feadfd4f9a4cedfea79010f8d591998489e527d4dad3ba90a8",
+        "88e35b7ca10de76ba8c2b1b8e900ab9c43eb55957138f234bc12491be3fc9a1e",
         file="minilm-l6-routing-int8.onnx",
     ),
     "minilm-l6-int8": ModelSpec(
