@@ -2,7 +2,7 @@
 
 all-MiniLM-L6-v2 was trained to put paraphrases close. A routing request is rarely a
 paraphrase of its workflow: "the tour is off because of the fixture change" asks to cancel a
-group booking. Five epochs of contrastive tuning on the training catalogs' requests (each
+group booking. Seven epochs of contrastive tuning on the training catalogs' requests (each
 message against a text of its own workflow, the other workflows of the batch and the
 catalog's closest other workflow as negatives) teach the encoder that step, in domains it
 then has never seen. A linear head, dropped afterwards, learns beside it to tell those
@@ -59,7 +59,7 @@ from tests.workflows.matchset import TrainingSet, training_sets
 SHIPPED = (
     Path(__file__).parents[1] / "src/aptix/workflows/matching/data/minilm-l6-routing-int8.onnx"
 )
-EPOCHS = 5
+EPOCHS = 7
 BATCH = 32
 LEARNING_RATE = 4e-5
 #: Inverse temperature of the contrastive loss (cosines times this are the logits).

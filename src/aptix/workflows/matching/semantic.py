@@ -75,7 +75,7 @@ MODELS: dict[str, ModelSpec] = {
         "aptix",
         "all-MiniLM-L6-v2 tuned on the training catalogs' requests, int8 ONNX (23 MB; "
         "7-bit matrix weights, so every CPU computes the same)",
-        "88e35b7ca10de76ba8c2b1b8e900ab9c43eb55957138f234bc12491be3fc9a1e",
+        "a329240dd0398455046c5667fd8163dbbf86a51ed8b3ec7d60e6ba84867b5eed",
         file="minilm-l6-routing-int8.onnx",
     ),
     "minilm-l6-int8": ModelSpec(
