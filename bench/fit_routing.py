@@ -14,7 +14,10 @@ the lexical configuration with the form model it was fitted with (stored in its 
 the seventeenth round's new training catalogs helped the semantic path and not the lexical
 one (docs/modes-and-workflows.md).
 
-``--builtin-only`` refits the built-in model alone and keeps the rest of the file. Fold
+``--builtin-only`` refits the built-in models alone and keeps the rest of the file;
+``--lexical-builtin-only`` refits only the lexical one (the word model of
+``aptix.workflows.matching.words``, which needs no encoder: the twenty-seventh round added it
+that way, without moving the lexical ranker and gate that earlier rounds measured). Fold
 encoders tuned on another machine differ in their last bits, which moves the semantic ranker
 and gate weights by up to 0.05; the built-in model was added in the thirteenth round that
 way, without moving the ranker and gate that earlier rounds measured.
@@ -26,11 +29,17 @@ import argparse
 import json
 from collections.abc import Callable
 
-from aptix.workflows.matching.combined import WorkflowMatcher
-from aptix.workflows.matching.routing import WEIGHTS_FILE, BuiltinModel
+from aptix.workflows.matching.combined import MAX_MATCH_CHARS, WorkflowMatcher
+from aptix.workflows.matching.routing import WEIGHTS_FILE
 from aptix.workflows.matching.semantic import SemanticMatcher
 from bench.encoders import fold_embedder
-from bench.match_eval import builtin_ids, fit_builtin, fit_routing, placeholder, set_evidence
+from bench.match_eval import (
+    fit_builtin,
+    fit_builtin_words,
+    fit_routing,
+    placeholder,
+    set_evidence,
+)
 from tests.workflows.matchset import TrainingSet, training_sets
 
 
@@ -40,30 +49,38 @@ def _semantic_matcher(item: TrainingSet) -> WorkflowMatcher:
     return WorkflowMatcher(SemanticMatcher(fold_embedder(item.name)), placeholder(True))
 
 
-def refit_builtin() -> None:
-    """Refit only the built-in models (semantic fitted, lexical ids) in ``routing.json``."""
-    evidence, rows, _ = set_evidence(_semantic_matcher, training_sets())
-    assert evidence.vectors is not None
+def refit_builtin(semantic: bool) -> None:
+    """Refit only the built-in models (the lexical one, and the semantic one if asked)."""
     payload = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
-    payload["semantic"]["builtin"] = fit_builtin(evidence.vectors, rows).to_json()
-    payload["lexical"]["builtin"] = BuiltinModel(builtin_ids()).to_json()
+    if semantic:
+        evidence, rows, _ = set_evidence(_semantic_matcher, training_sets())
+        assert evidence.vectors is not None
+        payload["semantic"]["builtin"] = fit_builtin(evidence.vectors, rows).to_json()
+    rows = [row for item in training_sets() for row in item.rows]
+    texts = [row.message[:MAX_MATCH_CHARS] for row in rows]
+    payload["lexical"]["builtin"] = fit_builtin_words(texts, rows).to_json()
     WEIGHTS_FILE.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote the built-in model into {WEIGHTS_FILE} ({len(rows)} messages)")
+    print(f"wrote the built-in model(s) into {WEIGHTS_FILE} ({len(rows)} messages)")
 
 
 def main() -> None:
     """Fit both configurations on every training message and write ``routing.json``."""
     parser = argparse.ArgumentParser(description=__doc__)
     only = parser.add_mutually_exclusive_group()
-    only.add_argument("--builtin-only", action="store_true", help="refit the built-in model alone")
+    only.add_argument("--builtin-only", action="store_true", help="refit the built-in models alone")
+    only.add_argument(
+        "--lexical-builtin-only",
+        action="store_true",
+        help="refit the lexical built-in (word) model alone; needs no encoder",
+    )
     only.add_argument(
         "--semantic-only",
         action="store_true",
         help="refit the semantic configuration, keep the lexical one and its form model",
     )
     args = parser.parse_args()
-    if args.builtin_only:
-        refit_builtin()
+    if args.builtin_only or args.lexical_builtin_only:
+        refit_builtin(semantic=args.builtin_only)
         return
     payload: dict[str, object] = {}
     configurations: list[tuple[str, Callable[[TrainingSet], WorkflowMatcher]]] = [

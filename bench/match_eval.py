@@ -35,6 +35,7 @@ from aptix.workflows.matching.routing import (
     Decision,
     Routing,
 )
+from aptix.workflows.matching.words import WordModel, word_features
 from aptix.workflows.registry import WorkflowRegistry
 from tests.workflows.matchset import Labelled, TrainingSet, catalog
 
@@ -264,6 +265,26 @@ def fit_builtin(vectors: Matrix, rows: Sequence[Labelled]) -> BuiltinModel:
     return BuiltinModel(ids, FusionModel.fit(REQUEST_FEATURES, vectors, asks, l2=REQUEST_L2))
 
 
+def fit_builtin_words(texts: Sequence[str], rows: Sequence[Labelled]) -> BuiltinModel:
+    """The lexical built-in model (:mod:`aptix.workflows.matching.words`) on these messages.
+
+    Labelled as :func:`fit_builtin`; scikit-learn's L2 logistic regression (``C=1``) over the
+    binary word features seen in at least two messages, fitted once, untuned.
+    """
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    ids = builtin_ids()
+    vectoriser = CountVectorizer(
+        analyzer=lambda text: sorted(word_features(text)), binary=True, min_df=2
+    )
+    x = vectoriser.fit_transform(texts)
+    fitted = LogisticRegression(C=1.0, max_iter=2000).fit(x, [r.expected in ids for r in rows])
+    names = vectoriser.get_feature_names_out()
+    weights = {str(f): float(w) for f, w in zip(names, fitted.coef_[0], strict=True)}
+    return BuiltinModel(ids, words=WordModel(weights, float(fitted.intercept_[0])))
+
+
 def fit_form(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> FormModel:
     """The form model fitted on the messages ``idx``."""
     return FormModel.fit([ev.texts[i] for i in idx], [rows[i].expected is not None for i in idx])
@@ -293,6 +314,8 @@ def _fold_evidence(
         found = _with(found, "request_model", float(request.probability(ev.vectors[i][None, :])[0]))
     if builtin is not None and builtin.model is not None and ev.vectors is not None and found.ids:
         found = replace(found, builtin=builtin.probability(ev.vectors[i]))
+    if builtin is not None and builtin.words is not None and ev.vectors is None and found.ids:
+        found = replace(found, builtin=builtin.words.probability(ev.texts[i]))
     return found
 
 
@@ -346,7 +369,7 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
         names, np.vstack(gate_x), np.asarray(gate_y), nonnegative=GATE_NONNEGATIVE
     )
     request_model = None
-    builtin = BuiltinModel(builtin_ids())  # lexical: the character rule, nothing fitted
+    builtin = fit_builtin_words([ev.texts[i] for i in idx], [rows[i] for i in idx])
     if ev.vectors is not None:
         request_model = fit_request(ev.vectors[idx], [rows[i] for i in idx])
         builtin = fit_builtin(ev.vectors[idx], [rows[i] for i in idx])

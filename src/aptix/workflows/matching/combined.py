@@ -24,6 +24,7 @@ from aptix.workflows.matching.evidence import WorkflowIndex
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
 from aptix.workflows.matching.routing import (
     BUILTIN_VETO,
+    LEXICAL_BUILTIN_VETO,
     LEXICAL_GATE,
     LEXICAL_RANK,
     SEMANTIC_GATE,
@@ -97,8 +98,8 @@ class Candidates:
     message: NDArray[np.float64]
     #: The workflow whose intent pattern the message states outright (:mod:`.stated`).
     stated: str | None = None
-    #: P(the message asks for a built-in workflow), from :class:`~.routing.BuiltinModel`;
-    #: 1.0 without a fitted model (lexical only, where a character rule decides instead).
+    #: P(the message asks for a built-in workflow), from :class:`~.routing.BuiltinModel`
+    #: (the embedding model, or lexical only the word model); 1.0 without a fitted model.
     builtin: float = 1.0
 
 
@@ -211,11 +212,13 @@ class WorkflowMatcher:
             self._model.form.score(text) if self._model.form is not None else 0.0,
         ]
         builtin = 1.0
+        fitted = self._model.builtin
+        if self._semantic is None and fitted is not None and fitted.words is not None:
+            builtin = fitted.words.probability(text)
         if self._semantic is not None and sem is not None:
             message_row += [float(sem[:, k].max()) for k in (0, 1, 2, 5)]
             vector = self._semantic.embed_query(text).astype(np.float64)
             message_row.append(self._request_probability(vector))
-            fitted = self._model.builtin
             model = None if fitted is None else fitted.model
             if fitted is not None and model is not None and vector.shape[0] == len(model.mean):
                 builtin = fitted.probability(vector)
@@ -283,10 +286,13 @@ def _not_for_builtin(builtin: BuiltinModel, found: Candidates, first: int) -> bo
     """The message asks for none of the built-ins, though one comes first.
 
     With the semantic extra the built-in model says so (:data:`~.routing.BUILTIN_VETO`);
-    without it, the first built-in's character n-grams barely meet the message's.
+    without it, the word model does (:data:`~.routing.LEXICAL_BUILTIN_VETO`), or the first
+    built-in's character n-grams barely meet the message's.
     """
     if builtin.model is not None:
         return found.builtin < BUILTIN_VETO
+    if builtin.words is not None and found.builtin < LEXICAL_BUILTIN_VETO:
+        return True
     return bool(found.features[first, CHAR_COLUMN] < WEAK_CHAR)
 
 

@@ -19,8 +19,9 @@ workflows too. With the semantic extra, a third small model (:class:`BuiltinMode
 whether the message asks for one of the built-in workflows, which are the same in every
 deployment: when it is all but sure the message does not, built-in candidates leave the
 decision (:func:`~.combined.decide`), so a request the catalog lacks ("I need a new laptop")
-no longer lands on the greeting workflow. Without the semantic extra, a built-in that comes
-first leaves when its character n-grams barely meet the message's. The models are fitted by
+no longer lands on the greeting workflow. Without the semantic extra a word model
+(:mod:`.words`) asks the same question, and a built-in that comes first also leaves when its
+character n-grams barely meet the message's. The models are fitted by
 ``python -m bench.fit_routing`` on the training catalogs only (never a held-out set) and
 stored in ``routing.json``.
 """
@@ -39,11 +40,13 @@ from numpy.typing import NDArray
 from aptix.workflows.matching.cues import CUES
 from aptix.workflows.matching.form import FormModel
 from aptix.workflows.matching.fusion import REQUEST_FEATURES, FusionModel
+from aptix.workflows.matching.words import WordModel
 
 __all__ = [
     "BUILTIN_VETO",
     "GATE_NONNEGATIVE",
     "GATE_THRESHOLD",
+    "LEXICAL_BUILTIN_VETO",
     "LEXICAL_GATE",
     "LEXICAL_RANK",
     "RANK_NONNEGATIVE",
@@ -158,6 +161,11 @@ WEAK_CHAR = 0.15
 #: top-1 (chosen inside each fold on the other seven catalogs alone, it came out at 0.01 to
 #: 0.03).
 BUILTIN_VETO = 0.02
+#: Without the semantic extra, built-in candidates leave a decision when the word model gives
+#: the message less than this (the character rule, :data:`WEAK_CHAR`, still applies). Chosen
+#: the same way over the ten training catalogs (inside each fold on the other nine it came
+#: out at 0.02 to 0.05).
+LEXICAL_BUILTIN_VETO = 0.03
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,17 +214,19 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class BuiltinModel:
-    """When built-in candidates leave a decision: the built-in ids, and (semantic) a model.
+    """When built-in candidates leave a decision: the built-in ids, and a model of each path.
 
     With the semantic extra, ``model`` reads from the message embedding whether the message
-    asks for one of the built-in workflows (see :data:`BUILTIN_VETO`). Without it, a built-in
-    that comes first leaves when its own character n-grams barely meet the message's
+    asks for one of the built-in workflows (see :data:`BUILTIN_VETO`). Without it, ``words``
+    reads it from the message's words (:data:`LEXICAL_BUILTIN_VETO`), and a built-in that
+    comes first also leaves when its own character n-grams barely meet the message's
     (:data:`WEAK_CHAR`).
     """
 
     #: The built-in workflow ids.
     ids: frozenset[str]
     model: FusionModel | None = None
+    words: WordModel | None = None
 
     def probability(self, vector: NDArray[np.float64]) -> float:
         """P(the message asks for a built-in workflow); 1.0 without a model."""
@@ -227,13 +237,15 @@ class BuiltinModel:
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict: the ids, sorted, and the model when there is one."""
         model = {} if self.model is None else self.model.to_json()
-        return {"ids": sorted(self.ids), **model}
+        words = {} if self.words is None else {"words": self.words.to_json()}
+        return {"ids": sorted(self.ids), **model, **words}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BuiltinModel:
         """The model stored by :meth:`to_json`."""
         model = FusionModel.from_json(data) if "features" in data else None
-        return cls(frozenset(str(i) for i in data["ids"]), model)
+        words = WordModel.from_json(data["words"]) if "words" in data else None
+        return cls(frozenset(str(i) for i in data["ids"]), model, words)
 
 
 @dataclass(frozen=True, slots=True)
