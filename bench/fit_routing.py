@@ -14,6 +14,10 @@ the lexical configuration with the form model it was fitted with (stored in its 
 the seventeenth round's new training catalogs helped the semantic path and not the lexical
 one (docs/modes-and-workflows.md).
 
+``--lexical-only`` does the reverse: it refits the lexical configuration (ranker, gate,
+form, built-in and request word models; no encoder needed) and keeps the semantic one with
+the shared form model (the twenty-seventh round's request word model was shipped that way).
+
 ``--builtin-only`` refits the built-in models alone and keeps the rest of the file;
 ``--lexical-builtin-only`` refits only the lexical one (the word model of
 ``aptix.workflows.matching.words``, which needs no encoder: the twenty-seventh round added it
@@ -69,6 +73,11 @@ def main() -> None:
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--builtin-only", action="store_true", help="refit the built-in models alone")
     only.add_argument(
+        "--lexical-only",
+        action="store_true",
+        help="refit the lexical configuration with its own form model, keep the semantic one",
+    )
+    only.add_argument(
         "--lexical-builtin-only",
         action="store_true",
         help="refit the lexical built-in (word) model alone; needs no encoder",
@@ -87,17 +96,24 @@ def main() -> None:
         ("lexical", lambda _: WorkflowMatcher(model=placeholder(False))),
         ("semantic", _semantic_matcher),
     ]
+    kept = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
     if args.semantic_only:
-        kept = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
         payload["lexical"] = {"form": kept["form"], **kept["lexical"]}
         configurations = configurations[1:]
+    if args.lexical_only:
+        payload["form"], payload["semantic"] = kept["form"], kept["semantic"]
+        configurations = configurations[:1]
     for name, make in configurations:
         evidence, rows, _ = set_evidence(make, training_sets())
         routing = fit_routing(evidence, rows, range(len(rows)))
         payload[name] = routing.to_json()
-        # The same messages in both configurations: one form model, stored once.
         assert routing.form is not None
-        payload["form"] = routing.form.to_json()
+        if args.lexical_only:
+            # The semantic configuration keeps the shared form model it was fitted with.
+            payload[name] = {"form": routing.form.to_json(), **routing.to_json()}
+        else:
+            # The same messages in both configurations: one form model, stored once.
+            payload["form"] = routing.form.to_json()
     WEIGHTS_FILE.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     sizes = ", ".join(f"{t.name} {len(t.rows)}" for t in training_sets())
     print(f"wrote {WEIGHTS_FILE} from the training sets ({sizes} messages)")

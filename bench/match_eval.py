@@ -265,24 +265,37 @@ def fit_builtin(vectors: Matrix, rows: Sequence[Labelled]) -> BuiltinModel:
     return BuiltinModel(ids, FusionModel.fit(REQUEST_FEATURES, vectors, asks, l2=REQUEST_L2))
 
 
-def fit_builtin_words(texts: Sequence[str], rows: Sequence[Labelled]) -> BuiltinModel:
-    """The lexical built-in model (:mod:`aptix.workflows.matching.words`) on these messages.
+def fit_words(texts: Sequence[str], labels: Sequence[bool]) -> WordModel:
+    """A :class:`~aptix.workflows.matching.words.WordModel` of ``labels`` on these messages.
 
-    Labelled as :func:`fit_builtin`; scikit-learn's L2 logistic regression (``C=1``) over the
-    binary word features seen in at least two messages, fitted once, untuned.
+    scikit-learn's L2 logistic regression (``C=1``) over the binary word features seen in at
+    least two messages, fitted once, untuned.
     """
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    ids = builtin_ids()
     vectoriser = CountVectorizer(
         analyzer=lambda text: sorted(word_features(text)), binary=True, min_df=2
     )
     x = vectoriser.fit_transform(texts)
-    fitted = LogisticRegression(C=1.0, max_iter=2000).fit(x, [r.expected in ids for r in rows])
+    fitted = LogisticRegression(C=1.0, max_iter=2000).fit(x, list(labels))
     names = vectoriser.get_feature_names_out()
     weights = {str(f): float(w) for f, w in zip(names, fitted.coef_[0], strict=True)}
-    return BuiltinModel(ids, words=WordModel(weights, float(fitted.intercept_[0])))
+    return WordModel(weights, float(fitted.intercept_[0]))
+
+
+def fit_builtin_words(texts: Sequence[str], rows: Sequence[Labelled]) -> BuiltinModel:
+    """The lexical built-in model (:mod:`aptix.workflows.matching.words`) on these messages.
+
+    Labelled as :func:`fit_builtin`.
+    """
+    ids = builtin_ids()
+    return BuiltinModel(ids, words=fit_words(texts, [r.expected in ids for r in rows]))
+
+
+def fit_request_words(texts: Sequence[str], rows: Sequence[Labelled]) -> WordModel:
+    """The lexical request model (does the message ask for a workflow?) on these messages."""
+    return fit_words(texts, [r.expected is not None for r in rows])
 
 
 def fit_form(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> FormModel:
@@ -307,9 +320,12 @@ def _fold_evidence(
     form: FormModel,
     request: FusionModel | None,
     builtin: BuiltinModel | None = None,
+    words: WordModel | None = None,
 ) -> Candidates:
     """Message ``i``'s evidence with the form (request, built-in) outputs of a fold's models."""
     found = _with(found, "form", form.score(ev.texts[i]))
+    if words is not None and ev.vectors is None:
+        found = _with(found, "request_words", words.probability(ev.texts[i]))
     if request is not None and ev.vectors is not None:
         found = _with(found, "request_model", float(request.probability(ev.vectors[i][None, :])[0]))
     if builtin is not None and builtin.model is not None and ev.vectors is not None and found.ids:
@@ -351,6 +367,9 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
         if ev.vectors is not None:
             request = fit_request(ev.vectors[rest], [rows[i] for i in rest])
         form = fit_form(ev, rows, rest)
+        words = None
+        if ev.vectors is None:
+            words = fit_request_words([ev.texts[i] for i in rest], [rows[i] for i in rest])
         model = Routing(
             part_ranker,
             FusionModel(names, (0.0,) * len(names), 0.0, (0.0,) * len(names), (1.0,) * len(names)),
@@ -359,7 +378,7 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
             found = ev.cands[i]
             if not found.ids:
                 continue
-            found = _fold_evidence(found, i, ev, form, request)
+            found = _fold_evidence(found, i, ev, form, request, words=words)
             decision = decide(model, found)
             top = decision.ranked[0][1]
             second = decision.ranked[1][1] if len(decision.ranked) > 1 else 0.0
@@ -368,12 +387,13 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
     gate = FusionModel.fit(
         names, np.vstack(gate_x), np.asarray(gate_y), nonnegative=GATE_NONNEGATIVE
     )
-    request_model = None
-    builtin = fit_builtin_words([ev.texts[i] for i in idx], [rows[i] for i in idx])
+    texts, labelled = [ev.texts[i] for i in idx], [rows[i] for i in idx]
+    form = fit_form(ev, rows, idx)
     if ev.vectors is not None:
-        request_model = fit_request(ev.vectors[idx], [rows[i] for i in idx])
-        builtin = fit_builtin(ev.vectors[idx], [rows[i] for i in idx])
-    return Routing(ranker, gate, request_model, fit_form(ev, rows, idx), builtin)
+        request_model = fit_request(ev.vectors[idx], labelled)
+        return Routing(ranker, gate, request_model, form, fit_builtin(ev.vectors[idx], labelled))
+    builtin = fit_builtin_words(texts, labelled)
+    return Routing(ranker, gate, None, form, builtin, fit_request_words(texts, labelled))
 
 
 def decisions(model: Routing, ev: Evidence, idx: Sequence[int]) -> dict[int, Decision]:
@@ -382,7 +402,9 @@ def decisions(model: Routing, ev: Evidence, idx: Sequence[int]) -> dict[int, Dec
     for i in idx:
         found = ev.cands[i]
         if model.form is not None:
-            found = _fold_evidence(found, i, ev, model.form, model.request, model.builtin)
+            found = _fold_evidence(
+                found, i, ev, model.form, model.request, model.builtin, model.words
+            )
         out[i] = decide(model, found)
     return out
 

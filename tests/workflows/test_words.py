@@ -143,3 +143,49 @@ def test_with_the_built_ins_alone_requests_for_other_things_match_nothing() -> N
         ("review the draft workflow before publishing", "review_and_publish_workflow"),
     ):
         assert [m.workflow_id for m in registry.match(message)][:1] == [expected], message
+
+
+def test_the_shipped_lexical_gate_reads_the_request_word_model() -> None:
+    routing = default_routing(False)
+    assert routing.words is not None
+    assert routing.gate.features[-1] == "request_words"
+    assert dict(zip(routing.gate.features, routing.gate.weights, strict=True))["request_words"] > 0
+    assert default_routing(True).words is None
+    assert "request_words" not in default_routing(True).gate.features
+
+
+@pytest.mark.parametrize(
+    ("message", "asks"),
+    # Written for this test, after the fit.
+    [
+        ("please open a ticket for the broken printer", True),
+        ("can you book the meeting room for Thursday", True),
+        ("I need the quarterly numbers pulled together for the board", True),
+        ("we had a lovely time at the seaside last weekend", False),
+        ("my onboarding last year was a mess honestly", False),
+        ("what does DDR stand for?", False),
+        ("thanks, that's all for now", False),
+    ],
+)
+def test_the_request_word_model_tells_requests_from_chat_and_stories(
+    message: str, asks: bool
+) -> None:
+    words = default_routing(False).words
+    assert words is not None
+    assert (words.probability(message) >= 0.5) is asks
+
+
+def test_the_matcher_feeds_the_request_word_model_to_the_gate() -> None:
+    matcher = WorkflowMatcher()
+    WorkflowRegistry([item.manifest for item in load_builtin()[0]], matcher=matcher).match("x")
+    words = matcher.model.words
+    assert words is not None
+    for message in ("hello there", "we had a lovely time at the seaside last weekend"):
+        found = matcher.candidates(message)
+        assert found.message[-1] == pytest.approx(words.probability(message))
+    # A routing fitted without the model: the gate's own mean, which adds nothing.
+    bare = WorkflowMatcher(model=replace(matcher.model, words=None))
+    WorkflowRegistry([item.manifest for item in load_builtin()[0]], matcher=bare).match("x")
+    gate = bare.model.gate
+    mean = gate.mean[gate.features.index("request_words")]
+    assert bare.candidates("hello there").message[-1] == pytest.approx(mean)

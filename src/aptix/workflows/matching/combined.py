@@ -211,6 +211,8 @@ class WorkflowMatcher:
             *cues,
             self._model.form.score(text) if self._model.form is not None else 0.0,
         ]
+        if self._semantic is None:
+            message_row.append(self._request_words(text))
         builtin = 1.0
         fitted = self._model.builtin
         if self._semantic is None and fitted is not None and fitted.words is not None:
@@ -223,6 +225,15 @@ class WorkflowMatcher:
             if fitted is not None and model is not None and vector.shape[0] == len(model.mean):
                 builtin = fitted.probability(vector)
         return Candidates(ids, features, np.asarray(message_row), stated, builtin)
+
+    def _request_words(self, text: str) -> float:
+        words = self._model.words
+        if words is None:
+            # No lexical request model (a routing fitted without one): the gate's training
+            # mean, so the feature adds nothing to the gate's logit.
+            gate = self._model.gate
+            return gate.mean[gate.features.index("request_words")]
+        return words.probability(text)
 
     def _request_probability(self, vector: NDArray[np.float64]) -> float:
         request = self._model.request

@@ -11,8 +11,9 @@
   message-level evidence (:data:`LEXICAL_GATE` or :data:`SEMANTIC_GATE`): the ranker's best
   probability and margin, the best raw scores, how much of the message the catalog's
   vocabulary covers, the speech-act cues of :mod:`.cues`, the form score of :mod:`.form`
-  (what the message's function words say it does) and, with the semantic extra, a
-  request-versus-chat probability read from the message embedding.
+  (what the message's function words say it does) and a request-versus-chat probability,
+  read from the message embedding with the semantic extra and from its words
+  (:mod:`.words`) without it.
 
 No single threshold on a per-candidate score decides acceptance: the gate does, for built-in
 workflows too. With the semantic extra, a third small model (:class:`BuiltinModel`) reads
@@ -83,8 +84,8 @@ SEMANTIC_RANK = (
     "cover",
     "cover_m",
 )
-#: Message-level evidence of the lexical-only gate.
-LEXICAL_GATE = (
+#: Message-level evidence of both gates.
+_MESSAGE_GATE = (
     "rank_top",
     "rank_margin",
     "lex_max",
@@ -95,10 +96,13 @@ LEXICAL_GATE = (
     *CUES,
     "form",
 )
+#: Message-level evidence of the lexical-only gate. ``request_words`` is the lexical request
+#: model's probability (:class:`~.words.WordModel` over the message's words).
+LEXICAL_GATE = (*_MESSAGE_GATE, "request_words")
 #: Message-level evidence with the semantic extra.
 #: ``request_model`` is the request model's probability (``request`` is the cue of :mod:`.cues`).
 SEMANTIC_GATE = (
-    *LEXICAL_GATE,
+    *_MESSAGE_GATE,
     "pattern_max",
     "title_max",
     "top2_max",
@@ -122,6 +126,7 @@ GATE_NONNEGATIVE = frozenset(
         "form",
         "request",
         "request_model",
+        "request_words",
         "pattern_max",
         "title_max",
         "top2_max",
@@ -250,13 +255,15 @@ class BuiltinModel:
 
 @dataclass(frozen=True, slots=True)
 class Routing:
-    """One configuration's fitted ranker, gate, form model and (semantic only) message models."""
+    """One configuration's fitted ranker, gate, form model and message models."""
 
     ranker: FusionModel
     gate: FusionModel
     request: FusionModel | None = None
     form: FormModel | None = None
     builtin: BuiltinModel | None = None
+    #: Lexical only: does the message ask for a workflow at all, read from its words.
+    words: WordModel | None = None
 
     def rank(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
         """The ranker's probability for each candidate row."""
@@ -273,6 +280,8 @@ class Routing:
             out["request"] = self.request.to_json()
         if self.builtin is not None:
             out["builtin"] = self.builtin.to_json()
+        if self.words is not None:
+            out["request_words"] = self.words.to_json()
         return out
 
 
@@ -288,6 +297,7 @@ def default_routing(semantic: bool) -> Routing:
         # A configuration kept from an earlier fit keeps the form model it was fitted with.
         FormModel.from_json(part.get("form", data["form"])),
         BuiltinModel.from_json(part["builtin"]) if "builtin" in part else None,
+        WordModel.from_json(part["request_words"]) if "request_words" in part else None,
     )
     expected = (
         (SEMANTIC_RANK, SEMANTIC_GATE, REQUEST_FEATURES, REQUEST_FEATURES)
