@@ -38,6 +38,7 @@ from aptix.workflows.matching.routing import (
 )
 from aptix.workflows.matching.stated import StatedPatterns
 from aptix.workflows.matching.text import normalise, readable, terms
+from aptix.workflows.matching.words import word_features
 
 if TYPE_CHECKING:  # the model runtime is an optional extra
     from aptix.workflows.matching.semantic import SemanticMatcher
@@ -211,13 +212,15 @@ class WorkflowMatcher:
             *cues,
             self._model.form.score(text) if self._model.form is not None else 0.0,
         ]
-        if self._semantic is None:
-            message_row.append(self._request_words(text))
         builtin = 1.0
         fitted = self._model.builtin
-        if self._semantic is None and fitted is not None and fitted.words is not None:
-            builtin = fitted.words.probability(text)
-        if self._semantic is not None and sem is not None:
+        if self._semantic is None:
+            # The message's words, read once for both word models.
+            words = word_features(text)
+            message_row.append(self._request_words(words))
+            if fitted is not None and fitted.words is not None:
+                builtin = fitted.words.probability_of(words)
+        elif sem is not None:
             message_row += [float(sem[:, k].max()) for k in (0, 1, 2, 5)]
             vector = self._semantic.embed_query(text).astype(np.float64)
             message_row.append(self._request_probability(vector))
@@ -226,14 +229,14 @@ class WorkflowMatcher:
                 builtin = fitted.probability(vector)
         return Candidates(ids, features, np.asarray(message_row), stated, builtin)
 
-    def _request_words(self, text: str) -> float:
+    def _request_words(self, features: frozenset[str]) -> float:
         words = self._model.words
         if words is None:
             # No lexical request model (a routing fitted without one): the gate's training
             # mean, so the feature adds nothing to the gate's logit.
             gate = self._model.gate
             return gate.mean[gate.features.index("request_words")]
-        return words.probability(text)
+        return words.probability_of(features)
 
     def _request_probability(self, vector: NDArray[np.float64]) -> float:
         request = self._model.request

@@ -43,8 +43,12 @@ class WordModel:
 
     def probability(self, text: str) -> float:
         """P(the message is of the positive class)."""
+        return self.probability_of(word_features(text))
+
+    def probability_of(self, features: frozenset[str]) -> float:
+        """P(the message is of the positive class), from its :func:`word_features`."""
         # fsum is exact, so the result does not depend on the set's (hash-seeded) order.
-        z = self.bias + math.fsum(self.weights.get(f, 0.0) for f in word_features(text))
+        z = self.bias + math.fsum(self.weights.get(f, 0.0) for f in features)
         return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
     def to_json(self) -> dict[str, Any]:
