@@ -324,14 +324,26 @@ def _fold_evidence(
 ) -> Candidates:
     """Message ``i``'s evidence with the form (request, built-in) outputs of a fold's models."""
     found = _with(found, "form", form.score(ev.texts[i]))
-    if words is not None and ev.vectors is None:
-        found = _with(found, "request_words", words.probability(ev.texts[i]))
-    if request is not None and ev.vectors is not None:
+    if ev.vectors is None:
+        return _with_words(found, word_features(ev.texts[i]), words, builtin)
+    if request is not None:
         found = _with(found, "request_model", float(request.probability(ev.vectors[i][None, :])[0]))
-    if builtin is not None and builtin.model is not None and ev.vectors is not None and found.ids:
+    if builtin is not None and builtin.model is not None and found.ids:
         found = replace(found, builtin=builtin.probability(ev.vectors[i]))
-    if builtin is not None and builtin.words is not None and ev.vectors is None and found.ids:
-        found = replace(found, builtin=builtin.words.probability(ev.texts[i]))
+    return found
+
+
+def _with_words(
+    found: Candidates,
+    features: frozenset[str],
+    words: WordModel | None,
+    builtin: BuiltinModel | None,
+) -> Candidates:
+    """Lexical only: the word models' outputs, from one pass over the message's words."""
+    if words is not None:
+        found = _with(found, "request_words", words.probability_of(features))
+    if builtin is not None and builtin.words is not None and found.ids:
+        found = replace(found, builtin=builtin.words.probability_of(features))
     return found
 
 
