@@ -19,9 +19,10 @@ form, built-in and request word models; no encoder needed) and keeps the semanti
 the shared form model (the twenty-seventh round's request word model was shipped that way).
 
 ``--builtin-only`` refits the built-in models alone and keeps the rest of the file;
-``--lexical-builtin-only`` refits only the lexical one (the word model of
-``aptix.workflows.matching.words``, which needs no encoder: the twenty-seventh round added it
-that way, without moving the lexical ranker and gate that earlier rounds measured). Fold
+``--lexical-builtin-only`` refits only the word model (of ``aptix.workflows.matching.words``,
+which needs no encoder), read by both configurations: the twenty-seventh round added it to
+the lexical one that way and the twenty-eighth to the semantic one, without moving the
+rankers and gates that earlier rounds measured. Fold
 encoders tuned on another machine differ in their last bits, which moves the semantic ranker
 and gate weights by up to 0.05; the built-in model was added in the thirteenth round that
 way, without moving the ranker and gate that earlier rounds measured.
@@ -62,7 +63,10 @@ def refit_builtin(semantic: bool) -> None:
         payload["semantic"]["builtin"] = fit_builtin(evidence.vectors, rows).to_json()
     rows = [row for item in training_sets() for row in item.rows]
     texts = [row.message[:MAX_MATCH_CHARS] for row in rows]
-    payload["lexical"]["builtin"] = fit_builtin_words(texts, rows).to_json()
+    words = fit_builtin_words(texts, rows)
+    payload["lexical"]["builtin"] = words.to_json()
+    # The word model reads the same messages in both configurations: one fit, read by both.
+    payload["semantic"]["builtin"]["words"] = words.to_json()["words"]
     WEIGHTS_FILE.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     print(f"wrote the built-in model(s) into {WEIGHTS_FILE} ({len(rows)} messages)")
 
@@ -80,7 +84,7 @@ def main() -> None:
     only.add_argument(
         "--lexical-builtin-only",
         action="store_true",
-        help="refit the lexical built-in (word) model alone; needs no encoder",
+        help="refit the built-in word model alone (both configurations); needs no encoder",
     )
     only.add_argument(
         "--semantic-only",

@@ -330,6 +330,8 @@ def _fold_evidence(
         found = _with(found, "request_model", float(request.probability(ev.vectors[i][None, :])[0]))
     if builtin is not None and builtin.model is not None and found.ids:
         found = replace(found, builtin=builtin.probability(ev.vectors[i]))
+    if builtin is not None and builtin.words is not None and found.ids:
+        found = replace(found, builtin_words=builtin.words.probability(ev.texts[i]))
     return found
 
 
@@ -343,7 +345,7 @@ def _with_words(
     if words is not None:
         found = _with(found, "request_words", words.probability_of(features))
     if builtin is not None and builtin.words is not None and found.ids:
-        found = replace(found, builtin=builtin.words.probability_of(features))
+        found = replace(found, builtin_words=builtin.words.probability_of(features))
     return found
 
 
@@ -403,7 +405,11 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
     form = fit_form(ev, rows, idx)
     if ev.vectors is not None:
         request_model = fit_request(ev.vectors[idx], labelled)
-        return Routing(ranker, gate, request_model, form, fit_builtin(ev.vectors[idx], labelled))
+        builtin = replace(
+            fit_builtin(ev.vectors[idx], labelled),
+            words=fit_builtin_words(texts, labelled).words,
+        )
+        return Routing(ranker, gate, request_model, form, builtin)
     builtin = fit_builtin_words(texts, labelled)
     return Routing(ranker, gate, None, form, builtin, fit_request_words(texts, labelled))
 

@@ -26,6 +26,7 @@ from aptix.workflows.matching.routing import (
     BUILTIN_VETO,
     GATE_THRESHOLD,
     LEXICAL_RANK,
+    SEMANTIC_WORD_VETO,
     WEAK_CHAR,
     BuiltinModel,
     Routing,
@@ -174,6 +175,27 @@ def test_built_in_candidates_leave_when_the_built_in_model_is_all_but_sure(
     decision = decide(routing, found)
     assert [w for w, _ in decision.ranked] == expected
     assert decision.accepted == accept
+
+
+@pytest.mark.parametrize(
+    ("p_words", "expected"),
+    [(SEMANTIC_WORD_VETO / 2, ["order_laptop"]), (SEMANTIC_WORD_VETO * 2, ["greet_user"])],
+)
+def test_with_the_semantic_extra_the_word_model_can_also_send_a_first_built_in_away(
+    p_words: float, expected: list[str]
+) -> None:
+    # The embedding model is sure the message is for a built-in; the word model decides.
+    shipped = _fixed_routing(True)
+    assert shipped.builtin is not None
+    words = default_routing(True).builtin
+    assert words is not None
+    assert words.words is not None
+    routing = replace(shipped, builtin=replace(shipped.builtin, words=words.words))
+    features = np.zeros((2, len(routing.ranker.features)))
+    features[:, 0] = [0.9, 0.4]
+    message = np.ones(len(routing.gate.features) - 2)
+    found = Candidates(["greet_user", "order_laptop"], features, message, None, 0.9, p_words)
+    assert [w for w, _ in decide(routing, found).ranked][:1] == expected
 
 
 @pytest.mark.parametrize(("char", "expected"), [(0.1, ["order_laptop"]), (0.3, ["greet_user"])])

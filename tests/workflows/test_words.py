@@ -87,7 +87,9 @@ def _lexical_routing_with(p_words: float) -> tuple[Candidates, BuiltinModel]:
     features[:, 0] = [0.9, 0.4]  # the greeting workflow ranks first...
     features[0, LEXICAL_RANK.index("char")] = 0.6  # ...and its character grams fit well
     message = np.ones(len(default_routing(False).gate.features) - 2)
-    found = Candidates(["greet_user", "order_laptop"], features, message, None, p_words)
+    found = Candidates(
+        ["greet_user", "order_laptop"], features, message, None, builtin_words=p_words
+    )
     return found, BuiltinModel(frozenset({"greet_user"}), words=WordModel({}, 0.0))
 
 
@@ -117,9 +119,11 @@ def test_the_shipped_lexical_routing_carries_the_word_model() -> None:
     assert builtin.words is not None
     assert builtin.model is None
     assert builtin.ids == {item.manifest.workflow_id for item in load_builtin()[0]}
+    # The semantic configuration reads the same word model beside its embedding model.
     semantic = default_routing(True).builtin
     assert semantic is not None
-    assert semantic.words is None
+    assert semantic.model is not None
+    assert semantic.words == builtin.words
 
 
 def test_with_the_built_ins_alone_requests_for_other_things_match_nothing() -> None:

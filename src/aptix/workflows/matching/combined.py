@@ -28,6 +28,7 @@ from aptix.workflows.matching.routing import (
     LEXICAL_GATE,
     LEXICAL_RANK,
     SEMANTIC_GATE,
+    SEMANTIC_WORD_VETO,
     WEAK_CHAR,
     WEAK_COVER,
     WEAK_PATTERN,
@@ -99,9 +100,11 @@ class Candidates:
     message: NDArray[np.float64]
     #: The workflow whose intent pattern the message states outright (:mod:`.stated`).
     stated: str | None = None
-    #: P(the message asks for a built-in workflow), from :class:`~.routing.BuiltinModel`
-    #: (the embedding model, or lexical only the word model); 1.0 without a fitted model.
+    #: P(the message asks for a built-in workflow), from :class:`~.routing.BuiltinModel`'s
+    #: embedding model; 1.0 without one.
     builtin: float = 1.0
+    #: The same, from its word model; 1.0 without one.
+    builtin_words: float = 1.0
 
 
 class WorkflowMatcher:
@@ -214,12 +217,13 @@ class WorkflowMatcher:
         ]
         builtin = 1.0
         fitted = self._model.builtin
+        # The message's words, read once for both word models.
+        words = word_features(text)
+        builtin_words = 1.0
+        if fitted is not None and fitted.words is not None:
+            builtin_words = fitted.words.probability_of(words)
         if self._semantic is None:
-            # The message's words, read once for both word models.
-            words = word_features(text)
             message_row.append(self._request_words(words))
-            if fitted is not None and fitted.words is not None:
-                builtin = fitted.words.probability_of(words)
         elif sem is not None:
             message_row += [float(sem[:, k].max()) for k in (0, 1, 2, 5)]
             vector = self._semantic.embed_query(text).astype(np.float64)
@@ -227,7 +231,8 @@ class WorkflowMatcher:
             model = None if fitted is None else fitted.model
             if fitted is not None and model is not None and vector.shape[0] == len(model.mean):
                 builtin = fitted.probability(vector)
-        return Candidates(ids, features, np.asarray(message_row), stated, builtin)
+        row = np.asarray(message_row)
+        return Candidates(ids, features, row, stated, builtin, builtin_words)
 
     def _request_words(self, features: frozenset[str]) -> float:
         words = self._model.words
@@ -299,13 +304,15 @@ def decide(model: Routing, found: Candidates) -> Decision:
 def _not_for_builtin(builtin: BuiltinModel, found: Candidates, first: int) -> bool:
     """The message asks for none of the built-ins, though one comes first.
 
-    With the semantic extra the built-in model says so (:data:`~.routing.BUILTIN_VETO`);
-    without it, the word model does (:data:`~.routing.LEXICAL_BUILTIN_VETO`), or the first
-    built-in's character n-grams barely meet the message's.
+    With the semantic extra the embedding model says so (:data:`~.routing.BUILTIN_VETO`) or
+    the word model does (:data:`~.routing.SEMANTIC_WORD_VETO`); without it, the word model
+    does (:data:`~.routing.LEXICAL_BUILTIN_VETO`) or the first built-in's character n-grams
+    barely meet the message's.
     """
     if builtin.model is not None:
-        return found.builtin < BUILTIN_VETO
-    if builtin.words is not None and found.builtin < LEXICAL_BUILTIN_VETO:
+        words_say_no = builtin.words is not None and found.builtin_words < SEMANTIC_WORD_VETO
+        return words_say_no or found.builtin < BUILTIN_VETO
+    if builtin.words is not None and found.builtin_words < LEXICAL_BUILTIN_VETO:
         return True
     return bool(found.features[first, CHAR_COLUMN] < WEAK_CHAR)
 

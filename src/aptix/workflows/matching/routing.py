@@ -16,13 +16,14 @@
   (:mod:`.words`) without it.
 
 No single threshold on a per-candidate score decides acceptance: the gate does, for built-in
-workflows too. With the semantic extra, a third small model (:class:`BuiltinModel`) reads
-whether the message asks for one of the built-in workflows, which are the same in every
-deployment: when it is all but sure the message does not, built-in candidates leave the
-decision (:func:`~.combined.decide`), so a request the catalog lacks ("I need a new laptop")
-no longer lands on the greeting workflow. Without the semantic extra a word model
-(:mod:`.words`) asks the same question, and a built-in that comes first also leaves when its
-character n-grams barely meet the message's. The models are fitted by
+workflows too. A third small model (:class:`BuiltinModel`) reads whether the message asks
+for one of the built-in workflows, which are the same in every deployment: when it is all
+but sure the message does not, built-in candidates leave the decision
+(:func:`~.combined.decide`), so a request the catalog lacks ("I need a new laptop") no longer
+lands on the greeting workflow. It reads the message's words (:mod:`.words`) and, with the
+semantic extra, its embedding too, either of which can send the built-ins away; without the
+extra, a built-in that comes first also leaves when its character n-grams barely meet the
+message's. The models are fitted by
 ``python -m bench.fit_routing`` on the training catalogs only (never a held-out set) and
 stored in ``routing.json``.
 """
@@ -54,6 +55,7 @@ __all__ = [
     "RELATIVE_FLOOR",
     "SEMANTIC_GATE",
     "SEMANTIC_RANK",
+    "SEMANTIC_WORD_VETO",
     "WEAK_CHAR",
     "WEAK_COVER",
     "WEAK_PATTERN",
@@ -171,6 +173,11 @@ BUILTIN_VETO = 0.02
 #: the same way over the ten training catalogs (inside each fold on the other nine it came
 #: out at 0.02 to 0.05).
 LEXICAL_BUILTIN_VETO = 0.03
+#: With the semantic extra, built-in candidates also leave when the same word model gives the
+#: message less than this. Chosen inside each fold, leave-one-catalog-out: the largest of
+#: nine values from 0.002 to 0.3 that costs the other catalogs' built-in requests at most four
+#: (0.01 in every fold and over all ten; 0.03 cost nine of 398).
+SEMANTIC_WORD_VETO = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,11 +228,11 @@ class Decision:
 class BuiltinModel:
     """When built-in candidates leave a decision: the built-in ids, and a model of each path.
 
-    With the semantic extra, ``model`` reads from the message embedding whether the message
-    asks for one of the built-in workflows (see :data:`BUILTIN_VETO`). Without it, ``words``
-    reads it from the message's words (:data:`LEXICAL_BUILTIN_VETO`), and a built-in that
-    comes first also leaves when its own character n-grams barely meet the message's
-    (:data:`WEAK_CHAR`).
+    ``words`` reads from the message's words whether the message asks for one of the
+    built-in workflows (:data:`LEXICAL_BUILTIN_VETO`, or :data:`SEMANTIC_WORD_VETO` with the
+    semantic extra). With the semantic extra, ``model`` reads it from the message embedding
+    too (:data:`BUILTIN_VETO`); without it, a built-in that comes first also leaves when its
+    own character n-grams barely meet the message's (:data:`WEAK_CHAR`).
     """
 
     #: The built-in workflow ids.
