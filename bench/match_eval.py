@@ -12,7 +12,9 @@ request outputs, like those it sees on new messages.
 
 from __future__ import annotations
 
+import math
 import random
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -21,7 +23,15 @@ from numpy.typing import NDArray
 
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.manifest import WorkflowManifest
-from aptix.workflows.matching.combined import MAX_MATCH_CHARS, Candidates, WorkflowMatcher, decide
+from aptix.workflows.matching.associations import Associations
+from aptix.workflows.matching.combined import (
+    MAX_MATCH_CHARS,
+    Candidates,
+    WorkflowMatcher,
+    decide,
+    matched_text,
+    with_associations,
+)
 from aptix.workflows.matching.form import FormModel
 from aptix.workflows.matching.fusion import REQUEST_FEATURES, REQUEST_L2, FusionModel
 from aptix.workflows.matching.routing import (
@@ -35,6 +45,7 @@ from aptix.workflows.matching.routing import (
     Decision,
     Routing,
 )
+from aptix.workflows.matching.text import terms
 from aptix.workflows.matching.words import WordModel, word_features
 from aptix.workflows.registry import WorkflowRegistry
 from tests.workflows.matchset import Labelled, TrainingSet, catalog
@@ -197,13 +208,18 @@ def registry_for(
     return registry
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Evidence:
     """Every message's candidates and text, and its embedding when the matcher is semantic."""
 
     cands: list[Candidates]
     vectors: Matrix | None
     texts: list[str]
+    #: Which set each message came from: a fit reads its training messages' word
+    #: associations out of their own set (:func:`fit_associations`).
+    groups: list[int] = field(default_factory=list)
+    #: Lexical only: each message's content terms and each of its candidates' terms.
+    terms: list[tuple[list[str], list[frozenset[str]]]] = field(default_factory=list)
 
 
 def collect(matcher: WorkflowMatcher, rows: Sequence[Labelled]) -> Evidence:
@@ -211,10 +227,15 @@ def collect(matcher: WorkflowMatcher, rows: Sequence[Labelled]) -> Evidence:
     cands = [matcher.candidates(row.message) for row in rows]
     texts = [row.message[:MAX_MATCH_CHARS] for row in rows]
     semantic = matcher.semantic
+    groups = [0] * len(rows)
     if semantic is None:
-        return Evidence(cands, None, texts)
+        links = [
+            (terms(matched_text(text)), matcher.workflow_terms(found.ids))
+            for text, found in zip(texts, cands, strict=True)
+        ]
+        return Evidence(cands, None, texts, groups, links)
     vectors = np.vstack([semantic.embed_query(text) for text in texts])
-    return Evidence(cands, vectors.astype(np.float64), texts)
+    return Evidence(cands, vectors.astype(np.float64), texts, groups)
 
 
 def set_evidence(
@@ -228,19 +249,24 @@ def set_evidence(
     cands: list[Candidates] = []
     vectors: list[Matrix] = []
     texts: list[str] = []
+    groups: list[int] = []
+    links: list[tuple[list[str], list[frozenset[str]]]] = []
     rows: list[Labelled] = []
     spans: list[range] = []
-    for item in sets:
+    for k, item in enumerate(sets):
         matcher = make(item)
         registry_for(with_builtin(item.catalog), matcher)
         found = collect(matcher, item.rows)
         spans.append(range(len(rows), len(rows) + len(item.rows)))
         cands += found.cands
         texts += found.texts
+        groups += [k] * len(item.rows)
+        links += found.terms
         rows += item.rows
         if found.vectors is not None:
             vectors.append(found.vectors)
-    return Evidence(cands, np.vstack(vectors) if vectors else None, texts), rows, spans
+    stacked = np.vstack(vectors) if vectors else None
+    return Evidence(cands, stacked, texts, groups, links), rows, spans
 
 
 def fit_request(vectors: Matrix, rows: Sequence[Labelled]) -> FusionModel:
@@ -296,6 +322,103 @@ def fit_builtin_words(texts: Sequence[str], rows: Sequence[Labelled]) -> Builtin
 def fit_request_words(texts: Sequence[str], rows: Sequence[Labelled]) -> WordModel:
     """The lexical request model (does the message ask for a workflow?) on these messages."""
     return fit_words(texts, [r.expected is not None for r in rows])
+
+
+#: A word association counts only when seen with the right workflow this many times, in at
+#: least :data:`ASSOCIATION_CATALOGS` training catalogs: what carries over between domains.
+ASSOCIATION_SUPPORT = 2
+ASSOCIATION_CATALOGS = 2
+#: Pseudo-counts at the base rate that shrink a rare pair's log-odds towards it.
+ASSOCIATION_PRIOR = 2.0
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """One set's requests: (message term, workflow term) pairs with the right workflow and
+    with any candidate, and the number of the latter in all."""
+
+    right: dict[tuple[str, str], int]
+    seen: dict[tuple[str, str], int]
+    seen_total: int
+
+
+_COUNTS: weakref.WeakKeyDictionary[Evidence, dict[tuple[int, ...], _Counts]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _pair_counts(ev: Evidence, rows: Sequence[Labelled], idx: tuple[int, ...]) -> _Counts:
+    """The pair counts of the requests ``idx`` (one set's), cached per evidence and rows."""
+    cache = _COUNTS.setdefault(ev, {})
+    if idx in cache:
+        return cache[idx]
+    right: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for i in idx:
+        expected, found = rows[i].expected, ev.cands[i]
+        if expected is None or expected not in found.ids:
+            continue
+        message, held = ev.terms[i]
+        for m in set(message):
+            for w in held[found.ids.index(expected)]:
+                right[m, w] = right.get((m, w), 0) + 1
+            for candidate in held:
+                for w in candidate:
+                    seen[m, w] = seen.get((m, w), 0) + 1
+    cache[idx] = _Counts(right, seen, sum(seen.values()))
+    return cache[idx]
+
+
+def fit_associations(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> Associations:
+    """The word associations (:mod:`~aptix.workflows.matching.associations`) of ``idx``.
+
+    For each (message term, workflow term) seen with the right workflow at least
+    :data:`ASSOCIATION_SUPPORT` times, in :data:`ASSOCIATION_CATALOGS` sets or more: the
+    log-odds that a candidate holding the workflow term is the right one, smoothed towards
+    the base rate, over the base rate's. Only positive ones are kept.
+    """
+    by_group: dict[int, list[int]] = {}
+    for i in idx:
+        by_group.setdefault(ev.groups[i], []).append(i)
+    parts = [_pair_counts(ev, rows, tuple(by_group[g])) for g in sorted(by_group)]
+    right: dict[tuple[str, str], int] = {}
+    spread: dict[tuple[str, str], int] = {}
+    for part in parts:
+        for pair, n in part.right.items():
+            right[pair] = right.get(pair, 0) + n
+            spread[pair] = spread.get(pair, 0) + 1
+    total_right = sum(right.values())
+    if not total_right:
+        return Associations({})
+    base = total_right / sum(part.seen_total for part in parts)
+    odds = math.log(base / (1.0 - base))
+    prior = ASSOCIATION_PRIOR
+    out: dict[str, dict[str, float]] = {}
+    for (m, w), n in sorted(right.items()):
+        if n < ASSOCIATION_SUPPORT or spread[m, w] < ASSOCIATION_CATALOGS:
+            continue
+        other = sum(part.seen.get((m, w), 0) for part in parts) - n
+        value = math.log((n + prior * base) / (other + prior * (1.0 - base))) - odds
+        if value > 0:
+            out.setdefault(m, {})[w] = value
+    return Associations(out)
+
+
+def fold_associations(
+    ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]
+) -> tuple[Evidence, Associations | None]:
+    """Lexical: ``idx``'s word associations, and evidence whose training messages read
+    associations fitted without their own set (as a new catalog's messages will)."""
+    if ev.vectors is not None or not ev.terms:
+        return ev, None
+    fitted = fit_associations(ev, rows, idx)
+    cands = list(ev.cands)
+    for group in sorted({ev.groups[i] for i in idx}):
+        inner = fit_associations(ev, rows, [i for i in idx if ev.groups[i] != group])
+        for i in idx:
+            if ev.groups[i] == group:
+                cands[i] = with_associations(cands[i], inner.scores(*ev.terms[i]))
+    return replace(ev, cands=cands), fitted
 
 
 def fit_form(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> FormModel:
@@ -368,6 +491,7 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
     """Ranker, gate (and request model) fitted on the messages ``idx`` only."""
     idx = list(idx)
     semantic = ev.vectors is not None
+    ev, associations = fold_associations(ev, rows, idx)
     ranker = _fit_ranker(ev, rows, idx)
     # The gate learns from out-of-fold ranker (and request) outputs: five inner folds.
     inner = [idx[j::5] for j in range(5)]
@@ -411,7 +535,8 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
         )
         return Routing(ranker, gate, request_model, form, builtin)
     builtin = fit_builtin_words(texts, labelled)
-    return Routing(ranker, gate, None, form, builtin, fit_request_words(texts, labelled))
+    words = fit_request_words(texts, labelled)
+    return Routing(ranker, gate, None, form, builtin, words, associations)
 
 
 def decisions(model: Routing, ev: Evidence, idx: Sequence[int]) -> dict[int, Decision]:
@@ -419,6 +544,8 @@ def decisions(model: Routing, ev: Evidence, idx: Sequence[int]) -> dict[int, Dec
     out = {}
     for i in idx:
         found = ev.cands[i]
+        if model.associations is not None and ev.terms:
+            found = with_associations(found, model.associations.scores(*ev.terms[i]))
         if model.form is not None:
             found = _fold_evidence(
                 found, i, ev, model.form, model.request, model.builtin, model.words

@@ -150,7 +150,10 @@ def _concat(a: Evidence, b: Evidence) -> Evidence:
     vectors = None
     if a.vectors is not None and b.vectors is not None:
         vectors = np.vstack([a.vectors, b.vectors])
-    return Evidence(a.cands + b.cands, vectors, a.texts + b.texts)
+    # b's messages are another set: the word associations read them out of a's.
+    shift = max(a.groups, default=-1) + 1
+    groups = a.groups + [g + shift for g in b.groups]
+    return Evidence(a.cands + b.cands, vectors, a.texts + b.texts, groups, a.terms + b.terms)
 
 
 def _configs(embedder: Embedder | None) -> list[tuple[str, Embedder | None]]:

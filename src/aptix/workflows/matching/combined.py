@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,6 +50,7 @@ __all__ = [
     "WorkflowMatcher",
     "decide",
     "documents_for",
+    "with_associations",
 ]
 
 #: How many candidates each matcher contributes.
@@ -205,6 +206,8 @@ class WorkflowMatcher:
         contrast = self._index.contrast(query, ids)
         sem = None if self._semantic is None else self._semantic.evidence(text, ids)
         features = _with_margins(np.column_stack([lex, bm, char]), contrast, sem)
+        if sem is None:
+            features = _with_associations(features, self._associations(content, ids))
         message_row = [
             float(lex.max()),
             float(bm.max()),
@@ -233,6 +236,16 @@ class WorkflowMatcher:
                 builtin = fitted.probability(vector)
         row = np.asarray(message_row)
         return Candidates(ids, features, row, stated, builtin, builtin_words)
+
+    def _associations(self, content: list[str], ids: list[str]) -> NDArray[np.float64]:
+        associations = self._model.associations
+        if associations is None:
+            return np.zeros(len(ids))
+        return self._index.associations(associations, content, ids)
+
+    def workflow_terms(self, ids: list[str]) -> list[frozenset[str]]:
+        """Each workflow's content terms as the word associations read them."""
+        return self._index.terms_of(ids)
 
     def _request_words(self, features: frozenset[str]) -> float:
         words = self._model.words
@@ -360,6 +373,21 @@ def _with_margins(
         out[:, lexical_width + 1 :: 2] = semantic
         out[:, lexical_width + 2 :: 2] = _margins(semantic)
     return out
+
+
+def _with_associations(
+    features: NDArray[np.float64], associations: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The lexical ranker's rows: the word association and its margin after the rest."""
+    column = associations[:, None]
+    return np.hstack([features, column, _margins(column)])
+
+
+def with_associations(found: Candidates, associations: NDArray[np.float64]) -> Candidates:
+    """Lexical ``found`` with its word-association evidence replaced (fold evaluation)."""
+    if not found.ids:
+        return found
+    return replace(found, features=_with_associations(found.features[:, :-2], associations))
 
 
 def _margins(scores: NDArray[np.float64]) -> NDArray[np.float64]:

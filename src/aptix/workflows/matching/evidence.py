@@ -31,11 +31,12 @@ import functools
 import itertools
 import math
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
+from aptix.workflows.matching.associations import Associations
 from aptix.workflows.matching.scratch import ScratchPool
 from aptix.workflows.matching.text import normalise
 
@@ -48,6 +49,8 @@ NGRAM_SIZES = (3, 4, 5)
 PIVOT_SLOPE = 0.2
 #: Two candidates are siblings when this share of the smaller one's term weight is shared.
 SIBLING_OVERLAP = 0.3
+#: Message terms whose best word association per workflow is kept (then the cache restarts).
+MAX_CACHED_TERMS = 4_096
 
 Vector = dict[str, float]
 Floats = NDArray[np.float64]
@@ -98,6 +101,10 @@ class WorkflowIndex:
         self._term_idf: Floats = np.zeros(0)
         #: Each workflow's distinct term ids, ascending.
         self._term_lists: list[tuple[int, ...]] = []
+        #: Each workflow's distinct terms, for the word associations.
+        self._term_sets: list[frozenset[str]] = []
+        #: Message term -> its best word association with each workflow row (a cache).
+        self._best: dict[str, dict[int, float]] = {}
 
     def build(self, texts: Mapping[str, Sequence[str]], terms: Mapping[str, list[str]]) -> None:
         """Index each workflow's texts (``texts``) and content terms (``terms``, with repeats)."""
@@ -134,6 +141,57 @@ class WorkflowIndex:
         self._term_ids = {t: i for i, t in enumerate(self._idf)}
         self._term_idf = np.asarray(list(self._idf.values()), dtype=np.float64)
         self._term_lists = [tuple(sorted(self._term_ids[t] for t in counts)) for counts in counted]
+        self._term_sets = [frozenset(counts) for counts in counted]
+        self._best = {}
+
+    def associations(
+        self, model: Associations, message_terms: Iterable[str], owners: Sequence[str]
+    ) -> Floats:
+        """:meth:`.Associations.scores` of the named workflows, read through this catalog.
+
+        Each message term's best association with every workflow is worked out once, from
+        the postings, and kept until the catalog changes: a message then costs one lookup
+        per term and candidate, not a walk over each candidate's terms.
+        """
+        tables = []
+        for term in dict.fromkeys(message_terms):
+            best = self._best.get(term)
+            if best is None:
+                best = self._best_by_workflow(model.rows.get(term, {}))
+                if len(self._best) >= MAX_CACHED_TERMS:
+                    self._best.clear()
+                self._best[term] = best
+            if best:
+                tables.append(best)
+        out = [0.0] * len(owners)
+        if tables:
+            for k, owner in enumerate(owners):
+                row = self._position.get(owner, -1)
+                total = 0.0
+                for best in tables:
+                    total += best.get(row, 0.0)
+                out[k] = total
+        return np.asarray(out, dtype=np.float64)
+
+    def _best_by_workflow(self, row: Mapping[str, float]) -> dict[int, float]:
+        """Workflow row -> the best association of ``row``'s workflow terms it holds."""
+        where, values = [], []
+        for term, a in row.items():
+            found = self._postings.get(term)
+            if found is not None:
+                where.append(found[0])
+                values.append(np.full(len(found[0]), a))
+        if not where:
+            return {}
+        holders, strengths = np.concatenate(where), np.concatenate(values)
+        # Ascending and stable: a workflow's last (largest) association wins in the dict.
+        order = np.argsort(strengths, kind="stable")
+        return dict(zip(holders[order].tolist(), strengths[order].tolist(), strict=True))
+
+    def terms_of(self, owners: Sequence[str]) -> list[frozenset[str]]:
+        """Each owner's distinct content terms (none for an unknown owner)."""
+        position, sets = self._position, self._term_sets
+        return [sets[position[o]] if o in position else frozenset() for o in owners]
 
     def _build_grams(self, joined: list[str]) -> None:
         per_workflow = [char_ngrams(text) for text in joined]

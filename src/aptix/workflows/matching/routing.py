@@ -2,7 +2,8 @@
 
 * The **ranker** orders a message's candidate workflows. It reads per-candidate evidence
   (:data:`LEXICAL_RANK` or :data:`SEMANTIC_RANK`): the lexical score, BM25 over the
-  workflow's texts, character n-gram cosine, sibling contrast and, with the semantic extra,
+  workflow's texts, character n-gram cosine, sibling contrast, without the semantic extra
+  the word associations learned across catalogs (:mod:`.associations`) and, with it,
   the best pattern cosine, the best title/description cosine, the mean of the two closest
   texts, the centroid cosine, the centroid cosine with the catalog's mean removed and how
   well the workflow's words cover the message's (token states, in context); for each, its
@@ -39,6 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aptix.workflows.matching.associations import Associations
 from aptix.workflows.matching.cues import CUES
 from aptix.workflows.matching.form import FormModel
 from aptix.workflows.matching.fusion import REQUEST_FEATURES, FusionModel
@@ -68,11 +70,14 @@ __all__ = [
 
 WEIGHTS_FILE = Path(__file__).parent / "routing.json"
 
-#: Per-candidate evidence of the lexical-only ranker (``_m``: margin over the best other).
-LEXICAL_RANK = ("lex", "lex_m", "bm25", "bm25_m", "char", "char_m", "contrast")
+#: Per-candidate evidence both rankers read (``_m``: margin over the best other).
+_WORD_RANK = ("lex", "lex_m", "bm25", "bm25_m", "char", "char_m", "contrast")
+#: Per-candidate evidence of the lexical-only ranker: with the word associations of
+#: :mod:`.associations` (the semantic ranker has the encoder for what they bridge).
+LEXICAL_RANK = (*_WORD_RANK, "assoc", "assoc_m")
 #: Per-candidate evidence with the semantic extra.
 SEMANTIC_RANK = (
-    *LEXICAL_RANK,
+    *_WORD_RANK,
     "pattern",
     "pattern_m",
     "title",
@@ -116,7 +121,7 @@ SEMANTIC_GATE = (
 #: against a candidate or a message. Unbounded, the correlated similarity columns took
 #: weights of opposite signs; outside the training catalogs' range a message then passed the
 #: gate *because* it was far from every title.
-RANK_NONNEGATIVE = frozenset(SEMANTIC_RANK)
+RANK_NONNEGATIVE = frozenset((*SEMANTIC_RANK, *LEXICAL_RANK))
 GATE_NONNEGATIVE = frozenset(
     (
         "rank_top",
@@ -271,6 +276,8 @@ class Routing:
     builtin: BuiltinModel | None = None
     #: Lexical only: does the message ask for a workflow at all, read from its words.
     words: WordModel | None = None
+    #: Lexical only: the word associations behind the ranker's ``assoc`` evidence.
+    associations: Associations | None = None
 
     def rank(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
         """The ranker's probability for each candidate row."""
@@ -289,6 +296,8 @@ class Routing:
             out["builtin"] = self.builtin.to_json()
         if self.words is not None:
             out["request_words"] = self.words.to_json()
+        if self.associations is not None:
+            out["associations"] = self.associations.to_json()
         return out
 
 
@@ -305,6 +314,7 @@ def default_routing(semantic: bool) -> Routing:
         FormModel.from_json(part.get("form", data["form"])),
         BuiltinModel.from_json(part["builtin"]) if "builtin" in part else None,
         WordModel.from_json(part["request_words"]) if "request_words" in part else None,
+        Associations.from_json(part["associations"]) if "associations" in part else None,
     )
     expected = (
         (SEMANTIC_RANK, SEMANTIC_GATE, REQUEST_FEATURES, REQUEST_FEATURES)
