@@ -12,9 +12,11 @@ request outputs, like those it sees on new messages.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import weakref
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -339,6 +341,7 @@ class _Counts:
 
     right: dict[tuple[str, str], int]
     seen: dict[tuple[str, str], int]
+    right_total: int
     seen_total: int
 
 
@@ -365,7 +368,7 @@ def _pair_counts(ev: Evidence, rows: Sequence[Labelled], idx: tuple[int, ...]) -
             for candidate in held:
                 for w in candidate:
                     seen[m, w] = seen.get((m, w), 0) + 1
-    cache[idx] = _Counts(right, seen, sum(seen.values()))
+    cache[idx] = _Counts(right, seen, sum(right.values()), sum(seen.values()))
     return cache[idx]
 
 
@@ -381,21 +384,18 @@ def fit_associations(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int])
     for i in idx:
         by_group.setdefault(ev.groups[i], []).append(i)
     parts = [_pair_counts(ev, rows, tuple(by_group[g])) for g in sorted(by_group)]
-    right: dict[tuple[str, str], int] = {}
-    spread: dict[tuple[str, str], int] = {}
-    for part in parts:
-        for pair, n in part.right.items():
-            right[pair] = right.get(pair, 0) + n
-            spread[pair] = spread.get(pair, 0) + 1
-    total_right = sum(right.values())
+    total_right = sum(part.right_total for part in parts)
     if not total_right:
         return Associations({})
+    # Only pairs in enough sets can be kept: counted over the sets' keys (a C-level count).
+    spread = Counter(itertools.chain.from_iterable(part.right for part in parts))
     base = total_right / sum(part.seen_total for part in parts)
     odds = math.log(base / (1.0 - base))
     prior = ASSOCIATION_PRIOR
     out: dict[str, dict[str, float]] = {}
-    for (m, w), n in sorted(right.items()):
-        if n < ASSOCIATION_SUPPORT or spread[m, w] < ASSOCIATION_CATALOGS:
+    for m, w in sorted(pair for pair, sets in spread.items() if sets >= ASSOCIATION_CATALOGS):
+        n = sum(part.right.get((m, w), 0) for part in parts)
+        if n < ASSOCIATION_SUPPORT:
             continue
         other = sum(part.seen.get((m, w), 0) for part in parts) - n
         value = math.log((n + prior * base) / (other + prior * (1.0 - base))) - odds
