@@ -151,7 +151,8 @@ class WorkflowIndex:
 
         Each message term's best association with every workflow is worked out once, from
         the postings, and kept until the catalog changes: a message then costs one lookup
-        per term and candidate, not a walk over each candidate's terms.
+        per term and candidate, not a walk over each candidate's terms. The cache assumes one
+        ``model`` per index (its matcher's).
         """
         tables = []
         for term in dict.fromkeys(message_terms):
