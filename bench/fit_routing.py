@@ -15,8 +15,9 @@ the seventeenth round's new training catalogs helped the semantic path and not t
 one (docs/modes-and-workflows.md).
 
 ``--lexical-only`` does the reverse: it refits the lexical configuration (ranker, gate,
-form, built-in and request word models; no encoder needed) and keeps the semantic one with
-the shared form model (the twenty-seventh round's request word model was shipped that way).
+form, built-in and request word models, word associations; no encoder needed) and keeps
+the semantic one with the shared form model (the twenty-seventh round's request word model
+was shipped that way, and the twenty-ninth round's word associations).
 
 ``--builtin-only`` refits the built-in models alone and keeps the rest of the file;
 ``--lexical-builtin-only`` refits only the word model (of ``aptix.workflows.matching.words``,
