@@ -20,6 +20,9 @@ Which figures are which:
   misses and chit-chat; never read) and the older 40-workflow set.
 * **oracle arbiter**: the held-out decisions where a model that answers from the labels
   chooses among the first five candidates or ``none``: the arbiter's upper bound.
+* **screen** (``--only screen``, never in the default run): leave-one-catalog-out over the
+  training sets as counts, with the built-in requests and the built-ins alone; what a
+  round's rule for a change to the recipe is written in.
 
 Latency is per ``WorkflowRegistry.match`` call with a distinct message each time (no query
 cache hits), after the index is built. Pattern embeddings of the synthetic catalogs are
@@ -49,6 +52,7 @@ from bench.match_eval import (
     Evidence,
     Fold,
     Scores,
+    builtin_ids,
     builtin_only,
     collect,
     decisions,
@@ -94,6 +98,8 @@ HEADER = ["top-1", "top-3", "near misses rejected", "chit-chat rejected"]
 #: The folds also show the two parts apart: the ranker before the gate, and the gate.
 PARTS = ["ranker top-1", "gate accepts ranker's right first"]
 SECTIONS = ("held-out", "distractors", "folds", "latency")
+#: Sections run only when named with ``--only``.
+ON_REQUEST = ("screen",)
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -251,6 +257,47 @@ def _catalog_models(ev: Evidence, rows: list[Labelled], spans: list[range]) -> l
         fit_routing(ev, rows, [i for j, other in enumerate(spans) if j != k for i in other])
         for k in range(len(spans))
     ]
+
+
+def screen_rows(embedder: Embedder | None) -> list[list[object]]:
+    """The figures a change to the recipe is judged by, leave-one-catalog-out, as counts.
+
+    Top-1, near misses and chit-chat over every training set; the ranker's right first
+    choices and the share of them the gate lets through; requests for a built-in workflow
+    answered by it; and other-domain requests served against the built-ins alone, rejected.
+    A round's rule names these counts before its arm is scored.
+    """
+    sets = training_sets()
+    builtin = builtin_ids()
+    out: list[list[object]] = []
+    for label, emb in _configs(embedder):
+        make = _set_matcher(emb)
+        ev, rows, spans = set_evidence(make, sets)
+        models = _catalog_models(ev, rows, spans)
+        total, asked = Scores(), Scores()
+        for model, span in zip(models, spans, strict=True):
+            found = decisions(model, ev, span)
+            total.add(score(found, rows))
+            asked.add(score({i: d for i, d in found.items() if rows[i].expected in builtin}, rows))
+        alone_ev, alone_rows, alone_spans = set_evidence(make, builtin_only(sets))
+        alone = Scores()
+        for model, span in zip(models, alone_spans, strict=True):
+            alone.add(score(decisions(model, alone_ev, span), alone_rows))
+        near = total.off_topic - total.chat
+        out.append(
+            [
+                label,
+                f"{total.top1:,} / {total.on_topic:,}",
+                _fmt(total.top3_rate),
+                f"{total.rejected - total.chat_rejected:,} / {near:,}",
+                f"{total.chat_rejected} / {total.chat}",
+                f"{total.ranker_first:,}",
+                _fmt(total.gate_rate),
+                f"{asked.top1} / {asked.on_topic}",
+                _fmt(alone.rejection_rate),
+            ]
+        )
+    return out
 
 
 def missing_rows(embedder: Embedder | None) -> list[list[object]]:
@@ -449,8 +496,15 @@ def main() -> None:
     parser.add_argument("--queries", type=positive_int, default=300)
     parser.add_argument("--no-semantic", action="store_true")
     parser.add_argument("--misses", action="store_true", help="print misses")
-    parser.add_argument("--only", default="", help=f"comma-separated of {', '.join(SECTIONS)}")
+    parser.add_argument(
+        "--only",
+        default="",
+        help=f"comma-separated of {', '.join(SECTIONS + ON_REQUEST)} (screen runs only when named)",
+    )
     args = parser.parse_args()
+    only = set(args.only.split(",")) if args.only else set(SECTIONS)
+    if unknown := sorted(only - set(SECTIONS + ON_REQUEST)):
+        parser.error(f"--only: unknown section {', '.join(unknown)}")
     if max(args.sizes) > SYNTHETIC_LIMIT:
         parser.error(f"--sizes: the synthetic catalog has at most {SYNTHETIC_LIMIT:,} workflows")
     sizes = args.sizes
@@ -468,7 +522,22 @@ def main() -> None:
         + f"; round 3: {len(holdout3())}; round 4: "
         + ", ".join(f"catalog {t.name} {len(t.rows)}" for t in holdout4())
     )
-    only = set(args.only.split(",")) if args.only else set(SECTIONS)
+    if "screen" in only:
+        print_table(
+            "leave-one-catalog-out screen (counts; a round's rule is written in these)",
+            [
+                "matcher",
+                "top-1",
+                "top-3",
+                "near misses rejected",
+                "chit-chat rejected",
+                "ranker first",
+                "gate",
+                "built-in requests top-1",
+                "built-ins alone rejected",
+            ],
+            screen_rows(embedder),
+        )
     if "held-out" in only:
         plain, oracle = held_out_rows(embedder, args.misses)
         print_table(

@@ -59,6 +59,18 @@ def test_encoder_groups_hold_out_every_training_set_exactly_once(count: int) -> 
     assert sizes[-1] - sizes[0] <= 1
 
 
+def test_the_bench_names_an_unknown_section_instead_of_printing_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import workflows
+
+    monkeypatch.setattr("sys.argv", ["bench.workflows", "--only", "screen,latncy"])
+    with pytest.raises(SystemExit) as stopped:
+        workflows.main()
+    assert stopped.value.code == 2
+    assert "--only: unknown section latncy" in capsys.readouterr().err
+
+
 def test_requests_served_elsewhere_ask_for_no_workflow_of_their_host() -> None:
     sets = training_sets()
     builtin = {item.manifest.workflow_id for item in load_builtin()[0]}
