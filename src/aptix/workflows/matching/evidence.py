@@ -49,7 +49,7 @@ NGRAM_SIZES = (3, 4, 5)
 PIVOT_SLOPE = 0.2
 #: Two candidates are siblings when this share of the smaller one's term weight is shared.
 SIBLING_OVERLAP = 0.3
-#: Message terms whose best word association per workflow is kept (then the cache restarts).
+#: Message terms whose associations are kept (then the caches restart).
 MAX_CACHED_TERMS = 4_096
 
 Vector = dict[str, float]
@@ -103,7 +103,9 @@ class WorkflowIndex:
         self._term_lists: list[tuple[int, ...]] = []
         #: Each workflow's distinct terms, for the word associations.
         self._term_sets: list[frozenset[str]] = []
-        #: Message term -> its best word association with each workflow row (a cache).
+        #: Message term -> its word associations by term id (a cache).
+        self._links: dict[str, dict[int, float]] = {}
+        #: Message term -> its best association with each workflow row asked about so far.
         self._best: dict[str, dict[int, float]] = {}
 
     def build(self, texts: Mapping[str, Sequence[str]], terms: Mapping[str, list[str]]) -> None:
@@ -142,6 +144,7 @@ class WorkflowIndex:
         self._term_idf = np.asarray(list(self._idf.values()), dtype=np.float64)
         self._term_lists = [tuple(sorted(self._term_ids[t] for t in counts)) for counts in counted]
         self._term_sets = [frozenset(counts) for counts in counted]
+        self._links = {}
         self._best = {}
 
     def associations(
@@ -149,45 +152,46 @@ class WorkflowIndex:
     ) -> Floats:
         """:meth:`.Associations.scores` of the named workflows, read through this catalog.
 
-        Each message term's best association with every workflow is worked out once, from
-        the postings, and kept until the catalog changes: a message then costs one lookup
-        per term and candidate, not a walk over each candidate's terms. The cache assumes one
-        ``model`` per index (its matcher's).
+        A message term's associations are looked up by term id once, and its best with a
+        workflow is worked out the first time that workflow is a candidate for it: a
+        message costs one lookup per term and candidate once its terms have been seen, and a
+        term never seen costs a walk over the candidates' terms only, not over the catalog.
+        Both are kept until the catalog changes. The caches assume one ``model`` per index
+        (its matcher's).
         """
         tables = []
         for term in dict.fromkeys(message_terms):
-            best = self._best.get(term)
-            if best is None:
-                best = self._best_by_workflow(model.rows.get(term, {}))
-                if len(self._best) >= MAX_CACHED_TERMS:
+            links = self._links.get(term)
+            if links is None:
+                if len(self._links) >= MAX_CACHED_TERMS:
+                    self._links.clear()
                     self._best.clear()
-                self._best[term] = best
-            if best:
-                tables.append(best)
+                ids = self._term_ids
+                links = {
+                    i: a
+                    for w, a in model.rows.get(term, {}).items()
+                    if (i := ids.get(w)) is not None
+                }
+                self._links[term] = links
+                self._best[term] = {}
+            if links:
+                tables.append((links, self._best[term]))
         out = [0.0] * len(owners)
         if tables:
+            lists = self._term_lists
             for k, owner in enumerate(owners):
                 row = self._position.get(owner, -1)
+                if row < 0:
+                    continue
                 total = 0.0
-                for best in tables:
-                    total += best.get(row, 0.0)
+                for links, best in tables:
+                    value = best.get(row)
+                    if value is None:
+                        value = max((links[i] for i in lists[row] if i in links), default=0.0)
+                        best[row] = value
+                    total += value
                 out[k] = total
         return np.asarray(out, dtype=np.float64)
-
-    def _best_by_workflow(self, row: Mapping[str, float]) -> dict[int, float]:
-        """Workflow row -> the best association of ``row``'s workflow terms it holds."""
-        where, values = [], []
-        for term, a in row.items():
-            found = self._postings.get(term)
-            if found is not None:
-                where.append(found[0])
-                values.append(np.full(len(found[0]), a))
-        if not where:
-            return {}
-        holders, strengths = np.concatenate(where), np.concatenate(values)
-        # Ascending and stable: a workflow's last (largest) association wins in the dict.
-        order = np.argsort(strengths, kind="stable")
-        return dict(zip(holders[order].tolist(), strengths[order].tolist(), strict=True))
 
     def terms_of(self, owners: Sequence[str]) -> list[frozenset[str]]:
         """Each owner's distinct content terms (none for an unknown owner)."""
