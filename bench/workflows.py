@@ -259,6 +259,19 @@ def _catalog_models(ev: Evidence, rows: list[Labelled], spans: list[range]) -> l
     ]
 
 
+def _absent_scores(
+    make: Callable[[TrainingSet], WorkflowMatcher],
+    models: Sequence[Routing],
+    absent: Sequence[TrainingSet],
+) -> Scores:
+    """Each set's requests, served against a catalog without their workflows, by its model."""
+    ev, rows, spans = set_evidence(make, absent)
+    total = Scores()
+    for model, span in zip(models, spans, strict=True):
+        total.add(score(decisions(model, ev, span), rows))
+    return total
+
+
 def screen_rows(embedder: Embedder | None) -> list[list[object]]:
     """The figures a change to the recipe is judged by, leave-one-catalog-out, as counts.
 
@@ -279,10 +292,7 @@ def screen_rows(embedder: Embedder | None) -> list[list[object]]:
             found = decisions(model, ev, span)
             total.add(score(found, rows))
             asked.add(score({i: d for i, d in found.items() if rows[i].expected in builtin}, rows))
-        alone_ev, alone_rows, alone_spans = set_evidence(make, builtin_only(sets))
-        alone = Scores()
-        for model, span in zip(models, alone_spans, strict=True):
-            alone.add(score(decisions(model, alone_ev, span), alone_rows))
+        alone = _absent_scores(make, models, builtin_only(sets))
         near = total.off_topic - total.chat
         out.append(
             [
@@ -319,10 +329,7 @@ def missing_rows(embedder: Embedder | None) -> list[list[object]]:
         make = _set_matcher(emb)
         models = _catalog_models(*set_evidence(make, sets))
         for kind, absent in kinds:
-            gone_ev, gone_rows, gone_spans = set_evidence(make, absent)
-            total = Scores()
-            for model, gone in zip(models, gone_spans, strict=True):
-                total.add(score(decisions(model, gone_ev, gone), gone_rows))
+            total = _absent_scores(make, models, absent)
             out.append(
                 [
                     kind,
@@ -504,7 +511,8 @@ def main() -> None:
     args = parser.parse_args()
     only = set(args.only.split(",")) if args.only else set(SECTIONS)
     if unknown := sorted(only - set(SECTIONS + ON_REQUEST)):
-        parser.error(f"--only: unknown section {', '.join(unknown)}")
+        # Quoted: whatever was typed comes back as inert text.
+        parser.error(f"--only: unknown section {', '.join(map(repr, unknown))}")
     if max(args.sizes) > SYNTHETIC_LIMIT:
         parser.error(f"--sizes: the synthetic catalog has at most {SYNTHETIC_LIMIT:,} workflows")
     sizes = args.sizes

@@ -68,7 +68,7 @@ def test_the_bench_names_an_unknown_section_instead_of_printing_nothing(
     with pytest.raises(SystemExit) as stopped:
         workflows.main()
     assert stopped.value.code == 2
-    assert "--only: unknown section latncy" in capsys.readouterr().err
+    assert "--only: unknown section 'latncy'" in capsys.readouterr().err
 
 
 def test_requests_served_elsewhere_ask_for_no_workflow_of_their_host() -> None:
