@@ -718,7 +718,17 @@ def synthetic_catalog(size: int, seed: int = 7) -> list[WorkflowManifest]:
 def synthetic_messages(catalog: list[WorkflowManifest], count: int, seed: int = 11) -> list[str]:
     """Distinct user messages aimed at random workflows of a synthetic catalog."""
     rng = random.Random(seed)
-    openers = ["please", "could you", "I would like to", "can you help me", "we need to"]
+    # Two openers say "workflow": such messages are also searched for an explicitly named id,
+    # which must not cost a pass over the catalog.
+    openers = [
+        "please",
+        "could you",
+        "I would like to",
+        "can you help me",
+        "we need to",
+        "start the workflow to",
+        "is there a workflow to",
+    ]
     messages = []
     for i in range(count):
         target = rng.choice(catalog)

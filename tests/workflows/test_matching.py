@@ -240,6 +240,26 @@ def test_explicit_initiation_forms(message: str, expected: str | None) -> None:
     assert explicit_workflow_id(message, ["create_ddr", "code_refinement"]) == expected
 
 
+def test_explicit_naming_and_lookup_follow_each_change_of_the_served_set() -> None:
+    # The registry keys its ids once per revision: every publish and removal must show.
+    registry = WorkflowRegistry([make_manifest("create_ddr")])
+    assert registry.match("use workflow: create-ddr")[0].why == "named explicitly"
+    assert registry.get("Create-DDR") is not None
+    registry.publish(make_manifest("code_refinement"))
+    assert registry.match("start the code refinement workflow")[0].workflow_id == (
+        "code_refinement"
+    )
+    registry.publish(make_manifest("team_only"), org="acme")
+    assert registry.get("TEAM-ONLY", "acme") is not None
+    assert registry.get("TEAM-ONLY") is None
+    named = registry.match("use workflow: team only", org="other")
+    assert all(m.workflow_id != "team_only" for m in named)
+    assert registry.match("use workflow: team only", org="acme")[0].why == "named explicitly"
+    assert registry.remove("create_ddr")
+    assert registry.get("Create-DDR") is None
+    assert all(m.why != "named explicitly" for m in registry.match("use workflow: create-ddr"))
+
+
 def test_the_fusion_model_fits_a_separable_signal_and_round_trips() -> None:
     rng = np.random.default_rng(3)
     x = rng.normal(size=(400, len(LEXICAL_RANK)))

@@ -26,7 +26,7 @@ from typing import Any
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus, WorkflowVisibility
 from aptix.workflows.matching.arbiter import MatchArbiter
 from aptix.workflows.matching.combined import WorkflowMatcher
-from aptix.workflows.matching.explicit import explicit_workflow_id, id_key
+from aptix.workflows.matching.explicit import id_key, keyed, named_in
 from aptix.workflows.validation import FieldProblem, validate_manifest
 
 __all__ = ["WorkflowMatch", "WorkflowRegistry", "status_note"]
@@ -103,6 +103,8 @@ class WorkflowRegistry:
         self._matcher_factory = matcher_factory or WorkflowMatcher
         #: org (None: deployment-wide only) -> (revision indexed, matcher)
         self._indexes: dict[str | None, tuple[int, WorkflowMatcher]] = {}
+        #: org (None: deployment-wide only) -> (revision keyed, id_key -> id of the served set)
+        self._keys: dict[str | None, tuple[int, dict[str, str]]] = {}
         self._lock = threading.Lock()
         #: Increases whenever the served set changes.
         self.revision = 0
@@ -131,9 +133,29 @@ class WorkflowRegistry:
         served = self._served(org)
         found = served.get(workflow_id)
         if found is None:
-            key = id_key(workflow_id)
-            found = next((m for w, m in served.items() if id_key(w) == key), None)
+            wid = self._keyed(org).get(id_key(workflow_id))
+            found = None if wid is None else served.get(wid)
         return found
+
+    def _keyed(self, org: str | None) -> dict[str, str]:
+        """``org``'s served ids by :func:`id_key`, built once per revision, not per call."""
+        key = org if org is not None and self._authored.get(org) else None
+        with self._lock:
+            cached = self._keys.get(key)
+            if cached is None or cached[0] != self.revision:
+                cached = (self.revision, keyed(self._served(org)))
+                self._keys[key] = cached
+            return cached[1]
+
+    def _explicit(
+        self, message: str, served: dict[str, WorkflowManifest], org: str | None
+    ) -> str | None:
+        """The served workflow ``message`` names explicitly (TUL-006 §3.3), if any."""
+        if "workflow" not in message.casefold():
+            return None
+        named = named_in(message, self._keyed(org))
+        # The set may have changed since ``served`` was read: only what it holds is named.
+        return named if named in served else None
 
     def is_deployment_wide(self, workflow_id: str) -> bool:
         """True for a built-in or file workflow: read-only to authoring."""
@@ -210,6 +232,7 @@ class WorkflowRegistry:
             elif not own:
                 self._authored.pop(org, None)
                 self._indexes.pop(org, None)
+                self._keys.pop(org, None)
             self.revision += 1
             return True
 
@@ -220,6 +243,7 @@ class WorkflowRegistry:
                 return False
             self._authored = {org: dict(own) for org, own in authored.items() if own}
             self._indexes = {k: v for k, v in self._indexes.items() if k is None}
+            self._keys = {k: v for k, v in self._keys.items() if k is None}
             self.revision += 1
             return True
 
@@ -228,7 +252,7 @@ class WorkflowRegistry:
     ) -> list[WorkflowMatch]:
         """Workflows served to ``org`` whose intent fits ``message``, best first."""
         served = self._served(org)
-        explicit = explicit_workflow_id(message, served)
+        explicit = self._explicit(message, served, org)
         if explicit is not None:
             # An explicit request takes precedence over inference (TUL-006 §3.3).
             return [self._row(served[explicit], 1.0, "named explicitly")]
@@ -283,7 +307,7 @@ class WorkflowRegistry:
         if (
             arbiter is None
             or arbiter.mode == "off"
-            or explicit_workflow_id(message, served) is not None
+            or self._explicit(message, served, org) is not None
         ):
             matched: list[WorkflowMatch] = await run(self.match, message, limit, org)
             return matched
