@@ -18,15 +18,17 @@ set alone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Awaitable, Callable, Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus, WorkflowVisibility
 from aptix.workflows.matching.arbiter import MatchArbiter
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.explicit import id_key, keyed, named_in
+from aptix.workflows.matching.routing import Decision
 from aptix.workflows.validation import FieldProblem, validate_manifest
 
 __all__ = ["WorkflowMatch", "WorkflowRegistry", "status_note"]
@@ -68,6 +70,16 @@ class WorkflowMatch:
         return row
 
 
+@dataclass(slots=True)
+class _Index:
+    """One served set's matcher, with its own lock: one org's rebuild holds up no other org."""
+
+    matcher: WorkflowMatcher
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The revision of the served set it was built from (-1: never built).
+    stamp: int = -1
+
+
 def status_note(manifest: WorkflowManifest) -> str | None:
     """The warning that goes with a workflow's status or visibility, if any."""
     wid = manifest.workflow_id
@@ -101,12 +113,22 @@ class WorkflowRegistry:
         self._known_tools = frozenset(known_tools)
         self._matcher = matcher or WorkflowMatcher()
         self._matcher_factory = matcher_factory or WorkflowMatcher
-        #: org (None: deployment-wide only) -> (revision indexed, matcher)
-        self._indexes: dict[str | None, tuple[int, WorkflowMatcher]] = {}
-        #: org (None: deployment-wide only) -> (revision keyed, id_key -> id of the served set)
+        # A scope is None (the deployment-wide set, served to every org without workflows of
+        # its own) or an org with authored workflows (its own and the deployment-wide ones).
+        # What is derived from a scope's set (its index, its id keys, an org's merged set) is
+        # rebuilt when that set changes, not when any org publishes: at 10,000 workflows a
+        # rebuild takes a second.
+        #: scope -> the revision at which it last changed (an org's own workflows only).
+        self._changed: dict[str | None, int] = {}
+        #: scope -> its matcher
+        self._indexes: dict[str | None, _Index] = {}
+        #: scope -> (stamp, id_key -> id of its served set)
         self._keys: dict[str | None, tuple[int, dict[str, str]]] = {}
+        #: org -> (stamp, its served set), merged once per change rather than per call
+        self._merged: dict[str, tuple[int, dict[str, WorkflowManifest]]] = {}
+        #: Guards the served sets and the caches above; held briefly, never for a rebuild.
         self._lock = threading.Lock()
-        #: Increases whenever the served set changes.
+        #: Increases whenever any served set changes.
         self.revision = 0
         #: The model as arbiter (``APTIX_MATCH_ARBITER``), used by :meth:`match_async`.
         self.arbiter: MatchArbiter | None = None
@@ -121,12 +143,37 @@ class WorkflowRegistry:
         """The matcher of the deployment-wide set (orgs with authored workflows get their own)."""
         return self._matcher
 
+    def _scope(self, org: str | None) -> str | None:
+        """``org`` if it has workflows of its own, else None (the deployment-wide set)."""
+        return org if org is not None and org in self._authored else None
+
+    def _stamp(self, scope: str | None) -> int:
+        """The revision at which ``scope``'s served set last changed."""
+        base = self._changed.get(None, 0)
+        return base if scope is None else max(base, self._changed.get(scope, 0))
+
+    def _changes(self, scope: str | None) -> None:
+        """Record a change of ``scope``'s own workflows (lock held)."""
+        self.revision += 1
+        self._changed[scope] = self.revision
+
     def _served(self, org: str | None) -> dict[str, WorkflowManifest]:
-        authored = self._authored.get(org, {}) if org is not None else {}
-        if not authored:
+        if self._scope(org) is None:
             return self._manifests
-        # Deployment-wide workflows win: authoring cannot shadow a reviewed file.
-        return {**authored, **self._manifests}
+        with self._lock:
+            return self._served_locked(org)
+
+    def _served_locked(self, org: str | None) -> dict[str, WorkflowManifest]:
+        scope = self._scope(org)
+        if scope is None:
+            return self._manifests
+        stamp = self._stamp(scope)
+        merged = self._merged.get(scope)
+        if merged is None or merged[0] != stamp:
+            # Deployment-wide workflows win: authoring cannot shadow a reviewed file.
+            merged = (stamp, {**self._authored[scope], **self._manifests})
+            self._merged[scope] = merged
+        return merged[1]
 
     def get(self, workflow_id: str, org: str | None = None) -> WorkflowManifest | None:
         """The manifest ``org`` is served under ``workflow_id`` (any visibility or status)."""
@@ -138,13 +185,14 @@ class WorkflowRegistry:
         return found
 
     def _keyed(self, org: str | None) -> dict[str, str]:
-        """``org``'s served ids by :func:`id_key`, built once per revision, not per call."""
-        key = org if org is not None and self._authored.get(org) else None
+        """``org``'s served ids by :func:`id_key`, built once per change, not per call."""
         with self._lock:
-            cached = self._keys.get(key)
-            if cached is None or cached[0] != self.revision:
-                cached = (self.revision, keyed(self._served(org)))
-                self._keys[key] = cached
+            scope = self._scope(org)
+            stamp = self._stamp(scope)
+            cached = self._keys.get(scope)
+            if cached is None or cached[0] != stamp:
+                cached = (stamp, keyed(self._served_locked(scope)))
+                self._keys[scope] = cached
             return cached[1]
 
     def _explicit(
@@ -207,7 +255,7 @@ class WorkflowRegistry:
             self._file_sources = dict(self._sources)
             if known_tools is not None:
                 self._known_tools = frozenset(known_tools)
-            self.revision += 1
+            self._changes(None)
 
     def publish(
         self, manifest: WorkflowManifest, source: str = "store", *, org: str | None = None
@@ -219,7 +267,7 @@ class WorkflowRegistry:
                 self._sources[manifest.workflow_id] = source
             else:
                 self._authored.setdefault(org, {})[manifest.workflow_id] = manifest
-            self.revision += 1
+            self._changes(org)
 
     def remove(self, workflow_id: str, *, org: str | None = None) -> bool:
         """Stop serving ``workflow_id`` (``org``'s, or deployment-wide with None)."""
@@ -231,21 +279,36 @@ class WorkflowRegistry:
                 self._sources.pop(workflow_id, None)
             elif not own:
                 self._authored.pop(org, None)
-                self._indexes.pop(org, None)
-                self._keys.pop(org, None)
-            self.revision += 1
+                self._forget(org)
+            self._changes(org)
             return True
 
     def replace_authored(self, authored: dict[str, dict[str, WorkflowManifest]]) -> bool:
         """Serve exactly ``authored`` (org -> id -> manifest); True when anything changed."""
+        new = {org: dict(own) for org, own in authored.items() if own}
         with self._lock:
-            if authored == self._authored:
+            old = self._authored
+            changed = [
+                org for org in sorted(new.keys() | old.keys()) if new.get(org) != old.get(org)
+            ]
+            if not changed:
                 return False
-            self._authored = {org: dict(own) for org, own in authored.items() if own}
-            self._indexes = {k: v for k, v in self._indexes.items() if k is None}
-            self._keys = {k: v for k, v in self._keys.items() if k is None}
+            self._authored = new
             self.revision += 1
+            # Only the orgs whose own set changed are rebuilt (another process's publish
+            # reaches this one as a replacement of every org's set).
+            for org in changed:
+                self._changed[org] = self.revision
+                if org not in new:
+                    self._forget(org)
             return True
+
+    def _forget(self, org: str) -> None:
+        """Drop what was derived from ``org``'s own set, now empty (lock held)."""
+        self._indexes.pop(org, None)
+        self._keys.pop(org, None)
+        self._merged.pop(org, None)
+        self._changed.pop(org, None)
 
     def match(
         self, message: str, limit: int = DEFAULT_MATCH_LIMIT, org: str | None = None
@@ -263,29 +326,42 @@ class WorkflowRegistry:
     def _ranked(
         self, message: str, limit: int, org: str | None, served: dict[str, WorkflowManifest]
     ) -> list[tuple[str, float, str]]:
-        with self._lock:
-            ranked = self._indexed(org, served).explain(message, limit)
+        with self._indexed(org) as matcher:
+            ranked = matcher.explain(message, limit)
         # Only the explicit id reaches 1.0, so that it always ranks first.
         return [
             (r.workflow_id, min(r.score, 0.99), r.why) for r in ranked if r.workflow_id in served
         ]
 
-    def _indexed(self, org: str | None, served: dict[str, WorkflowManifest]) -> WorkflowMatcher:
-        """The matcher of ``org``'s served set, rebuilt if the set changed (lock held)."""
-        # Orgs without workflows of their own share the deployment-wide index.
-        key = org if org is not None and self._authored.get(org) else None
-        indexed = self._indexes.get(key)
-        if indexed is None or indexed[0] != self.revision:
-            matcher = self._matcher if key is None else self._org_matcher(indexed)
-            matcher.rebuild(
-                m
-                for m in (served[w] for w in sorted(served))
-                if m.visibility is not WorkflowVisibility.HIDDEN
-                and m.status is not WorkflowStatus.DRAFT
-            )
-            indexed = (self.revision, matcher)
-            self._indexes[key] = indexed
-        return indexed[1]
+    @contextlib.contextmanager
+    def _indexed(self, org: str | None) -> Iterator[WorkflowMatcher]:
+        """The matcher of ``org``'s served set, rebuilt if the set changed; its own for the block.
+
+        The set is read under the registry's lock; the rebuild and the match run under the
+        index's lock only, so a rebuild for one org does not hold up another's matches.
+        """
+        with self._lock:
+            scope = self._scope(org)
+            stamp = self._stamp(scope)
+            index = self._indexes.get(scope)
+            if index is None:
+                matcher = self._matcher if scope is None else self._matcher_factory()
+                index = self._indexes[scope] = _Index(matcher)
+            matchable: list[WorkflowManifest] | None = None
+            if index.stamp < stamp:
+                served = self._served_locked(scope)
+                matchable = [
+                    m
+                    for m in (served[w] for w in sorted(served))
+                    if m.visibility is not WorkflowVisibility.HIDDEN
+                    and m.status is not WorkflowStatus.DRAFT
+                ]
+        with index.lock:
+            # Another match may have rebuilt it from a newer set meanwhile: never go back.
+            if matchable is not None and index.stamp < stamp:
+                index.matcher.rebuild(matchable)
+                index.stamp = stamp
+            yield index.matcher
 
     async def match_async(
         self,
@@ -312,17 +388,20 @@ class WorkflowRegistry:
             matched: list[WorkflowMatch] = await run(self.match, message, limit, org)
             return matched
 
-        def decide() -> tuple[Any, WorkflowMatcher, int]:
-            with self._lock:
-                matcher = self._indexed(org, served)
-                return matcher.decide(message), matcher, self.revision
+        def decide() -> tuple[Decision, list[WorkflowMatch], int]:
+            revision = self.revision
+            with self._indexed(org) as matcher:
+                decision = matcher.decide(message)
+                # The reasons are read while the index is still the one that decided.
+                fallback = [
+                    self._row(served[w], min(s, 0.99), matcher.why(message, w))
+                    for w, s in decision.matches(limit)
+                    if w in served
+                ]
+            return decision, fallback, revision
 
-        decision, matcher, revision = await run(decide)
-        fallback = [
-            self._row(served[w], min(s, 0.99), matcher.why(message, w))
-            for w, s in decision.matches(limit)
-            if w in served
-        ]
+        decided: tuple[Decision, list[WorkflowMatch], int] = await run(decide)
+        decision, fallback, revision = decided
         if not decision.ranked or not arbiter.wanted(decision.unsure):
             return fallback
         shown = [
@@ -343,9 +422,6 @@ class WorkflowRegistry:
             chosen, round(min(score, 0.99), 4), "chosen by the model among the top candidates"
         )
         return [row, *(m for m in fallback if m.workflow_id != chosen.workflow_id)][:limit]
-
-    def _org_matcher(self, indexed: tuple[int, WorkflowMatcher] | None) -> WorkflowMatcher:
-        return indexed[1] if indexed is not None else self._matcher_factory()
 
     def _row(self, manifest: WorkflowManifest, score: float, why: str) -> WorkflowMatch:
         return WorkflowMatch(
