@@ -78,6 +78,12 @@ def test_an_orgs_publish_rebuilds_its_own_index_only() -> None:
     registry.match("do the filed task")
     assert (shared.rebuilds, globex.rebuilds, made[1].rebuilds) == (2, 2, 2)
 
+    # Acme's last workflow removed: it is served the deployment-wide index, as it stands.
+    assert registry.remove("acme_only", org="acme")
+    assert registry.match("create a sales report", org="acme")[0].workflow_id == "create_report"
+    assert registry.get("acme_only", "acme") is None
+    assert shared.rebuilds == 2
+
 
 def test_a_sync_rebuilds_only_the_orgs_whose_sets_changed() -> None:
     registry, shared, made = _registry()

@@ -277,10 +277,10 @@ class WorkflowRegistry:
                 return False
             if org is None:
                 self._sources.pop(workflow_id, None)
-            elif not own:
+            self._changes(org)
+            if org is not None and not own:
                 self._authored.pop(org, None)
                 self._forget(org)
-            self._changes(org)
             return True
 
     def replace_authored(self, authored: dict[str, dict[str, WorkflowManifest]]) -> bool:
