@@ -21,7 +21,7 @@ from aptix.workflows.matching.cues import CUES, message_cues
 from aptix.workflows.matching.explicit import explicit_workflow_id
 from aptix.workflows.matching.form import FormModel, form_grams
 from aptix.workflows.matching.fusion import FusionModel
-from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
+from aptix.workflows.matching.lexical import MAX_TYPO_LOOKUPS, LexicalMatcher, MatchDocument
 from aptix.workflows.matching.routing import (
     BUILTIN_VETO,
     GATE_THRESHOLD,
@@ -77,6 +77,23 @@ def test_lexical_ranks_by_overlap_and_forgives_typos() -> None:
     assert matcher.match("completely unrelated words") == []
 
 
+def test_typo_lookups_stop_after_a_message_s_first_unknown_terms() -> None:
+    matcher = LexicalMatcher([MatchDocument("books", "reconcile the supplier invoices")])
+    # Made-up words the index lacks, each distinct, each long enough to be a typo.
+    pasted = " ".join(
+        f"zq{chr(97 + i // 26)}{chr(97 + i % 26)}vvx" for i in range(MAX_TYPO_LOOKUPS)
+    )
+    assert "invoic" in matcher.query_terms("suplier invoicse")
+    # Past the cap the typo is not looked up, though the lookup above is remembered: what a
+    # message matches does not depend on the messages before it.
+    late = matcher.query_terms(f"{pasted} suplier invoicse")
+    assert "invoic" not in late
+    assert "invoic" in matcher.query_terms(f"suplier invoicse {pasted}")
+    assert matcher.known_share(f"{pasted} invoicse") == 0.0
+    assert matcher.shared_terms(f"{pasted} invoicse", "books") == []
+    assert matcher.shared_terms(f"invoicse {pasted}", "books") == ["invoicse"]
+
+
 def test_whole_phrases_of_common_words_still_match() -> None:
     matcher = LexicalMatcher([MatchDocument("greet", "what can you do")])
     assert matcher.match("so, what can you do?") == [("greet", pytest.approx(0.9))]
@@ -94,7 +111,7 @@ def test_scores_stay_in_range_for_any_message(message: str) -> None:
 
 _SEEDED_SCORES = """
 import random
-from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
+from aptix.workflows.matching.lexical import MAX_TYPO_LOOKUPS, LexicalMatcher, MatchDocument
 words = [f"{a}{b}ing" for a in "bcdfghjklm" for b in ("ar", "el", "ist", "ont", "uv")]
 rng = random.Random(7)
 docs = [MatchDocument(f"w{i}", " ".join(rng.sample(words, 12))) for i in range(80)]

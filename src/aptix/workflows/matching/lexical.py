@@ -32,6 +32,10 @@ from aptix.workflows.matching.text import STOPWORDS, normalise, term_of, terms
 __all__ = ["LexicalMatcher", "MatchDocument"]
 
 TYPO_CUTOFF = 84.0
+#: Shorter terms are never read as typos of an indexed one.
+MIN_TYPO_LENGTH = 5
+#: Typo lookups per message at most (:meth:`LexicalMatcher._mapped`).
+MAX_TYPO_LOOKUPS = 32
 PHRASE_SCORE = 0.9
 SINGLE_TERM_FACTOR = 0.7
 #: Documents rescored with rapidfuzz after the index has ranked them.
@@ -152,11 +156,12 @@ class LexicalMatcher:
     def shared_terms(self, message: str, owner: str) -> list[str]:
         """The message's words (typos forgiven) found in ``owner``'s texts, in message order."""
         known = self._owner_terms.get(owner, frozenset())
+        mapped = self._mapped(terms(message))
         shared: list[str] = []
         for word in normalise(message).split():
             if word in STOPWORDS or word in shared:
                 continue
-            found = self._known_term(term_of(word))
+            found = mapped[term_of(word)]
             if found is not None and found[0] in known:
                 shared.append(word)
         return shared
@@ -174,20 +179,21 @@ class LexicalMatcher:
 
     def known_share(self, message: str) -> float:
         """Share of the message's content words the index knows (typos forgiven)."""
-        words = [t for t in terms(message)]
+        words = terms(message)
         if not words:
             return 0.0
-        return sum(self._known_term(t) is not None for t in words) / len(words)
+        mapped = self._mapped(words)
+        return sum(mapped[t] is not None for t in words) / len(words)
 
     def _query_terms(self, message: str) -> dict[str, float]:
         cached = self._queries.get(message)
         if cached is not None:
             return dict(cached)
         query: dict[str, float] = {}
-        for term in terms(message):
-            if term in query and query[term] == 1.0:
-                continue
-            found = self._known_term(term)
+        words = terms(message)
+        mapped = self._mapped(words)
+        for term in words:
+            found = mapped[term]
             if found is not None:
                 query[found[0]] = max(query.get(found[0], 0.0), found[1])
         if len(self._queries) >= QUERY_CACHE_SIZE:
@@ -195,11 +201,32 @@ class LexicalMatcher:
         self._queries[message] = dict(query)
         return query
 
+    def _mapped(self, message_terms: list[str]) -> dict[str, tuple[str, float] | None]:
+        """Each of a message's terms with the indexed term it stands for (:meth:`_known_term`).
+
+        Only the first :data:`MAX_TYPO_LOOKUPS` distinct terms the index lacks are looked up
+        as typos, in message order, whatever was looked up before: a pasted page of words
+        the catalog never uses costs a few dozen lookups, not hundreds.
+        """
+        mapped: dict[str, tuple[str, float] | None] = {}
+        lookups = 0
+        for term in message_terms:
+            if term in mapped:
+                continue
+            if term in self._idf:
+                mapped[term] = (term, 1.0)
+            elif len(term) < MIN_TYPO_LENGTH or lookups == MAX_TYPO_LOOKUPS:
+                mapped[term] = None
+            else:
+                lookups += 1
+                mapped[term] = self._known_term(term)
+        return mapped
+
     def _known_term(self, term: str) -> tuple[str, float] | None:
         """The indexed term ``term`` stands for, with how sure that is (typos < 1.0)."""
         if term in self._idf:
             return term, 1.0
-        if len(term) < 5:
+        if len(term) < MIN_TYPO_LENGTH:
             return None
         if term in self._known:
             return self._known[term]
