@@ -4,7 +4,8 @@ Scoring a document (an intent pattern, a title or a description) against a messa
 
 * ``coverage`` - the IDF-weighted share of the document's terms found in the message
   (typos are forgiven: an unknown message word is mapped to the closest indexed term when
-  rapidfuzz rates them at least ``TYPO_CUTOFF``);
+  rapidfuzz rates them at least ``TYPO_CUTOFF``, for a message's first
+  ``MAX_TYPO_LOOKUPS`` unknown terms);
 * ``precision`` - the IDF-weighted share of the message's terms found in the document;
 * ``fuzzy`` - rapidfuzz's ratio between the two stemmed texts;
 * a whole intent pattern found verbatim in the message scores at least ``PHRASE_SCORE``.
