@@ -203,11 +203,11 @@ class LexicalMatcher:
         return query
 
     def _mapped(self, message_terms: list[str]) -> dict[str, tuple[str, float] | None]:
-        """Each of a message's terms with the indexed term it stands for (:meth:`_known_term`).
+        """Each of a message's terms with the indexed term it stands for, or None.
 
         Only the first :data:`MAX_TYPO_LOOKUPS` distinct terms the index lacks are looked up
-        as typos, in message order, whatever was looked up before: a pasted page of words
-        the catalog never uses costs a few dozen lookups, not hundreds.
+        as typos (:meth:`_typo_of`), in message order, whatever was looked up before: a pasted
+        page of words the catalog never uses costs a few dozen lookups, not hundreds.
         """
         mapped: dict[str, tuple[str, float] | None] = {}
         lookups = 0
@@ -220,15 +220,11 @@ class LexicalMatcher:
                 mapped[term] = None
             else:
                 lookups += 1
-                mapped[term] = self._known_term(term)
+                mapped[term] = self._typo_of(term)
         return mapped
 
-    def _known_term(self, term: str) -> tuple[str, float] | None:
-        """The indexed term ``term`` stands for, with how sure that is (typos < 1.0)."""
-        if term in self._idf:
-            return term, 1.0
-        if len(term) < MIN_TYPO_LENGTH:
-            return None
+    def _typo_of(self, term: str) -> tuple[str, float] | None:
+        """The indexed term an unknown ``term`` is a typo of, with how sure that is (< 1.0)."""
         if term in self._known:
             return self._known[term]
         found = process.extractOne(
