@@ -1,6 +1,7 @@
 """Workflow matching, this tree against an earlier revision, in one process.
 
-Run: ``python -m bench.match_ab REV [--sizes 100,1000,10000] [--queries 400] [--semantic]``.
+Run: ``python -m bench.match_ab REV [--sizes 100,1000,10000] [--queries 400] [--semantic]``,
+or ``python -m bench.match_ab REV --evidence [--semantic]``.
 
 The machines these benchmarks run on are shared: one run's latency can be 1.5 times
 another's. This bench takes ``aptix`` at ``REV`` from git (``git archive``) into a temporary
@@ -9,6 +10,15 @@ and times ``WorkflowRegistry.match`` for each message with both, alternating whi
 first. Both see the same load, so the ratio holds where the absolute figures drift. It
 also counts the messages for which the two return other workflows or another order (a
 change meant to be only faster should show none), and prints the first few.
+
+The synthetic catalog has a 77-word vocabulary and many near-duplicate workflows, so it says
+little about the catalogs people write. ``--evidence`` times nothing: it builds both trees'
+matchers on each catalog the routing figures are read on (every training set with the
+built-in workflows, each again beside 1,000 synthetic workflows, the evaluation catalog with
+round 1 and round 3's messages, and round 2 and round 4's held-out catalogs) and counts, per
+catalog, the messages whose evidence (candidates, every ranker and gate feature, to the last
+bit) or decision (the ranker's order and probabilities, the gate) differs. A change meant to
+leave every score alone should show none anywhere.
 """
 
 from __future__ import annotations
@@ -117,6 +127,81 @@ def compare(size: int, queries: int, semantic: bool) -> list[object]:
     ]
 
 
+def _evidence_sets() -> list[tuple[str, list[Any], list[str]]]:
+    """(name, catalog, messages) for every catalog the routing figures are read on."""
+    from bench.match_eval import eval_catalog, with_builtin
+    from tests.workflows.matchset import (
+        chitchat,
+        fresh,
+        holdout2,
+        holdout3,
+        holdout4,
+        nearmiss,
+        training_sets,
+    )
+
+    crowd = synthetic_catalog(1000)
+    sets: list[tuple[str, list[Any], list[str]]] = []
+    for item in training_sets():
+        messages = [row.message for row in item.rows]
+        sets.append((item.name, with_builtin(item.catalog), messages))
+        sets.append((f"{item.name} + 1,000", with_builtin(item.catalog) + crowd, messages))
+    rows = [*fresh(), *nearmiss(), *chitchat(), *holdout3()]
+    sets.append(("evaluation, rounds 1 and 3", eval_catalog(), [row.message for row in rows]))
+    for item in (*holdout2(), *holdout4()):
+        sets.append(
+            (f"held out {item.name}", with_builtin(item.catalog), [r.message for r in item.rows])
+        )
+    return sets
+
+
+def _same_evidence(now: Any, then: Any) -> bool:
+    """Both trees' :class:`~aptix.workflows.matching.combined.Candidates` agree to the bit."""
+    return (
+        now.ids == then.ids
+        and now.features.tobytes() == then.features.tobytes()
+        and now.message.tobytes() == then.message.tobytes()
+        and (now.stated, now.builtin, now.builtin_words)
+        == (then.stated, then.builtin, then.builtin_words)
+    )
+
+
+def _built(package: str, catalog: list[Any], embedder: Any) -> Any:
+    """A matcher of ``package`` (``aptix`` or :data:`OTHER`) indexing ``catalog``."""
+    matching = f"{package}.workflows.matching"
+    manifest = importlib.import_module(f"{package}.workflows.manifest").WorkflowManifest
+    semantic = None
+    if embedder is not None:
+        semantic = importlib.import_module(f"{matching}.semantic").SemanticMatcher(embedder)
+    matcher = importlib.import_module(f"{matching}.combined").WorkflowMatcher(semantic)
+    matcher.rebuild([manifest.model_validate(m.model_dump()) for m in catalog])
+    return matcher
+
+
+def evidence_rows(semantic: bool) -> list[list[object]]:
+    """Per catalog: messages whose evidence, and whose decision, differs between the trees."""
+    embedder = None
+    if semantic:
+        from aptix.workflows.matching.semantic import DEFAULT_MODEL
+        from bench.encoders import cached_embedder
+
+        embedder = cached_embedder(DEFAULT_MODEL)
+    rows: list[list[object]] = []
+    for name, catalog, messages in _evidence_sets():
+        now, then = (_built(package, catalog, embedder) for package in ("aptix", OTHER))
+        evidence = decided = 0
+        for message in messages:
+            ours, theirs = now.candidates(message), then.candidates(message)
+            if not _same_evidence(ours, theirs):
+                evidence += 1
+                if evidence <= SHOWN_DIFFERENCES:
+                    print(f"{name}: other evidence for {message!r}")
+            mine, before = now.decision(ours), then.decision(theirs)
+            decided += (mine.ranked, mine.gate) != (before.ranked, before.gate)
+        rows.append([name, f"{len(messages):,}", evidence, decided])
+    return rows
+
+
 def main() -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -124,6 +209,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=positive_ints, default="100,1000,10000")
     parser.add_argument("--queries", type=positive_int, default=400)
     parser.add_argument("--semantic", action="store_true", help="with the semantic extra")
+    parser.add_argument(
+        "--evidence",
+        action="store_true",
+        help="compare the evidence on the figures' catalogs instead of timing",
+    )
     args = parser.parse_args()
     if max(args.sizes) > SYNTHETIC_LIMIT:
         parser.error(f"--sizes: the synthetic catalog has at most {SYNTHETIC_LIMIT:,} workflows")
@@ -132,6 +222,13 @@ def main() -> None:
             import_revision(args.rev, Path(folder))
         except subprocess.CalledProcessError as error:
             parser.exit(2, f"match_ab: cannot read {args.rev!r}: {error.stderr.decode().strip()}\n")
+        if args.evidence:
+            print_table(
+                f"evidence and decisions, {args.rev} against this tree (messages that differ)",
+                ["catalog", "messages", "other evidence", "other decision"],
+                evidence_rows(args.semantic),
+            )
+            return
         rows = [compare(size, args.queries, args.semantic) for size in args.sizes]
     print_table(
         f"match_workflow latency, {args.rev} against this tree (ms, alternating)",
