@@ -130,25 +130,17 @@ def compare(size: int, queries: int, semantic: bool) -> list[object]:
 def _evidence_sets() -> list[tuple[str, list[Any], list[str]]]:
     """(name, catalog, messages) for every catalog the routing figures are read on."""
     from bench.match_eval import eval_catalog, with_builtin
-    from tests.workflows.matchset import (
-        chitchat,
-        fresh,
-        holdout2,
-        holdout3,
-        holdout4,
-        nearmiss,
-        training_sets,
-    )
+    from tests.workflows import matchset
 
     crowd = synthetic_catalog(1000)
     sets: list[tuple[str, list[Any], list[str]]] = []
-    for item in training_sets():
+    for item in matchset.training_sets():
         messages = [row.message for row in item.rows]
         sets.append((item.name, with_builtin(item.catalog), messages))
         sets.append((f"{item.name} + 1,000", with_builtin(item.catalog) + crowd, messages))
-    rows = [*fresh(), *nearmiss(), *chitchat(), *holdout3()]
+    rows = [*matchset.fresh(), *matchset.nearmiss(), *matchset.chitchat(), *matchset.holdout3()]
     sets.append(("evaluation, rounds 1 and 3", eval_catalog(), [row.message for row in rows]))
-    for item in (*holdout2(), *holdout4()):
+    for item in (*matchset.holdout2(), *matchset.holdout4()):
         sets.append(
             (f"held out {item.name}", with_builtin(item.catalog), [r.message for r in item.rows])
         )
