@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 from aptix.workflows.matching.associations import Associations
 from aptix.workflows.matching.scratch import ScratchPool
 from aptix.workflows.matching.text import normalise
+from aptix.workflows.matching.topk import largest
 
 __all__ = ["WorkflowIndex", "char_ngrams"]
 
@@ -256,7 +257,7 @@ class WorkflowIndex:
         """The ``limit`` best workflows of ``scores`` (from :meth:`bm25`) with a score above 0."""
         hit = np.flatnonzero(scores > 0)
         if len(hit) > limit:
-            hit = hit[np.argpartition(-scores[hit], limit - 1)[:limit]]
+            hit = hit[largest(scores[hit], limit)]
         return {self._owners[i]: float(scores[i]) for i in hit.tolist()}
 
     def select(self, scores: Floats, owners: Sequence[str]) -> Floats:

@@ -6,6 +6,7 @@ fitted with Newton's method: deterministic, a few dozen weights, stored as JSON.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,8 +48,15 @@ class FusionModel:
             return np.zeros(0)
         mean, scale, weights = self._arrays
         z = (x - mean) / scale
-        logits = z @ weights + self.bias
-        out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0)))
+        # Not ``z @ weights``, a NumPy row sum or ``np.exp``: each takes an order or a method
+        # that depends on the CPU's vector instructions (and BLAS on where a row falls in its
+        # block), so the same evidence could differ in the last bit between machines, and
+        # equal rows swap places. ``math.fsum`` is exact, then rounded once: the same float
+        # everywhere, as is ``math.exp`` on a given C library.
+        logits = [math.fsum(row) + self.bias for row in (z * weights).tolist()]
+        out: NDArray[np.float64] = np.asarray(
+            [1.0 / (1.0 + math.exp(-min(30.0, max(-30.0, v)))) for v in logits]
+        )
         return out
 
     @classmethod

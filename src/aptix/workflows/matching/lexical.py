@@ -29,6 +29,7 @@ from rapidfuzz import fuzz, process
 
 from aptix.workflows.matching.scratch import ScratchPool
 from aptix.workflows.matching.text import STOPWORDS, normalise, term_of, terms
+from aptix.workflows.matching.topk import largest
 
 __all__ = ["LexicalMatcher", "MatchDocument"]
 
@@ -134,7 +135,7 @@ class LexicalMatcher:
                 if len(found) > RESCORE_LIMIT:
                     # Rank by coverage with vectorised arithmetic; rescore only the best few.
                     coverage = hits[found] / self._norm_array[found]
-                    found = found[np.argpartition(-coverage, RESCORE_LIMIT - 1)[:RESCORE_LIMIT]]
+                    found = found[largest(coverage, RESCORE_LIMIT)]
                 query_norm = sum(query.values()) or 1.0
                 if len(found):
                     scores = self._scores(found, hits, shared, query, query_norm, f" {phrase} ")

@@ -30,6 +30,7 @@ from aptix.errors import ConfigurationError
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.queries import QueryEmbeddings
 from aptix.workflows.matching.text import STOPWORDS
+from aptix.workflows.matching.topk import largest
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -472,7 +473,7 @@ class SemanticMatcher:
             return self._rank_prefiltered(query, limit, extra)
         per_owner = np.maximum.reduceat(_dot(self._matrix, query), self._starts)
         count = min(limit, len(self._owners))
-        top = np.argpartition(-per_owner, count - 1)[:count]
+        top = largest(per_owner, count)
         found = {self._owners[i]: float(per_owner[i]) for i in top.tolist()}
         for index in extra:
             found[self._owners[index]] = float(per_owner[index])
@@ -481,7 +482,7 @@ class SemanticMatcher:
     def _rank_prefiltered(self, query: Vectors, limit: int, extra: list[int]) -> dict[str, float]:
         rough = _dot(self._centroids, query)
         count = min(max(limit, PREFILTER_WORKFLOWS), len(self._owners))
-        chosen = np.union1d(np.argpartition(-rough, count - 1)[:count], extra).astype(np.intp)
+        chosen = np.union1d(largest(rough, count), extra).astype(np.intp)
         rows, firsts = self._rows(chosen)
         per_owner = np.maximum.reduceat(_dot(self._matrix[rows], query), firsts)
         order = np.argsort(-per_owner, kind="stable")[:limit].tolist()
