@@ -108,8 +108,24 @@ def readable(text: str) -> str:
     return _CONTROL.sub(" ", _INVISIBLE.sub("", _CONTROL_SEQUENCE.sub("", text)))
 
 
+#: Texts up to this long are remembered: a message is normalised by each of the matcher's
+#: parts (eight times or more), a workflow's text by each index built over it.
+MAX_CACHED_LENGTH = 2_000
+
+
 def normalise(text: str) -> str:
     """Lowercase, strip accents, separate words (``snake_case`` and ``kebab-case`` split)."""
+    if len(text) <= MAX_CACHED_LENGTH:
+        return _normalised(text)
+    return _normalise(text)
+
+
+@functools.lru_cache(maxsize=1_024)
+def _normalised(text: str) -> str:
+    return _normalise(text)
+
+
+def _normalise(text: str) -> str:
     if not text.isascii():
         # ASCII text is its own NFKD form and holds no combining marks.
         text = unicodedata.normalize("NFKD", text)
