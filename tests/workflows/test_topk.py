@@ -15,7 +15,9 @@ from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
 from aptix.workflows.matching.topk import largest
 
 # Few distinct values, so that most draws tie across the cut.
-VALUES = st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, 0.1 + 0.2]), max_size=300)
+VALUES = st.lists(
+    st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, 0.1 + 0.2, -1.0, float("nan")]), max_size=300
+)
 
 
 @given(VALUES, st.integers(min_value=0, max_value=320))

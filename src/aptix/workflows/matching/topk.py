@@ -30,6 +30,9 @@ def largest(values: NDArray[np.floating], k: int) -> NDArray[np.intp]:
     starts = (np.arange(k, dtype=np.intp) * count) // k
     floor = np.maximum.reduceat(values, starts).min()
     above = np.flatnonzero(values >= floor)
+    if len(above) < k:
+        # A NaN makes the floor NaN, and nothing reaches it: sort instead (NaNs go last).
+        return np.sort(np.argsort(-values, kind="stable")[:k])
     kept = values[above]
     cut = np.partition(kept, len(kept) - k)[len(kept) - k]
     higher = kept > cut
