@@ -510,7 +510,7 @@ def new_word_rows(size: int) -> list[list[object]]:
     """Words never seen before: PyStemmer's compiled stemmer against the pure-Python one.
 
     Per word, the stem of each alphabetic word of the encoder's vocabulary; per paste, a
-    lexical match of 2,000 characters of made-up words, the stem cache emptied before each
+    lexical match of 2,000 characters of made-up words, the text caches emptied before each
     (a paste's words are new to the matcher), at ``size`` synthetic workflows and at ``size``
     workflows written in 40,000 made-up words (each unknown word of a paste is then looked
     up as a possible typo among a few thousand terms).
@@ -553,13 +553,13 @@ def new_word_rows(size: int) -> list[list[object]]:
                 registry.match("build the index")
                 samples = []
                 for paste in pastes:
-                    text_module.stem.cache_clear()
+                    text_module.forget()
                     samples.append(_match_ms(registry, paste, None))
                 row.append(f"{statistics.median(samples):.2f}")
             rows.append(row)
     finally:
         text_module._STEMMER = kept
-        text_module.stem.cache_clear()
+        text_module.forget()
     return rows
 
 

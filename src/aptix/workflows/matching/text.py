@@ -8,7 +8,7 @@ import unicodedata
 
 import snowballstemmer
 
-__all__ = ["STOPWORDS", "normalise", "readable", "stem", "term_of", "terms"]
+__all__ = ["STOPWORDS", "forget", "normalise", "readable", "stem", "term_of", "terms"]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -141,4 +141,19 @@ def term_of(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """The content terms of ``text``: stop words removed, stemmed, synonyms folded."""
+    if len(text) <= MAX_CACHED_LENGTH:
+        return list(_terms_of(text))
     return [term_of(word) for word in normalise(text).split() if word not in STOPWORDS]
+
+
+@functools.lru_cache(maxsize=1_024)
+def _terms_of(text: str) -> tuple[str, ...]:
+    # A message's terms are read by several of the matcher's parts, like its normal form.
+    return tuple(term_of(word) for word in normalise(text).split() if word not in STOPWORDS)
+
+
+def forget() -> None:
+    """Empty the stem, normal-form and term caches (benchmarks time text as if new)."""
+    stem.cache_clear()
+    _normalised.cache_clear()
+    _terms_of.cache_clear()
