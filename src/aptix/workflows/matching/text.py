@@ -108,21 +108,13 @@ def readable(text: str) -> str:
     return _CONTROL.sub(" ", _INVISIBLE.sub("", _CONTROL_SEQUENCE.sub("", text)))
 
 
-#: Texts up to this long are remembered: a message is normalised by each of the matcher's
-#: parts (eight times or more), a workflow's text by each index built over it.
+#: Texts up to this long (a matched message's longest) keep their normal form and terms.
 MAX_CACHED_LENGTH = 2_000
 
 
 def normalise(text: str) -> str:
     """Lowercase, strip accents, separate words (``snake_case`` and ``kebab-case`` split)."""
-    if len(text) <= MAX_CACHED_LENGTH:
-        return _normalised(text)
-    return _normalise(text)
-
-
-@functools.lru_cache(maxsize=1_024)
-def _normalised(text: str) -> str:
-    return _normalise(text)
+    return (_normalised if len(text) <= MAX_CACHED_LENGTH else _normalise)(text)
 
 
 def _normalise(text: str) -> str:
@@ -141,19 +133,21 @@ def term_of(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """The content terms of ``text``: stop words removed, stemmed, synonyms folded."""
-    if len(text) <= MAX_CACHED_LENGTH:
-        return list(_terms_of(text))
-    return [term_of(word) for word in normalise(text).split() if word not in STOPWORDS]
+    return list((_cached_terms if len(text) <= MAX_CACHED_LENGTH else _terms)(text))
 
 
-@functools.lru_cache(maxsize=1_024)
-def _terms_of(text: str) -> tuple[str, ...]:
-    # A message's terms are read by several of the matcher's parts, like its normal form.
+def _terms(text: str) -> tuple[str, ...]:
     return tuple(term_of(word) for word in normalise(text).split() if word not in STOPWORDS)
+
+
+# A message is read by each of the matcher's parts (its normal form eight times or more, its
+# terms three or four): both are remembered for texts a message can be.
+_normalised = functools.lru_cache(maxsize=1_024)(_normalise)
+_cached_terms = functools.lru_cache(maxsize=1_024)(_terms)
 
 
 def forget() -> None:
     """Empty the stem, normal-form and term caches (benchmarks time text as if new)."""
     stem.cache_clear()
     _normalised.cache_clear()
-    _terms_of.cache_clear()
+    _cached_terms.cache_clear()
