@@ -116,7 +116,11 @@ def tune(reference: Path, sets: Sequence[TrainingSet]) -> Any:
     # The head's own generators: its start and its draws leave the shuffle and the texts drawn.
     with torch.random.fork_rng():
         torch.manual_seed(SEED)
-        head = torch.nn.Linear(model.get_sentence_embedding_dimension(), 1)
+        # Renamed in sentence-transformers 6; the old name warns there.
+        width = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        head = torch.nn.Linear(width(), 1)
     draw = _cycle(nothing, random.Random(SEED))
     optimiser = torch.optim.AdamW(
         [
