@@ -71,7 +71,8 @@ REQUEST_WEIGHT = 2.0
 HEAD_LEARNING_RATE = 1e-2
 
 
-def _texts(catalog: TrainingSet) -> dict[str, list[str]]:
+def texts_of(catalog: TrainingSet) -> dict[str, list[str]]:
+    """Each workflow's texts (the built-ins included), as tuning reads them."""
     return {
         m.workflow_id: [d.text for d in documents_for(m)] for m in with_builtin(catalog.catalog)
     }
@@ -81,7 +82,7 @@ def _examples(model: Any, sets: Sequence[TrainingSet]) -> list[tuple[str, list[s
     """(message, its workflow's texts, the closest other workflow's texts) per request."""
     out = []
     for item in sets:
-        texts = _texts(item)
+        texts = texts_of(item)
         ids = list(texts)
         whole = model.encode([" ".join(texts[w]) for w in ids], normalize_embeddings=True)
         rows = [r for r in item.rows if r.expected is not None]
@@ -101,8 +102,12 @@ def _cycle(items: list[str], rnd: random.Random) -> Iterator[str]:
         yield from order
 
 
-def tune(reference: Path, sets: Sequence[TrainingSet]) -> Any:
-    """The reference model after :data:`EPOCHS` epochs of tuning on ``sets``."""
+def tune(reference: Path, sets: Sequence[TrainingSet], epochs: int = EPOCHS) -> Any:
+    """The reference model after ``epochs`` epochs of tuning on ``sets``.
+
+    ``reference`` is any sentence-transformers model directory (bench.encoder_probe tunes
+    others than all-MiniLM-L6-v2 with the same recipe).
+    """
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -129,7 +134,7 @@ def tune(reference: Path, sets: Sequence[TrainingSet]) -> Any:
         ],
         lr=LEARNING_RATE,
     )
-    steps = EPOCHS * -(-len(examples) // BATCH)
+    steps = epochs * -(-len(examples) // BATCH)
     warm = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda k: min(1.0, (k + 1) / warm) * max(0.0, (steps - k) / steps)
@@ -140,7 +145,7 @@ def tune(reference: Path, sets: Sequence[TrainingSet]) -> Any:
         return torch.nn.functional.normalize(model(features)["sentence_embedding"], dim=-1)
 
     model.train()
-    for _ in range(EPOCHS):
+    for _ in range(epochs):
         rnd.shuffle(examples)
         for start in range(0, len(examples), BATCH):
             batch = examples[start : start + BATCH]
