@@ -104,7 +104,11 @@ def main() -> None:
     parser.add_argument("--save", type=Path, help="write the tuned model to this folder")
     args = parser.parse_args()
     if not (args.model / "modules.json").is_file():
-        parser.error(f"{args.model}: not a sentence-transformers model folder")
+        # repr: a path is data, and escape sequences in it must not reach the terminal raw.
+        parser.error(f"{str(args.model)!r}: not a sentence-transformers model folder")
+    if args.save is not None and not args.save.parent.is_dir():
+        # Checked before tuning, which can take an hour, not after it.
+        parser.error(f"--save {str(args.save)!r}: its folder does not exist")
     if args.epochs < 0 or not 1 <= args.group <= 3:
         parser.error("--epochs: 0 or more; --group: 1, 2 or 3")
     sets = training_sets()
