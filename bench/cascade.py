@@ -1,0 +1,337 @@
+"""The cascade screen: MiniLM gates every message, a larger encoder re-ranks the unsure ones.
+
+The forty-fourth round of docs/routing-log.md found all-mpnet-base-v2 ordering the
+candidates better than MiniLM-L6 and telling requests from near misses worse. The cascade
+keeps what each does best. MiniLM's ranker and gate decide every message. For the messages
+the gate accepts with a small margin between the ranker's first two probabilities
+(:func:`unsure_margin`), the order comes instead from the ranker fitted on the larger
+encoder's evidence. Every rejection stays MiniLM's.
+
+``screen`` runs it on one group of ``bench.tune_encoder --groups 3``. The two encoders are
+tuned without that group (``bench.encoder_probe --group K --save DIR``) and exported by
+``export``. The rankers and gates are refitted leave one catalog out among the group's
+catalogs. The forty-fifth round ran it on the first group:
+
+    python -m bench.encoder_probe MINILM_DIR --epochs 7 --group 1 --save /tmp/ml-1
+    python -m bench.encoder_probe MPNET_DIR --epochs 1 --group 1 --save /tmp/mp-1
+    python -m bench.cascade export /tmp/ml-1 /tmp/ml-1.onnx --minilm
+    python -m bench.cascade export /tmp/mp-1 /tmp/mp-1.onnx --int8 /tmp/mp-1-int8.onnx --group 1
+    python -m bench.cascade screen --group 1 /tmp/ml-1.onnx /tmp/mp-1.onnx /tmp/mp-1/tokenizer.json
+
+``export`` and its int8 file need PyTorch, sentence-transformers and onnx (as
+``bench.tune_encoder``); ``screen`` runs in the project's environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aptix.workflows.matching.routing import Decision
+from aptix.workflows.matching.semantic import MAX_TOKENS, Embedder, OnnxEmbedder
+from bench._table import print_table
+from bench.encoders import CACHE, ENCODING, DiskCachedEmbedder
+from bench.match_eval import builtin_ids, builtin_only, decisions, score, set_evidence
+from bench.tune_encoder import groups
+from bench.workflows import _catalog_models, _matcher
+from tests.workflows.matchset import Labelled, TrainingSet, training_sets
+
+#: Share of the messages MiniLM accepts that the larger encoder re-ranks.
+UNSURE_SHARE = 1 / 3
+#: SmoothQuant's migration strength: the share of an input channel's range moved into the
+#: weights (0.8 kept mpnet's int8 cosine at 0.996; 0.6 and 0.9 did worse, the routing log).
+ALPHA = 0.8
+#: Messages whose activation ranges set the migration (from the sets outside the group).
+CALIBRATION = 200
+
+
+class JsonTokenizerEmbedder(OnnxEmbedder):
+    """An ONNX encoder with its own ``tokenizer.json`` (mpnet: ``<s>`` … ``</s>``)."""
+
+    def __init__(self, model_path: Path, tokenizer: Path) -> None:
+        super().__init__(model_path)
+        from tokenizers import Tokenizer
+
+        loaded = Tokenizer.from_file(str(tokenizer))
+        # One text at a time: padding would add positions the mean pool then counts.
+        loaded.no_padding()
+        loaded.enable_truncation(MAX_TOKENS)
+        self._tokenizer = loaded
+
+
+def margin(decision: Decision) -> float:
+    """The ranker's first probability less its second (1.0 with one candidate)."""
+    if len(decision.ranked) < 2:
+        return 1.0
+    return decision.ranked[0][1] - decision.ranked[1][1]
+
+
+def unsure_margin(found: Mapping[int, Decision], share: float = UNSURE_SHARE) -> float:
+    """The margin below which fall ``share`` of the accepted messages (no labels read)."""
+    margins = [margin(d) for d in found.values() if d.accepted]
+    return float(np.quantile(margins, share)) if margins else 0.0
+
+
+def cascade(
+    first: Mapping[int, Decision], second: Mapping[int, Decision], below: float
+) -> tuple[dict[int, Decision], int]:
+    """``first``'s decisions, re-ranked by ``second`` where accepted with margin < ``below``.
+
+    The gate's probability and its weak-fit flag stay ``first``'s: the re-ranking changes
+    which workflow an accepted message goes to, never whether it is accepted.
+    """
+    out: dict[int, Decision] = {}
+    swapped = 0
+    for i, decision in first.items():
+        other = second[i]
+        if decision.accepted and margin(decision) < below and other.ranked:
+            out[i] = Decision(other.ranked, decision.gate, decision.weak)
+            swapped += 1
+        else:
+            out[i] = decision
+    return out, swapped
+
+
+Decisions = dict[int, Decision]
+
+
+def _decide(
+    emb: Embedder, sets: Sequence[TrainingSet]
+) -> tuple[list[Labelled], Decisions, list[Labelled], Decisions]:
+    """Leave-one-catalog-out decisions on ``sets``, and on them served by the built-ins alone."""
+
+    def make(item: TrainingSet) -> Any:
+        return _matcher(emb, False)
+
+    ev, rows, spans = set_evidence(make, sets)
+    models = _catalog_models(ev, rows, spans)
+    found: Decisions = {}
+    for model, span in zip(models, spans, strict=True):
+        found.update(decisions(model, ev, span))
+    absent, alone_rows, alone_spans = set_evidence(make, builtin_only(sets))
+    alone: Decisions = {}
+    for model, span in zip(models, alone_spans, strict=True):
+        alone.update(decisions(model, absent, span))
+    return rows, found, alone_rows, alone
+
+
+def _row(
+    label: str, rows: list[Labelled], found: Decisions, alone_rows: list[Labelled], alone: Decisions
+) -> list[object]:
+    builtin = builtin_ids()
+    total = score(found, rows)
+    asked = score({i: d for i, d in found.items() if rows[i].expected in builtin}, rows)
+    near = total.off_topic - total.chat
+    return [
+        label,
+        f"{total.top1:,} / {total.on_topic:,}",
+        f"{total.top3_rate:.3f}",
+        f"{total.rejected - total.chat_rejected:,} / {near:,}",
+        f"{total.chat_rejected} / {total.chat}",
+        f"{total.ranker_first:,}",
+        f"{total.gate_rate:.3f}",
+        f"{asked.top1} / {asked.on_topic}",
+        f"{score(alone, alone_rows).rejection_rate:.3f}",
+    ]
+
+
+def _cached(inner: Embedder, path: Path, tag: str) -> DiskCachedEmbedder:
+    key = hashlib.sha256(path.read_bytes() + ENCODING.encode()).hexdigest()[:12]
+    return DiskCachedEmbedder(inner, CACHE / f"emb-cascade-{tag}-{key}.npz")
+
+
+def screen(group: int, minilm: Path, larger: Path, tokenizer: Path) -> None:
+    """Print MiniLM alone, the larger encoder alone and the cascade on one group."""
+    sets = groups(training_sets(), 3)[group - 1]
+    small = _cached(OnnxEmbedder(minilm), minilm, "small")
+    large = _cached(JsonTokenizerEmbedder(larger, tokenizer), larger, "large")
+    rows, first, alone_rows, first_alone = _decide(small, sets)
+    _, second, _, second_alone = _decide(large, sets)
+    below = unsure_margin(first)
+    mixed, swapped = cascade(first, second, below)
+    mixed_alone, _ = cascade(first_alone, second_alone, below)
+    print_table(
+        f"Cascade screen, group {group} ({', '.join(s.name for s in sets)}), "
+        "leave one catalog out among them",
+        [
+            "arm",
+            "top-1",
+            "top-3",
+            "near misses",
+            "chit-chat",
+            "ranker first",
+            "gate",
+            "built-in requests",
+            "built-ins alone",
+        ],
+        [
+            _row("MiniLM alone", rows, first, alone_rows, first_alone),
+            _row(f"{larger.stem} alone", rows, second, alone_rows, second_alone),
+            _row(
+                f"cascade ({swapped:,} re-ranked, margin < {below:.3f})",
+                rows,
+                mixed,
+                alone_rows,
+                mixed_alone,
+            ),
+        ],
+    )
+
+
+def export_float(saved: Path, target: Path) -> None:
+    """Write a saved tuned model's transformer as float ONNX, without token types (mpnet)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(saved), device="cpu")
+
+    class States(torch.nn.Module):
+        """The transformer with keyword inputs and the token states as its one output."""
+
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    ids = torch.ones((1, 8), dtype=torch.int64)
+    names = ["input_ids", "attention_mask", "last_hidden_state"]
+    torch.onnx.export(
+        States(model[0].auto_model).eval(),
+        (ids, torch.ones_like(ids)),
+        str(target),
+        input_names=names[:2],
+        output_names=names[2:],
+        dynamic_axes={name: {0: "batch", 1: "tokens"} for name in names},
+        opset_version=17,
+        dynamo=False,
+    )
+
+
+def smooth_quantize(source: Path, target: Path, texts: Sequence[str], tokenizer: Path) -> None:
+    """Int8 ``source`` with its activations' outlier channels moved into the weights first.
+
+    Per-tensor activation scales are set by a few outlier channels, which leaves the other
+    channels a handful of int8 steps (mpnet's cosine to float: 0.90). Before each weight
+    matrix the input is divided per channel by ``s = max|x|^ALPHA / max|w|^(1-ALPHA)`` and
+    the matrix's rows are multiplied by ``s``: the float model computes the same, and the
+    int8 one sees flat activations. The maxima are read over ``texts``.
+    """
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = onnx.load(str(source))
+    weights = {w.name: w for w in model.graph.initializer}
+    targets = [n for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    outputs = {o.name for o in probe.graph.output}
+    for name in dict.fromkeys(n.input[0] for n in targets):
+        if name not in outputs:
+            probe.graph.output.append(
+                helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+            )
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(
+        probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    reader = JsonTokenizerEmbedder(source, tokenizer)._tokenizer
+    peak: dict[str, Any] = dict.fromkeys(n.input[0] for n in targets)
+    for text in texts:
+        encoding = reader.encode(text)
+        feeds = {
+            "input_ids": np.asarray([encoding.ids], dtype=np.int64),
+            "attention_mask": np.asarray([encoding.attention_mask], dtype=np.int64),
+        }
+        for name, value in zip(peak, session.run(list(peak), feeds), strict=True):
+            here = np.abs(value).reshape(-1, value.shape[-1]).max(axis=0)
+            peak[name] = here if peak[name] is None else np.maximum(peak[name], here)
+    nodes = list(model.graph.node)
+    for node in targets:
+        w = numpy_helper.to_array(weights[node.input[1]])
+        wmax = np.maximum(np.abs(w).max(axis=1), 1e-5)
+        s = (peak[node.input[0]] ** ALPHA / wmax ** (1 - ALPHA)).clip(1e-2, 1e3).astype(np.float32)
+        weights[node.input[1]].CopyFrom(
+            numpy_helper.from_array((w * s[:, None]).astype(np.float32), node.input[1])
+        )
+        inverse, smoothed = f"{node.name}/smooth_inverse", f"{node.name}/smoothed"
+        model.graph.initializer.append(
+            numpy_helper.from_array((1.0 / s).astype(np.float32), inverse)
+        )
+        nodes.insert(
+            nodes.index(node), helper.make_node("Mul", [node.input[0], inverse], [smoothed])
+        )
+        node.input[0] = smoothed
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    smooth = target.with_suffix(".smoothed.onnx")
+    onnx.save(model, str(smooth))
+    quantize_dynamic(
+        str(smooth),
+        str(target),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        extra_options={"MatMulConstBOnly": True},
+    )
+    smooth.unlink()
+
+
+def main() -> None:
+    """Export the tuned encoders, or run the cascade screen on one group."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    out = commands.add_parser("export", help="a saved tuned model as ONNX")
+    out.add_argument("saved", type=Path)
+    out.add_argument("target", type=Path)
+    out.add_argument(
+        "--minilm", action="store_true", help="the committed int8 export (bench.tune_encoder)"
+    )
+    out.add_argument("--int8", type=Path, help="also write a smoothed int8 file here")
+    out.add_argument("--group", type=int, default=1, help="calibrate on the sets outside it")
+    run = commands.add_parser("screen", help="the cascade on one held-out group")
+    run.add_argument("--group", type=int, default=1)
+    run.add_argument("minilm", type=Path)
+    run.add_argument("larger", type=Path)
+    run.add_argument("tokenizer", type=Path)
+    args = parser.parse_args()
+    if not 1 <= args.group <= 3:
+        parser.error("--group: 1, 2 or 3")
+    if args.command == "screen":
+        for path in (args.minilm, args.larger, args.tokenizer):
+            if not path.is_file():
+                parser.error(f"{str(path)!r}: no such file")
+        screen(args.group, args.minilm, args.larger, args.tokenizer)
+        return
+    if not (args.saved / "modules.json").is_file():
+        parser.error(f"{str(args.saved)!r}: not a sentence-transformers model folder")
+    if args.minilm:
+        from sentence_transformers import SentenceTransformer
+
+        from bench.tune_encoder import export as export_int8
+
+        model = SentenceTransformer(str(args.saved), device="cpu")
+        model.max_seq_length = MAX_TOKENS
+        export_int8(model, args.target)
+        return
+    export_float(args.saved, args.target)
+    if args.int8 is not None:
+        held = {s.name for s in groups(training_sets(), 3)[args.group - 1]}
+        texts = [r.message for s in training_sets() if s.name not in held for r in s.rows]
+        smooth_quantize(
+            args.target, args.int8, texts[1::23][:CALIBRATION], args.saved / "tokenizer.json"
+        )
+
+
+if __name__ == "__main__":
+    main()

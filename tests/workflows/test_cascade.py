@@ -1,0 +1,76 @@
+"""bench.cascade: which decisions the larger encoder re-ranks, and its tokenizer.json loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aptix.workflows.matching.routing import GATE_THRESHOLD, Decision
+from aptix.workflows.matching.semantic import (
+    DEFAULT_MODEL,
+    MODELS,
+    VOCABULARY,
+    OnnxEmbedder,
+    model_file,
+)
+from bench.cascade import JsonTokenizerEmbedder, cascade, margin, unsure_margin
+
+ACCEPT, REJECT = GATE_THRESHOLD + 0.3, GATE_THRESHOLD - 0.3
+
+
+def test_margin_is_first_less_second_and_one_for_a_lone_candidate() -> None:
+    assert margin(Decision((("a", 0.7), ("b", 0.2)), ACCEPT)) == pytest.approx(0.5)
+    assert margin(Decision((("a", 0.4),), ACCEPT)) == 1.0
+
+
+def test_only_accepted_messages_with_a_small_margin_are_re_ranked() -> None:
+    first = {
+        0: Decision((("a", 0.50), ("b", 0.45)), ACCEPT, weak=True),  # unsure: re-ranked
+        1: Decision((("a", 0.90), ("b", 0.05)), ACCEPT),  # sure: kept
+        2: Decision((("a", 0.50), ("b", 0.45)), REJECT),  # rejected: stays rejected
+        3: Decision((("a", 0.50), ("b", 0.49)), ACCEPT),  # the other has no candidates
+    }
+    other = Decision((("b", 0.8), ("a", 0.1)), REJECT)
+    second = {0: other, 1: other, 2: Decision((("b", 0.9),), ACCEPT), 3: Decision((), ACCEPT)}
+    mixed, swapped = cascade(first, second, below=0.2)
+    assert swapped == 1
+    # The order is the second ranker's; the gate (and so acceptance) stays the first's.
+    assert mixed[0] == Decision(other.ranked, ACCEPT, weak=True)
+    assert mixed[0].matches(1)[0][0] == "b"
+    assert [mixed[i] is first[i] for i in (1, 2, 3)] == [True, True, True]
+    assert not mixed[2].matches(3)
+
+
+def test_the_unsure_margin_is_a_quantile_of_the_accepted_messages_only() -> None:
+    found = {
+        i: Decision((("a", 0.5 + gap), ("b", 0.5 - gap)), ACCEPT)
+        for i, gap in enumerate([0.0, 0.1, 0.2, 0.3])
+    }
+    found[9] = Decision((("a", 0.5), ("b", 0.5)), REJECT)  # rejected: not counted
+    assert unsure_margin(found, 1 / 3) == pytest.approx(np.quantile([0.0, 0.2, 0.4, 0.6], 1 / 3))
+    assert unsure_margin({}) == 0.0
+
+
+def test_a_tokenizer_json_gives_the_vectors_of_the_word_piece_vocabulary(tmp_path: Path) -> None:
+    from tokenizers import BertWordPieceTokenizer
+
+    spec = tmp_path / "tokenizer.json"
+    BertWordPieceTokenizer(str(VOCABULARY), lowercase=True, strip_accents=True).save(str(spec))
+    onnx = model_file(MODELS[DEFAULT_MODEL])
+    texts = ["Cancel the group booking for Friday, please!", "héllo wörld", "x" * 2_000]
+    expected = OnnxEmbedder(onnx).encode(texts)
+    assert np.allclose(JsonTokenizerEmbedder(onnx, spec).encode(texts), expected, atol=1e-6)
+
+
+def test_the_tokenizer_json_is_the_one_read(tmp_path: Path) -> None:
+    from tokenizers import BertWordPieceTokenizer
+
+    spec = tmp_path / "tokenizer.json"
+    # Not lower-cased: capitalised words become other pieces, so the vectors must move.
+    BertWordPieceTokenizer(str(VOCABULARY), lowercase=False, strip_accents=True).save(str(spec))
+    onnx = model_file(MODELS[DEFAULT_MODEL])
+    text = ["CANCEL THE GROUP BOOKING FOR FRIDAY"]
+    cased = JsonTokenizerEmbedder(onnx, spec).encode(text)
+    assert float(cased[0] @ OnnxEmbedder(onnx).encode(text)[0]) < 0.99
