@@ -40,7 +40,7 @@ from aptix.workflows.matching.semantic import MAX_TOKENS, Embedder, OnnxEmbedder
 from bench._table import print_table
 from bench.encoders import CACHE, ENCODING, DiskCachedEmbedder
 from bench.match_eval import builtin_ids, builtin_only, decisions, score, set_evidence
-from bench.tune_encoder import groups
+from bench.tune_encoder import groups, quantize_int8
 from bench.workflows import _catalog_models, _matcher
 from tests.workflows.matchset import Labelled, TrainingSet, training_sets
 
@@ -229,7 +229,6 @@ def smooth_quantize(source: Path, target: Path, texts: Sequence[str], tokenizer:
     import onnx
     import onnxruntime as ort
     from onnx import helper, numpy_helper
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     model = onnx.load(str(source))
     weights = {w.name: w for w in model.graph.initializer}
@@ -278,13 +277,7 @@ def smooth_quantize(source: Path, target: Path, texts: Sequence[str], tokenizer:
     model.graph.node.extend(nodes)
     smooth = target.with_suffix(".smoothed.onnx")
     onnx.save(model, str(smooth))
-    quantize_dynamic(
-        str(smooth),
-        str(target),
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        extra_options={"MatMulConstBOnly": True},
-    )
+    quantize_int8(smooth, target)
     smooth.unlink()
 
 
