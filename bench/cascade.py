@@ -148,11 +148,9 @@ def _cached(inner: Embedder, path: Path, tag: str) -> DiskCachedEmbedder:
     return DiskCachedEmbedder(inner, CACHE / f"emb-cascade-{tag}-{key}.npz")
 
 
-def screen(group: int, minilm: Path, larger: Path, tokenizer: Path) -> None:
-    """Print MiniLM alone, the larger encoder alone and the cascade on one group."""
+def screen(group: int, small: DiskCachedEmbedder, large: DiskCachedEmbedder, name: str) -> None:
+    """Print MiniLM alone, the larger encoder (``name``) alone and the cascade on one group."""
     sets = groups(training_sets(), 3)[group - 1]
-    small = _cached(OnnxEmbedder(minilm), minilm, "small")
-    large = _cached(JsonTokenizerEmbedder(larger, tokenizer), larger, "large")
     rows, first, alone_rows, first_alone = _decide(small, sets)
     _, second, _, second_alone = _decide(large, sets)
     below = unsure_margin(first)
@@ -174,7 +172,7 @@ def screen(group: int, minilm: Path, larger: Path, tokenizer: Path) -> None:
         ],
         [
             _row("MiniLM alone", rows, first, alone_rows, first_alone),
-            _row(f"{larger.stem} alone", rows, second, alone_rows, second_alone),
+            _row(f"{name} alone", rows, second, alone_rows, second_alone),
             _row(
                 f"cascade ({swapped:,} re-ranked, margin < {below:.3f})",
                 rows,
@@ -307,10 +305,21 @@ def main() -> None:
         for path in (args.minilm, args.larger, args.tokenizer):
             if not path.is_file():
                 parser.error(f"{str(path)!r}: no such file")
-        screen(args.group, args.minilm, args.larger, args.tokenizer)
+        try:
+            small = _cached(OnnxEmbedder(args.minilm), args.minilm, "small")
+            large = _cached(
+                JsonTokenizerEmbedder(args.larger, args.tokenizer), args.larger, "large"
+            )
+        except Exception as error:  # onnxruntime's and tokenizers' errors share no base class
+            parser.error(f"not an ONNX model and its tokenizer.json ({type(error).__name__})")
+        screen(args.group, small, large, args.larger.stem)
         return
     if not (args.saved / "modules.json").is_file():
         parser.error(f"{str(args.saved)!r}: not a sentence-transformers model folder")
+    # Checked before the export, which takes minutes, not after it.
+    for out in (args.target, args.int8):
+        if out is not None and not out.parent.is_dir():
+            parser.error(f"{str(out)!r}: its folder does not exist")
     if args.minilm:
         from sentence_transformers import SentenceTransformer
 

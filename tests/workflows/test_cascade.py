@@ -74,3 +74,32 @@ def test_the_tokenizer_json_is_the_one_read(tmp_path: Path) -> None:
     text = ["CANCEL THE GROUP BOOKING FOR FRIDAY"]
     cased = JsonTokenizerEmbedder(onnx, spec).encode(text)
     assert float(cased[0] @ OnnxEmbedder(onnx).encode(text)[0]) < 0.99
+
+
+def test_the_command_line_refuses_bad_files_with_a_readable_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from bench.cascade import main
+
+    junk = tmp_path / "junk.onnx"
+    junk.write_text("not a model")
+    hostile = str(tmp_path / "\x1b[2J" / "x.onnx")
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "modules.json").write_text("[]")
+    for argv, said in (
+        (["screen", str(junk), str(junk), str(junk)], "not an ONNX model"),
+        (["screen", "--group", "4", str(junk), str(junk), str(junk)], "--group: 1, 2 or 3"),
+        (["screen", hostile, str(junk), str(junk)], "no such file"),
+        (["export", str(saved), hostile], "its folder does not exist"),
+    ):
+        monkeypatch.setattr(sys, "argv", ["bench.cascade", *argv])
+        with pytest.raises(SystemExit) as exited:
+            main()
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert said in err
+        assert "\x1b" not in err
+        assert "Traceback" not in err
