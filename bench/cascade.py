@@ -58,13 +58,18 @@ class JsonTokenizerEmbedder(OnnxEmbedder):
 
     def __init__(self, model_path: Path, tokenizer: Path) -> None:
         super().__init__(model_path)
-        from tokenizers import Tokenizer
+        self._tokenizer = json_tokenizer(tokenizer)
 
-        loaded = Tokenizer.from_file(str(tokenizer))
-        # One text at a time: padding would add positions the mean pool then counts.
-        loaded.no_padding()
-        loaded.enable_truncation(MAX_TOKENS)
-        self._tokenizer = loaded
+
+def json_tokenizer(path: Path) -> Any:
+    """A ``tokenizer.json``, truncated as the matcher truncates and never padded."""
+    from tokenizers import Tokenizer
+
+    loaded = Tokenizer.from_file(str(path))
+    # One text at a time: padding would add positions the mean pool then counts.
+    loaded.no_padding()
+    loaded.enable_truncation(MAX_TOKENS)
+    return loaded
 
 
 def margin(decision: Decision) -> float:
@@ -244,7 +249,7 @@ def smooth_quantize(source: Path, target: Path, texts: Sequence[str], tokenizer:
     session = ort.InferenceSession(
         probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
-    reader = JsonTokenizerEmbedder(source, tokenizer)._tokenizer
+    reader = json_tokenizer(tokenizer)
     peak: dict[str, Any] = dict.fromkeys(n.input[0] for n in targets)
     for text in texts:
         encoding = reader.encode(text)
