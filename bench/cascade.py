@@ -21,6 +21,13 @@ round):
     python -m bench.cascade export /tmp/mp-1 /tmp/mp-1.onnx --int8 /tmp/mp-1-int8.onnx --group 1
     python -m bench.cascade screen --group 1 /tmp/ml-1.onnx /tmp/mp-1.onnx /tmp/mp-1/tokenizer.json
 
+``export --int4 FILE`` also writes the weight-only 4-bit file (:func:`quantize_int4`), and
+``screen --also FILE`` adds another export of the larger encoder to the table. Each larger
+file gets three rows: alone, the cascade, and the split cascade (arm V of the forty-seventh
+round, :class:`SplitSemantic`), where the larger encoder only scores the candidates that
+MiniLM's side found, as the product would run it. ``screen --dump FILE`` writes the first
+larger file's split evidence (:func:`dump_evidence`).
+
 ``export`` and its int8 file need PyTorch, sentence-transformers and onnx (as
 ``bench.tune_encoder``); ``screen`` runs in the project's environment.
 """
@@ -29,17 +36,27 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aptix.workflows.matching.routing import Decision
-from aptix.workflows.matching.semantic import MAX_TOKENS, Embedder, OnnxEmbedder
+from aptix.workflows.matching.combined import WorkflowMatcher
+from aptix.workflows.matching.lexical import MatchDocument
+from aptix.workflows.matching.routing import SEMANTIC_RANK, Decision
+from aptix.workflows.matching.semantic import MAX_TOKENS, Embedder, OnnxEmbedder, SemanticMatcher
 from bench._table import print_table
 from bench.encoders import CACHE, ENCODING, DiskCachedEmbedder
-from bench.match_eval import builtin_ids, builtin_only, decisions, score, set_evidence
+from bench.match_eval import (
+    Evidence,
+    builtin_ids,
+    builtin_only,
+    decisions,
+    placeholder,
+    score,
+    set_evidence,
+)
 from bench.tune_encoder import groups, quantize_int8
 from bench.workflows import _catalog_models, _matcher
 from tests.workflows.matchset import Labelled, TrainingSet, training_sets
@@ -108,6 +125,107 @@ def cascade(
 Decisions = dict[int, Decision]
 
 
+class SplitSemantic(SemanticMatcher):
+    """The larger encoder's evidence over the candidates the smaller encoder's ranking found.
+
+    The product's form of the cascade: the larger encoder never ranks the whole catalog (its
+    vectors of a large catalog are filled in behind it), it only scores the candidates that
+    the lexical matcher, BM25 and MiniLM put forward.
+    """
+
+    def __init__(self, small: Embedder, large: Embedder) -> None:
+        self._ranking = SemanticMatcher(small)
+        super().__init__(large)
+
+    def build(self, documents: Sequence[MatchDocument]) -> None:
+        """Index ``documents`` under both encoders."""
+        super().build(documents)
+        self._ranking.build(documents)
+
+    def sibling(self) -> SplitSemantic:
+        """An empty matcher of the same two encoders."""
+        return SplitSemantic(self._ranking.embedder, self.embedder)
+
+    def rank(self, message: str, limit: int = 10, also: Collection[str] = ()) -> dict[str, float]:
+        """The smaller encoder's candidates (the larger one scores them in ``evidence``)."""
+        return self._ranking.rank(message, limit, also)
+
+
+def reorder(first: Decision, probabilities: Mapping[str, float], stated: str | None) -> Decision:
+    """``first``'s kept candidates in the order of ``probabilities``; its gate unchanged.
+
+    A stated pattern's workflow stays first, and the candidates ``first`` dropped (built-ins
+    the message does not ask for) stay dropped: only the order is the larger ranker's.
+    """
+    kept = [wid for wid, _ in first.ranked]
+    order = sorted(kept, key=lambda wid: (wid != stated, -probabilities[wid], wid))
+    return Decision(tuple((w, probabilities[w]) for w in order), first.gate, first.weak)
+
+
+def dump_evidence(path: Path, ev: Evidence, rows: Sequence[Labelled], names: Sequence[str]) -> None:
+    """Write the split evidence's ranker rows: what fitting the larger ranker reads.
+
+    Tuning the two encoders without a group takes about two hours on two cores, and a
+    machine keeps nothing between sessions; these rows (a few MB per group) are all the
+    ranker's fit needs of them. The column names are stored so that a fit refuses rows
+    written for other features.
+    """
+    counts = [len(found.ids) for found in ev.cands]
+    np.savez_compressed(
+        path,
+        columns=np.asarray(SEMANTIC_RANK),
+        sets=np.asarray(names),
+        messages=np.asarray([row.message for row in rows]),
+        expected=np.asarray([row.expected or "" for row in rows]),
+        counts=np.asarray(counts, dtype=np.int32),
+        ids=np.asarray([wid for found in ev.cands for wid in found.ids]),
+        stated=np.asarray([found.stated or "" for found in ev.cands]),
+        features=np.vstack([found.features for found in ev.cands if found.ids]).astype(np.float32),
+    )
+    print(f"wrote the ranker rows of {len(rows):,} messages to {path}")
+
+
+def _split_cascade(
+    small: Embedder,
+    large: Embedder,
+    sets: Sequence[TrainingSet],
+    first: tuple[Decisions, Decisions],
+    below: float,
+    dump: Path | None = None,
+) -> tuple[Decisions, Decisions, int]:
+    """Arm V: ``first`` (and its built-ins-alone twin) re-ordered where unsure.
+
+    The ranker is fitted leave one catalog out on the split evidence (:class:`SplitSemantic`),
+    which ``dump`` receives too (:func:`dump_evidence`).
+    """
+
+    def make(item: TrainingSet) -> Any:
+        return WorkflowMatcher(SplitSemantic(small, large), placeholder(True))
+
+    ev, rows, spans = set_evidence(make, sets)
+    if dump is not None:
+        names = [item.name for item, span in zip(sets, spans, strict=True) for _ in span]
+        dump_evidence(dump, ev, rows, names)
+    models = _catalog_models(ev, rows, spans)
+    alone_ev, _, alone_spans = set_evidence(make, builtin_only(sets))
+    out: tuple[Decisions, Decisions] = ({}, {})
+    swapped = 0
+    for evidence, every, found, side in (
+        (ev, spans, first[0], 0),
+        (alone_ev, alone_spans, first[1], 1),
+    ):
+        for model, span in zip(models, every, strict=True):
+            for i in span:
+                decision, cands = found[i], evidence.cands[i]
+                if not (decision.accepted and margin(decision) < below and cands.ids):
+                    out[side][i] = decision
+                    continue
+                p = dict(zip(cands.ids, model.rank(cands.features).tolist(), strict=True))
+                out[side][i] = reorder(decision, p, cands.stated)
+                swapped += side == 0
+    return out[0], out[1], swapped
+
+
 def _decide(
     emb: Embedder, sets: Sequence[TrainingSet]
 ) -> tuple[list[Labelled], Decisions, list[Labelled], Decisions]:
@@ -153,17 +271,35 @@ def _cached(inner: Embedder, path: Path, tag: str) -> DiskCachedEmbedder:
     return DiskCachedEmbedder(inner, CACHE / f"emb-cascade-{tag}-{key}.npz")
 
 
-def screen(group: int, small: DiskCachedEmbedder, large: DiskCachedEmbedder, name: str) -> None:
-    """Print MiniLM alone, the larger encoder (``name``) alone and the cascade on one group."""
+def screen(
+    group: int,
+    small: DiskCachedEmbedder,
+    larger: Sequence[tuple[str, DiskCachedEmbedder]],
+    dump: Path | None = None,
+) -> None:
+    """Print MiniLM alone, each larger encoder alone, its cascade and its split cascade (V).
+
+    ``dump`` receives the first larger encoder's split evidence (:func:`dump_evidence`).
+    """
     sets = groups(training_sets(), 3)[group - 1]
     rows, first, alone_rows, first_alone = _decide(small, sets)
-    _, second, _, second_alone = _decide(large, sets)
     below = unsure_margin(first)
-    mixed, swapped = cascade(first, second, below)
-    mixed_alone, _ = cascade(first_alone, second_alone, below)
+    table = [_row("MiniLM alone", rows, first, alone_rows, first_alone)]
+    for k, (name, large) in enumerate(larger):
+        _, second, _, second_alone = _decide(large, sets)
+        mixed, swapped = cascade(first, second, below)
+        mixed_alone, _ = cascade(first_alone, second_alone, below)
+        split, split_alone, moved = _split_cascade(
+            small, large, sets, (first, first_alone), below, dump if k == 0 else None
+        )
+        table += [
+            _row(f"{name} alone", rows, second, alone_rows, second_alone),
+            _row(f"{name} cascade ({swapped:,} re-ranked)", rows, mixed, alone_rows, mixed_alone),
+            _row(f"{name} split cascade, V ({moved:,})", rows, split, alone_rows, split_alone),
+        ]
     print_table(
         f"Cascade screen, group {group} ({', '.join(s.name for s in sets)}), "
-        "leave one catalog out among them",
+        f"leave one catalog out among them; unsure margin < {below:.3f}",
         [
             "arm",
             "top-1",
@@ -175,17 +311,7 @@ def screen(group: int, small: DiskCachedEmbedder, large: DiskCachedEmbedder, nam
             "built-in requests",
             "built-ins alone",
         ],
-        [
-            _row("MiniLM alone", rows, first, alone_rows, first_alone),
-            _row(f"{name} alone", rows, second, alone_rows, second_alone),
-            _row(
-                f"cascade ({swapped:,} re-ranked, margin < {below:.3f})",
-                rows,
-                mixed,
-                alone_rows,
-                mixed_alone,
-            ),
-        ],
+        table,
     )
 
 
@@ -284,6 +410,30 @@ def smooth_quantize(source: Path, target: Path, texts: Sequence[str], tokenizer:
     smooth.unlink()
 
 
+def quantize_int4(source: Path, target: Path) -> None:
+    """Weight-only 4-bit ``source``: symmetric blocks of 32 in every matrix and the embeddings.
+
+    Activations stay float (``MatMulNBits`` at its default accuracy level), so unlike
+    dynamic int8 there are no activation outliers to move first. The word embeddings, a
+    fifth of mpnet's weights, go through ``GatherBlockQuantized``; the file is 69 MB.
+    """
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import (
+        DefaultWeightOnlyQuantConfig,
+        MatMulNBitsQuantizer,
+    )
+
+    config = DefaultWeightOnlyQuantConfig(
+        block_size=32,
+        is_symmetric=True,
+        op_types_to_quantize=("MatMul", "Gather"),
+        quant_axes=(("MatMul", 0), ("Gather", 1)),
+    )
+    quantizer = MatMulNBitsQuantizer(onnx.load(str(source)), algo_config=config)
+    quantizer.process()
+    quantizer.model.save_model_to_file(str(target), use_external_data_format=False)
+
+
 def main() -> None:
     """Export the tuned encoders, or run the cascade screen on one group."""
     parser = argparse.ArgumentParser(
@@ -297,32 +447,42 @@ def main() -> None:
         "--minilm", action="store_true", help="the committed int8 export (bench.tune_encoder)"
     )
     out.add_argument("--int8", type=Path, help="also write a smoothed int8 file here")
+    out.add_argument("--int4", type=Path, help="also write a weight-only 4-bit file here")
     out.add_argument("--group", type=int, default=1, help="calibrate on the sets outside it")
     run = commands.add_parser("screen", help="the cascade on one held-out group")
     run.add_argument("--group", type=int, default=1)
     run.add_argument("minilm", type=Path)
     run.add_argument("larger", type=Path)
     run.add_argument("tokenizer", type=Path)
+    run.add_argument(
+        "--also",
+        type=Path,
+        action="append",
+        default=[],
+        help="another export of the larger encoder (its 4-bit file, say); repeatable",
+    )
+    run.add_argument("--dump", type=Path, help="write the split evidence's ranker rows here")
     args = parser.parse_args()
     if not 1 <= args.group <= 3:
         parser.error("--group: 1, 2 or 3")
     if args.command == "screen":
-        for path in (args.minilm, args.larger, args.tokenizer):
+        for path in (args.minilm, args.larger, args.tokenizer, *args.also):
             if not path.is_file():
                 parser.error(f"{str(path)!r}: no such file")
         try:
             small = _cached(OnnxEmbedder(args.minilm), args.minilm, "small")
-            large = _cached(
-                JsonTokenizerEmbedder(args.larger, args.tokenizer), args.larger, "large"
-            )
+            larger = [
+                (path.stem, _cached(JsonTokenizerEmbedder(path, args.tokenizer), path, "large"))
+                for path in (args.larger, *args.also)
+            ]
         except Exception as error:  # onnxruntime's and tokenizers' errors share no base class
             parser.error(f"not an ONNX model and its tokenizer.json ({type(error).__name__})")
-        screen(args.group, small, large, args.larger.stem)
+        screen(args.group, small, larger, args.dump)
         return
     if not (args.saved / "modules.json").is_file():
         parser.error(f"{str(args.saved)!r}: not a sentence-transformers model folder")
     # Checked before the export, which takes minutes, not after it.
-    for out in (args.target, args.int8):
+    for out in (args.target, args.int8, args.int4):
         if out is not None and not out.parent.is_dir():
             parser.error(f"{str(out)!r}: its folder does not exist")
     if args.minilm:
@@ -341,6 +501,8 @@ def main() -> None:
         smooth_quantize(
             args.target, args.int8, texts[1::23][:CALIBRATION], args.saved / "tokenizer.json"
         )
+    if args.int4 is not None:
+        quantize_int4(args.target, args.int4)
 
 
 if __name__ == "__main__":

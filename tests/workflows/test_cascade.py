@@ -7,15 +7,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.routing import GATE_THRESHOLD, Decision
 from aptix.workflows.matching.semantic import (
     DEFAULT_MODEL,
     MODELS,
     VOCABULARY,
     OnnxEmbedder,
+    SemanticMatcher,
     model_file,
 )
-from bench.cascade import JsonTokenizerEmbedder, cascade, margin, unsure_margin
+from bench.cascade import (
+    JsonTokenizerEmbedder,
+    SplitSemantic,
+    cascade,
+    margin,
+    reorder,
+    unsure_margin,
+)
 
 ACCEPT, REJECT = GATE_THRESHOLD + 0.3, GATE_THRESHOLD - 0.3
 
@@ -41,6 +50,47 @@ def test_only_accepted_messages_with_a_small_margin_are_re_ranked() -> None:
     assert mixed[0].matches(1)[0][0] == "b"
     assert [mixed[i] is first[i] for i in (1, 2, 3)] == [True, True, True]
     assert not mixed[2].matches(3)
+
+
+def test_reorder_takes_only_the_order_and_keeps_what_the_first_decision_dropped() -> None:
+    first = Decision((("a", 0.50), ("b", 0.45), ("c", 0.05)), ACCEPT, weak=True)
+    # "greet" was dropped by the first decision (a built-in the message does not ask for).
+    p = {"a": 0.1, "b": 0.3, "c": 0.6, "greet": 0.9}
+    moved = reorder(first, p, stated=None)
+    assert moved == Decision((("c", 0.6), ("b", 0.3), ("a", 0.1)), ACCEPT, weak=True)
+    # A stated pattern's workflow stays first whatever the second ranker says.
+    assert [w for w, _ in reorder(first, p, stated="a").ranked] == ["a", "c", "b"]
+
+
+def _split_parts(tmp_path: Path) -> tuple[OnnxEmbedder, JsonTokenizerEmbedder]:
+    from tokenizers import BertWordPieceTokenizer
+
+    spec = tmp_path / "tokenizer.json"
+    # Cased: the same weights read other pieces, so the "larger" encoder's vectors differ.
+    BertWordPieceTokenizer(str(VOCABULARY), lowercase=False, strip_accents=True).save(str(spec))
+    onnx = model_file(MODELS[DEFAULT_MODEL])
+    return OnnxEmbedder(onnx), JsonTokenizerEmbedder(onnx, spec)
+
+
+def test_the_split_matcher_ranks_with_the_small_encoder_and_scores_with_the_large(
+    tmp_path: Path,
+) -> None:
+    small, large = _split_parts(tmp_path)
+    docs = [
+        MatchDocument("leave", "Request Annual Leave"),
+        MatchDocument("leave", "book days off", kind="title"),
+        MatchDocument("laptop", "Order A New Laptop"),
+        MatchDocument("expense", "File An Expense Claim"),
+    ]
+    split = SplitSemantic(small, large)
+    split.build(docs)
+    message = "I NEED TIME OFF next week"
+    assert split.rank(message, 2) == SemanticMatcher(small, docs).rank(message, 2)
+    owners = ["leave", "laptop", "expense"]
+    expected = SemanticMatcher(large, docs).evidence(message, owners)
+    assert np.allclose(split.evidence(message, owners), expected)
+    assert not np.allclose(expected, SemanticMatcher(small, docs).evidence(message, owners))
+    assert isinstance(split.sibling(), SplitSemantic)
 
 
 def test_the_unsure_margin_is_a_quantile_of_the_accepted_messages_only() -> None:
@@ -103,3 +153,30 @@ def test_the_command_line_refuses_bad_files_with_a_readable_error(
         assert said in err
         assert "\x1b" not in err
         assert "Traceback" not in err
+
+
+def test_the_dumped_ranker_rows_read_back_per_message(tmp_path: Path) -> None:
+    from aptix.workflows.matching.combined import Candidates
+    from aptix.workflows.matching.routing import SEMANTIC_RANK
+    from bench.cascade import dump_evidence
+    from bench.match_eval import Evidence
+    from tests.workflows.matchset import Labelled
+
+    width = len(SEMANTIC_RANK)
+    cands = [
+        Candidates(["a", "b"], np.arange(2 * width, dtype=float).reshape(2, width), np.zeros(3)),
+        Candidates([], np.zeros((0, width)), np.zeros(3)),
+        Candidates(["c"], np.full((1, width), 0.5), np.zeros(3), stated="c"),
+    ]
+    rows = [Labelled("book leave", "a"), Labelled("\x1b[2J hi", None), Labelled("laptop", "c")]
+    path = tmp_path / "rows.npz"
+    dump_evidence(path, Evidence(cands, None, [r.message for r in rows]), rows, ["x", "x", "y"])
+    with np.load(path, allow_pickle=False) as data:
+        assert data["columns"].tolist() == list(SEMANTIC_RANK)
+        assert data["counts"].tolist() == [2, 0, 1]
+        assert data["ids"].tolist() == ["a", "b", "c"]
+        assert data["expected"].tolist() == ["a", "", "c"]
+        assert data["stated"].tolist() == ["", "", "c"]
+        assert data["messages"][1] == "\x1b[2J hi"
+        assert data["features"].shape == (3, width)
+        assert data["features"][1, 0] == width
