@@ -44,7 +44,7 @@ import numpy as np
 
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.lexical import MatchDocument
-from aptix.workflows.matching.routing import SEMANTIC_RANK, Decision
+from aptix.workflows.matching.routing import SEMANTIC_RANK, Decision, Routing
 from aptix.workflows.matching.semantic import MAX_TOKENS, Embedder, OnnxEmbedder, SemanticMatcher
 from bench._table import print_table
 from bench.encoders import CACHE, ENCODING, DiskCachedEmbedder
@@ -191,12 +191,15 @@ def _split_cascade(
     sets: Sequence[TrainingSet],
     first: tuple[Decisions, Decisions],
     below: float,
+    whole: Sequence[Routing],
     dump: Path | None = None,
-) -> tuple[Decisions, Decisions, int]:
-    """Arm V: ``first`` (and its built-ins-alone twin) re-ordered where unsure.
+) -> list[tuple[Decisions, Decisions, int]]:
+    """Arm V and V': ``first`` (and its built-ins-alone twin) re-ordered where unsure.
 
-    The ranker is fitted leave one catalog out on the split evidence (:class:`SplitSemantic`),
-    which ``dump`` receives too (:func:`dump_evidence`).
+    Both read the split evidence (:class:`SplitSemantic`), which ``dump`` receives too
+    (:func:`dump_evidence`). V's rankers are fitted leave one catalog out on it; V' uses
+    ``whole``'s, fitted on the larger encoder's own candidates (the plain cascade's), to ask
+    whether a fit needs the small encoder's tuning at all.
     """
 
     def make(item: TrainingSet) -> Any:
@@ -206,30 +209,32 @@ def _split_cascade(
     if dump is not None:
         names = [item.name for item, span in zip(sets, spans, strict=True) for _ in span]
         dump_evidence(dump, ev, rows, names)
-    models = _catalog_models(ev, rows, spans)
     alone_ev, _, alone_spans = set_evidence(make, builtin_only(sets))
-    out: tuple[Decisions, Decisions] = ({}, {})
-    swapped = 0
-    for evidence, every, found, side in (
-        (ev, spans, first[0], 0),
-        (alone_ev, alone_spans, first[1], 1),
-    ):
-        for model, span in zip(models, every, strict=True):
-            for i in span:
-                decision, cands = found[i], evidence.cands[i]
-                if not (decision.accepted and margin(decision) < below and cands.ids):
-                    out[side][i] = decision
-                    continue
-                p = dict(zip(cands.ids, model.rank(cands.features).tolist(), strict=True))
-                out[side][i] = reorder(decision, p, cands.stated)
-                swapped += side == 0
-    return out[0], out[1], swapped
+    arms = []
+    for models in (_catalog_models(ev, rows, spans), whole):
+        out: tuple[Decisions, Decisions] = ({}, {})
+        swapped = 0
+        for evidence, every, found, side in (
+            (ev, spans, first[0], 0),
+            (alone_ev, alone_spans, first[1], 1),
+        ):
+            for model, span in zip(models, every, strict=True):
+                for i in span:
+                    decision, cands = found[i], evidence.cands[i]
+                    if not (decision.accepted and margin(decision) < below and cands.ids):
+                        out[side][i] = decision
+                        continue
+                    p = dict(zip(cands.ids, model.rank(cands.features).tolist(), strict=True))
+                    out[side][i] = reorder(decision, p, cands.stated)
+                    swapped += side == 0
+        arms.append((out[0], out[1], swapped))
+    return arms
 
 
 def _decide(
     emb: Embedder, sets: Sequence[TrainingSet]
-) -> tuple[list[Labelled], Decisions, list[Labelled], Decisions]:
-    """Leave-one-catalog-out decisions on ``sets``, and on them served by the built-ins alone."""
+) -> tuple[list[Labelled], Decisions, list[Labelled], Decisions, list[Routing]]:
+    """Leave-one-catalog-out decisions on ``sets`` and on the built-ins alone, and the models."""
 
     def make(item: TrainingSet) -> Any:
         return _matcher(emb, False)
@@ -243,7 +248,7 @@ def _decide(
     alone: Decisions = {}
     for model, span in zip(models, alone_spans, strict=True):
         alone.update(decisions(model, absent, span))
-    return rows, found, alone_rows, alone
+    return rows, found, alone_rows, alone, models
 
 
 def _row(
@@ -282,20 +287,21 @@ def screen(
     ``dump`` receives the first larger encoder's split evidence (:func:`dump_evidence`).
     """
     sets = groups(training_sets(), 3)[group - 1]
-    rows, first, alone_rows, first_alone = _decide(small, sets)
+    rows, first, alone_rows, first_alone, _ = _decide(small, sets)
     below = unsure_margin(first)
     table = [_row("MiniLM alone", rows, first, alone_rows, first_alone)]
     for k, (name, large) in enumerate(larger):
-        _, second, _, second_alone = _decide(large, sets)
+        _, second, _, second_alone, whole = _decide(large, sets)
         mixed, swapped = cascade(first, second, below)
         mixed_alone, _ = cascade(first_alone, second_alone, below)
-        split, split_alone, moved = _split_cascade(
-            small, large, sets, (first, first_alone), below, dump if k == 0 else None
+        (split, split_alone, moved), (kept, kept_alone, _) = _split_cascade(
+            small, large, sets, (first, first_alone), below, whole, dump if k == 0 else None
         )
         table += [
             _row(f"{name} alone", rows, second, alone_rows, second_alone),
             _row(f"{name} cascade ({swapped:,} re-ranked)", rows, mixed, alone_rows, mixed_alone),
             _row(f"{name} split cascade, V ({moved:,})", rows, split, alone_rows, split_alone),
+            _row(f"{name} V, the cascade's rankers (V')", rows, kept, alone_rows, kept_alone),
         ]
     print_table(
         f"Cascade screen, group {group} ({', '.join(s.name for s in sets)}), "
