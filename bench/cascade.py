@@ -70,20 +70,11 @@ ALPHA = 0.8
 CALIBRATION = 200
 
 
-class JsonTokenizerEmbedder(OnnxEmbedder):
-    """An ONNX encoder with its own ``tokenizer.json`` (mpnet: ``<s>`` … ``</s>``)."""
-
-    def __init__(self, model_path: Path, tokenizer: Path) -> None:
-        super().__init__(model_path)
-        self._tokenizer = json_tokenizer(tokenizer)
-
-
 def json_tokenizer(path: Path) -> Any:
     """A ``tokenizer.json``, truncated as the matcher truncates and never padded."""
     from tokenizers import Tokenizer
 
     loaded = Tokenizer.from_file(str(path))
-    # One text at a time: padding would add positions the mean pool then counts.
     loaded.no_padding()
     loaded.enable_truncation(MAX_TOKENS)
     return loaded
@@ -478,7 +469,7 @@ def main() -> None:
         try:
             small = _cached(OnnxEmbedder(args.minilm), args.minilm, "small")
             larger = [
-                (path.stem, _cached(JsonTokenizerEmbedder(path, args.tokenizer), path, "large"))
+                (path.stem, _cached(OnnxEmbedder(path, tokenizer=args.tokenizer), path, "large"))
                 for path in (args.larger, *args.also)
             ]
         except Exception as error:  # onnxruntime's and tokenizers' errors share no base class

@@ -18,7 +18,6 @@ from aptix.workflows.matching.semantic import (
     model_file,
 )
 from bench.cascade import (
-    JsonTokenizerEmbedder,
     SplitSemantic,
     cascade,
     margin,
@@ -62,14 +61,14 @@ def test_reorder_takes_only_the_order_and_keeps_what_the_first_decision_dropped(
     assert [w for w, _ in reorder(first, p, stated="a").ranked] == ["a", "c", "b"]
 
 
-def _split_parts(tmp_path: Path) -> tuple[OnnxEmbedder, JsonTokenizerEmbedder]:
+def _split_parts(tmp_path: Path) -> tuple[OnnxEmbedder, OnnxEmbedder]:
     from tokenizers import BertWordPieceTokenizer
 
     spec = tmp_path / "tokenizer.json"
     # Cased: the same weights read other pieces, so the "larger" encoder's vectors differ.
     BertWordPieceTokenizer(str(VOCABULARY), lowercase=False, strip_accents=True).save(str(spec))
     onnx = model_file(MODELS[DEFAULT_MODEL])
-    return OnnxEmbedder(onnx), JsonTokenizerEmbedder(onnx, spec)
+    return OnnxEmbedder(onnx), OnnxEmbedder(onnx, tokenizer=spec)
 
 
 def test_the_split_matcher_ranks_with_the_small_encoder_and_scores_with_the_large(
@@ -111,7 +110,7 @@ def test_a_tokenizer_json_gives_the_vectors_of_the_word_piece_vocabulary(tmp_pat
     onnx = model_file(MODELS[DEFAULT_MODEL])
     texts = ["Cancel the group booking for Friday, please!", "héllo wörld", "x" * 2_000]
     expected = OnnxEmbedder(onnx).encode(texts)
-    assert np.allclose(JsonTokenizerEmbedder(onnx, spec).encode(texts), expected, atol=1e-6)
+    assert np.allclose(OnnxEmbedder(onnx, tokenizer=spec).encode(texts), expected, atol=1e-6)
 
 
 def test_the_tokenizer_json_is_the_one_read(tmp_path: Path) -> None:
@@ -122,7 +121,7 @@ def test_the_tokenizer_json_is_the_one_read(tmp_path: Path) -> None:
     BertWordPieceTokenizer(str(VOCABULARY), lowercase=False, strip_accents=True).save(str(spec))
     onnx = model_file(MODELS[DEFAULT_MODEL])
     text = ["CANCEL THE GROUP BOOKING FOR FRIDAY"]
-    cased = JsonTokenizerEmbedder(onnx, spec).encode(text)
+    cased = OnnxEmbedder(onnx, tokenizer=spec).encode(text)
     assert float(cased[0] @ OnnxEmbedder(onnx).encode(text)[0]) < 0.99
 
 

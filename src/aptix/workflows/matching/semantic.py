@@ -165,9 +165,19 @@ def verify_hash(path: Path, expected: str) -> None:
 
 
 class OnnxEmbedder:
-    """A BERT-family sentence encoder run by onnxruntime on the CPU, mean-pooled."""
+    """A BERT-family sentence encoder run by onnxruntime on the CPU, mean-pooled.
 
-    def __init__(self, model_path: Path, *, name: str = "", vocabulary: Path = VOCABULARY) -> None:
+    It reads the uncased BERT vocabulary unless given the model's own ``tokenizer.json``.
+    """
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        name: str = "",
+        vocabulary: Path = VOCABULARY,
+        tokenizer: Path | None = None,
+    ) -> None:
         try:
             ort = importlib.import_module("onnxruntime")
             tokenizers = importlib.import_module("tokenizers")
@@ -187,9 +197,16 @@ class OnnxEmbedder:
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._output = self._token_output()
-        self._tokenizer: Any = tokenizers.BertWordPieceTokenizer(
-            str(vocabulary), lowercase=True, strip_accents=True
-        )
+        self._tokenizer: Any
+        if tokenizer is None:
+            self._tokenizer = tokenizers.BertWordPieceTokenizer(
+                str(vocabulary), lowercase=True, strip_accents=True
+            )
+        else:
+            # A model's own ``tokenizer.json`` (mpnet: ``<s>`` ... ``</s>``), never padded:
+            # padding would add positions the mean pool then counts.
+            self._tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer))
+            self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(MAX_TOKENS)
 
     def _token_output(self) -> str:
