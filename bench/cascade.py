@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from aptix.workflows.matching.cascade import margin, reorder
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.routing import SEMANTIC_RANK, Decision, Routing
@@ -78,13 +79,6 @@ def json_tokenizer(path: Path) -> Any:
     loaded.no_padding()
     loaded.enable_truncation(MAX_TOKENS)
     return loaded
-
-
-def margin(decision: Decision) -> float:
-    """The ranker's first probability less its second (1.0 with one candidate)."""
-    if len(decision.ranked) < 2:
-        return 1.0
-    return decision.ranked[0][1] - decision.ranked[1][1]
 
 
 def unsure_margin(found: Mapping[int, Decision], share: float = UNSURE_SHARE) -> float:
@@ -140,17 +134,6 @@ class SplitSemantic(SemanticMatcher):
     def rank(self, message: str, limit: int = 10, also: Collection[str] = ()) -> dict[str, float]:
         """The smaller encoder's candidates (the larger one scores them in ``evidence``)."""
         return self._ranking.rank(message, limit, also)
-
-
-def reorder(first: Decision, probabilities: Mapping[str, float], stated: str | None) -> Decision:
-    """``first``'s kept candidates in the order of ``probabilities``; its gate unchanged.
-
-    A stated pattern's workflow stays first, and the candidates ``first`` dropped (built-ins
-    the message does not ask for) stay dropped: only the order is the larger ranker's.
-    """
-    kept = [wid for wid, _ in first.ranked]
-    order = sorted(kept, key=lambda wid: (wid != stated, -probabilities[wid], wid))
-    return Decision(tuple((w, probabilities[w]) for w in order), first.gate, first.weak)
 
 
 def dump_evidence(path: Path, ev: Evidence, rows: Sequence[Labelled], names: Sequence[str]) -> None:

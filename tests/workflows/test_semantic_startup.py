@@ -132,3 +132,29 @@ def test_the_semantic_extra_alone_turns_semantic_matching_on(
         lambda name, *args: None if name == "onnxruntime" else real(name, *args),
     )
     assert not semantic_available()
+
+
+def test_the_cascade_loads_when_routing_has_one_and_its_encoder_is_installed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import aptix.workflows.matching.cascade as cascade_module
+    from aptix.workflows.matching.routing import default_routing
+
+    # The shipped routing has no cascade section yet: no larger encoder ships.
+    assert cascade_module.default_cascade() is None
+    assert build_matcher(True).cascade is None
+    model = cascade_module.CascadeModel(
+        semantic_module.DEFAULT_MODEL, default_routing(True).ranker, 0.5
+    )
+    monkeypatch.setattr(cascade_module, "default_cascade", lambda: model)
+    matcher = build_matcher(True)
+    assert matcher.cascade is not None
+    assert matcher.cascade.model == model
+    missing = dataclasses.replace(model, encoder="no-such-encoder")
+    monkeypatch.setattr(cascade_module, "default_cascade", lambda: missing)
+    with caplog.at_level(logging.INFO, logger="aptix.workflows"):
+        matcher = build_matcher(True)
+    assert matcher.semantic is not None
+    assert matcher.cascade is None
+    assert not _warnings(caplog)
+    assert any("the cascade is off" in r.getMessage() for r in caplog.records)

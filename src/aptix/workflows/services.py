@@ -8,6 +8,7 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aptix.errors import ConfigurationError
 from aptix.workflows.authoring import WorkflowAuthoring
@@ -16,6 +17,9 @@ from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.store import InMemoryWorkflowStore, WorkflowStore
 from aptix.workflows.sync import WorkflowSync
+
+if TYPE_CHECKING:  # the model runtime is an optional extra
+    from aptix.workflows.matching.cascade import Cascade
 
 __all__ = [
     "WorkflowServices",
@@ -63,7 +67,24 @@ def build_matcher(semantic: bool) -> WorkflowMatcher:
         )
         return WorkflowMatcher()
     _log.info("Workflow matching model ready in %.2f s.", time.perf_counter() - started)
-    return WorkflowMatcher(SemanticMatcher(embedder))
+    return WorkflowMatcher(SemanticMatcher(embedder), cascade=_cascade())
+
+
+def _cascade() -> Cascade | None:
+    """The larger encoder's cascade when ``routing.json`` has one and its model is installed."""
+    from aptix.workflows.matching.cascade import Cascade, default_cascade
+    from aptix.workflows.matching.semantic import load_embedder
+
+    model = default_cascade()
+    if model is None:
+        return None
+    try:
+        embedder = load_embedder(model.encoder)
+    except ConfigurationError as exc:
+        # An optional refinement: its absence is worth a line, not a warning.
+        _log.info("MiniLM orders every match; the cascade is off: %s", str(exc).splitlines()[0])
+        return None
+    return Cascade(embedder, model)
 
 
 @dataclass(frozen=True, slots=True)

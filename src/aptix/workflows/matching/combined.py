@@ -28,6 +28,7 @@ from aptix.workflows.matching.routing import (
     LEXICAL_GATE,
     LEXICAL_RANK,
     SEMANTIC_GATE,
+    SEMANTIC_RANK,
     SEMANTIC_WORD_VETO,
     WEAK_CHAR,
     WEAK_COVER,
@@ -42,6 +43,7 @@ from aptix.workflows.matching.text import normalise, readable, terms
 from aptix.workflows.matching.words import word_features
 
 if TYPE_CHECKING:  # the model runtime is an optional extra
+    from aptix.workflows.matching.cascade import Cascade
     from aptix.workflows.matching.semantic import SemanticMatcher
 
 __all__ = [
@@ -63,6 +65,8 @@ MAX_COUNTED_TERMS = 20
 STATED_GATE = 0.9
 #: The ranker column of a candidate's character n-gram cosine (the same in both configurations).
 CHAR_COLUMN = LEXICAL_RANK.index("char")
+#: The ranker column where the semantic evidence starts (a score, then its margin, each).
+SEMANTIC_COLUMN = SEMANTIC_RANK.index("pattern")
 #: Past this many characters a message is cut before matching: intent is stated early.
 MAX_MATCH_CHARS = 2_000
 
@@ -112,13 +116,18 @@ class WorkflowMatcher:
     """Ranks and gates workflow ids for a message; rebuilt whenever the catalog changes."""
 
     def __init__(
-        self, semantic: SemanticMatcher | None = None, model: Routing | None = None
+        self,
+        semantic: SemanticMatcher | None = None,
+        model: Routing | None = None,
+        cascade: Cascade | None = None,
     ) -> None:
         self._lexical = LexicalMatcher()
         self._stated = StatedPatterns()
         self._index = WorkflowIndex()
         self._semantic = semantic
         self._model = model or default_routing(semantic is not None)
+        #: A larger encoder re-ordering unsure decisions (:mod:`.cascade`); semantic only.
+        self._cascade = cascade if semantic is not None else None
 
     @property
     def semantic(self) -> SemanticMatcher | None:
@@ -130,10 +139,16 @@ class WorkflowMatcher:
         """The ranker and gate turning evidence into decisions."""
         return self._model
 
+    @property
+    def cascade(self) -> Cascade | None:
+        """The larger encoder's re-ordering, when one is configured."""
+        return self._cascade
+
     def sibling(self) -> WorkflowMatcher:
         """An empty matcher of the same configuration, sharing the loaded model (per org)."""
         semantic = None if self._semantic is None else self._semantic.sibling()
-        return WorkflowMatcher(semantic, self._model)
+        cascade = None if self._cascade is None else self._cascade.sibling()
+        return WorkflowMatcher(semantic, self._model, cascade)
 
     def rebuild(self, manifests: Iterable[WorkflowManifest]) -> None:
         """Index the manifests (the semantic cache re-encodes only changed texts)."""
@@ -147,6 +162,8 @@ class WorkflowMatcher:
         self._index.build(texts, self._lexical.owner_terms())
         if self._semantic is not None:
             self._semantic.build(documents)
+        if self._cascade is not None:
+            self._cascade.build(documents)
 
     def rank(self, message: str, limit: int = 10) -> list[tuple[str, float]]:
         """Up to ``limit`` accepted ``(workflow id, matchScore)`` pairs, best first."""
@@ -166,7 +183,22 @@ class WorkflowMatcher:
     def decide(self, message: str) -> Decision:
         """The ranker's order of the candidates and the gate's probability."""
         found = self.candidates(message)
-        return self.decision(found)
+        decision = self.decision(found)
+        if self._cascade is not None and self._cascade.wants(decision):
+            decision = self._cascaded(self._cascade, message, found, decision)
+        return decision
+
+    def _cascaded(
+        self, cascade: Cascade, message: str, found: Candidates, decision: Decision
+    ) -> Decision:
+        """``decision`` re-ordered by the larger encoder's ranker over the same candidates."""
+        semantic = cascade.evidence(matched_text(message), found.ids)
+        if semantic is None:
+            return decision
+        rows = found.features.copy()
+        rows[:, SEMANTIC_COLUMN::2] = semantic
+        rows[:, SEMANTIC_COLUMN + 1 :: 2] = _margins(semantic)
+        return cascade.reordered(decision, found.ids, rows, found.stated)
 
     def decision(self, found: Candidates) -> Decision:
         """The ranker's order and the gate's verdict for already computed evidence."""
