@@ -136,13 +136,20 @@ class SplitSemantic(SemanticMatcher):
         return self._ranking.rank(message, limit, also)
 
 
-def dump_evidence(path: Path, ev: Evidence, rows: Sequence[Labelled], names: Sequence[str]) -> None:
+def dump_evidence(
+    path: Path,
+    ev: Evidence,
+    rows: Sequence[Labelled],
+    names: Sequence[str],
+    first: Mapping[int, Decision],
+) -> None:
     """Write the split evidence's ranker rows: what fitting the larger ranker reads.
 
     Tuning the two encoders without a group takes about two hours on two cores, and a
     machine keeps nothing between sessions; these rows (a few MB per group) are all the
     ranker's fit needs of them. The column names are stored so that a fit refuses rows
-    written for other features.
+    written for other features. ``first`` (MiniLM's decisions) gives each message's margin
+    and verdict, from which a fit can take the label-free unsure margin.
     """
     counts = [len(found.ids) for found in ev.cands]
     np.savez_compressed(
@@ -154,6 +161,8 @@ def dump_evidence(path: Path, ev: Evidence, rows: Sequence[Labelled], names: Seq
         counts=np.asarray(counts, dtype=np.int32),
         ids=np.asarray([wid for found in ev.cands for wid in found.ids]),
         stated=np.asarray([found.stated or "" for found in ev.cands]),
+        first_margin=np.asarray([margin(first[i]) for i in range(len(rows))]),
+        first_accepted=np.asarray([first[i].accepted for i in range(len(rows))]),
         features=np.vstack([found.features for found in ev.cands if found.ids]).astype(np.float32),
     )
     print(f"wrote the ranker rows of {len(rows):,} messages to {path}")
@@ -182,7 +191,7 @@ def _split_cascade(
     ev, rows, spans = set_evidence(make, sets)
     if dump is not None:
         names = [item.name for item, span in zip(sets, spans, strict=True) for _ in span]
-        dump_evidence(dump, ev, rows, names)
+        dump_evidence(dump, ev, rows, names, first[0])
     alone_ev, _, alone_spans = set_evidence(make, builtin_only(sets))
     arms = []
     for models in (_catalog_models(ev, rows, spans), whole):

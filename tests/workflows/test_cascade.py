@@ -169,7 +169,13 @@ def test_the_dumped_ranker_rows_read_back_per_message(tmp_path: Path) -> None:
     ]
     rows = [Labelled("book leave", "a"), Labelled("\x1b[2J hi", None), Labelled("laptop", "c")]
     path = tmp_path / "rows.npz"
-    dump_evidence(path, Evidence(cands, None, [r.message for r in rows]), rows, ["x", "x", "y"])
+    first = {
+        0: Decision((("a", 0.6), ("b", 0.5)), ACCEPT),
+        1: Decision((), 0.0),
+        2: Decision((("c", 0.9),), REJECT),
+    }
+    evidence = Evidence(cands, None, [r.message for r in rows])
+    dump_evidence(path, evidence, rows, ["x", "x", "y"], first)
     with np.load(path, allow_pickle=False) as data:
         assert data["columns"].tolist() == list(SEMANTIC_RANK)
         assert data["counts"].tolist() == [2, 0, 1]
@@ -179,3 +185,41 @@ def test_the_dumped_ranker_rows_read_back_per_message(tmp_path: Path) -> None:
         assert data["messages"][1] == "\x1b[2J hi"
         assert data["features"].shape == (3, width)
         assert data["features"][1, 0] == width
+        assert data["first_margin"].tolist() == pytest.approx([0.1, 1.0, 1.0])
+        assert data["first_accepted"].tolist() == [True, False, False]
+
+
+def test_the_split_screen_decides_as_the_product_cascade(tmp_path: Path) -> None:
+    from aptix.workflows.matching.cascade import Cascade, CascadeModel
+    from aptix.workflows.matching.combined import WorkflowMatcher
+    from aptix.workflows.matching.routing import default_routing
+    from bench.match_eval import registry_for, with_builtin
+    from tests.workflows.matchset import catalog
+
+    small, large = _split_parts(tmp_path)
+    routing = default_routing(True)
+    model = CascadeModel("cased", routing.ranker, 0.9)
+    product = WorkflowMatcher(SemanticMatcher(small), routing, Cascade(large, model))
+    split = WorkflowMatcher(SplitSemantic(small, large), routing)
+    plain = WorkflowMatcher(SemanticMatcher(small), routing)
+    for matcher in (product, split, plain):
+        registry_for(with_builtin(catalog()), matcher)
+    assert product.cascade is not None
+    assert product.cascade.wait(60)
+    moved = 0
+    for message in [
+        "I'd like to book some annual leave in March",
+        "my laptop screen is broken, can I get a new one",
+        "can you raise a purchase order for the new chairs",
+        "tell me a story about a dragon",
+    ]:
+        first = plain.decide(message)
+        found = split.candidates(message)
+        expected = first
+        if first.accepted and margin(first) < model.margin:
+            p = dict(zip(found.ids, routing.rank(found.features).tolist(), strict=True))
+            expected = reorder(first, p, found.stated)
+            # The larger encoder's evidence, not MiniLM's, was read.
+            moved += expected.ranked != first.ranked
+        assert product.decide(message) == expected
+    assert moved >= 1
