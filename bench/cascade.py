@@ -26,7 +26,10 @@ round):
 file gets three rows: alone, the cascade, and the split cascade (arm V of the forty-seventh
 round, :class:`SplitSemantic`), where the larger encoder only scores the candidates that
 MiniLM's side found, as the product would run it. ``screen --dump FILE`` writes the first
-larger file's split evidence (:func:`dump_evidence`).
+larger file's split evidence (:func:`dump_evidence`), and ``fit DUMP [DUMP ...] --encoder
+NAME`` fits the product's larger ranker and its margin on the dumped groups
+(:func:`fit_cascade`); ``--write`` stores it as ``routing.json``'s ``cascade`` section,
+which turns the cascade on wherever encoder ``NAME`` is installed.
 
 ``export`` and its int8 file need PyTorch, sentence-transformers and onnx (as
 ``bench.tune_encoder``); ``screen`` runs in the project's environment.
@@ -36,16 +39,19 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
+import json
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from aptix.workflows.matching.cascade import margin, reorder
-from aptix.workflows.matching.combined import WorkflowMatcher
+from aptix.workflows.matching.cascade import CascadeModel, margin, reorder
+from aptix.workflows.matching.combined import Candidates, WorkflowMatcher
 from aptix.workflows.matching.lexical import MatchDocument
-from aptix.workflows.matching.routing import SEMANTIC_RANK, Decision, Routing
+from aptix.workflows.matching.routing import SEMANTIC_RANK, WEIGHTS_FILE, Decision, Routing
 from aptix.workflows.matching.semantic import MAX_TOKENS, Embedder, OnnxEmbedder, SemanticMatcher
 from bench._table import print_table
 from bench.encoders import CACHE, ENCODING, DiskCachedEmbedder
@@ -54,6 +60,7 @@ from bench.match_eval import (
     builtin_ids,
     builtin_only,
     decisions,
+    fit_ranker,
     placeholder,
     score,
     set_evidence,
@@ -166,6 +173,40 @@ def dump_evidence(
         features=np.vstack([found.features for found in ev.cands if found.ids]).astype(np.float32),
     )
     print(f"wrote the ranker rows of {len(rows):,} messages to {path}")
+
+
+def load_dump(path: Path) -> tuple[Evidence, list[Labelled], NDArray[np.float64]]:
+    """A dump's rows as evidence and labels, and MiniLM's margins of its accepted messages."""
+    with np.load(path, allow_pickle=False) as data:
+        if data["columns"].tolist() != list(SEMANTIC_RANK):
+            raise ValueError(f"{path.name} holds other evidence columns: dump it again")
+        counts = data["counts"].tolist()
+        ids, features = data["ids"].tolist(), data["features"].astype(np.float64)
+        stated, expected = data["stated"].tolist(), data["expected"].tolist()
+        messages = data["messages"].tolist()
+        margins = data["first_margin"][data["first_accepted"]].astype(np.float64)
+    starts = np.cumsum([0, *counts]).tolist()
+    cands = [
+        Candidates(ids[a:b], features[a:b], np.zeros(0), stated[k] or None)
+        for k, (a, b) in enumerate(itertools.pairwise(starts))
+    ]
+    rows = [Labelled(m, e or None) for m, e in zip(messages, expected, strict=True)]
+    return Evidence(cands, None, messages), rows, margins
+
+
+def fit_cascade(paths: Sequence[Path], encoder: str) -> CascadeModel:
+    """The larger ranker fitted on every dumped group, and the label-free unsure margin.
+
+    The margin is the third quantile of MiniLM's margins over the accepted messages of
+    every group (each group's were those of its own leave-one-catalog-out fits, as in the
+    screens).
+    """
+    evidence, rows, margins = zip(*(load_dump(path) for path in paths), strict=True)
+    pooled = Evidence([c for ev in evidence for c in ev.cands], None, [])
+    labelled = [row for part in rows for row in part]
+    ranker = fit_ranker(pooled, labelled, range(len(labelled)), semantic=True)
+    below = float(np.quantile(np.concatenate(margins), UNSURE_SHARE))
+    return CascadeModel(encoder, ranker, below)
 
 
 def _split_cascade(
@@ -423,6 +464,28 @@ def quantize_int4(source: Path, target: Path) -> None:
     quantizer.model.save_model_to_file(str(target), use_external_data_format=False)
 
 
+def _fit(parser: argparse.ArgumentParser, dumps: Sequence[Path], encoder: str, write: bool) -> None:
+    """Fit the cascade from ``dumps``; print it, or store it in ``routing.json``."""
+    for path in dumps:
+        if not path.is_file():
+            parser.error(f"{str(path)!r}: no such file")
+    try:
+        model = fit_cascade(dumps, encoder)
+    except (ValueError, KeyError, OSError) as error:
+        parser.error(f"not a dump of bench.cascade screen ({type(error).__name__}: {error})")
+    weights = dict(zip(model.ranker.features, model.ranker.weights, strict=True))
+    print_table(
+        f"The cascade's ranker ({encoder!r}), unsure margin < {model.margin:.3f}",
+        ["feature", "weight"],
+        [[name, f"{w:+.3f}"] for name, w in weights.items()],
+    )
+    if write:
+        payload = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
+        payload["semantic"]["cascade"] = model.to_json()
+        WEIGHTS_FILE.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote the cascade into {WEIGHTS_FILE}")
+
+
 def main() -> None:
     """Export the tuned encoders, or run the cascade screen on one group."""
     parser = argparse.ArgumentParser(
@@ -451,7 +514,14 @@ def main() -> None:
         help="another export of the larger encoder (its 4-bit file, say); repeatable",
     )
     run.add_argument("--dump", type=Path, help="write the split evidence's ranker rows here")
+    fit = commands.add_parser("fit", help="the larger ranker from dumped groups")
+    fit.add_argument("dumps", type=Path, nargs="+")
+    fit.add_argument("--encoder", required=True, help="the larger encoder's name in MODELS")
+    fit.add_argument("--write", action="store_true", help=f"store it in {WEIGHTS_FILE.name}")
     args = parser.parse_args()
+    if args.command == "fit":
+        _fit(parser, args.dumps, args.encoder, args.write)
+        return
     if not 1 <= args.group <= 3:
         parser.error("--group: 1, 2 or 3")
     if args.command == "screen":

@@ -472,8 +472,12 @@ def _with_words(
     return found
 
 
-def _fit_ranker(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> FusionModel:
-    semantic = ev.vectors is not None
+def fit_ranker(
+    ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int], semantic: bool | None = None
+) -> FusionModel:
+    """The ranker fitted on the requests ``idx`` (semantic evidence: when ``ev`` has vectors)."""
+    if semantic is None:
+        semantic = ev.vectors is not None
     xs, ys = [], []
     for i in idx:
         found, row = ev.cands[i], rows[i]
@@ -492,7 +496,7 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
     idx = list(idx)
     semantic = ev.vectors is not None
     ev, associations = fold_associations(ev, rows, idx)
-    ranker = _fit_ranker(ev, rows, idx)
+    ranker = fit_ranker(ev, rows, idx)
     # The gate learns from out-of-fold ranker (and request) outputs: five inner folds.
     inner = [idx[j::5] for j in range(5)]
     gate_x, gate_y = [], []
@@ -500,7 +504,7 @@ def fit_routing(ev: Evidence, rows: Sequence[Labelled], idx: Sequence[int]) -> R
     for part in inner:
         held = set(part)
         rest = [i for i in idx if i not in held]
-        part_ranker = _fit_ranker(ev, rows, rest)
+        part_ranker = fit_ranker(ev, rows, rest)
         request = None
         if ev.vectors is not None:
             request = fit_request(ev.vectors[rest], [rows[i] for i in rest])

@@ -223,3 +223,72 @@ def test_the_split_screen_decides_as_the_product_cascade(tmp_path: Path) -> None
             moved += expected.ranked != first.ranked
         assert product.decide(message) == expected
     assert moved >= 1
+
+
+def test_a_cascade_is_fitted_from_dumped_groups_and_refuses_other_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    import sys
+
+    import bench.cascade as module
+    from aptix.workflows.matching.cascade import CascadeModel
+    from aptix.workflows.matching.combined import WorkflowMatcher
+    from aptix.workflows.matching.routing import SEMANTIC_RANK
+    from bench.match_eval import collect, placeholder, registry_for, with_builtin
+    from tests.workflows.matchset import training_sets
+
+    small, large = _split_parts(tmp_path)
+    paths = []
+    for item in training_sets()[:2]:
+        matcher = WorkflowMatcher(SplitSemantic(small, large), placeholder(True))
+        registry_for(with_builtin(item.catalog), matcher)
+        rows = list(item.rows[::15])
+        ev = collect(matcher, rows)
+        first = {i: Decision((("x", 0.5 + i / 100), ("y", 0.5)), ACCEPT) for i in range(len(rows))}
+        paths.append(tmp_path / f"{item.name}.npz")
+        module.dump_evidence(paths[-1], ev, rows, [item.name] * len(rows), first)
+    model = module.fit_cascade(paths, "cased")
+    assert model.encoder == "cased"
+    assert model.ranker.features == SEMANTIC_RANK
+    # Fitted on the rows, it puts most of their requests' workflows first.
+    right = total = 0
+    for path in paths:
+        ev, labelled, _ = module.load_dump(path)
+        for found, row in zip(ev.cands, labelled, strict=True):
+            if row.expected is not None and found.ids:
+                p = model.ranker.probability(found.features)
+                right += found.ids[int(np.argmax(p))] == row.expected
+                total += 1
+    assert total >= 20
+    assert right / total > 0.8
+    margins = np.concatenate(
+        [
+            np.arange(n) / 100
+            for n in (len(training_sets()[0].rows[::15]), len(training_sets()[1].rows[::15]))
+        ]
+    )
+    assert model.margin == pytest.approx(float(np.quantile(margins, 1 / 3)))
+    # --write stores it where the product reads it.
+    weights = tmp_path / "routing.json"
+    weights.write_text(json.dumps({"semantic": {}}))
+    monkeypatch.setattr(module, "WEIGHTS_FILE", weights)
+    monkeypatch.setattr(
+        sys, "argv", ["bench.cascade", "fit", *map(str, paths), "--encoder", "cased", "--write"]
+    )
+    module.main()
+    stored = json.loads(weights.read_text())["semantic"]["cascade"]
+    assert CascadeModel.from_json(stored) == model
+    assert "unsure margin" in capsys.readouterr().out
+    # A dump of other columns is refused with a readable error.
+    with np.load(paths[0]) as data:
+        other = {k: data[k] for k in data.files}
+    other["columns"] = other["columns"][:-1]
+    np.savez(tmp_path / "old.npz", **other)
+    monkeypatch.setattr(
+        sys, "argv", ["bench.cascade", "fit", str(tmp_path / "old.npz"), "--encoder", "x"]
+    )
+    with pytest.raises(SystemExit) as exited:
+        module.main()
+    assert exited.value.code == 2
+    assert "other evidence columns" in capsys.readouterr().err
