@@ -69,6 +69,9 @@ from bench.tune_encoder import groups, quantize_int8
 from bench.workflows import _catalog_models, _matcher
 from tests.workflows.matchset import Labelled, TrainingSet, training_sets
 
+#: The committed dumps (``screen --dump``): each group's split evidence, so that a fit needs
+#: no tuning (the forty-seventh round wrote the first group's).
+DUMPS = Path(__file__).parent / "data"
 #: Share of the messages MiniLM accepts that the larger encoder re-ranks.
 UNSURE_SHARE = 1 / 3
 #: SmoothQuant's migration strength: the share of an input channel's range moved into the

@@ -292,3 +292,26 @@ def test_a_cascade_is_fitted_from_dumped_groups_and_refuses_other_columns(
         module.main()
     assert exited.value.code == 2
     assert "other evidence columns" in capsys.readouterr().err
+
+
+def test_the_committed_group_dump_still_reads_as_the_ranker_reads_evidence() -> None:
+    from bench.cascade import DUMPS, fit_cascade, load_dump
+    from tests.workflows.matchset import training_sets
+
+    [path] = sorted(DUMPS.glob("cascade-group*.npz"))
+    ev, rows, margins = load_dump(path)
+    # The forty-seventh round's first group: development, a and b, every message of each.
+    wanted = [row for item in training_sets()[:3] for row in item.rows]
+    assert [r.message for r in rows] == [r.message for r in wanted]
+    assert [r.expected for r in rows] == [r.expected for r in wanted]
+    assert len(ev.cands) == len(rows)
+    assert float(np.quantile(margins, 1 / 3)) == pytest.approx(0.777, abs=1e-3)
+    model = fit_cascade([path], "mpnet")
+    right = sum(
+        found.ids[int(np.argmax(model.ranker.probability(found.features)))] == row.expected
+        for found, row in zip(ev.cands, rows, strict=True)
+        if row.expected is not None and found.ids
+    )
+    # Fitted and read on the same rows it puts 816 of the 892 requests first (the screen's
+    # 808, out of catalog, is the honest figure); a broken dump or fit falls far below.
+    assert right >= 800
