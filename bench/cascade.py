@@ -212,6 +212,43 @@ def fit_cascade(paths: Sequence[Path], encoder: str) -> CascadeModel:
     return CascadeModel(encoder, ranker, below)
 
 
+def widened(
+    first: Decision,
+    probabilities: Mapping[str, float],
+    stated: str | None,
+    added: Collection[str],
+    builtin: Collection[str],
+) -> Decision:
+    """V+: like :func:`reorder`, over ``first``'s kept candidates and the ``added`` ones.
+
+    An added built-in joins only when ``first`` dropped no built-in: MiniLM's side decides
+    whether the message asks for one.
+    """
+    kept = {wid for wid, _ in first.ranked}
+    narrow = set(probabilities) - set(added)
+    dropped_builtin = any(wid in builtin and wid not in kept for wid in narrow)
+    ids = kept | {wid for wid in added if not (wid in builtin and dropped_builtin)}
+    order = sorted(ids, key=lambda wid: (wid != stated, -probabilities[wid], wid))
+    return Decision(tuple((w, probabilities[w]) for w in order), first.gate, first.weak)
+
+
+class UnionSemantic(SplitSemantic):
+    """V+: the smaller encoder's candidates and the larger encoder's own best ones."""
+
+    def rank(self, message: str, limit: int = 10, also: Collection[str] = ()) -> dict[str, float]:
+        """Both encoders' ``limit`` best (the larger one scores all of them in ``evidence``)."""
+        found = SemanticMatcher.rank(self, message, limit, also)
+        found.update(self._ranking.rank(message, limit, also))
+        return found
+
+    def sibling(self) -> UnionSemantic:
+        """An empty matcher of the same two encoders."""
+        return UnionSemantic(self._ranking.embedder, self.embedder)
+
+
+Arm = tuple[Decisions, Decisions, int]
+
+
 def _split_cascade(
     small: Embedder,
     large: Embedder,
@@ -220,42 +257,56 @@ def _split_cascade(
     below: float,
     whole: Sequence[Routing],
     dump: Path | None = None,
-) -> list[tuple[Decisions, Decisions, int]]:
-    """Arm V and V': ``first`` (and its built-ins-alone twin) re-ordered where unsure.
+) -> tuple[Arm, Arm, Arm]:
+    """Arms V, V' and V+: ``first`` (and its built-ins-alone twin) re-ordered where unsure.
 
-    Both read the split evidence (:class:`SplitSemantic`), which ``dump`` receives too
+    V and V' read the split evidence (:class:`SplitSemantic`), which ``dump`` receives too
     (:func:`dump_evidence`). V's rankers are fitted leave one catalog out on it; V' uses
     ``whole``'s, fitted on the larger encoder's own candidates (the plain cascade's), to ask
-    whether a fit needs the small encoder's tuning at all.
+    whether a fit needs the small encoder's tuning at all. V+ reads :class:`UnionSemantic`'s
+    evidence with its own fitted rankers and may put an added candidate first.
     """
 
-    def make(item: TrainingSet) -> Any:
+    def split(item: TrainingSet) -> Any:
         return WorkflowMatcher(SplitSemantic(small, large), placeholder(True))
 
-    ev, rows, spans = set_evidence(make, sets)
+    def union(item: TrainingSet) -> Any:
+        return WorkflowMatcher(UnionSemantic(small, large), placeholder(True))
+
+    ev, rows, spans = set_evidence(split, sets)
     if dump is not None:
         names = [item.name for item, span in zip(sets, spans, strict=True) for _ in span]
         dump_evidence(dump, ev, rows, names, first[0])
-    alone_ev, _, alone_spans = set_evidence(make, builtin_only(sets))
+    alone = set_evidence(split, builtin_only(sets))[0]
+    wide, _, _ = set_evidence(union, sets)
+    wide_alone, _, alone_spans = set_evidence(union, builtin_only(sets))
+    builtin = builtin_ids()
     arms = []
-    for models in (_catalog_models(ev, rows, spans), whole):
+    for models, pair, plus in (
+        (_catalog_models(ev, rows, spans), (ev, alone), False),
+        (whole, (ev, alone), False),
+        (_catalog_models(wide, rows, spans), (wide, wide_alone), True),
+    ):
         out: tuple[Decisions, Decisions] = ({}, {})
         swapped = 0
-        for evidence, every, found, side in (
-            (ev, spans, first[0], 0),
-            (alone_ev, alone_spans, first[1], 1),
+        for side, (evidence, narrow, every) in enumerate(
+            ((pair[0], ev, spans), (pair[1], alone, alone_spans))
         ):
             for model, span in zip(models, every, strict=True):
                 for i in span:
-                    decision, cands = found[i], evidence.cands[i]
+                    decision, cands = first[side][i], evidence.cands[i]
                     if not (decision.accepted and margin(decision) < below and cands.ids):
                         out[side][i] = decision
                         continue
                     p = dict(zip(cands.ids, model.rank(cands.features).tolist(), strict=True))
-                    out[side][i] = reorder(decision, p, cands.stated)
+                    if plus:
+                        added = set(cands.ids) - set(narrow.cands[i].ids)
+                        out[side][i] = widened(decision, p, cands.stated, added, builtin)
+                    else:
+                        out[side][i] = reorder(decision, p, cands.stated)
                     swapped += side == 0
         arms.append((out[0], out[1], swapped))
-    return arms
+    return arms[0], arms[1], arms[2]
 
 
 def _decide(
@@ -321,7 +372,7 @@ def screen(
         _, second, _, second_alone, whole = _decide(large, sets)
         mixed, swapped = cascade(first, second, below)
         mixed_alone, _ = cascade(first_alone, second_alone, below)
-        (split, split_alone, moved), (kept, kept_alone, _) = _split_cascade(
+        (split, split_alone, moved), (kept, kept_alone, _), (plus, plus_alone, _) = _split_cascade(
             small, large, sets, (first, first_alone), below, whole, dump if k == 0 else None
         )
         table += [
@@ -329,6 +380,7 @@ def screen(
             _row(f"{name} cascade ({swapped:,} re-ranked)", rows, mixed, alone_rows, mixed_alone),
             _row(f"{name} split cascade, V ({moved:,})", rows, split, alone_rows, split_alone),
             _row(f"{name} V, the cascade's rankers (V')", rows, kept, alone_rows, kept_alone),
+            _row(f"{name} V plus its own top 10 (V+)", rows, plus, alone_rows, plus_alone),
         ]
     print_table(
         f"Cascade screen, group {group} ({', '.join(s.name for s in sets)}), "

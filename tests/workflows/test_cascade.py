@@ -28,11 +28,6 @@ from bench.cascade import (
 ACCEPT, REJECT = GATE_THRESHOLD + 0.3, GATE_THRESHOLD - 0.3
 
 
-def test_margin_is_first_less_second_and_one_for_a_lone_candidate() -> None:
-    assert margin(Decision((("a", 0.7), ("b", 0.2)), ACCEPT)) == pytest.approx(0.5)
-    assert margin(Decision((("a", 0.4),), ACCEPT)) == 1.0
-
-
 def test_only_accepted_messages_with_a_small_margin_are_re_ranked() -> None:
     first = {
         0: Decision((("a", 0.50), ("b", 0.45)), ACCEPT, weak=True),  # unsure: re-ranked
@@ -49,16 +44,6 @@ def test_only_accepted_messages_with_a_small_margin_are_re_ranked() -> None:
     assert mixed[0].matches(1)[0][0] == "b"
     assert [mixed[i] is first[i] for i in (1, 2, 3)] == [True, True, True]
     assert not mixed[2].matches(3)
-
-
-def test_reorder_takes_only_the_order_and_keeps_what_the_first_decision_dropped() -> None:
-    first = Decision((("a", 0.50), ("b", 0.45), ("c", 0.05)), ACCEPT, weak=True)
-    # "greet" was dropped by the first decision (a built-in the message does not ask for).
-    p = {"a": 0.1, "b": 0.3, "c": 0.6, "greet": 0.9}
-    moved = reorder(first, p, stated=None)
-    assert moved == Decision((("c", 0.6), ("b", 0.3), ("a", 0.1)), ACCEPT, weak=True)
-    # A stated pattern's workflow stays first whatever the second ranker says.
-    assert [w for w, _ in reorder(first, p, stated="a").ranked] == ["a", "c", "b"]
 
 
 def _split_parts(tmp_path: Path) -> tuple[OnnxEmbedder, OnnxEmbedder]:
@@ -315,3 +300,19 @@ def test_the_committed_group_dump_still_reads_as_the_ranker_reads_evidence() -> 
     # Fitted and read on the same rows it puts 816 of the 892 requests first (the screen's
     # 808, out of catalog, is the honest figure); a broken dump or fit falls far below.
     assert right >= 800
+
+
+def test_widened_adds_the_larger_encoders_candidates_but_not_a_dropped_built_in() -> None:
+    from bench.cascade import widened
+
+    first = Decision((("a", 0.5), ("b", 0.45)), ACCEPT)
+    p = {"a": 0.2, "b": 0.3, "greet": 0.1, "c": 0.9, "help": 0.8}
+    # "greet" was a candidate of the first side and dropped: built-ins stay out, the added
+    # built-in "help" included; the added "c" goes first.
+    moved = widened(first, p, None, added={"c", "help"}, builtin={"greet", "help"})
+    assert [w for w, _ in moved.ranked] == ["c", "b", "a"]
+    assert moved.gate == first.gate
+    # No built-in was dropped: an added one may join.
+    p.pop("greet")
+    kept = widened(first, p, "a", added={"c", "help"}, builtin={"greet", "help"})
+    assert [w for w, _ in kept.ranked] == ["a", "c", "help", "b"]
