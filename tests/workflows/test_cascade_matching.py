@@ -6,6 +6,7 @@ import json
 import logging
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -241,3 +242,37 @@ def test_the_lexical_configuration_takes_no_cascade(
 ) -> None:
     _, large = encoders
     assert WorkflowMatcher(cascade=Cascade(large, contrary_with(1.1))).cascade is None
+
+
+def test_a_model_with_its_own_tokenizer_json_loads_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from tokenizers import BertWordPieceTokenizer
+
+    import aptix.workflows.matching.semantic as semantic_module
+    from aptix.errors import ConfigurationError
+
+    shipped = MODELS[DEFAULT_MODEL]
+    shutil.copy(model_file(shipped), tmp_path / "model.onnx")
+    BertWordPieceTokenizer(str(VOCABULARY), lowercase=False, strip_accents=True).save(
+        str(tmp_path / "cased.json")
+    )
+    text = ["ORDER A NEW LAPTOP"]
+    default = semantic_module.load_embedder().encode(text)
+    monkeypatch.setattr(semantic_module, "DATA", tmp_path)
+    spec = semantic_module.ModelSpec(
+        "cased-test", "aptix", "cased", shipped.sha256, file="model.onnx", tokenizer="cased.json"
+    )
+    monkeypatch.setitem(MODELS, spec.name, spec)
+    loaded = semantic_module.load_embedder(spec.name).encode(text)
+    cased = OnnxEmbedder(tmp_path / "model.onnx", tokenizer=tmp_path / "cased.json").encode(text)
+    assert np.allclose(loaded, cased)
+    assert float(loaded[0] @ default[0]) < 0.99
+    missing = semantic_module.ModelSpec(
+        "no-tokenizer", "aptix", "x", shipped.sha256, file="model.onnx", tokenizer="gone.json"
+    )
+    monkeypatch.setitem(MODELS, missing.name, missing)
+    with pytest.raises(ConfigurationError, match=r"gone\.json is missing"):
+        semantic_module.load_embedder(missing.name)

@@ -43,6 +43,7 @@ __all__ = [
     "TokenEmbedder",
     "encoded",
     "load_embedder",
+    "tokenizer_file",
     "verify_hash",
 ]
 
@@ -67,6 +68,9 @@ class ModelSpec:
     sha256: str
     #: A file in aptix's own ``data/`` folder instead of one inside ``distribution``.
     file: str = ""
+    #: The model's own ``tokenizer.json``, beside its ONNX file (mpnet's ``<s>`` … ``</s>``);
+    #: empty for the uncased BERT vocabulary that ships with aptix.
+    tokenizer: str = ""
 
 
 #: The models the matcher can use; the first is the default (see docs/modes-and-workflows.md).
@@ -149,6 +153,18 @@ def model_file(spec: ModelSpec) -> Path:
         raise ConfigurationError(f"The package '{spec.distribution}' holds no ONNX model file.")
     verify_hash(found[0], spec.sha256)
     return found[0]
+
+
+def tokenizer_file(spec: ModelSpec, model: Path) -> Path | None:
+    """The model's own ``tokenizer.json`` beside ``model``; None when it reads the BERT one."""
+    if not spec.tokenizer:
+        return None
+    path = model.parent / spec.tokenizer
+    if not path.is_file():
+        raise ConfigurationError(
+            f"The tokenizer file {spec.tokenizer} is missing beside {model.name}."
+        )
+    return path
 
 
 def verify_hash(path: Path, expected: str) -> None:
@@ -267,7 +283,9 @@ def load_embedder(model: str = DEFAULT_MODEL) -> OnnxEmbedder:
     with _LOADING:
         embedder = _LOADED.get((spec, path))
         if embedder is None:
-            embedder = _LOADED[(spec, path)] = OnnxEmbedder(path, name=spec.name)
+            embedder = _LOADED[(spec, path)] = OnnxEmbedder(
+                path, name=spec.name, tokenizer=tokenizer_file(spec, path)
+            )
     return embedder
 
 
