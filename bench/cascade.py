@@ -41,6 +41,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import zipfile
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,13 @@ from aptix.workflows.matching.cascade import CascadeModel, margin, reorder
 from aptix.workflows.matching.combined import Candidates, WorkflowMatcher
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.routing import SEMANTIC_RANK, WEIGHTS_FILE, Decision, Routing
-from aptix.workflows.matching.semantic import MAX_TOKENS, Embedder, OnnxEmbedder, SemanticMatcher
+from aptix.workflows.matching.semantic import (
+    MAX_TOKENS,
+    MODELS,
+    Embedder,
+    OnnxEmbedder,
+    SemanticMatcher,
+)
 from bench._table import print_table
 from bench.encoders import CACHE, ENCODING, DiskCachedEmbedder
 from bench.match_eval import (
@@ -179,15 +186,25 @@ def dump_evidence(
 
 
 def load_dump(path: Path) -> tuple[Evidence, list[Labelled], NDArray[np.float64]]:
-    """A dump's rows as evidence and labels, and MiniLM's margins of its accepted messages."""
-    with np.load(path, allow_pickle=False) as data:
-        if data["columns"].tolist() != list(SEMANTIC_RANK):
-            raise ValueError(f"{path.name} holds other evidence columns: dump it again")
-        counts = data["counts"].tolist()
-        ids, features = data["ids"].tolist(), data["features"].astype(np.float64)
-        stated, expected = data["stated"].tolist(), data["expected"].tolist()
-        messages = data["messages"].tolist()
-        margins = data["first_margin"][data["first_accepted"]].astype(np.float64)
+    """A dump's rows as evidence and labels, and MiniLM's margins of its accepted messages.
+
+    ValueError, naming the file, for anything else (another file, a cut one, other columns).
+    """
+    try:
+        # Opened here: np.load leaves its own handle open when the zip is cut short.
+        with path.open("rb") as handle, np.load(handle, allow_pickle=False) as data:
+            columns = data["columns"].tolist()
+            counts = data["counts"].tolist()
+            ids, features = data["ids"].tolist(), data["features"].astype(np.float64)
+            stated, expected = data["stated"].tolist(), data["expected"].tolist()
+            messages = data["messages"].tolist()
+            margins = data["first_margin"][data["first_accepted"]].astype(np.float64)
+    except (ValueError, KeyError, OSError, zipfile.BadZipFile) as error:
+        raise ValueError(
+            f"{path.name!r} is not a dump of bench.cascade screen ({type(error).__name__})"
+        ) from error
+    if columns != list(SEMANTIC_RANK):
+        raise ValueError(f"{path.name!r} holds other evidence columns: dump it again")
     starts = np.cumsum([0, *counts]).tolist()
     cands = [
         Candidates(ids[a:b], features[a:b], np.zeros(0), stated[k] or None)
@@ -524,10 +541,13 @@ def _fit(parser: argparse.ArgumentParser, dumps: Sequence[Path], encoder: str, w
     for path in dumps:
         if not path.is_file():
             parser.error(f"{str(path)!r}: no such file")
+    if write and encoder not in MODELS:
+        # The product would never load it: the cascade would stay off without a word.
+        parser.error(f"{encoder!r} is not a model of aptix's MODELS; add it before --write")
     try:
         model = fit_cascade(dumps, encoder)
-    except (ValueError, KeyError, OSError) as error:
-        parser.error(f"not a dump of bench.cascade screen ({type(error).__name__}: {error})")
+    except ValueError as error:
+        parser.error(str(error))
     weights = dict(zip(model.ranker.features, model.ranker.weights, strict=True))
     print_table(
         f"The cascade's ranker ({encoder!r}), unsure margin < {model.margin:.3f}",
@@ -583,6 +603,9 @@ def main() -> None:
         for path in (args.minilm, args.larger, args.tokenizer, *args.also):
             if not path.is_file():
                 parser.error(f"{str(path)!r}: no such file")
+        # Checked before the screen, which takes minutes, not after it.
+        if args.dump is not None and not args.dump.parent.is_dir():
+            parser.error(f"{str(args.dump)!r}: its folder does not exist")
         try:
             small = _cached(OnnxEmbedder(args.minilm), args.minilm, "small")
             larger = [

@@ -1,4 +1,4 @@
-"""bench.cascade: which decisions the larger encoder re-ranks, and its tokenizer.json loader."""
+"""bench.cascade: which decisions the larger encoder re-ranks, its split form, dumps and fit."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from aptix.workflows.matching.cascade import margin, reorder
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.routing import GATE_THRESHOLD, Decision
 from aptix.workflows.matching.semantic import (
@@ -17,13 +18,7 @@ from aptix.workflows.matching.semantic import (
     SemanticMatcher,
     model_file,
 )
-from bench.cascade import (
-    SplitSemantic,
-    cascade,
-    margin,
-    reorder,
-    unsure_margin,
-)
+from bench.cascade import SplitSemantic, cascade, unsure_margin
 
 ACCEPT, REJECT = GATE_THRESHOLD + 0.3, GATE_THRESHOLD - 0.3
 
@@ -123,11 +118,19 @@ def test_the_command_line_refuses_bad_files_with_a_readable_error(
     saved = tmp_path / "saved"
     saved.mkdir()
     (saved / "modules.json").write_text("[]")
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(
+        (Path(__file__).parents[2] / "bench/data/cascade-group1.npz").read_bytes()[:300]
+    )
     for argv, said in (
         (["screen", str(junk), str(junk), str(junk)], "not an ONNX model"),
         (["screen", "--group", "4", str(junk), str(junk), str(junk)], "--group: 1, 2 or 3"),
         (["screen", hostile, str(junk), str(junk)], "no such file"),
         (["export", str(saved), hostile], "its folder does not exist"),
+        (["fit", str(junk), "--encoder", "x"], "is not a dump of bench.cascade screen"),
+        (["fit", str(cut), "--encoder", "x"], "is not a dump of bench.cascade screen"),
+        (["fit", hostile, "--encoder", "x"], "no such file"),
+        (["fit", str(cut), "--encoder", "\x1b[2J", "--write"], "not a model of aptix's MODELS"),
     ):
         monkeypatch.setattr(sys, "argv", ["bench.cascade", *argv])
         with pytest.raises(SystemExit) as exited:
@@ -258,9 +261,15 @@ def test_a_cascade_is_fitted_from_dumped_groups_and_refuses_other_columns(
     weights = tmp_path / "routing.json"
     weights.write_text(json.dumps({"semantic": {}}))
     monkeypatch.setattr(module, "WEIGHTS_FILE", weights)
-    monkeypatch.setattr(
-        sys, "argv", ["bench.cascade", "fit", *map(str, paths), "--encoder", "cased", "--write"]
-    )
+    argv = ["bench.cascade", "fit", *map(str, paths), "--encoder", "cased", "--write"]
+    monkeypatch.setattr(sys, "argv", argv)
+    # An encoder the product does not know is refused before anything is written.
+    with pytest.raises(SystemExit) as refused:
+        module.main()
+    assert refused.value.code == 2
+    assert "not a model of aptix's MODELS" in capsys.readouterr().err
+    assert "cascade" not in json.loads(weights.read_text())["semantic"]
+    monkeypatch.setitem(module.MODELS, "cased", module.MODELS[DEFAULT_MODEL])
     module.main()
     stored = json.loads(weights.read_text())["semantic"]["cascade"]
     assert CascadeModel.from_json(stored) == model
