@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from aptix.workflows.matching.cascade import margin, reorder
+from aptix.workflows.matching.cascade import CascadeModel, margin, reorder
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.routing import GATE_THRESHOLD, Decision
 from aptix.workflows.matching.semantic import (
@@ -19,6 +20,8 @@ from aptix.workflows.matching.semantic import (
     model_file,
 )
 from bench.cascade import SplitSemantic, cascade, unsure_margin
+from bench.match_eval import Evidence
+from tests.workflows.matchset import Labelled
 
 ACCEPT, REJECT = GATE_THRESHOLD + 0.3, GATE_THRESHOLD - 0.3
 
@@ -288,6 +291,15 @@ def test_a_cascade_is_fitted_from_dumped_groups_and_refuses_other_columns(
     assert "other evidence columns" in capsys.readouterr().err
 
 
+def _first_right(model: CascadeModel, ev: Evidence, rows: Sequence[Labelled]) -> int:
+    """How many of the requests ``model``'s larger ranker puts first among their candidates."""
+    return sum(
+        found.ids[int(np.argmax(model.ranker.probability(found.features)))] == row.expected
+        for found, row in zip(ev.cands, rows, strict=True)
+        if row.expected is not None and found.ids
+    )
+
+
 #: Each committed group dump: MiniLM's unsure margin (the third quantile of its accepted
 #: margins) and the least number of its requests a ranker fitted on it alone puts first.
 COMMITTED_DUMPS = {1: (0.777, 800), 2: (0.588, 710), 3: (0.523, 930)}
@@ -309,11 +321,7 @@ def test_a_committed_group_dump_still_reads_as_the_ranker_reads_evidence(group: 
     quantile, floor = COMMITTED_DUMPS[group]
     assert float(np.quantile(margins, 1 / 3)) == pytest.approx(quantile, abs=1e-3)
     model = fit_cascade([path], "mpnet")
-    right = sum(
-        found.ids[int(np.argmax(model.ranker.probability(found.features)))] == row.expected
-        for found, row in zip(ev.cands, rows, strict=True)
-        if row.expected is not None and found.ids
-    )
+    right = _first_right(model, ev, rows)
     # Fitted and read on the same rows it puts 816 of group 1's 892 requests first, 726 of
     # group 2's 840 and 945 of group 3's 1,118 (fitted on the other groups: 812, 731, 951);
     # a broken dump or fit falls far below.
@@ -327,11 +335,7 @@ def test_a_ranker_fitted_on_the_other_groups_orders_each_group_as_well_as_its_ow
     for group, path in paths.items():
         model = fit_cascade([p for k, p in paths.items() if k != group], "mpnet")
         ev, rows, _ = load_dump(path)
-        right = sum(
-            found.ids[int(np.argmax(model.ranker.probability(found.features)))] == row.expected
-            for found, row in zip(ev.cands, rows, strict=True)
-            if row.expected is not None and found.ids
-        )
+        right = _first_right(model, ev, rows)
         # What a shipped fit over every group rests on (the forty-eighth round's R5): fitted
         # on the other groups, 812, 731 and 951, as many as the group's own fits reach.
         assert right >= COMMITTED_DUMPS[group][1], group
