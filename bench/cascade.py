@@ -229,26 +229,6 @@ def fit_cascade(paths: Sequence[Path], encoder: str) -> CascadeModel:
     return CascadeModel(encoder, ranker, below)
 
 
-def widened(
-    first: Decision,
-    probabilities: Mapping[str, float],
-    stated: str | None,
-    added: Collection[str],
-    builtin: Collection[str],
-) -> Decision:
-    """V+: like :func:`reorder`, over ``first``'s kept candidates and the ``added`` ones.
-
-    An added built-in joins only when ``first`` dropped no built-in: MiniLM's side decides
-    whether the message asks for one.
-    """
-    kept = {wid for wid, _ in first.ranked}
-    narrow = set(probabilities) - set(added)
-    dropped_builtin = any(wid in builtin and wid not in kept for wid in narrow)
-    ids = kept | {wid for wid in added if not (wid in builtin and dropped_builtin)}
-    order = sorted(ids, key=lambda wid: (wid != stated, -probabilities[wid], wid))
-    return Decision(tuple((w, probabilities[w]) for w in order), first.gate, first.weak)
-
-
 class UnionSemantic(SplitSemantic):
     """V+: the smaller encoder's candidates and the larger encoder's own best ones."""
 
@@ -318,7 +298,7 @@ def _split_cascade(
                     p = dict(zip(cands.ids, model.rank(cands.features).tolist(), strict=True))
                     if plus:
                         added = set(cands.ids) - set(narrow.cands[i].ids)
-                        out[side][i] = widened(decision, p, cands.stated, added, builtin)
+                        out[side][i] = reorder(decision, p, cands.stated, added, builtin)
                     else:
                         out[side][i] = reorder(decision, p, cands.stated)
                     swapped += side == 0

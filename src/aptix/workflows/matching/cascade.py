@@ -5,8 +5,8 @@ from near misses worse (docs/routing-log.md, the forty-fourth to forty-seventh r
 MiniLM's side decides every message, and its gate's verdict (so every rejection) stands. For
 an accepted message whose ranker margin (first probability less second) is below
 :attr:`CascadeModel.margin`, a ranker fitted on the larger encoder's evidence re-orders the
-candidates MiniLM's side kept. The larger encoder never ranks the catalog: it scores only
-those candidates, and only for those messages.
+candidates MiniLM's side kept, joined by the larger encoder's own ten best workflows (the
+forty-eighth round's V+). The larger encoder is consulted only for those messages.
 
 Its index of the catalog's texts is built behind the catalog, on one worker thread:
 encoding 10,000 workflows takes the larger encoder minutes. Until the index is ready for
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,14 +72,25 @@ def margin(decision: Decision) -> float:
     return decision.ranked[0][1] - decision.ranked[1][1]
 
 
-def reorder(first: Decision, probabilities: Mapping[str, float], stated: str | None) -> Decision:
-    """``first``'s kept candidates in the order of ``probabilities``; its gate unchanged.
+def reorder(
+    first: Decision,
+    probabilities: Mapping[str, float],
+    stated: str | None,
+    added: Collection[str] = (),
+    builtin: Collection[str] = (),
+) -> Decision:
+    """``first``'s kept candidates and the ``added`` ones in the order of ``probabilities``.
 
-    A stated pattern's workflow stays first, and the candidates ``first`` dropped (built-ins
-    the message does not ask for) stay dropped: only the order is the larger ranker's.
+    ``first``'s gate is unchanged. A stated pattern's workflow stays first, and the
+    candidates ``first`` dropped (built-ins the message does not ask for) stay dropped; an
+    added built-in joins only when ``first`` dropped none, since MiniLM's side decides whether
+    the message asks for a built-in.
     """
-    kept = [wid for wid, _ in first.ranked]
-    order = sorted(kept, key=lambda wid: (wid != stated, -probabilities[wid], wid))
+    kept = {wid for wid, _ in first.ranked}
+    considered = set(probabilities) - set(added)
+    dropped_builtin = any(wid in builtin and wid not in kept for wid in considered)
+    ids = kept | {wid for wid in added if not (dropped_builtin and wid in builtin)}
+    order = sorted(ids, key=lambda wid: (wid != stated, -probabilities[wid], wid))
     return Decision(tuple((w, probabilities[w]) for w in order), first.gate, first.weak)
 
 
@@ -156,20 +167,20 @@ class Cascade:
             self._ready is not None and decision.accepted and margin(decision) < self._model.margin
         )
 
+    @property
+    def index(self) -> SemanticMatcher | None:
+        """The larger encoder's index of the catalog being served; None while it is built."""
+        return self._ready
+
     def reordered(
         self,
         decision: Decision,
         ids: Sequence[str],
         rows: NDArray[np.float64],
         stated: str | None,
+        added: Collection[str] = (),
+        builtin: Collection[str] = (),
     ) -> Decision:
-        """``decision`` in the larger ranker's order of ``rows`` (one per id)."""
+        """``decision`` in the larger ranker's order of ``rows`` (one per id): :func:`reorder`."""
         p = self._model.ranker.probability(rows).tolist()
-        return reorder(decision, dict(zip(ids, p, strict=True)), stated)
-
-    def evidence(self, message: str, ids: Sequence[str]) -> NDArray[np.float64] | None:
-        """The larger encoder's semantic evidence for ``ids``; None while no index serves."""
-        ready = self._ready
-        if ready is None:
-            return None
-        return ready.evidence(message, ids)
+        return reorder(decision, dict(zip(ids, p, strict=True)), stated, added, builtin)

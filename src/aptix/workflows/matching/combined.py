@@ -11,7 +11,7 @@ nothing is better than a wrong workflow (TUL-006 §3.2).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -191,21 +191,30 @@ class WorkflowMatcher:
     def _cascaded(
         self, cascade: Cascade, message: str, found: Candidates, decision: Decision
     ) -> Decision:
-        """``decision`` re-ordered by the larger encoder's ranker over the same candidates."""
-        semantic = cascade.evidence(matched_text(message), found.ids)
-        if semantic is None:
+        """``decision`` re-ordered by the larger encoder's ranker (:mod:`.cascade`).
+
+        The candidates are ``found``'s and the larger encoder's own best, all with fresh
+        evidence: each margin is over the runner-up among them all.
+        """
+        index = cascade.index
+        if index is None:
             return decision
-        rows = found.features.copy()
+        text = matched_text(message)
+        added = set(index.rank(text, CANDIDATES)) - set(found.ids)
+        wide = self.candidates(message, added) if added else found
+        semantic = index.evidence(text, wide.ids)
+        rows = wide.features.copy()
         rows[:, SEMANTIC_COLUMN::2] = semantic
         rows[:, SEMANTIC_COLUMN + 1 :: 2] = _margins(semantic)
-        return cascade.reordered(decision, found.ids, rows, found.stated)
+        builtin = () if self._model.builtin is None else self._model.builtin.ids
+        return cascade.reordered(decision, wide.ids, rows, wide.stated, added, builtin)
 
     def decision(self, found: Candidates) -> Decision:
         """The ranker's order and the gate's verdict for already computed evidence."""
         return decide(self._model, found)
 
-    def candidates(self, message: str) -> Candidates:
-        """The union of the matchers' best candidates with ranker and gate evidence."""
+    def candidates(self, message: str, extra: Collection[str] = ()) -> Candidates:
+        """The union of the matchers' best candidates, and ``extra``, with their evidence."""
         text = matched_text(message)
         gate_width = len(SEMANTIC_GATE if self._semantic is not None else LEXICAL_GATE) - 2
         width = len(self._model.ranker.features)
@@ -229,7 +238,7 @@ class WorkflowMatcher:
         semantic: dict[str, float] = {}
         if self._semantic is not None:
             semantic = self._semantic.rank(text, CANDIDATES)
-        ids = sorted(set(lexical) | set(bm25) | set(semantic))
+        ids = sorted(set(lexical) | set(bm25) | set(semantic) | set(extra))
         if not ids:
             return empty
         lex = np.asarray([lexical.get(w, 0.0) for w in ids])
