@@ -23,11 +23,6 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile("ci" if os.environ.get("APTIX_CI") else "dev")
 
-# With the larger encoder's weights installed, an unsure match's order would depend on
-# whether its index, built behind each catalog change, is ready yet. The suite runs without
-# it (and without its CPU); its own tests turn it on and wait for the index.
-os.environ.setdefault("APTIX_MATCH_CASCADE", "false")
-
 
 @pytest.fixture
 def logger() -> RecordingLogger:

@@ -133,13 +133,14 @@ class AptixSettings(BaseSettings):
         description="Blend local sentence embeddings into workflow matching "
         "(default: when the 'semantic' extra is installed).",
     )
-    match_cascade: bool | None = Field(
-        None,
+    match_cascade: bool = Field(
+        False,
         description="Let the larger encoder (the 'aptix-routing-mpnet' weights, installed from "
         "weights/ of the source tree) re-order the workflow matches MiniLM's ranker is unsure "
-        "of. Costs about 70 ms per such match, a third of accepted ones, and ~300 MB of memory; "
-        "after a catalog change its index is rebuilt in the background (default: when those "
-        "weights are installed and semantic matching is on).",
+        "of (with semantic matching on). Costs one larger encoding (about 60 ms on two cores) "
+        "per such match, a third of accepted ones, and ~100 MB of memory; after a catalog "
+        "change its index is rebuilt in the background, about an hour of CPU for 10,000 "
+        "workflows' texts. Warns and stays off when the weights are missing.",
     )
     match_arbiter: Literal["off", "ambiguous", "always"] = Field(
         "off",

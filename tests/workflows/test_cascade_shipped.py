@@ -40,10 +40,10 @@ def test_the_shipped_cascade_names_the_larger_encoder_and_its_weights_verify() -
     assert float(vectors[0] @ vectors[1]) < 0.8
 
 
-def test_the_installed_weights_turn_the_cascade_on_unless_set_off() -> None:
-    matcher = build_matcher(True, None)
+def test_the_installed_weights_serve_the_cascade_when_asked_for() -> None:
+    matcher = build_matcher(True, True)
     assert matcher.cascade is not None
-    assert build_matcher(True, False).cascade is None
+    assert matcher.cascade.model == default_cascade()
 
 
 async def test_the_runtime_re_orders_unsure_matches_with_the_larger_encoder(
@@ -73,7 +73,7 @@ async def test_the_runtime_re_orders_unsure_matches_with_the_larger_encoder(
         assert consulted >= 1
 
 
-async def test_the_runtime_leaves_the_cascade_off_when_set_off(tmp_path: Path) -> None:
-    settings = AptixSettings(data_dir=tmp_path, load_plugins=False, match_cascade=False)
+async def test_the_runtime_leaves_the_cascade_off_by_default(tmp_path: Path) -> None:
+    settings = AptixSettings(data_dir=tmp_path, load_plugins=False)
     async with open_runtime(settings) as runtime:
         assert runtime.workflows.registry.matcher.cascade is None

@@ -144,23 +144,19 @@ def test_the_cascade_loads_when_routing_has_one_and_its_encoder_is_installed(
         semantic_module.DEFAULT_MODEL, default_routing(True).ranker, 0.5
     )
     monkeypatch.setattr(cascade_module, "default_cascade", lambda: model)
-    for asked in (None, True):
-        matcher = build_matcher(True, asked)
-        assert matcher.cascade is not None
-        assert matcher.cascade.model == model
-    # Turned off (APTIX_MATCH_CASCADE=false), or with lexical matching only: no cascade.
-    assert build_matcher(True, False).cascade is None
+    matcher = build_matcher(True, True)
+    assert matcher.cascade is not None
+    assert matcher.cascade.model == model
+    # Off by default (APTIX_MATCH_CASCADE), and with lexical matching only.
+    assert build_matcher(True).cascade is None
     assert build_matcher(False, True).cascade is None
     missing = dataclasses.replace(model, encoder="no-such-encoder")
     monkeypatch.setattr(cascade_module, "default_cascade", lambda: missing)
     with caplog.at_level(logging.INFO, logger="aptix.workflows"):
-        matcher = build_matcher(True, None)
+        matcher = build_matcher(True, True)
+    # Asked for and missing: semantic matching carries on, with one warning.
     assert matcher.semantic is not None
     assert matcher.cascade is None
-    assert not _warnings(caplog)
-    assert any("the cascade is off" in r.getMessage() for r in caplog.records)
-    # Asked for outright, its absence is a warning.
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="aptix.workflows"):
-        assert build_matcher(True, True).cascade is None
-    assert any("the cascade is off" in message for message in _warnings(caplog))
+    warnings = _warnings(caplog)
+    assert len(warnings) == 1
+    assert "the cascade is off" in warnings[0]

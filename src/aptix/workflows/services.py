@@ -42,13 +42,13 @@ def semantic_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers"))
 
 
-def build_matcher(semantic: bool, cascade: bool | None = False) -> WorkflowMatcher:
+def build_matcher(semantic: bool, cascade: bool = False) -> WorkflowMatcher:
     """A matcher, with the semantic part when asked for and loadable.
 
     The model loads here, at start-up, with one progress line. A missing or broken model
     package logs one warning and leaves lexical matching in place: it never stops the server.
-    ``cascade`` adds the larger encoder (:mod:`.matching.cascade`): None when its weights are
-    installed, True with a warning when they are not.
+    ``cascade`` adds the larger encoder (:mod:`.matching.cascade`), with a warning when its
+    weights are not installed.
     """
     if not semantic:
         return WorkflowMatcher()
@@ -69,11 +69,11 @@ def build_matcher(semantic: bool, cascade: bool | None = False) -> WorkflowMatch
         )
         return WorkflowMatcher()
     _log.info("Workflow matching model ready in %.2f s.", time.perf_counter() - started)
-    larger = None if cascade is False else _cascade(asked=cascade is True)
+    larger = _cascade() if cascade else None
     return WorkflowMatcher(SemanticMatcher(embedder), cascade=larger)
 
 
-def _cascade(*, asked: bool) -> Cascade | None:
+def _cascade() -> Cascade | None:
     """The larger encoder's cascade when ``routing.json`` has one and its model is installed."""
     from aptix.workflows.matching.cascade import Cascade, default_cascade
     from aptix.workflows.matching.semantic import load_embedder
@@ -84,12 +84,7 @@ def _cascade(*, asked: bool) -> Cascade | None:
     try:
         embedder = load_embedder(model.encoder)
     except ConfigurationError as exc:
-        # An optional refinement: its absence is worth a line unless it was asked for.
-        _log.log(
-            logging.WARNING if asked else logging.INFO,
-            "MiniLM orders every match; the cascade is off: %s",
-            str(exc).splitlines()[0],
-        )
+        _log.warning("MiniLM orders every match; the cascade is off: %s", str(exc).splitlines()[0])
         return None
     return Cascade(embedder, model)
 
@@ -132,7 +127,7 @@ class WorkflowServices:
 
 
 def build_workflow_services(
-    store: WorkflowStore | None = None, *, semantic: bool = False, cascade: bool | None = False
+    store: WorkflowStore | None = None, *, semantic: bool = False, cascade: bool = False
 ) -> WorkflowServices:
     """Empty services: load them with ``load_files`` once every tool is registered."""
     # The model loads once; each org with workflows of its own gets a matcher sharing it.
