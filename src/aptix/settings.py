@@ -137,10 +137,11 @@ class AptixSettings(BaseSettings):
         False,
         description="Let the larger encoder (the 'aptix-routing-mpnet' weights, installed from "
         "weights/ of the source tree) re-order the workflow matches MiniLM's ranker is unsure "
-        "of (with semantic matching on). Costs one larger encoding (about 60 ms on two cores) "
-        "per such match, a third of accepted ones, and ~100 MB of memory; after a catalog "
-        "change its index is rebuilt in the background, about an hour of CPU for 10,000 "
-        "workflows' texts. Warns and stays off when the weights are missing.",
+        "of (with semantic matching on). Costs one larger encoding (60 to 130 ms on two cores) "
+        "per such match, up to a third of accepted ones, and ~100 MB of memory; after a "
+        "catalog change its index is rebuilt in the background, about 0.1 s per new text "
+        "(over an hour for 10,000 workflows). Warns and stays off when the weights are "
+        "missing.",
     )
     match_arbiter: Literal["off", "ambiguous", "always"] = Field(
         "off",
