@@ -78,6 +78,7 @@ INVALID = {
     "APTIX_LIMITS_WHEN_REDIS_DOWN": "sometimes",
     "APTIX_OPENAI_CLIENT_TOOLS": "maybe",
     "APTIX_MATCH_ARBITER": "sometimes",
+    "APTIX_MATCH_CASCADE": "maybe",
 }
 
 
