@@ -341,3 +341,23 @@ def test_a_model_with_its_own_tokenizer_json_loads_with_it(
         else:
             with pytest.raises(ConfigurationError, match="refusing to load"):
                 semantic_module.load_embedder(spec.name)
+
+
+def test_a_cli_command_exiting_mid_build_ends_with_its_own_exit_code(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    # The larger index is still being built when the command ends; without the stop at exit,
+    # onnxruntime aborts the interpreter's finalisation (SIGABRT, exit code 134).
+    env = {**os.environ, "APTIX_MATCH_CASCADE": "true", "APTIX_DATA_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "aptix", "workflows", "match", "we need a design decision record"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "terminate called" not in done.stderr
