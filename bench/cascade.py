@@ -31,6 +31,10 @@ NAME`` fits the product's larger ranker and its margin on the dumped groups
 (:func:`fit_cascade`); ``--write`` stores it as ``routing.json``'s ``cascade`` section,
 which turns the cascade on wherever encoder ``NAME`` is installed.
 
+``build --workflows N`` times the larger index of ``N`` synthetic workflows built in
+batches (its ``MODELS`` entry's ``batch``) and one text at a time, and checks that each text
+in a batch reads as it does alone (docs/routing-log.md, the fiftieth round).
+
 ``export`` and its int8 file need PyTorch, sentence-transformers and onnx (as
 ``bench.tune_encoder``); ``screen`` runs in the project's environment.
 """
@@ -41,6 +45,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import time
 import zipfile
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -49,8 +54,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aptix.workflows.matching.cascade import CascadeModel, margin, reorder
-from aptix.workflows.matching.combined import Candidates, WorkflowMatcher
+from aptix.errors import ConfigurationError
+from aptix.workflows.matching.cascade import CascadeModel, default_cascade, margin, reorder
+from aptix.workflows.matching.combined import Candidates, WorkflowMatcher, documents_for
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.routing import SEMANTIC_RANK, WEIGHTS_FILE, Decision, Routing
 from aptix.workflows.matching.semantic import (
@@ -59,8 +65,10 @@ from aptix.workflows.matching.semantic import (
     Embedder,
     OnnxEmbedder,
     SemanticMatcher,
+    model_file,
+    tokenizer_file,
 )
-from bench._table import print_table
+from bench._table import positive_int, print_table
 from bench.encoders import CACHE, ENCODING, DiskCachedEmbedder
 from bench.match_eval import (
     Evidence,
@@ -74,7 +82,8 @@ from bench.match_eval import (
 )
 from bench.tune_encoder import groups, quantize_int8
 from bench.workflows import _catalog_models, _matcher
-from tests.workflows.matchset import Labelled, TrainingSet, training_sets
+from tests.workflows.evalset import synthetic_catalog
+from tests.workflows.matchset import Labelled, TrainingSet, catalog, training_sets
 
 #: The committed dumps (``screen --dump``): each group's split evidence, so that a fit needs
 #: no tuning (the forty-seventh round wrote the first group's).
@@ -541,6 +550,56 @@ def _fit(parser: argparse.ArgumentParser, dumps: Sequence[Path], encoder: str, w
         print(f"wrote the cascade into {WEIGHTS_FILE}")
 
 
+def _agreement(batched: OnnxEmbedder, alone: OnnxEmbedder, texts: Sequence[str]) -> list[str]:
+    """How closely ``texts`` read in batches agree with each read alone: the worst text."""
+    vectors: list[float] = []
+    tokens: list[float] = []
+    for text, found in zip(texts, batched.encode_tokens_many(texts), strict=True):
+        single = alone.encode_tokens(text)
+        vectors.append(float(found.vector @ single.vector))
+        if len(single.tokens):
+            tokens.append(float(np.mean(np.sum(found.tokens * single.tokens, axis=1))))
+    return [f"{len(texts):,}", f"{min(vectors):.6f}", f"{min(tokens):.6f}"]
+
+
+def build_rows(workflows: int, encoder: str) -> tuple[list[list[object]], list[list[object]]]:
+    """The larger index of ``workflows`` synthetic workflows built in batches and text by text.
+
+    Also how closely the batched vectors and token states agree with each text read alone,
+    on the development catalog's texts and 500 synthetic ones.
+    """
+    spec = MODELS[encoder]
+    path = model_file(spec)
+    tokenizer = tokenizer_file(spec, path)
+    batched = OnnxEmbedder(path, tokenizer=tokenizer, batch=spec.batch)
+    alone = OnnxEmbedder(path, tokenizer=tokenizer, batch=1)
+    development = list(dict.fromkeys(d.text for m in catalog() for d in documents_for(m)))
+    synthetic = list(
+        dict.fromkeys(d.text for m in synthetic_catalog(200) for d in documents_for(m))
+    )[:500]
+    agreement = [
+        ["development catalog", *_agreement(batched, alone, development)],
+        ["synthetic", *_agreement(batched, alone, synthetic)],
+    ]
+    docs = [d for m in synthetic_catalog(workflows) for d in documents_for(m)]
+    timings: list[list[object]] = []
+    seconds: dict[int, float] = {}
+    for embedder in (batched, alone):
+        started = time.perf_counter()
+        index = SemanticMatcher(embedder, docs)
+        seconds[embedder.batch] = elapsed = time.perf_counter() - started
+        timings.append(
+            [
+                f"{embedder.batch} a run",
+                f"{index.encoded_texts:,}",
+                f"{elapsed:.1f}",
+                f"{index.encoded_texts / elapsed:.1f}",
+                f"{seconds[1] / seconds[spec.batch]:.2f}" if 1 in seconds else "",
+            ]
+        )
+    return agreement, timings
+
+
 def main() -> None:
     """Export the tuned encoders, or run the cascade screen on one group."""
     parser = argparse.ArgumentParser(
@@ -573,7 +632,28 @@ def main() -> None:
     fit.add_argument("dumps", type=Path, nargs="+")
     fit.add_argument("--encoder", required=True, help="the larger encoder's name in MODELS")
     fit.add_argument("--write", action="store_true", help=f"store it in {WEIGHTS_FILE.name}")
+    build = commands.add_parser("build", help="the larger index built in batches, timed")
+    build.add_argument("--workflows", type=positive_int, default=1000)
     args = parser.parse_args()
+    if args.command == "build":
+        model = default_cascade()
+        if model is None:
+            parser.error("routing.json has no cascade section")
+        try:
+            agreement, timings = build_rows(args.workflows, model.encoder)
+        except ConfigurationError as error:
+            parser.error(str(error))
+        print_table(
+            f"{model.encoder}: each text in a batch against itself alone (worst text)",
+            ["texts", "count", "vector cosine", "mean token cosine"],
+            agreement,
+        )
+        print_table(
+            f"{model.encoder}: the index of {args.workflows:,} synthetic workflows",
+            ["encoding", "texts", "seconds", "texts / s", "speed-up"],
+            timings,
+        )
+        return
     if args.command == "fit":
         _fit(parser, args.dumps, args.encoder, args.write)
         return

@@ -21,8 +21,10 @@ from aptix.workflows.matching.semantic import (
     Embedder,
     Encoded,
     OnnxEmbedder,
+    TokenEmbedder,
     Vectors,
     encoded,
+    encoded_many,
     load_embedder,
 )
 
@@ -58,6 +60,12 @@ class DiskCachedEmbedder:
     def encode_tokens(self, text: str) -> Encoded:
         """The inner model's vector and token states for ``text`` (not cached)."""
         return encoded(self._inner, text)
+
+    def encode_tokens_many(self, texts: Sequence[str]) -> list[Encoded]:
+        """The inner model's vectors and token states for ``texts``, batched if it can be."""
+        if isinstance(self._inner, TokenEmbedder):
+            return encoded_many(self._inner, texts)
+        return [encoded(self._inner, text) for text in texts]
 
     def _save(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)

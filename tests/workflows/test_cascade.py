@@ -134,6 +134,8 @@ def test_the_command_line_refuses_bad_files_with_a_readable_error(
         (["fit", str(cut), "--encoder", "x"], "is not a dump of bench.cascade screen"),
         (["fit", hostile, "--encoder", "x"], "no such file"),
         (["fit", str(cut), "--encoder", "\x1b[2J", "--write"], "not a model of aptix's MODELS"),
+        (["build", "--workflows", "0"], "must be at least 1"),
+        (["build", "--workflows", "\x1b[2J"], "not a whole number"),
     ):
         monkeypatch.setattr(sys, "argv", ["bench.cascade", *argv])
         with pytest.raises(SystemExit) as exited:

@@ -77,3 +77,25 @@ async def test_the_runtime_leaves_the_cascade_off_by_default(tmp_path: Path) -> 
     settings = AptixSettings(data_dir=tmp_path, load_plugins=False)
     async with open_runtime(settings) as runtime:
         assert runtime.workflows.registry.matcher.cascade is None
+
+
+def test_the_larger_encoder_reads_each_text_of_a_batch_as_it_reads_it_alone() -> None:
+    embedder = load_embedder(LARGER)
+    assert embedder.batch > 1
+    # int8 activations are quantised per tensor: MiniLM must encode one text at a time.
+    assert load_embedder().batch == 1
+    texts = [
+        "ddr",
+        "start a new design decision record for the caching layer",
+        "🙂🙂",
+        "bad \ud800 surrogate",
+        "approve " * 400,  # truncated to the model's 128 tokens
+        "¿puedo pedir un portátil nuevo?",
+        *(m.message for m in labelled()[:40]),
+    ]
+    together = embedder.encode_tokens_many(texts)
+    for text, found in zip(texts, together, strict=True):
+        alone = embedder.encode_tokens(text)
+        assert found.pieces == alone.pieces
+        assert float(found.vector @ alone.vector) > 0.9999
+        assert np.allclose(found.tokens, alone.tokens, atol=2e-3)

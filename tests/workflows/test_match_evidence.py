@@ -20,7 +20,14 @@ from aptix.workflows.matching.evidence import (
     char_ngrams,
 )
 from aptix.workflows.matching.lexical import LexicalMatcher, MatchDocument
-from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
+from aptix.workflows.matching.semantic import (
+    BUILD_CHUNK,
+    BatchTokenEmbedder,
+    Encoded,
+    OnnxEmbedder,
+    SemanticMatcher,
+    load_embedder,
+)
 from aptix.workflows.matching.text import STOPWORDS, terms
 from tests.workflows.test_matching import HashingEmbedder
 
@@ -321,3 +328,50 @@ def test_a_rebuild_reads_only_changed_workflows_through_the_model_again(
     fresh = SemanticMatcher(onnx_embedder, changed)
     owners = ["greet_user", "it_equipment"]
     assert np.allclose(matcher.coverage(message, owners), fresh.coverage(message, owners))
+
+
+class _Recording:
+    """A token embedder that records how many texts each call of the model is handed."""
+
+    def __init__(self, inner: OnnxEmbedder, batches: bool) -> None:
+        self.inner = inner
+        self.calls: list[int] = []
+        if batches:
+            self.encode_tokens_many = self._many
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.encode(texts)
+
+    def encode_tokens(self, text: str) -> Encoded:
+        self.calls.append(1)
+        return self.inner.encode_tokens(text)
+
+    def _many(self, texts: Sequence[str]) -> list[Encoded]:
+        self.calls.append(len(texts))
+        return self.inner.encode_tokens_many(texts)
+
+
+def test_an_index_build_hands_the_model_a_chunk_at_a_time(onnx_embedder: OnnxEmbedder) -> None:
+    docs = [
+        MatchDocument(f"flow_{i // 3:03d}", f"{verb} the {noun} number {i}")
+        for i, (verb, noun) in enumerate(
+            (v, n)
+            for v in ("order", "cancel", "renew", "audit", "ship")
+            for n in ("laptop", "licence", "badge", "desk", "phone", "invoice", "parcel")
+            for _ in range(5)
+        )
+    ]
+    batched = _Recording(onnx_embedder, batches=True)
+    matcher = SemanticMatcher(batched, docs)
+    assert isinstance(batched, BatchTokenEmbedder)
+    assert sum(batched.calls) == matcher.encoded_texts == len(docs)
+    # Whole workflows (three texts each) go to a call until it holds BUILD_CHUNK texts.
+    assert all(BUILD_CHUNK <= n < BUILD_CHUNK + 3 for n in batched.calls[:-1])
+    assert 0 < batched.calls[-1] < BUILD_CHUNK + 3
+    alone = _Recording(onnx_embedder, batches=False)
+    reference = SemanticMatcher(alone, docs)
+    assert set(alone.calls) == {1}
+    message = "please renew my phone licence"
+    owners = ["flow_001", "flow_040", "flow_099"]
+    assert np.allclose(matcher.evidence(message, owners), reference.evidence(message, owners))
+    assert np.allclose(matcher.coverage(message, owners), reference.coverage(message, owners))

@@ -35,6 +35,7 @@ from aptix.workflows.matching.semantic import (
     SemanticMatcher,
     TokenEmbedder,
     Vectors,
+    encoded_many,
 )
 
 __all__ = ["Cascade", "CascadeModel", "default_cascade", "margin", "reorder"]
@@ -101,10 +102,11 @@ def reorder(
     return Decision(tuple((w, probabilities[w]) for w in order), first.gate, first.weak)
 
 
-#: Set when the process exits: index builds stop between two texts.
+#: Set when the process exits: index builds stop between two calls of the model.
 _EXITING = threading.Event()
 _WORKERS: set[threading.Thread] = set()
-#: How long an exiting process waits for a build to stop (it encodes one text at a time).
+#: How long an exiting process waits for a build to stop (it stops between two calls of
+#: BUILD_CHUNK texts, a few seconds at most).
 EXIT_WAIT_SECONDS = 10.0
 
 
@@ -139,6 +141,13 @@ class _TokensUntilExit(_UntilExit):
             raise _Stopped
         assert isinstance(self.inner, TokenEmbedder)
         return self.inner.encode_tokens(text)
+
+    def encode_tokens_many(self, texts: Sequence[str]) -> list[Encoded]:
+        """The inner encoder's :func:`encoded_many`, unless the process is exiting."""
+        if _EXITING.is_set():
+            raise _Stopped
+        assert isinstance(self.inner, TokenEmbedder)
+        return encoded_many(self.inner, texts)
 
 
 def _until_exit(embedder: Embedder) -> Embedder:
