@@ -133,15 +133,15 @@ class AptixSettings(BaseSettings):
         description="Blend local sentence embeddings into workflow matching "
         "(default: when the 'semantic' extra is installed).",
     )
-    match_cascade: bool = Field(
-        False,
+    match_cascade: bool | None = Field(
+        None,
         description="Let the larger encoder (the 'aptix-routing-mpnet' weights, installed from "
         "weights/ of the source tree) re-order the workflow matches MiniLM's ranker is unsure "
-        "of (with semantic matching on). Costs one larger encoding (60 to 130 ms on two cores) "
-        "per such match, up to a third of accepted ones, and ~100 MB of memory; after a "
-        "catalog change its index is rebuilt in the background, about 0.1 s per new text "
-        "(over an hour for 10,000 workflows). Warns and stays off when the weights are "
-        "missing.",
+        "of (with semantic matching on; default: when those weights are installed). Costs one "
+        "larger encoding (35 to 130 ms on one core) per such match, a few to a third of "
+        "accepted ones, and ~100 MB of memory; after a catalog change its index is rebuilt in "
+        "the background, 25 to 65 new texts a second (15 minutes for 10,000 workflows). "
+        "Set to true, it warns when the weights are missing.",
     )
     match_arbiter: Literal["off", "ambiguous", "always"] = Field(
         "off",

@@ -49,7 +49,8 @@ def test_the_installed_weights_serve_the_cascade_when_asked_for() -> None:
 async def test_the_runtime_re_orders_unsure_matches_with_the_larger_encoder(
     tmp_path: Path,
 ) -> None:
-    settings = AptixSettings(data_dir=tmp_path, load_plugins=False, match_cascade=True)
+    # On by default where the weights are installed (the fiftieth round's rules R2 and R3).
+    settings = AptixSettings(data_dir=tmp_path, load_plugins=False)
     async with open_runtime(settings) as runtime:
         registry = runtime.workflows.registry
         registry.reset(list(catalog()))
@@ -73,8 +74,8 @@ async def test_the_runtime_re_orders_unsure_matches_with_the_larger_encoder(
         assert consulted >= 1
 
 
-async def test_the_runtime_leaves_the_cascade_off_by_default(tmp_path: Path) -> None:
-    settings = AptixSettings(data_dir=tmp_path, load_plugins=False)
+async def test_the_runtime_leaves_the_cascade_off_when_told_to(tmp_path: Path) -> None:
+    settings = AptixSettings(data_dir=tmp_path, load_plugins=False, match_cascade=False)
     async with open_runtime(settings) as runtime:
         assert runtime.workflows.registry.matcher.cascade is None
 

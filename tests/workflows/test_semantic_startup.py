@@ -147,16 +147,30 @@ def test_the_cascade_loads_when_routing_has_one_and_its_encoder_is_installed(
     matcher = build_matcher(True, True)
     assert matcher.cascade is not None
     assert matcher.cascade.model == model
-    # Off by default (APTIX_MATCH_CASCADE), and with lexical matching only.
-    assert build_matcher(True).cascade is None
+    # On by default where its weights are installed (MiniLM's, here); off when told, and
+    # with lexical matching only.
+    assert build_matcher(True).cascade is not None
+    assert build_matcher(True, False).cascade is None
     assert build_matcher(False, True).cascade is None
-    missing = dataclasses.replace(model, encoder="no-such-encoder")
-    monkeypatch.setattr(cascade_module, "default_cascade", lambda: missing)
+    absent = dataclasses.replace(
+        semantic_module.MODELS["mpnet-routing-int4"], name="absent", distribution="no-such-dist"
+    )
+    monkeypatch.setitem(semantic_module.MODELS, absent.name, absent)
+    for encoder in ("no-such-encoder", absent.name):
+        missing = dataclasses.replace(model, encoder=encoder)
+        monkeypatch.setattr(cascade_module, "default_cascade", lambda m=missing: m)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="aptix.workflows"):
+            matcher = build_matcher(True, True)
+        # Asked for and missing: semantic matching carries on, with one warning.
+        assert matcher.semantic is not None
+        assert matcher.cascade is None
+        warnings = _warnings(caplog)
+        assert len(warnings) == 1
+        assert "the cascade is off" in warnings[0]
+    # By default, weights that are not installed turn it off without a warning.
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="aptix.workflows"):
-        matcher = build_matcher(True, True)
-    # Asked for and missing: semantic matching carries on, with one warning.
-    assert matcher.semantic is not None
+        matcher = build_matcher(True)
     assert matcher.cascade is None
-    warnings = _warnings(caplog)
-    assert len(warnings) == 1
-    assert "the cascade is off" in warnings[0]
+    assert _warnings(caplog) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import logging
 import time
@@ -42,13 +43,13 @@ def semantic_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers"))
 
 
-def build_matcher(semantic: bool, cascade: bool = False) -> WorkflowMatcher:
+def build_matcher(semantic: bool, cascade: bool | None = None) -> WorkflowMatcher:
     """A matcher, with the semantic part when asked for and loadable.
 
     The model loads here, at start-up, with one progress line. A missing or broken model
     package logs one warning and leaves lexical matching in place: it never stops the server.
-    ``cascade`` adds the larger encoder (:mod:`.matching.cascade`), with a warning when its
-    weights are not installed.
+    ``cascade`` adds the larger encoder (:mod:`.matching.cascade`): ``None`` when its weights
+    are installed, ``True`` with a warning when they are not.
     """
     if not semantic:
         return WorkflowMatcher()
@@ -69,17 +70,25 @@ def build_matcher(semantic: bool, cascade: bool = False) -> WorkflowMatcher:
         )
         return WorkflowMatcher()
     _log.info("Workflow matching model ready in %.2f s.", time.perf_counter() - started)
-    larger = _cascade() if cascade else None
+    larger = None if cascade is False else _cascade(asked=cascade is True)
     return WorkflowMatcher(SemanticMatcher(embedder), cascade=larger)
 
 
-def _cascade() -> Cascade | None:
-    """The larger encoder's cascade when ``routing.json`` has one and its model is installed."""
+def _cascade(asked: bool) -> Cascade | None:
+    """The larger encoder's cascade when ``routing.json`` has one and its model is installed.
+
+    Unless ``asked``, weights that are not installed turn it off without a warning; weights
+    that are installed but fail to load warn either way.
+    """
     from aptix.workflows.matching.cascade import Cascade, default_cascade
-    from aptix.workflows.matching.semantic import load_embedder
+    from aptix.workflows.matching.semantic import MODELS, load_embedder
 
     model = default_cascade()
     if model is None:
+        return None
+    spec = MODELS.get(model.encoder)
+    if not asked and spec is not None and not _installed(spec.distribution):
+        _log.info("MiniLM orders every match: the cascade's weights are not installed.")
         return None
     try:
         embedder = load_embedder(model.encoder)
@@ -87,6 +96,14 @@ def _cascade() -> Cascade | None:
         _log.warning("MiniLM orders every match; the cascade is off: %s", str(exc).splitlines()[0])
         return None
     return Cascade(embedder, model)
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +144,7 @@ class WorkflowServices:
 
 
 def build_workflow_services(
-    store: WorkflowStore | None = None, *, semantic: bool = False, cascade: bool = False
+    store: WorkflowStore | None = None, *, semantic: bool = False, cascade: bool | None = None
 ) -> WorkflowServices:
     """Empty services: load them with ``load_files`` once every tool is registered."""
     # The model loads once; each org with workflows of its own gets a matcher sharing it.
