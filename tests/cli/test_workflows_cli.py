@@ -133,3 +133,40 @@ def test_authoring_tool_is_callable_from_the_cli() -> None:
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["ok"] is True
+
+
+def test_match_waits_for_the_cascade_and_other_commands_leave_it_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aptix.cli.runtime import run_with_runtime
+    from aptix.runtime import Runtime
+    from aptix.settings import load_settings
+
+    monkeypatch.delenv("APTIX_SEMANTIC_MATCHING")
+    monkeypatch.delenv("APTIX_MATCH_CASCADE", raising=False)
+
+    async def settled(runtime: Runtime) -> bool | None:
+        return runtime.workflows.registry.settle(None, 120)
+
+    # The weights are installed here: a command that matches builds and waits for the index;
+    # any other one-shot command never loads the larger encoder unless it is asked for.
+    assert run_with_runtime(settled, load_settings(), matches=True) is True
+    assert run_with_runtime(settled, load_settings()) is None
+    monkeypatch.setenv("APTIX_MATCH_CASCADE", "true")
+    assert run_with_runtime(settled, load_settings()) is True
+    monkeypatch.setenv("APTIX_MATCH_CASCADE", "false")
+    assert run_with_runtime(settled, load_settings(), matches=True) is None
+
+
+def test_match_says_when_the_cascade_index_was_not_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    import aptix.cli.workflows as workflows_cli
+
+    monkeypatch.delenv("APTIX_SEMANTIC_MATCHING")
+    monkeypatch.delenv("APTIX_MATCH_CASCADE", raising=False)
+    monkeypatch.setattr(workflows_cli, "CASCADE_WAIT_SECONDS", 0.0)
+    message = "I'd like to write a new workflow for onboarding"
+    result = runner.invoke(app, ["workflows", "match", message, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["matches"][0]["workflowId"] == "author_workflow"
+    assert "index was not built within 0 s" in result.stderr
+    assert "MiniLM's order" in result.stderr

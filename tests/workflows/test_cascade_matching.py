@@ -343,21 +343,31 @@ def test_a_model_with_its_own_tokenizer_json_loads_with_it(
                 semantic_module.load_embedder(spec.name)
 
 
-def test_a_cli_command_exiting_mid_build_ends_with_its_own_exit_code(tmp_path: Path) -> None:
+def test_a_process_exiting_mid_build_ends_with_its_own_exit_code(tmp_path: Path) -> None:
     import os
     import subprocess
     import sys
 
-    # The larger index is still being built when the command ends; without the stop at exit,
-    # onnxruntime aborts the interpreter's finalisation (SIGABRT, exit code 134).
+    # The first match starts the larger index's build and the process ends at once; without
+    # the stop at exit, onnxruntime aborts the interpreter's finalisation (SIGABRT, 134).
+    script = (
+        "import asyncio, sys\n"
+        "from aptix.runtime import open_runtime\n"
+        "async def main():\n"
+        "    async with open_runtime() as runtime:\n"
+        "        runtime.workflows.registry.match('we need a design decision record')\n"
+        "        assert runtime.workflows.registry.matcher.cascade is not None\n"
+        "asyncio.run(main())\n"
+        "sys.exit(7)\n"
+    )
     env = {**os.environ, "APTIX_MATCH_CASCADE": "true", "APTIX_DATA_DIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "aptix", "workflows", "match", "we need a design decision record"],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         env=env,
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 7, done.stderr
     assert "terminate called" not in done.stderr

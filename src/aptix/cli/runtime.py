@@ -24,13 +24,25 @@ def config_failed(exc: ConfigurationError) -> NoReturn:
 
 
 def run_with_runtime(
-    work: Callable[[Runtime], Awaitable[T]], settings: AptixSettings | None = None
+    work: Callable[[Runtime], Awaitable[T]],
+    settings: AptixSettings | None = None,
+    *,
+    matches: bool = False,
 ) -> T:
-    """Open the runtime, run ``work`` on it and close it; configuration errors end the command."""
+    """Open the runtime, run ``work`` on it and close it; configuration errors end the command.
+
+    Unless the command ``matches`` workflows, the cascade stays off when it was not asked for:
+    its larger encoder would load (a second or more) for a command that ends long before its
+    index is built.
+    """
     from aptix.runtime import open_runtime
 
+    chosen = settings or settings_or_exit()
+    if not matches and chosen.match_cascade is None:
+        chosen = chosen.model_copy(update={"match_cascade": False})
+
     async def main() -> T:
-        async with open_runtime(settings or settings_or_exit()) as runtime:
+        async with open_runtime(chosen) as runtime:
             return await work(runtime)
 
     try:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from aptix.cli.output import add_row, console, fail, new_table, print_json, say
+from aptix.cli.output import add_row, console, fail, new_table, print_json, say, warn
 from aptix.cli.runtime import run_with_runtime, settings_or_exit
 
 if TYPE_CHECKING:
@@ -15,6 +16,10 @@ if TYPE_CHECKING:
     from aptix.settings import AptixSettings
 
 app = typer.Typer(help="List, show, match and validate workflows.", no_args_is_help=True)
+
+#: How long ``workflows match`` waits for the cascade's larger index (a few seconds for a
+#: catalog of some dozens of workflows; ten thousand take minutes).
+CASCADE_WAIT_SECONDS = 60.0
 
 JsonFlag = Annotated[
     bool, typer.Option("--json/--no-json", metavar="", help="Print JSON instead of a table.")
@@ -116,9 +121,18 @@ def match_workflows(
         fail("The message must not be empty.")
 
     async def work(runtime: Runtime) -> list[dict[str, Any]]:
-        return [m.to_wire() for m in runtime.workflows.registry.match(message, limit, org)]
+        registry = runtime.workflows.registry
+        # A server orders unsure matches with the cascade once its index is built: wait for
+        # it, so that this command answers as match_workflow does.
+        if await asyncio.to_thread(registry.settle, org, CASCADE_WAIT_SECONDS) is False:
+            warn(
+                f"warning: the larger encoder's index was not built within "
+                f"{CASCADE_WAIT_SECONDS:.0f} s; these matches are in MiniLM's order "
+                "(APTIX_MATCH_CASCADE=false skips the wait)"
+            )
+        return [m.to_wire() for m in registry.match(message, limit, org)]
 
-    rows = run_with_runtime(work)
+    rows = run_with_runtime(work, matches=True)
     if as_json:
         print_json({"matches": rows})
         return

@@ -363,6 +363,16 @@ class WorkflowRegistry:
                 index.stamp = stamp
             yield index.matcher
 
+    def settle(self, org: str | None = None, timeout: float | None = None) -> bool | None:
+        """Index ``org``'s served set and wait for the cascade's larger index behind it.
+
+        True once the cascade serves, False if ``timeout`` passed first, None without a
+        cascade: a one-shot command then matches as a running server does.
+        """
+        with self._indexed(org) as matcher:
+            cascade = matcher.cascade
+        return None if cascade is None else cascade.wait(timeout)
+
     async def match_async(
         self,
         message: str,
