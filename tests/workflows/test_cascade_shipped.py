@@ -100,3 +100,26 @@ def test_the_larger_encoder_reads_each_text_of_a_batch_as_it_reads_it_alone() ->
         assert found.pieces == alone.pieces
         assert float(found.vector @ alone.vector) > 0.9999
         assert np.allclose(found.tokens, alone.tokens, atol=2e-3)
+
+
+async def test_bad_input_gets_an_empty_match_or_a_list_with_the_cascade_serving(
+    tmp_path: Path,
+) -> None:
+    settings = AptixSettings(data_dir=tmp_path, load_plugins=False)
+    async with open_runtime(settings) as runtime:
+        registry = runtime.workflows.registry
+        registry.reset(list(catalog()))
+        assert registry.settle(None, 120) is True
+        for message in (
+            "",
+            "   \n\t",
+            "approve the ddr " * 7_000,  # ~100 kB
+            "🙂🚀🔥" * 40,
+            "?!.,;:" * 30,
+            "оформить отпуск на две недели",
+            "bad \ud800 surrogate ddr",
+            "\x1b[2J\x1b]0;title\x07 start a new ddr",
+        ):
+            found = registry.match(message)
+            assert isinstance(found, list)
+            assert all(0.0 <= m.match_score <= 1.0 for m in found)
