@@ -6,7 +6,9 @@ without it they fail rather than skip.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
 from aptix.workflows.matching.cascade import default_cascade, margin
 from aptix.workflows.matching.semantic import MODELS, load_embedder, model_file, tokenizer_file
+from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.services import build_matcher
 from tests.workflows.matchset import catalog, labelled
 
@@ -46,19 +49,25 @@ def test_the_installed_weights_serve_the_cascade_when_asked_for() -> None:
     assert matcher.cascade.model == default_cascade()
 
 
-async def test_the_runtime_re_orders_unsure_matches_with_the_larger_encoder(
-    tmp_path: Path,
-) -> None:
+@contextlib.asynccontextmanager
+async def _development_catalog(tmp_path: Path) -> AsyncIterator[WorkflowRegistry]:
+    """A runtime serving the development catalog, its larger index built (the default)."""
     # On by default where the weights are installed (the fiftieth round's rules R2 and R3).
     settings = AptixSettings(data_dir=tmp_path, load_plugins=False)
     async with open_runtime(settings) as runtime:
         registry = runtime.workflows.registry
         registry.reset(list(catalog()))
-        registry.match("build the index")
+        assert registry.settle(None, 120) is True
+        yield registry
+
+
+async def test_the_runtime_re_orders_unsure_matches_with_the_larger_encoder(
+    tmp_path: Path,
+) -> None:
+    async with _development_catalog(tmp_path) as registry:
         matcher = registry.matcher
         cascade = matcher.cascade
         assert cascade is not None
-        assert cascade.wait(120)
         consulted = 0
         requests = [row.message for row in labelled() if row.expected is not None]
         for message in requests[:REQUESTS]:
@@ -105,11 +114,7 @@ def test_the_larger_encoder_reads_each_text_of_a_batch_as_it_reads_it_alone() ->
 async def test_bad_input_gets_an_empty_match_or_a_list_with_the_cascade_serving(
     tmp_path: Path,
 ) -> None:
-    settings = AptixSettings(data_dir=tmp_path, load_plugins=False)
-    async with open_runtime(settings) as runtime:
-        registry = runtime.workflows.registry
-        registry.reset(list(catalog()))
-        assert registry.settle(None, 120) is True
+    async with _development_catalog(tmp_path) as registry:
         for message in (
             "",
             "   \n\t",
