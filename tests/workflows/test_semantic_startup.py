@@ -27,6 +27,9 @@ def test_start_up_loads_the_model_with_a_progress_line_and_builds_the_index(
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("Loading the workflow matching model (all-MiniLM") for m in messages)
     assert any(m.startswith("Workflow matching model ready in") for m in messages)
+    # The cascade is on by default here (its weights are installed): its own progress lines.
+    assert any(m.startswith("Loading the cascade's larger encoder (all-mpnet") for m in messages)
+    assert any(m.startswith("The cascade's larger encoder is ready in") for m in messages)
     services.registry.reset([item.manifest for item in load_builtin()[0]])
     services.warm_up()
     semantic = services.registry.matcher.semantic
@@ -74,8 +77,13 @@ def test_per_org_matchers_share_the_loaded_model(caplog: pytest.LogCaptureFixtur
     assert other.semantic is not None
     assert other.semantic.embedder is base.semantic.embedder
     assert other is not base
-    loading = [r for r in caplog.records if r.getMessage().startswith("Loading")]
-    assert len(loading) == 1
+    # Each model loads once (MiniLM, and the cascade's larger encoder), not once per org.
+    assert base.cascade is not None
+    assert other.cascade is not None
+    assert other.cascade is not base.cascade
+    loading = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Loading")]
+    assert len(loading) == 2
+    assert "larger encoder" in loading[1]
 
 
 def test_a_model_file_with_another_hash_is_refused(

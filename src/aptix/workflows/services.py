@@ -90,11 +90,15 @@ def _cascade(asked: bool) -> Cascade | None:
     if not asked and spec is not None and not _installed(spec.distribution):
         _log.info("MiniLM orders every match: the cascade's weights are not installed.")
         return None
+    if spec is not None:
+        _log.info("Loading the cascade's larger encoder (%s)...", spec.description)
+    started = time.perf_counter()
     try:
         embedder = load_embedder(model.encoder)
     except ConfigurationError as exc:
         _log.warning("MiniLM orders every match; the cascade is off: %s", str(exc).splitlines()[0])
         return None
+    _log.info("The cascade's larger encoder is ready in %.2f s.", time.perf_counter() - started)
     return Cascade(embedder, model)
 
 
