@@ -139,7 +139,7 @@ class AptixSettings(BaseSettings):
         "weights/ of the source tree) re-order the workflow matches MiniLM's ranker is unsure "
         "of (with semantic matching on; default: when those weights are installed). Costs one "
         "larger encoding (35 to 130 ms on one core) per such match, a few to a third of "
-        "accepted ones, and ~100 MB of memory plus ~60 MB per 1,000 workflows; after a catalog "
+        "accepted ones, and ~100 MB of memory plus ~50 MB per 1,000 workflows; after a catalog "
         "change its index is rebuilt in "
         "the background, 25 to 65 new texts a second (15 minutes for 10,000 workflows). "
         "Set to true, it warns when the weights are missing.",

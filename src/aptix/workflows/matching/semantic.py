@@ -481,6 +481,8 @@ class SemanticMatcher:
             if ordered
             else np.zeros((0, 0), dtype=np.float32)
         )
+        # The cache keeps views of the matrix's rows: one copy of each vector, not two.
+        self._cache = dict(zip(self._texts, self._matrix, strict=True))
         self._centroids = np.zeros((0, 0), dtype=np.float32)
         self._mean = np.zeros(0, dtype=np.float32)
         self._centred = np.zeros((0, 0), dtype=np.float32)
