@@ -170,3 +170,22 @@ def test_match_says_when_the_cascade_index_was_not_ready(monkeypatch: pytest.Mon
     assert json.loads(result.stdout)["matches"][0]["workflowId"] == "author_workflow"
     assert "index was not built within 0 s" in result.stderr
     assert "MiniLM's order" in result.stderr
+
+
+def test_match_says_it_waits_for_the_cascade_index_when_it_takes_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aptix.workflows.registry import WorkflowRegistry
+
+    waits: list[float | None] = []
+
+    def slow_settle(self: WorkflowRegistry, org: str | None, timeout: float | None) -> bool:
+        waits.append(timeout)
+        return len(waits) > 1  # not ready within the first second, ready after
+
+    monkeypatch.setattr(WorkflowRegistry, "settle", slow_settle)
+    result = runner.invoke(app, ["workflows", "match", "what time is it"])
+    assert result.exit_code == 0, result.output
+    assert waits == [1.0, 59.0]
+    assert "Building the larger encoder's index" in result.stderr
+    assert "not built within" not in result.stderr

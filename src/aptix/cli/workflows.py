@@ -124,7 +124,11 @@ def match_workflows(
         registry = runtime.workflows.registry
         # A server orders unsure matches with the cascade once its index is built: wait for
         # it, so that this command answers as match_workflow does.
-        if await asyncio.to_thread(registry.settle, org, CASCADE_WAIT_SECONDS) is False:
+        ready = await asyncio.to_thread(registry.settle, org, min(1.0, CASCADE_WAIT_SECONDS))
+        if ready is False and CASCADE_WAIT_SECONDS > 1.0:
+            warn("Building the larger encoder's index of the workflows...")
+            ready = await asyncio.to_thread(registry.settle, org, CASCADE_WAIT_SECONDS - 1.0)
+        if ready is False:
             warn(
                 f"warning: the larger encoder's index was not built within "
                 f"{CASCADE_WAIT_SECONDS:.0f} s; these matches are in MiniLM's order "
