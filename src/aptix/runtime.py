@@ -281,6 +281,8 @@ async def open_runtime(
             SqlWorkflowStore(database),
             semantic=_semantic_matching(settings),
             cascade=settings.match_cascade,
+            # A restart reads the catalog's encodings instead of running the models again.
+            index_dir=settings.data_dir / "index",
         )
         services = Services(logger, modes, SqlSessionManager(database, modes), workflows)
         from_files = load_tool_modules(settings.tool_modules)

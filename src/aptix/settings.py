@@ -59,7 +59,11 @@ class AptixSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="APTIX_", extra="ignore")
 
-    data_dir: Path = Field(default_factory=default_data_dir, description="Where local data lives.")
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Where local data lives: the SQLite file by default, and in index/ the "
+        "workflow catalog's encodings, which a restart reads instead of running the models.",
+    )
     database_url: str | None = Field(
         None, description="SQLAlchemy async URL; default: a SQLite file in data_dir."
     )

@@ -21,6 +21,7 @@ from aptix.workflows.sync import WorkflowSync
 
 if TYPE_CHECKING:  # the model runtime is an optional extra
     from aptix.workflows.matching.cascade import Cascade
+    from aptix.workflows.matching.stored import StoredEncodings
 
 __all__ = [
     "WorkflowServices",
@@ -43,13 +44,17 @@ def semantic_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers"))
 
 
-def build_matcher(semantic: bool, cascade: bool | None = None) -> WorkflowMatcher:
+def build_matcher(
+    semantic: bool, cascade: bool | None = None, index_dir: Path | None = None
+) -> WorkflowMatcher:
     """A matcher, with the semantic part when asked for and loadable.
 
     The model loads here, at start-up, with one progress line. A missing or broken model
     package logs one warning and leaves lexical matching in place: it never stops the server.
     ``cascade`` adds the larger encoder (:mod:`.matching.cascade`): ``None`` when its weights
-    are installed, ``True`` with a warning when they are not.
+    are installed, ``True`` with a warning when they are not. With ``index_dir``, the
+    deployment-wide indexes keep their encodings there between runs
+    (:mod:`.matching.stored`).
     """
     if not semantic:
         return WorkflowMatcher()
@@ -70,11 +75,21 @@ def build_matcher(semantic: bool, cascade: bool | None = None) -> WorkflowMatche
         )
         return WorkflowMatcher()
     _log.info("Workflow matching model ready in %.2f s.", time.perf_counter() - started)
-    larger = None if cascade is False else _cascade(asked=cascade is True)
-    return WorkflowMatcher(SemanticMatcher(embedder), cascade=larger)
+    larger = None if cascade is False else _cascade(cascade is True, index_dir)
+    return WorkflowMatcher(
+        SemanticMatcher(embedder, store=_stored(index_dir, DEFAULT_MODEL)), cascade=larger
+    )
 
 
-def _cascade(asked: bool) -> Cascade | None:
+def _stored(index_dir: Path | None, model: str) -> StoredEncodings | None:
+    """Where ``model``'s encodings of the deployment-wide catalog are kept, if anywhere."""
+    from aptix.workflows.matching.semantic import MODELS
+    from aptix.workflows.matching.stored import StoredEncodings
+
+    return None if index_dir is None else StoredEncodings(index_dir, model, MODELS[model].sha256)
+
+
+def _cascade(asked: bool, index_dir: Path | None) -> Cascade | None:
     """The larger encoder's cascade when ``routing.json`` has one and its model is installed.
 
     Unless ``asked``, weights that are not installed turn it off without a warning; weights
@@ -99,7 +114,7 @@ def _cascade(asked: bool) -> Cascade | None:
         _log.warning("MiniLM orders every match; the cascade is off: %s", str(exc).splitlines()[0])
         return None
     _log.info("The cascade's larger encoder is ready in %.2f s.", time.perf_counter() - started)
-    return Cascade(embedder, model)
+    return Cascade(embedder, model, _stored(index_dir, model.encoder))
 
 
 def _installed(distribution: str) -> bool:
@@ -148,11 +163,15 @@ class WorkflowServices:
 
 
 def build_workflow_services(
-    store: WorkflowStore | None = None, *, semantic: bool = False, cascade: bool | None = None
+    store: WorkflowStore | None = None,
+    *,
+    semantic: bool = False,
+    cascade: bool | None = None,
+    index_dir: Path | None = None,
 ) -> WorkflowServices:
     """Empty services: load them with ``load_files`` once every tool is registered."""
     # The model loads once; each org with workflows of its own gets a matcher sharing it.
-    matcher = build_matcher(semantic, cascade)
+    matcher = build_matcher(semantic, cascade, index_dir)
     registry = WorkflowRegistry(matcher=matcher, matcher_factory=matcher.sibling)
     store = store or InMemoryWorkflowStore()
     sync = WorkflowSync(store, registry)

@@ -37,6 +37,7 @@ from aptix.workflows.matching.semantic import (
     Vectors,
     encoded_many,
 )
+from aptix.workflows.matching.stored import StoredEncodings
 
 __all__ = ["Cascade", "CascadeModel", "default_cascade", "margin", "reorder"]
 
@@ -168,10 +169,12 @@ def _stop_builds() -> None:
 class Cascade:
     """The larger encoder's index of the catalog, built behind it, and when to consult it."""
 
-    def __init__(self, embedder: Embedder, model: CascadeModel) -> None:
+    def __init__(
+        self, embedder: Embedder, model: CascadeModel, store: StoredEncodings | None = None
+    ) -> None:
         self._model = model
         #: The last index built, kept for its cache of encoded texts even once stale.
-        self._last = SemanticMatcher(_until_exit(embedder))
+        self._last = SemanticMatcher(_until_exit(embedder), store=store)
         #: The index of the catalog being served; None while it is being built.
         self._ready: SemanticMatcher | None = None
         self._generation = 0
@@ -214,7 +217,7 @@ class Cascade:
                     return
                 generation, documents = self._pending
                 self._pending = None
-                matcher = self._last.sibling()
+                matcher = self._last.sibling(stored=True)
             try:
                 matcher.build(documents)
             except _Stopped:

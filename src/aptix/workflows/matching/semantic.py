@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from aptix.errors import ConfigurationError
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.queries import QueryEmbeddings
+from aptix.workflows.matching.stored import StoredEncodings, group_key
 from aptix.workflows.matching.text import STOPWORDS
 from aptix.workflows.matching.topk import largest
 
@@ -407,6 +408,10 @@ def _content_rows(query: Encoded) -> Vectors:
     return query.tokens[keep]
 
 
+#: A stored file's vectors by text and word pieces by :func:`.stored.group_key`.
+Stored = tuple[dict[str, Vectors], dict[str, NDArray[np.float16]]]
+
+
 class SemanticMatcher:
     """Cosine similarity between a message and every workflow's best text.
 
@@ -415,8 +420,18 @@ class SemanticMatcher:
     exactly; a query then touches one row per workflow instead of one per text.
     """
 
-    def __init__(self, embedder: Embedder, documents: Sequence[MatchDocument] = ()) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        documents: Sequence[MatchDocument] = (),
+        store: StoredEncodings | None = None,
+    ) -> None:
         self._embedder = embedder
+        #: Where the encodings are kept between runs; read by the first build, written after
+        #: any build that encoded a text.
+        self._store = store
+        #: What the file held, for the first build; None until it is read.
+        self._stored: Stored | None = None
         self._cache: dict[str, Vectors] = {}
         #: Each workflow's distinct word pieces (:func:`_distinct_pieces`), by its texts.
         self._pieces: dict[tuple[str, ...], NDArray[np.float16]] = {}
@@ -445,11 +460,17 @@ class SemanticMatcher:
         """The embedder this matcher encodes with."""
         return self._embedder
 
-    def sibling(self) -> SemanticMatcher:
-        """An empty matcher sharing the model, seeded with the texts this one has encoded."""
-        other = SemanticMatcher(self._embedder)
+    def sibling(self, *, stored: bool = False) -> SemanticMatcher:
+        """An empty matcher sharing the model, seeded with the texts this one has encoded.
+
+        Only a sibling that indexes the same catalog anew (``stored``) writes the encodings
+        on disk: an org's own matcher would replace them with its catalog's.
+        """
+        other = SemanticMatcher(self._embedder, store=self._store if stored else None)
         other._cache = dict(self._cache)
         other._pieces = dict(self._pieces)
+        # Read the file once per catalog, by whichever build comes first.
+        other._stored = self._stored if stored else None
         return other
 
     def build(self, documents: Sequence[MatchDocument]) -> None:
@@ -471,6 +492,14 @@ class SemanticMatcher:
             tuple(self._texts[a:b])
             for a, b in zip(self._starts.tolist(), self._ends.tolist(), strict=False)
         ]
+        before = self.encoded_texts
+        # The first build of a catalog reads the file; an empty one (a new matcher's) does not.
+        if self._store is not None and self._stored is None and ordered:
+            self._stored = self._store.load()
+        stored_vectors = self._stored[0] if self._stored else {}
+        for text in self._texts:
+            if text not in self._cache and text in stored_vectors:
+                self._cache[text] = stored_vectors[text]
         self._pieces = self._encode(groups)
         live = set(self._texts)
         for stale in [t for t in self._cache if t not in live]:
@@ -483,6 +512,12 @@ class SemanticMatcher:
         )
         # The cache keeps views of the matrix's rows: one copy of each vector, not two.
         self._cache = dict(zip(self._texts, self._matrix, strict=True))
+        if self._store is not None and self.encoded_texts > before:
+            self._store.save(self._cache, {group_key(g): self._pieces[g] for g in groups})
+        if ordered:
+            # Only the first build reads the file (a restart's catalog is mostly the last
+            # run's); what it held beyond this index is let go rather than kept in memory.
+            self._stored = ({}, {})
         self._centroids = np.zeros((0, 0), dtype=np.float32)
         self._mean = np.zeros(0, dtype=np.float32)
         self._centred = np.zeros((0, 0), dtype=np.float32)
@@ -525,8 +560,11 @@ class SemanticMatcher:
             chunk.clear()
             waiting.clear()
 
+        stored = self._stored[1] if self._stored else {}
         for group in groups:
             kept = self._pieces.get(group)
+            if kept is None and stored:
+                kept = stored.get(group_key(group))
             if kept is not None:
                 out[group] = kept
                 chunk.update(dict.fromkeys(t for t in group if t not in self._cache))

@@ -1,0 +1,124 @@
+"""A semantic index's encodings on disk: a restart reads them instead of the model."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aptix.runtime import open_runtime
+from aptix.settings import AptixSettings
+from aptix.workflows.matching.lexical import MatchDocument
+from aptix.workflows.matching.semantic import (
+    DEFAULT_MODEL,
+    MODELS,
+    OnnxEmbedder,
+    SemanticMatcher,
+    load_embedder,
+)
+from aptix.workflows.matching.stored import StoredEncodings
+
+DOCS = [
+    MatchDocument("it_equipment", "order a new laptop for a starter"),
+    MatchDocument("it_equipment", "request a replacement monitor"),
+    MatchDocument("it_equipment", "IT equipment request", kind="title"),
+    MatchDocument("greet_user", "say hello 🙂"),
+    MatchDocument("greet_user", "greet me \x1b[2J and tell me what you can do"),
+    MatchDocument("odd", "a lone \ud800 surrogate in a pattern"),
+    MatchDocument("odd", "..."),  # no word pieces at all
+]
+MESSAGE = "I need a new laptop, mine broke"
+OWNERS = ["greet_user", "it_equipment", "odd"]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxEmbedder:
+    return load_embedder()
+
+
+def _store(tmp_path: Path) -> StoredEncodings:
+    return StoredEncodings(tmp_path, DEFAULT_MODEL, MODELS[DEFAULT_MODEL].sha256)
+
+
+def test_a_second_index_of_the_catalog_reads_the_file_and_runs_no_model(
+    embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    first = SemanticMatcher(embedder, DOCS, _store(tmp_path))
+    assert first.encoded_texts == len(DOCS)
+    assert _store(tmp_path).path.is_file()
+    again = SemanticMatcher(embedder, DOCS, _store(tmp_path))
+    assert again.encoded_texts == 0
+    assert np.array_equal(again.evidence(MESSAGE, OWNERS), first.evidence(MESSAGE, OWNERS))
+    assert np.array_equal(again.coverage(MESSAGE, OWNERS), first.coverage(MESSAGE, OWNERS))
+    assert again.match(MESSAGE) == first.match(MESSAGE)
+
+
+def test_a_changed_workflow_is_read_through_the_model_again_and_stored(
+    embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    SemanticMatcher(embedder, DOCS, _store(tmp_path))
+    changed = [*DOCS, MatchDocument("greet_user", "introduce yourself")]
+    matcher = SemanticMatcher(embedder, changed, _store(tmp_path))
+    # The new text, then the greeting's two others for their token states; the rest read.
+    assert matcher.encoded_texts == 3
+    fresh = SemanticMatcher(embedder, changed)
+    assert np.allclose(matcher.evidence(MESSAGE, OWNERS), fresh.evidence(MESSAGE, OWNERS))
+    assert SemanticMatcher(embedder, changed, _store(tmp_path)).encoded_texts == 0
+
+
+def test_an_unreadable_file_is_ignored_with_one_warning_and_written_anew(
+    embedder: OnnxEmbedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = _store(tmp_path)
+    SemanticMatcher(embedder, DOCS, store)
+    whole = store.path.read_bytes()
+    for broken in (whole[: len(whole) // 2], b"not a zip", b""):
+        store.path.write_bytes(broken)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="aptix.workflows"):
+            matcher = SemanticMatcher(embedder, DOCS, _store(tmp_path))
+        assert matcher.encoded_texts == len(DOCS)
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1
+        assert "Ignoring the stored encodings" in warnings[0]
+        assert SemanticMatcher(embedder, DOCS, _store(tmp_path)).encoded_texts == 0
+
+
+def test_another_model_never_reads_the_file(tmp_path: Path) -> None:
+    spec = MODELS[DEFAULT_MODEL]
+    ours = StoredEncodings(tmp_path, DEFAULT_MODEL, spec.sha256)
+    retuned = StoredEncodings(tmp_path, DEFAULT_MODEL, "f" * 64)
+    assert ours.path != retuned.path
+    assert ours.path.parent == retuned.path.parent == tmp_path
+
+
+def test_an_orgs_own_index_leaves_the_file_alone(embedder: OnnxEmbedder, tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    deployment = SemanticMatcher(embedder, DOCS, store)
+    written = store.path.read_bytes()
+    org = deployment.sibling()
+    org.build([*DOCS, MatchDocument("org_only", "file an expense claim")])
+    assert org.encoded_texts == 1
+    assert store.path.read_bytes() == written
+
+
+async def test_a_restarted_runtime_reads_both_indexes_from_its_data_dir(tmp_path: Path) -> None:
+    settings = AptixSettings(data_dir=tmp_path, load_plugins=False)
+    encoded: list[tuple[int, int]] = []
+    for _ in range(2):
+        async with open_runtime(settings) as runtime:
+            registry = runtime.workflows.registry
+            assert registry.settle(None, 120) is True
+            matcher = registry.matcher
+            assert matcher.semantic is not None
+            assert matcher.cascade is not None
+            assert matcher.cascade.index is not None
+            encoded.append((matcher.semantic.encoded_texts, matcher.cascade.index.encoded_texts))
+    # The first start encodes the built-in catalog with both models; the second reads it.
+    assert encoded[0][0] > 0
+    assert encoded[0][1] > 0
+    assert encoded[1] == (0, 0)
+    names = sorted(p.name for p in (tmp_path / "index").glob("*.npz"))
+    assert [n.split("-")[0] for n in names] == ["minilm", "mpnet"]
