@@ -122,3 +122,49 @@ async def test_a_restarted_runtime_reads_both_indexes_from_its_data_dir(tmp_path
     assert encoded[1] == (0, 0)
     names = sorted(p.name for p in (tmp_path / "index").glob("*.npz"))
     assert [n.split("-")[0] for n in names] == ["minilm", "mpnet"]
+
+
+def test_two_processes_storing_at_once_leave_a_file_a_third_reads(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    # Each process builds the same catalog's index and writes the file at about the same
+    # time; the last rename wins, and no reader ever sees half a file.
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from aptix.workflows.matching.lexical import MatchDocument\n"
+        "from aptix.workflows.matching.semantic import DEFAULT_MODEL, MODELS, SemanticMatcher,"
+        " load_embedder\n"
+        "from aptix.workflows.matching.stored import StoredEncodings\n"
+        "docs = [MatchDocument(f'flow_{i}', f'request number {i} for the {i % 7} team')"
+        " for i in range(300)]\n"
+        "store = StoredEncodings(Path(sys.argv[1]), DEFAULT_MODEL, MODELS[DEFAULT_MODEL].sha256)\n"
+        "print(SemanticMatcher(load_embedder(), docs, store).encoded_texts)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    assert [out.strip() for out, _ in outputs] == ["300", "300"]
+    third = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    assert third.stdout.strip() == "0"
+    assert "Ignoring" not in third.stderr
+    assert [p.name for p in tmp_path.iterdir()] == [_store(tmp_path).path.name]
