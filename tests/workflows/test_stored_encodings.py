@@ -19,14 +19,11 @@ from aptix.workflows.matching.semantic import (
     load_embedder,
 )
 from aptix.workflows.matching.stored import StoredEncodings
+from tests.workflows.test_match_evidence import IT_AND_GREETING
 
 DOCS = [
-    MatchDocument("it_equipment", "order a new laptop for a starter"),
-    MatchDocument("it_equipment", "request a replacement monitor"),
-    MatchDocument("it_equipment", "IT equipment request", kind="title"),
-    MatchDocument("greet_user", "say hello 🙂"),
-    MatchDocument("greet_user", "greet me \x1b[2J and tell me what you can do"),
-    MatchDocument("odd", "a lone \ud800 surrogate in a pattern"),
+    *IT_AND_GREETING,
+    MatchDocument("odd", "greet me \x1b[2J 🙂 with a lone \ud800 surrogate"),
     MatchDocument("odd", "..."),  # no word pieces at all
 ]
 MESSAGE = "I need a new laptop, mine broke"
@@ -61,8 +58,8 @@ def test_a_changed_workflow_is_read_through_the_model_again_and_stored(
     SemanticMatcher(embedder, DOCS, _store(tmp_path))
     changed = [*DOCS, MatchDocument("greet_user", "introduce yourself")]
     matcher = SemanticMatcher(embedder, changed, _store(tmp_path))
-    # The new text, then the greeting's two others for their token states; the rest read.
-    assert matcher.encoded_texts == 3
+    # The new text, then the greeting's three others for their token states; the rest read.
+    assert matcher.encoded_texts == 4
     fresh = SemanticMatcher(embedder, changed)
     assert np.allclose(matcher.evidence(MESSAGE, OWNERS), fresh.evidence(MESSAGE, OWNERS))
     assert SemanticMatcher(embedder, changed, _store(tmp_path)).encoded_texts == 0
