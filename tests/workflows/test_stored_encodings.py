@@ -71,7 +71,11 @@ def test_an_unreadable_file_is_ignored_with_one_warning_and_written_anew(
     store = _store(tmp_path)
     SemanticMatcher(embedder, DOCS, store)
     whole = store.path.read_bytes()
-    for broken in (whole[: len(whole) // 2], b"not a zip", b""):
+    with np.load(store.path) as data:
+        arrays = dict(data)
+    narrower = tmp_path / "narrower.npz"
+    np.savez(narrower, **{**arrays, "pieces": arrays["pieces"][:, :10]})
+    for broken in (whole[: len(whole) // 2], b"not a zip", b"", narrower.read_bytes()):
         store.path.write_bytes(broken)
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="aptix.workflows"):

@@ -55,8 +55,15 @@ class StoredEncodings:
                 keys = data["keys"].tolist()
                 offsets = data["offsets"].tolist()
                 pieces = data["pieces"].astype(np.float16)
-            if len(texts) != len(vectors) or len(offsets) != len(keys) + 1:
-                raise ValueError("lengths differ")
+            if (
+                vectors.ndim != 2
+                or pieces.ndim != 2
+                or len(texts) != len(vectors)
+                or len(offsets) != len(keys) + 1
+                or (len(pieces) and pieces.shape[1] != vectors.shape[1])
+                or offsets[-1] != len(pieces)
+            ):
+                raise ValueError("the arrays do not fit together")
         except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
             # Only a cache: the index is encoded anew and the file rewritten after the build.
             _log.warning(
