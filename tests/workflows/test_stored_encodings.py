@@ -169,3 +169,25 @@ def test_two_processes_storing_at_once_leave_a_file_a_third_reads(tmp_path: Path
     assert third.stdout.strip() == "0"
     assert "Ignoring" not in third.stderr
     assert [p.name for p in tmp_path.iterdir()] == [_store(tmp_path).path.name]
+
+
+def test_a_save_sweeps_what_a_killed_writer_left_but_not_a_live_writers_file(
+    embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    import os
+    import time
+
+    store = _store(tmp_path)
+    tmp_path.mkdir(exist_ok=True)
+    left = tmp_path / f".{store.path.stem}.4242.1"
+    live = tmp_path / f".{store.path.stem}.4343.1"
+    other = tmp_path / ".another-model-v1.4242.1"
+    for path in (left, live, other):
+        path.write_bytes(b"half a file")
+    hours_ago = time.time() - 2 * 3600
+    for path in (left, other):
+        os.utime(path, (hours_ago, hours_ago))
+    SemanticMatcher(embedder, DOCS, store)
+    assert not left.exists()
+    assert live.exists()
+    assert other.exists()  # another model's files are its own store's to sweep

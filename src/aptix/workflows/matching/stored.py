@@ -9,11 +9,13 @@ missing, cut short or of another shape is ignored (with one warning) and written
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import threading
+import time
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,6 +29,8 @@ _log = logging.getLogger("aptix.workflows")
 
 #: Part of the file name: a change to what is stored, or how, starts a new file.
 FORMAT = 1
+#: A temporary file older than this was left by a writer that died (a write takes seconds).
+STALE_SECONDS = 3600.0
 
 Vectors = NDArray[np.float32]
 Pieces = NDArray[np.float16]
@@ -104,9 +108,18 @@ class StoredEncodings:
                         handle, texts=texts, vectors=matrix, keys=keys, offsets=offsets, pieces=flat
                     )
                 tmp.replace(self.path)
+                self._sweep()
             except OSError as exc:
                 tmp.unlink(missing_ok=True)
                 _log.warning(
                     "The index's encodings were not stored (%s): the next start encodes them.",
                     type(exc).__name__,
                 )
+
+    def _sweep(self) -> None:
+        """Remove temporary files a killed writer left; a live one's is seconds old."""
+        cutoff = time.time() - STALE_SECONDS
+        for left in self.path.parent.glob(f".{self.path.stem}.*"):
+            with contextlib.suppress(OSError):  # another process swept it first
+                if left.stat().st_mtime < cutoff:
+                    left.unlink()
