@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import logging
 import time
@@ -96,13 +95,13 @@ def _cascade(asked: bool, index_dir: Path | None) -> Cascade | None:
     that are installed but fail to load warn either way.
     """
     from aptix.workflows.matching.cascade import Cascade, default_cascade
-    from aptix.workflows.matching.semantic import MODELS, load_embedder
+    from aptix.workflows.matching.semantic import MODELS, installed, load_embedder
 
     model = default_cascade()
     if model is None:
         return None
     spec = MODELS.get(model.encoder)
-    if not asked and spec is not None and not _installed(spec.distribution):
+    if not asked and spec is not None and not installed(spec):
         _log.info("MiniLM orders every match: the cascade's weights are not installed.")
         return None
     if spec is not None:
@@ -115,14 +114,6 @@ def _cascade(asked: bool, index_dir: Path | None) -> Cascade | None:
         return None
     _log.info("The cascade's larger encoder is ready in %.2f s.", time.perf_counter() - started)
     return Cascade(embedder, model, _stored(index_dir, model.encoder))
-
-
-def _installed(distribution: str) -> bool:
-    try:
-        importlib.metadata.distribution(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -174,6 +174,17 @@ def encoded_many(embedder: TokenEmbedder, texts: Sequence[str]) -> list[Encoded]
     return [embedder.encode_tokens(text) for text in texts]
 
 
+def installed(spec: ModelSpec) -> bool:
+    """``spec``'s file is there to load (its hash is checked only when it is loaded)."""
+    if spec.file:
+        return (DATA / spec.file).is_file()
+    try:
+        importlib.metadata.distribution(spec.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def model_file(spec: ModelSpec) -> Path:
     """The ``.onnx`` file of an installed model distribution; ConfigurationError if absent."""
     if spec.file:
