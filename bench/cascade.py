@@ -31,6 +31,12 @@ NAME`` fits the product's larger ranker and its margin on the dumped groups
 (:func:`fit_cascade`); ``--write`` stores it as ``routing.json``'s ``cascade`` section,
 which turns the cascade on wherever encoder ``NAME`` is installed.
 
+``shares --group K`` reads the split cascade again from the committed dump with MiniLM's
+encoder tuned without group ``K`` (``bench.tune_encoder --folds-only --groups 3``), by how
+large a share of the accepted messages consults the larger ranker, and with the order taken
+from the mean of the two rankers' probabilities (docs/routing-log.md, the fifty-first
+round); it needs no larger encoder.
+
 ``build --workflows N`` times the larger index of ``N`` synthetic workflows built in
 batches (its ``MODELS`` entry's ``batch``) and one text at a time, and checks that each text
 in a batch reads as it does alone (docs/routing-log.md, the fiftieth round).
@@ -69,7 +75,7 @@ from aptix.workflows.matching.semantic import (
     tokenizer_file,
 )
 from bench._table import positive_int, print_table
-from bench.encoders import CACHE, ENCODING, DiskCachedEmbedder
+from bench.encoders import CACHE, ENCODING, DiskCachedEmbedder, fold_file
 from bench.match_eval import (
     Evidence,
     builtin_ids,
@@ -525,6 +531,95 @@ def quantize_int4(source: Path, target: Path) -> None:
     quantizer.model.save_model_to_file(str(target), use_external_data_format=False)
 
 
+#: The consult shares ``shares`` reads (the shipped third first).
+SHARES = (UNSURE_SHARE, 1 / 2, 2 / 3, 1.0)
+
+
+def _larger_probabilities(
+    path: Path,
+) -> tuple[list[Labelled], list[str | None], dict[int, dict[str, float]]]:
+    """A dump's rows, their stated workflows, and the larger ranker's probabilities.
+
+    Each catalog's messages are read by the ranker fitted on the dump's other catalogs.
+    """
+    ev, rows, _ = load_dump(path)
+    with path.open("rb") as handle, np.load(handle, allow_pickle=False) as data:
+        names = data["sets"].tolist()
+    out: dict[int, dict[str, float]] = {}
+    for name in dict.fromkeys(names):
+        fitted = fit_ranker(ev, rows, [i for i, s in enumerate(names) if s != name], True)
+        for i in (i for i, s in enumerate(names) if s == name):
+            found = ev.cands[i]
+            if found.ids:
+                p = fitted.probability(found.features).tolist()
+                out[i] = dict(zip(found.ids, p, strict=True))
+    return rows, [found.stated for found in ev.cands], out
+
+
+def share_rows(group: int, small: Embedder) -> tuple[list[list[object]], int]:
+    """The split cascade by consult share, the larger ranker alone and mixed with MiniLM's.
+
+    MiniLM's decisions come from ``small`` (the group's encoder of ``bench.tune_encoder
+    --groups 3``), leave one catalog out; the larger ranker's probabilities from the
+    committed dump (docs/routing-log.md, the fifty-first round). Only requests count, as
+    right first choices; rejections are MiniLM's in every arm. A request whose kept
+    candidates the dump lacks (its MiniLM encoder was tuned in another run) keeps MiniLM's
+    decision in every arm; their number is returned.
+    """
+    sets = groups(training_sets(), 3)[group - 1]
+    rows, first, _, _, _ = _decide(small, sets)
+    dumped, stated, larger = _larger_probabilities(DUMPS / f"cascade-group{group}.npz")
+    if [r.message for r in rows] != [r.message for r in dumped]:
+        raise ValueError(f"the group {group} dump holds other messages: dump it again")
+    accepted = [margin(d) for d in first.values() if d.accepted]
+    table: list[list[object]] = []
+    lacking = 0
+    for share in SHARES:
+        below = float(np.quantile(accepted, share)) if share < 1 else float("inf")
+        right = {"MiniLM": 0, "larger": 0, "mean": 0}
+        consulted = 0
+        for i, decision in first.items():
+            want = rows[i].expected
+            if want is None or not decision.accepted:
+                continue
+            order = {arm: decision for arm in right}
+            p_large = larger.get(i, {})
+            kept = dict(decision.ranked)
+            if margin(decision) < below and all(w in p_large for w in kept):
+                consulted += 1
+                order["larger"] = reorder(decision, {w: p_large[w] for w in kept}, stated[i])
+                mixed = {w: (kept[w] + p_large[w]) / 2 for w in kept}
+                order["mean"] = reorder(decision, mixed, stated[i])
+            elif margin(decision) < below and share == UNSURE_SHARE:
+                lacking += 1
+            for arm, found in order.items():
+                right[arm] += found.ranked[0][0] == want
+        table.append(
+            [f"{share:.3f}", f"{below:.3f}", consulted, *(f"{v:,}" for v in right.values())]
+        )
+    return table, lacking
+
+
+def _shares(parser: argparse.ArgumentParser, group: int) -> None:
+    """Print :func:`share_rows` for ``group``, read through its MiniLM encoder."""
+    path = fold_file(groups(training_sets(), 3)[group - 1][0].name)
+    if not path.is_file():
+        parser.error(
+            f"no encoder tuned without group {group}: run python -m bench.tune_encoder "
+            "WHEEL --folds-only --groups 3 first"
+        )
+    try:
+        table, lacking = share_rows(group, _cached(OnnxEmbedder(path), path, "small"))
+    except ValueError as error:
+        parser.error(str(error))
+    print_table(
+        f"Split cascade by consult share, group {group}: right first choices of its requests "
+        f"({lacking} unsure requests keep MiniLM's order: the dump lacks their candidates)",
+        ["share", "margin below", "consulted", "MiniLM", "larger ranker", "mean of the two"],
+        table,
+    )
+
+
 def _fit(parser: argparse.ArgumentParser, dumps: Sequence[Path], encoder: str, write: bool) -> None:
     """Fit the cascade from ``dumps``; print it, or store it in ``routing.json``."""
     for path in dumps:
@@ -632,6 +727,10 @@ def main() -> None:
     fit.add_argument("dumps", type=Path, nargs="+")
     fit.add_argument("--encoder", required=True, help="the larger encoder's name in MODELS")
     fit.add_argument("--write", action="store_true", help=f"store it in {WEIGHTS_FILE.name}")
+    shares = commands.add_parser(
+        "shares", help="the split cascade by consult share, and mixed with MiniLM's ranker"
+    )
+    shares.add_argument("--group", type=int, default=1)
     build = commands.add_parser("build", help="the larger index built in batches, timed")
     build.add_argument("--workflows", type=positive_int, default=1000)
     args = parser.parse_args()
@@ -659,6 +758,9 @@ def main() -> None:
         return
     if not 1 <= args.group <= 3:
         parser.error("--group: 1, 2 or 3")
+    if args.command == "shares":
+        _shares(parser, args.group)
+        return
     if args.command == "screen":
         for path in (args.minilm, args.larger, args.tokenizer, *args.also):
             if not path.is_file():

@@ -113,8 +113,11 @@ def test_the_command_line_refuses_bad_files_with_a_readable_error(
 ) -> None:
     import sys
 
+    import bench.cascade
     from bench.cascade import main
 
+    # As on a fresh machine: no MiniLM encoder tuned without a group in the bench cache.
+    monkeypatch.setattr(bench.cascade, "fold_file", lambda name: tmp_path / f"without-{name}")
     junk = tmp_path / "junk.onnx"
     junk.write_text("not a model")
     hostile = str(tmp_path / "\x1b[2J" / "x.onnx")
@@ -134,6 +137,8 @@ def test_the_command_line_refuses_bad_files_with_a_readable_error(
         (["fit", str(cut), "--encoder", "x"], "is not a dump of bench.cascade screen"),
         (["fit", hostile, "--encoder", "x"], "no such file"),
         (["fit", str(cut), "--encoder", "\x1b[2J", "--write"], "not a model of aptix's MODELS"),
+        (["shares", "--group", "0"], "--group: 1, 2 or 3"),
+        (["shares", "--group", "2"], "no encoder tuned without group 2"),
         (["build", "--workflows", "0"], "must be at least 1"),
         (["build", "--workflows", "\x1b[2J"], "not a whole number"),
     ):
