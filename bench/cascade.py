@@ -154,8 +154,10 @@ class SplitSemantic(SemanticMatcher):
         self._ranking = SemanticMatcher(small)
         super().__init__(large)
 
-    def build(self, documents: Sequence[MatchDocument]) -> None:
-        """Index ``documents`` under both encoders."""
+    def build(
+        self, documents: Sequence[MatchDocument], extends: SemanticMatcher | None = None
+    ) -> None:
+        """Index ``documents`` under both encoders, each with all its rows (none borrowed)."""
         super().build(documents)
         self._ranking.build(documents)
 

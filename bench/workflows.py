@@ -21,6 +21,10 @@ Which figures are which:
   misses and chit-chat; never read) and the older 40-workflow set.
 * **oracle arbiter**: the held-out decisions where a model that answers from the labels
   chooses among the first five candidates or ``none``: the arbiter's upper bound.
+* **orgs** (``--only orgs``, never in the default run; ``--sizes 1000`` is enough, memory
+  grows linearly): what each org that authors a workflow adds to the process's memory, its
+  index borrowing the deployment-wide vectors (the product) against copying them, each
+  measured in a fresh process, and an org's match p50 either way.
 * **screen** (``--only screen``, never in the default run): leave-one-catalog-out over the
   training sets as counts, with the built-in requests and the built-ins alone; what a
   round's rule for a change to the recipe is written in.
@@ -34,12 +38,16 @@ workflows' texts.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import statistics
 import time
+import tracemalloc
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -58,9 +66,10 @@ from aptix.workflows.matching.semantic import (
     SemanticMatcher,
     installed,
 )
+from aptix.workflows.matching.stored import StoredEncodings
 from aptix.workflows.registry import WorkflowRegistry
 from bench._table import positive_int, positive_ints, print_table
-from bench.encoders import cached_embedder, fold_embedder
+from bench.encoders import CACHE, cached_embedder, fold_embedder
 from bench.match_eval import (
     Evidence,
     Fold,
@@ -112,7 +121,9 @@ HEADER = ["top-1", "top-3", "near misses rejected", "chit-chat rejected"]
 PARTS = ["ranker top-1", "gate accepts ranker's right first"]
 SECTIONS = ("held-out", "distractors", "folds", "latency")
 #: Sections run only when named with ``--only``.
-ON_REQUEST = ("screen",)
+ON_REQUEST = ("screen", "orgs")
+#: Orgs that each publish one workflow of their own in the ``orgs`` section.
+ORGS = 6
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -626,6 +637,80 @@ def new_word_rows(size: int) -> list[list[object]]:
     return rows
 
 
+def _org_cost(size: int, kind: str, borrow: bool, queries: int) -> tuple[float, float]:
+    """In a fresh process: MB each authoring org adds, and an org's match p50 (ms).
+
+    Memory is what ``tracemalloc`` sees held once the orgs' indexes are built (Python objects
+    and NumPy arrays; resident memory would also count what the allocator kept from the
+    deployment-wide build and hand it back to the orgs). The indexes' encodings are kept on
+    disk between runs (only the first pays for the larger encoder's minutes), as a server keeps
+    them under ``APTIX_INDEX_DIR``.
+    """
+    catalog = synthetic_catalog(size)
+
+    def store(model: str) -> StoredEncodings:
+        return StoredEncodings(CACHE / "orgs", model, MODELS[model].sha256)
+
+    semantic = cascade = None
+    if kind != "lexical":
+        semantic = SemanticMatcher(cached_embedder(DEFAULT_MODEL), store=store(DEFAULT_MODEL))
+    if kind == "semantic + cascade":
+        model = default_cascade()
+        assert model is not None
+        cascade = Cascade(cached_embedder(model.encoder), model, store=store(model.encoder))
+    matcher = WorkflowMatcher(semantic, cascade=cascade)
+
+    def copying() -> WorkflowMatcher:
+        """An org's matcher as it was before its indexes borrowed: every vector its own."""
+        return WorkflowMatcher(
+            None if semantic is None else semantic.sibling(),
+            matcher.model,
+            None if cascade is None else cascade.sibling(),
+        )
+
+    registry = WorkflowRegistry(
+        catalog, matcher=matcher, matcher_factory=matcher.sibling if borrow else copying
+    )
+    registry.settle()
+    gc.collect()
+    tracemalloc.start()
+    for i in range(ORGS):
+        own = catalog[i].model_copy(update={"workflow_id": f"org{i}_own"})
+        registry.publish(own, org=f"org{i}")
+        registry.settle(f"org{i}")
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] / 1e6 / ORGS
+    tracemalloc.stop()
+    messages = synthetic_messages(catalog, queries)
+    p50, _ = percentiles(time_calls(lambda m: registry.match(m, org="org0"), messages))
+    return grown, p50
+
+
+def org_rows(sizes: Sequence[int], queries: int, kinds: Sequence[str]) -> list[list[object]]:
+    """Per size and matcher: MB per authoring org and org match p50, copying vs borrowing."""
+    rows: list[list[object]] = []
+    spawn = get_context("spawn")
+    for size in sizes:
+        for kind in kinds:
+            found = []
+            for borrow in (False, True):
+                # A fresh process each: memory one run freed would hide the next one's growth.
+                with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+                    found.append(pool.submit(_org_cost, size, kind, borrow, queries).result())
+            (copied, copied_ms), (borrowed, borrowed_ms) = found
+            rows.append(
+                [
+                    f"{size:,}",
+                    kind,
+                    f"{copied:.1f}",
+                    f"{borrowed:.1f}",
+                    f"{copied_ms:.2f}",
+                    f"{borrowed_ms:.2f}",
+                ]
+            )
+    return rows
+
+
 def _match_ms(registry: WorkflowRegistry, message: str, org: str | None) -> float:
     started = time.perf_counter_ns()
     registry.match(message, org=org)
@@ -772,6 +857,18 @@ def main() -> None:
             "requests for a workflow the catalog lacks, leave-one-catalog-out",
             ["catalog", "requests", "matcher", "rejected", "matched to another workflow"],
             missing_rows(embedder),
+        )
+    if "orgs" in only:
+        kinds = ["lexical"]
+        if embedder is not None:
+            kinds.append("semantic")
+        if args.cascade and embedder is not None:
+            kinds.append("semantic + cascade")
+        print_table(
+            f"what each of {ORGS} authoring orgs adds (MB held, by tracemalloc; one workflow of "
+            "its own beside the deployment-wide ones), and an org's match p50 (ms)",
+            ["workflows", "matcher", "MB copying", "MB borrowing", "p50 copying", "p50 borrowing"],
+            org_rows(sizes, args.queries, kinds),
         )
     if "latency" in only:
         print_table(

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from aptix.workflows.matching.cascade import Cascade, CascadeModel, margin, reorder
-from aptix.workflows.matching.combined import WorkflowMatcher
+from aptix.workflows.matching.combined import WorkflowMatcher, documents_for
 from aptix.workflows.matching.fusion import FusionModel
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.routing import (
@@ -290,6 +290,30 @@ def test_each_org_gets_its_own_index_from_the_sibling(
     assert other.cascade.wait(30)
     assert matcher.cascade is not None
     assert matcher.cascade.wait(30)
+
+
+def test_an_org_cascade_borrows_the_deployment_wide_rows(
+    encoders: tuple[OnnxEmbedder, OnnxEmbedder],
+) -> None:
+    small, large = encoders
+    matcher = WorkflowMatcher(SemanticMatcher(small), cascade=Cascade(large, contrary_with(1.1)))
+    shared = list(catalog())
+    registry = WorkflowRegistry(shared, matcher=matcher, matcher_factory=matcher.sibling)
+    own = shared[0].model_copy(update={"workflow_id": "acme_own", "title": "Close The Books"})
+    registry.publish(own, org="acme")
+    # The org's build waits for the deployment-wide one, then borrows its rows.
+    assert registry.settle("acme", timeout=120)
+    assert registry.settle(None, timeout=120)
+    with registry._indexed("acme") as org_matcher:
+        assert org_matcher.cascade is not None
+        index = org_matcher.cascade.index
+    assert index is not None
+    assert index._vectors.lends
+    assert len(index._vectors.own) == len(documents_for(own))
+    fresh = SemanticMatcher(large, [d for m in [*shared, own] for d in documents_for(m)])
+    owners = sorted({m.workflow_id for m in [*shared, own]})
+    for message in ("close the books", "I need a new laptop", "book days off"):
+        assert np.array_equal(index.evidence(message, owners), fresh.evidence(message, owners))
 
 
 def test_the_lexical_configuration_takes_no_cascade(

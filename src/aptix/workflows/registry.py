@@ -342,6 +342,14 @@ class WorkflowRegistry:
         """
         with self._lock:
             scope = self._scope(org)
+            index = self._indexes.get(scope)
+            stale = scope is not None and (index is None or index.stamp < self._stamp(scope))
+        if stale:
+            # The deployment-wide index first: an org's borrows its rows rather than copy them.
+            with self._indexed(None):
+                pass
+        with self._lock:
+            scope = self._scope(org)
             stamp = self._stamp(scope)
             index = self._indexes.get(scope)
             if index is None:

@@ -178,7 +178,7 @@ class Cascade:
         #: The index of the catalog being served; None while it is being built.
         self._ready: SemanticMatcher | None = None
         self._generation = 0
-        self._pending: tuple[int, list[MatchDocument]] | None = None
+        self._pending: tuple[int, list[MatchDocument], Cascade | None] | None = None
         self._worker: threading.Thread | None = None
         self._changed = threading.Condition()
 
@@ -193,11 +193,15 @@ class Cascade:
         other._last = self._last.sibling()
         return other
 
-    def build(self, documents: Sequence[MatchDocument]) -> None:
-        """Index ``documents`` behind the catalog; the current index stops serving at once."""
+    def build(self, documents: Sequence[MatchDocument], extends: Cascade | None = None) -> None:
+        """Index ``documents`` behind the catalog; the current index stops serving at once.
+
+        With ``extends`` (the deployment-wide cascade, for an org's), that cascade's build
+        finishes first and its index lends this one the rows of the workflows both hold.
+        """
         with self._changed:
             self._generation += 1
-            self._pending = (self._generation, list(documents))
+            self._pending = (self._generation, list(documents), extends)
             # A stale index lacks the new workflows' texts: no order is better than its.
             self._ready = None
             if self._worker is None:
@@ -215,11 +219,16 @@ class Cascade:
                     self._worker = None
                     self._changed.notify_all()
                     return
-                generation, documents = self._pending
+                generation, documents, extends = self._pending
                 self._pending = None
                 matcher = self._last.sibling(stored=True)
+            lender = None
+            if extends is not None:
+                # Encoding the shared workflows twice would take minutes and twice the memory.
+                extends.wait()
+                lender = extends._last
             try:
-                matcher.build(documents)
+                matcher.build(documents, lender)
             except _Stopped:
                 continue  # the loop's next turn sees the exit and ends the worker
             except Exception as exc:  # the larger encoder failing must leave MiniLM's order

@@ -128,6 +128,8 @@ class WorkflowMatcher:
         self._model = model or default_routing(semantic is not None)
         #: A larger encoder re-ordering unsure decisions (:mod:`.cascade`); semantic only.
         self._cascade = cascade if semantic is not None else None
+        #: The matcher this one is a sibling of: its indexes lend this one's their rows.
+        self._extends: WorkflowMatcher | None = None
 
     @property
     def semantic(self) -> SemanticMatcher | None:
@@ -145,10 +147,16 @@ class WorkflowMatcher:
         return self._cascade
 
     def sibling(self) -> WorkflowMatcher:
-        """An empty matcher of the same configuration, sharing the loaded model (per org)."""
+        """An empty matcher of the same configuration, sharing the loaded model (per org).
+
+        Its semantic indexes extend this matcher's: the vectors of the workflows both serve
+        are this one's, referenced rather than copied.
+        """
         semantic = None if self._semantic is None else self._semantic.sibling()
         cascade = None if self._cascade is None else self._cascade.sibling()
-        return WorkflowMatcher(semantic, self._model, cascade)
+        other = WorkflowMatcher(semantic, self._model, cascade)
+        other._extends = self
+        return other
 
     def rebuild(self, manifests: Iterable[WorkflowManifest]) -> None:
         """Index the manifests (the semantic cache re-encodes only changed texts)."""
@@ -160,10 +168,11 @@ class WorkflowMatcher:
         for doc in documents:
             texts.setdefault(doc.owner, []).append(doc.text)
         self._index.build(texts, self._lexical.owner_terms())
+        base = self._extends
         if self._semantic is not None:
-            self._semantic.build(documents)
+            self._semantic.build(documents, None if base is None else base._semantic)
         if self._cascade is not None:
-            self._cascade.build(documents)
+            self._cascade.build(documents, None if base is None else base._cascade)
 
     def rank(self, message: str, limit: int = 10) -> list[tuple[str, float]]:
         """Up to ``limit`` accepted ``(workflow id, matchScore)`` pairs, best first."""

@@ -29,6 +29,8 @@ from numpy.typing import NDArray
 from aptix.errors import ConfigurationError
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.queries import QueryEmbeddings
+from aptix.workflows.matching.rows import Rows, Vectors
+from aptix.workflows.matching.rows import dot as _dot
 from aptix.workflows.matching.stored import StoredEncodings, group_key
 from aptix.workflows.matching.text import STOPWORDS
 from aptix.workflows.matching.topk import largest
@@ -42,6 +44,7 @@ __all__ = [
     "OnnxEmbedder",
     "SemanticMatcher",
     "TokenEmbedder",
+    "Vectors",
     "encoded",
     "load_embedder",
     "tokenizer_file",
@@ -55,10 +58,10 @@ MAX_TOKENS = 128
 #: Texts an index build hands the model in one call: between two calls a build can stop, and
 #: only this many texts' token states are held at once.
 BUILD_CHUNK = 64
+#: Owners whose centred rows an index build holds at once.
+CENTRED_OWNERS = 1_024
 DATA = Path(__file__).parent / "data"
 VOCABULARY = DATA / "bert-uncased-vocab.txt"
-
-Vectors = NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,16 +377,6 @@ _LOADED: dict[tuple[ModelSpec, Path], OnnxEmbedder] = {}
 _LOADING = threading.Lock()
 
 
-def _dot(matrix: Vectors, query: Vectors) -> Vectors:
-    """``matrix @ query`` on the calling thread.
-
-    A threaded BLAS matrix-vector product waits for idle cores: on a busy server it took 40 to
-    130 ms where one thread takes 1 ms (bench/workflows.py), so this loop stays out of BLAS.
-    """
-    out: Vectors = np.einsum("ij,j->i", matrix, query)
-    return out
-
-
 #: Shorter rows are rounding error (a text minus a mean it alone makes up), not a direction.
 MIN_NORM = 1e-4
 
@@ -417,6 +410,19 @@ def _content_rows(query: Encoded) -> Vectors:
     """The states of the message's content words: whole-word pieces that are not stop words."""
     keep = [i for i, piece in enumerate(query.pieces) if piece.isalpha() and piece not in STOPWORDS]
     return query.tokens[keep]
+
+
+@dataclass(frozen=True, slots=True)
+class _Lendable:
+    """What an index lends one that extends it, as it was built (never changed after)."""
+
+    #: A workflow's texts -> its position among the index's owners.
+    groups: dict[tuple[str, ...], int]
+    #: Each owner's first row.
+    starts: NDArray[np.intp]
+    matrix: Vectors
+    centroids: Vectors
+    pieces: dict[tuple[str, ...], NDArray[np.float16]]
 
 
 #: A stored file's vectors by text and word pieces by :func:`.stored.group_key`.
@@ -453,15 +459,19 @@ class SemanticMatcher:
         self._texts: list[str] = []
         self._index: dict[str, int] = {}
         self._starts: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
-        self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
+        #: One row per text, in owner order; some may be lent by the index this one extends.
+        self._vectors = Rows(np.zeros((0, 0), dtype=np.float32))
         self._ends: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self._is_pattern: NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
-        self._centroids: Vectors = np.zeros((0, 0), dtype=np.float32)
+        #: One unit row per owner: the normalised sum of its texts' rows.
+        self._centroids = Rows(np.zeros((0, 0), dtype=np.float32))
         self._mean: Vectors = np.zeros(0, dtype=np.float32)
         self._centred: Vectors = np.zeros((0, 0), dtype=np.float32)
         #: Per owner, one unit row per distinct word piece of its texts (half precision).
         self._owner_tokens: list[NDArray[np.float16]] = []
         self._prefilter = False
+        #: What an index extending this one may borrow; None while nothing is built.
+        self._lendable: _Lendable | None = None
         #: How many texts have been sent to the embedder (to check the cache works).
         self.encoded_texts = 0
         self.build(documents)
@@ -484,8 +494,15 @@ class SemanticMatcher:
         other._stored = self._stored if stored else None
         return other
 
-    def build(self, documents: Sequence[MatchDocument]) -> None:
-        """Index ``documents``, encoding only texts not seen before."""
+    def build(
+        self, documents: Sequence[MatchDocument], extends: SemanticMatcher | None = None
+    ) -> None:
+        """Index ``documents``, encoding only texts not seen before.
+
+        With ``extends`` (the deployment-wide index, for an org's), each workflow whose texts
+        that index holds as they are borrows its rows, centroid and pieces rather than copying
+        them: an authoring org then costs memory for its own workflows only.
+        """
         ordered = sorted(documents, key=lambda d: d.owner)
         owners: list[str] = []
         starts: list[int] = []
@@ -503,43 +520,101 @@ class SemanticMatcher:
             tuple(self._texts[a:b])
             for a, b in zip(self._starts.tolist(), self._ends.tolist(), strict=False)
         ]
+        lender = None if extends is None else extends._lendable
+        lent = [None if lender is None else lender.groups.get(g) for g in groups]
+        own_groups = [g for g, at in zip(groups, lent, strict=True) if at is None]
+        own_texts = [t for g in own_groups for t in g]
         before = self.encoded_texts
         # The first build of a catalog reads the file; an empty one (a new matcher's) does not.
         if self._store is not None and self._stored is None and ordered:
             self._stored = self._store.load()
         stored_vectors = self._stored[0] if self._stored else {}
-        for text in self._texts:
+        for text in own_texts:
             if text not in self._cache and text in stored_vectors:
                 self._cache[text] = stored_vectors[text]
-        self._pieces = self._encode(groups)
-        live = set(self._texts)
-        for stale in [t for t in self._cache if t not in live]:
-            del self._cache[stale]
-        self._owner_tokens = [self._pieces[texts] for texts in groups]
-        self._matrix = (
-            np.vstack([self._cache[d.text] for d in ordered])
-            if ordered
-            else np.zeros((0, 0), dtype=np.float32)
+        self._pieces = self._encode(own_groups)
+        self._owner_tokens = [
+            self._pieces[g] if at is None or lender is None else lender.pieces[g]
+            for g, at in zip(groups, lent, strict=True)
+        ]
+        width = len(next(iter(self._cache.values()))) if self._cache else 0
+        own = (
+            np.vstack([self._cache[t] for t in own_texts])
+            if own_texts
+            else np.zeros((0, lender.matrix.shape[1] if lender else width), dtype=np.float32)
         )
-        # The cache keeps views of the matrix's rows: one copy of each vector, not two.
-        self._cache = dict(zip(self._texts, self._matrix, strict=True))
+        # The cache keeps views of the own rows: one copy of each vector, not two.
+        self._cache = dict(zip(own_texts, own, strict=True))
         if self._store is not None and self.encoded_texts > before:
-            self._store.save(self._cache, {group_key(g): self._pieces[g] for g in groups})
+            self._store.save(self._cache, {group_key(g): self._pieces[g] for g in own_groups})
         if ordered:
             # Only the first build reads the file (a restart's catalog is mostly the last
             # run's); what it held beyond this index is let go rather than kept in memory.
             self._stored = ({}, {})
-        self._centroids = np.zeros((0, 0), dtype=np.float32)
+        self._index_rows(own, own_groups, lent, lender)
+        self._prefilter = len(ordered) > PREFILTER_DOCUMENTS
+        self._lendable = (
+            _Lendable(
+                {g: i for i, g in enumerate(groups)},
+                self._starts,
+                self._vectors.own,
+                self._centroids.own,
+                self._pieces,
+            )
+            if ordered and not self._vectors.lends
+            else None
+        )
+
+    def _index_rows(
+        self,
+        own: Vectors,
+        own_groups: Sequence[tuple[str, ...]],
+        lent: Sequence[int | None],
+        lender: _Lendable | None,
+    ) -> None:
+        """The text rows, the centroids, the catalog's mean and the centred centroids."""
+        width = own.shape[1]
+        own_starts = np.cumsum([0] + [len(g) for g in own_groups[:-1]]).astype(np.intp)
+        own_centroids = (
+            _unit_rows(np.add.reduceat(own, own_starts, axis=0))
+            if len(own)
+            else np.zeros((0, width), dtype=np.float32)
+        )
+        if lender is None or all(at is None for at in lent):
+            self._vectors = Rows(own)
+            self._centroids = Rows(own_centroids)
+        else:
+            split, mine = len(lender.matrix), 0
+            row_at = np.empty(len(lent), dtype=np.intp)
+            owner_at = np.empty(len(lent), dtype=np.intp)
+            for k, at in enumerate(lent):
+                if at is None:
+                    row_at[k] = split + own_starts[mine]
+                    owner_at[k] = len(lender.centroids) + mine
+                    mine += 1
+                else:
+                    row_at[k] = lender.starts[at]
+                    owner_at[k] = at
+            lengths = self._ends - self._starts
+            where = np.repeat(row_at - self._starts, lengths) + np.arange(int(lengths.sum()))
+            self._vectors = Rows(own, lender.matrix, where.astype(np.intp))
+            self._centroids = Rows(own_centroids, lender.centroids, owner_at)
         self._mean = np.zeros(0, dtype=np.float32)
         self._centred = np.zeros((0, 0), dtype=np.float32)
-        if ordered:
-            self._centroids = _unit_rows(np.add.reduceat(self._matrix, self._starts, axis=0))
-            # What the catalog's workflows share (their domain, or in a large catalog the
-            # shape of a request) is removed before the centred centroids are taken.
-            self._mean = self._centroids.mean(axis=0)
-            centred = _unit_rows(self._matrix - self._mean)
-            self._centred = _unit_rows(np.add.reduceat(centred, self._starts, axis=0))
-        self._prefilter = len(ordered) > PREFILTER_DOCUMENTS
+        if not len(self._owners):
+            return
+        # What the catalog's workflows share (their domain, or in a large catalog the shape
+        # of a request) is removed before the centred centroids are taken.
+        self._mean = self._centroids.all().mean(axis=0)
+        parts = []
+        # A slice of owners at a time: a whole catalog's centred rows would double the memory
+        # the index takes, if only while it is built.
+        for first in range(0, len(self._owners), CENTRED_OWNERS):
+            chosen = np.arange(first, min(first + CENTRED_OWNERS, len(self._owners)))
+            rows, firsts = self._rows(chosen.astype(np.intp))
+            centred = _unit_rows(self._vectors.take(rows) - self._mean)
+            parts.append(_unit_rows(np.add.reduceat(centred, firsts, axis=0)))
+        self._centred = np.vstack(parts)
 
     def _encode(
         self, groups: Sequence[tuple[str, ...]]
@@ -637,7 +712,7 @@ class SemanticMatcher:
         extra = [i for i in (self._index.get(o) for o in also) if i is not None]
         if self._prefilter:
             return self._rank_prefiltered(query, limit, extra)
-        per_owner = np.maximum.reduceat(_dot(self._matrix, query), self._starts)
+        per_owner = np.maximum.reduceat(self._vectors.dot(query), self._starts)
         count = min(limit, len(self._owners))
         top = largest(per_owner, count)
         found = {self._owners[i]: float(per_owner[i]) for i in top.tolist()}
@@ -646,11 +721,11 @@ class SemanticMatcher:
         return found
 
     def _rank_prefiltered(self, query: Vectors, limit: int, extra: list[int]) -> dict[str, float]:
-        rough = _dot(self._centroids, query)
+        rough = self._centroids.dot(query)
         count = min(max(limit, PREFILTER_WORKFLOWS), len(self._owners))
         chosen = np.union1d(largest(rough, count), extra).astype(np.intp)
         rows, firsts = self._rows(chosen)
-        per_owner = np.maximum.reduceat(_dot(self._matrix[rows], query), firsts)
+        per_owner = np.maximum.reduceat(_dot(self._vectors.take(rows), query), firsts)
         order = np.argsort(-per_owner, kind="stable")[:limit].tolist()
         found = {self._owners[int(chosen[i])]: float(per_owner[i]) for i in order}
         for index in extra:
@@ -672,9 +747,9 @@ class SemanticMatcher:
             if index is None:
                 continue
             start, end = int(self._starts[index]), int(self._ends[index])
-            sims = _dot(self._matrix[start:end], query)
+            sims = _dot(self._vectors.span(start, end), query)
             top2[k] = float(np.sort(sims)[-2:].mean())
-            centroid[k] = float(self._centroids[index] @ query)
+            centroid[k] = float(self._centroids.span(index, index + 1)[0] @ query)
         return top2, centroid
 
     def evidence(self, message: str, owners: Sequence[str]) -> NDArray[np.float64]:
@@ -695,7 +770,7 @@ class SemanticMatcher:
         at = np.asarray([k for k, _ in found], dtype=np.intp)
         chosen = np.asarray([i for _, i in found], dtype=np.intp)
         rows, firsts = self._rows(chosen)
-        sims = _dot(self._matrix[rows], query).astype(np.float64)
+        sims = _dot(self._vectors.take(rows), query).astype(np.float64)
         kinds = self._is_pattern[rows]
         best = np.maximum.reduceat(sims, firsts)
         for column, wanted in ((0, kinds), (1, ~kinds)):
@@ -712,7 +787,7 @@ class SemanticMatcher:
         for k, index in zip(at.tolist(), chosen.tolist(), strict=True):
             # One dot product per owner, as ``rank`` computes it (a matrix product rounds
             # differently).
-            out[k, 3] = float(self._centroids[index] @ query)
+            out[k, 3] = float(self._centroids.span(index, index + 1)[0] @ query)
             out[k, 4] = float(self._centred[index] @ centred)
         return out
 
@@ -729,7 +804,7 @@ class SemanticMatcher:
         if index is None:
             return None
         start, end = int(self._starts[index]), int(self._ends[index])
-        sims = _dot(self._matrix[start:end], self.embed_query(message))
+        sims = _dot(self._vectors.span(start, end), self.embed_query(message))
         best = int(np.argmax(sims))
         return self._texts[start + best], float(sims[best])
 
