@@ -162,13 +162,13 @@ class WorkflowMatcher:
         """Index the manifests (the semantic cache re-encodes only changed texts)."""
         manifests = list(manifests)
         documents = [doc for m in manifests for doc in documents_for(m)]
-        self._lexical.build(documents)
+        base = self._extends
+        self._lexical.build(documents, None if base is None else base._lexical)
         self._stated.build(manifests)
         texts: dict[str, list[str]] = {}
         for doc in documents:
             texts.setdefault(doc.owner, []).append(doc.text)
-        self._index.build(texts, self._lexical.owner_terms())
-        base = self._extends
+        self._index.build(texts, self._lexical.owner_terms(), None if base is None else base._index)
         if self._semantic is not None:
             self._semantic.build(documents, None if base is None else base._semantic)
         if self._cascade is not None:

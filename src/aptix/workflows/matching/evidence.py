@@ -104,13 +104,24 @@ class WorkflowIndex:
         self._term_lists: list[tuple[int, ...]] = []
         #: Each workflow's distinct terms, for the word associations.
         self._term_sets: list[frozenset[str]] = []
+        #: Each workflow's term set, for an index that extends this one; None once it does.
+        self._lendable: dict[str, frozenset[str]] | None = None
         #: Message term -> its word associations by term id (a cache).
         self._links: dict[str, dict[int, float]] = {}
         #: Message term -> its best association with each workflow row asked about so far.
         self._best: dict[str, dict[int, float]] = {}
 
-    def build(self, texts: Mapping[str, Sequence[str]], terms: Mapping[str, list[str]]) -> None:
-        """Index each workflow's texts (``texts``) and content terms (``terms``, with repeats)."""
+    def build(
+        self,
+        texts: Mapping[str, Sequence[str]],
+        terms: Mapping[str, list[str]],
+        extends: WorkflowIndex | None = None,
+    ) -> None:
+        """Index each workflow's texts (``texts``) and content terms (``terms``, with repeats).
+
+        With ``extends`` (the deployment-wide index, for an org's), a workflow's term set
+        that index holds as it is is that index's object, not an equal copy.
+        """
         self._owners = sorted(texts)
         self._position = {owner: i for i, owner in enumerate(self._owners)}
         counted = [Counter(terms.get(owner, [])) for owner in self._owners]
@@ -122,7 +133,7 @@ class WorkflowIndex:
             df.update(counts.keys())
         self._idf = {t: math.log(1.0 + (count - n + 0.5) / (n + 0.5)) for t, n in df.items()}
         self._build_postings(counted)
-        self._build_terms(counted)
+        self._build_terms(counted, extends)
         self._build_grams([" ".join(texts[owner]) for owner in self._owners])
 
     def _build_postings(self, counted: list[Counter[str]]) -> None:
@@ -140,11 +151,21 @@ class WorkflowIndex:
             weight = self._idf[term] * freq * (BM25_K1 + 1.0) / (freq + norm[where])
             self._postings[term] = (where, weight)
 
-    def _build_terms(self, counted: list[Counter[str]]) -> None:
+    def _build_terms(self, counted: list[Counter[str]], extends: WorkflowIndex | None) -> None:
         self._term_ids = {t: i for i, t in enumerate(self._idf)}
         self._term_idf = np.asarray(list(self._idf.values()), dtype=np.float64)
         self._term_lists = [tuple(sorted(self._term_ids[t] for t in counts)) for counts in counted]
         self._term_sets = [frozenset(counts) for counts in counted]
+        lent = None if extends is None else extends._lendable
+        if lent is not None:
+            for i, owner in enumerate(self._owners):
+                kept = lent.get(owner)
+                if kept is not None and kept == self._term_sets[i]:
+                    self._term_sets[i] = kept
+        # One attribute, set last: an org's build may read it while this index rebuilds.
+        self._lendable = (
+            None if extends is not None else dict(zip(self._owners, self._term_sets, strict=True))
+        )
         self._links = {}
         self._best = {}
 

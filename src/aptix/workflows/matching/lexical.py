@@ -59,6 +59,18 @@ class MatchDocument:
     kind: str = "pattern"
 
 
+#: A text as the index reads it: its normal form, that form padded with a space at both ends,
+#: its terms, and its terms sorted and joined.
+Analysis = tuple[str, str, frozenset[str], str]
+
+
+def analyse(text: str) -> Analysis:
+    """:data:`Analysis` of ``text``."""
+    phrase = normalise(text)
+    found = frozenset(terms(text))
+    return phrase, f" {phrase} ", found, " ".join(sorted(found))
+
+
 class LexicalMatcher:
     """Ranks workflows for a message without any model; rebuilt when the catalog changes."""
 
@@ -85,17 +97,26 @@ class LexicalMatcher:
         #: Per-document scratch arrays for :meth:`_accumulated`.
         self._hits = ScratchPool(0, np.float64)
         self._shared = ScratchPool(0, np.int32)
+        #: Each text's analysis, for an index that extends this one; None once it does.
+        self._lendable: dict[str, Analysis] | None = None
         self.build(documents)
 
-    def build(self, documents: Sequence[MatchDocument]) -> None:
-        """Index ``documents`` (replacing what was indexed before)."""
+    def build(
+        self, documents: Sequence[MatchDocument], extends: LexicalMatcher | None = None
+    ) -> None:
+        """Index ``documents`` (replacing what was indexed before).
+
+        With ``extends`` (the deployment-wide index, for an org's), a text that index holds
+        is read from its analysis, the same objects rather than equal copies.
+        """
+        lender = {} if extends is None else (extends._lendable or {})
+        analysed = [lender.get(d.text) or analyse(d.text) for d in documents]
         self._owners = [d.owner for d in documents]
         self._weights = [d.weight for d in documents]
-        self._phrases = [normalise(d.text) for d in documents]
-        self._padded = [f" {p} " for p in self._phrases]
-        term_lists = [terms(d.text) for d in documents]
-        self._terms = [frozenset(t) for t in term_lists]
-        self._stemmed = [" ".join(sorted(t)) for t in self._terms]
+        self._phrases = [a[0] for a in analysed]
+        self._padded = [a[1] for a in analysed]
+        self._terms = [a[2] for a in analysed]
+        self._stemmed = [a[3] for a in analysed]
         postings: dict[str, list[int]] = defaultdict(list)
         for doc, doc_terms in enumerate(self._terms):
             for term in doc_terms:
@@ -120,7 +141,13 @@ class LexicalMatcher:
         owner_terms: dict[str, set[str]] = defaultdict(set)
         for owner, doc_terms in zip(self._owners, self._terms, strict=True):
             owner_terms[owner] |= doc_terms
-        self._owner_terms = {o: frozenset(t) for o, t in owner_terms.items()}
+        lent = {} if extends is None else extends._owner_terms
+        self._owner_terms = {o: _same(lent.get(o), t) for o, t in owner_terms.items()}
+        self._lendable = (
+            None
+            if extends is not None
+            else {d.text: a for d, a in zip(documents, analysed, strict=True)}
+        )
 
     def __len__(self) -> int:
         return len(self._owners)
@@ -297,3 +324,8 @@ class LexicalMatcher:
         if re.search(rf"\b{re.escape(text)}\b", phrase):
             return PHRASE_SCORE * self._weights[doc]
         return 0.0
+
+
+def _same(kept: frozenset[str] | None, found: set[str]) -> frozenset[str]:
+    """``kept`` when it holds just ``found`` (one object shared, not an equal copy)."""
+    return kept if kept is not None and kept == found else frozenset(found)

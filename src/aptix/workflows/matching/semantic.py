@@ -58,8 +58,6 @@ MAX_TOKENS = 128
 #: Texts an index build hands the model in one call: between two calls a build can stop, and
 #: only this many texts' token states are held at once.
 BUILD_CHUNK = 64
-#: Owners whose centred rows an index build holds at once.
-CENTRED_OWNERS = 1_024
 DATA = Path(__file__).parent / "data"
 VOCABULARY = DATA / "bert-uncased-vocab.txt"
 
@@ -466,7 +464,6 @@ class SemanticMatcher:
         #: One unit row per owner: the normalised sum of its texts' rows.
         self._centroids = Rows(np.zeros((0, 0), dtype=np.float32))
         self._mean: Vectors = np.zeros(0, dtype=np.float32)
-        self._centred: Vectors = np.zeros((0, 0), dtype=np.float32)
         #: Per owner, one unit row per distinct word piece of its texts (half precision).
         self._owner_tokens: list[NDArray[np.float16]] = []
         self._prefilter = False
@@ -572,7 +569,7 @@ class SemanticMatcher:
         lent: Sequence[int | None],
         lender: _Lendable | None,
     ) -> None:
-        """The text rows, the centroids, the catalog's mean and the centred centroids."""
+        """The text rows, the centroids and the mean of the centroids."""
         width = own.shape[1]
         own_starts = np.cumsum([0] + [len(g) for g in own_groups[:-1]]).astype(np.intp)
         own_centroids = (
@@ -600,21 +597,10 @@ class SemanticMatcher:
             self._vectors = Rows(own, lender.matrix, where.astype(np.intp))
             self._centroids = Rows(own_centroids, lender.centroids, owner_at)
         self._mean = np.zeros(0, dtype=np.float32)
-        self._centred = np.zeros((0, 0), dtype=np.float32)
-        if not len(self._owners):
-            return
-        # What the catalog's workflows share (their domain, or in a large catalog the shape
-        # of a request) is removed before the centred centroids are taken.
-        self._mean = self._centroids.all().mean(axis=0)
-        parts = []
-        # A slice of owners at a time: a whole catalog's centred rows would double the memory
-        # the index takes, if only while it is built.
-        for first in range(0, len(self._owners), CENTRED_OWNERS):
-            chosen = np.arange(first, min(first + CENTRED_OWNERS, len(self._owners)))
-            rows, firsts = self._rows(chosen.astype(np.intp))
-            centred = _unit_rows(self._vectors.take(rows) - self._mean)
-            parts.append(_unit_rows(np.add.reduceat(centred, firsts, axis=0)))
-        self._centred = np.vstack(parts)
+        if len(self._owners):
+            # What the catalog's workflows share (their domain, or in a large catalog the
+            # shape of a request) is removed before the centred centroids are taken.
+            self._mean = self._centroids.all().mean(axis=0)
 
     def _encode(
         self, groups: Sequence[tuple[str, ...]]
@@ -770,7 +756,8 @@ class SemanticMatcher:
         at = np.asarray([k for k, _ in found], dtype=np.intp)
         chosen = np.asarray([i for _, i in found], dtype=np.intp)
         rows, firsts = self._rows(chosen)
-        sims = _dot(self._vectors.take(rows), query).astype(np.float64)
+        taken = self._vectors.take(rows)
+        sims = _dot(taken, query).astype(np.float64)
         kinds = self._is_pattern[rows]
         best = np.maximum.reduceat(sims, firsts)
         for column, wanted in ((0, kinds), (1, ~kinds)):
@@ -784,11 +771,14 @@ class SemanticMatcher:
         pairs = np.where(ends > firsts, ordered[ends - 1] + ordered[ends], ordered[ends])
         out[at, 2] = pairs / np.where(ends > firsts, 2.0, 1.0)
         centred = _unit_rows((query - self._mean)[None, :])[0]
-        for k, index in zip(at.tolist(), chosen.tolist(), strict=True):
+        # The candidates' centred centroids, from the rows already at hand: kept for every
+        # workflow they would cost each index (and each authoring org's) a row per workflow.
+        owners_centred = _unit_rows(np.add.reduceat(_unit_rows(taken - self._mean), firsts, axis=0))
+        for j, (k, index) in enumerate(zip(at.tolist(), chosen.tolist(), strict=True)):
             # One dot product per owner, as ``rank`` computes it (a matrix product rounds
             # differently).
             out[k, 3] = float(self._centroids.span(index, index + 1)[0] @ query)
-            out[k, 4] = float(self._centred[index] @ centred)
+            out[k, 4] = float(owners_centred[j] @ centred)
         return out
 
     def _rows(self, chosen: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:

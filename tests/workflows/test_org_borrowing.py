@@ -157,3 +157,33 @@ def test_an_authoring_org_borrows_from_the_deployment_index(embedder: OnnxEmbedd
         assert len(semantic._vectors.own) == len(documents_for(own))
     for message in MESSAGES:
         assert registry.match(message, org="acme") == fresh.match(message)
+
+
+def test_an_authoring_org_borrows_the_lexical_analysis_too() -> None:
+    catalog = synthetic_catalog(60)
+    matcher = WorkflowMatcher()
+    registry = WorkflowRegistry(catalog, matcher=matcher, matcher_factory=matcher.sibling)
+    own = catalog[1].model_copy(
+        update={"workflow_id": "acme_own", "title": "Reconcile The Petty Cash Tin"}
+    )
+    registry.publish(own, org="acme")
+    fresh = WorkflowRegistry([*catalog, own], matcher=WorkflowMatcher())
+    for message in [*MESSAGES, "reconcile petty cash", "reconcle the petty cash tin"]:
+        assert registry.match(message, org="acme") == fresh.match(message)
+    with registry._indexed("acme") as org_matcher:
+        lexical, index = org_matcher._lexical, org_matcher._index
+    base_lexical, base_index = matcher._lexical, matcher._index
+    shared = catalog[0].workflow_id
+    at = lexical._owners.index(shared)
+    base_at = base_lexical._owners.index(shared)
+    # The same objects, not equal copies; the org's own text was analysed anew.
+    assert lexical._terms[at] is base_lexical._terms[base_at]
+    assert lexical._padded[at] is base_lexical._padded[base_at]
+    assert lexical._owner_terms[shared] is base_lexical._owner_terms[shared]
+    assert (
+        index._term_sets[index._position[shared]]
+        is base_index._term_sets[base_index._position[shared]]
+    )
+    assert lexical._lendable is None
+    assert base_lexical._lendable is not None
+    assert "Reconcile The Petty Cash Tin" not in base_lexical._lendable
