@@ -78,10 +78,15 @@ class Rows:
             taken: Vectors = self._own[rows]
             return taken
         at = self._where[rows]
-        lent = at < self._split
-        out = np.empty((len(rows), self._own.shape[1] or self._lent.shape[1]), dtype=np.float32)
-        out[lent] = self._lent[at[lent]]
-        out[~lent] = self._own[at[~lent] - self._split]
+        inside = np.flatnonzero(at < self._split)
+        if len(inside) == len(at):
+            # Most candidates are shared workflows: one gather, as from a single matrix.
+            lent: Vectors = self._lent[at]
+            return lent
+        outside = np.flatnonzero(at >= self._split)
+        out = np.empty((len(rows), self._lent.shape[1]), dtype=np.float32)
+        out[inside] = self._lent[at[inside]]
+        out[outside] = self._own[at[outside] - self._split]
         return out
 
     def dot(self, query: Vectors) -> Vectors:
