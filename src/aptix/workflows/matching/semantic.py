@@ -58,6 +58,8 @@ MAX_TOKENS = 128
 #: Texts an index build hands the model in one call: between two calls a build can stop, and
 #: only this many texts' token states are held at once.
 BUILD_CHUNK = 64
+#: Owners whose centred rows an index build holds at once.
+CENTRED_OWNERS = 1_024
 DATA = Path(__file__).parent / "data"
 VOCABULARY = DATA / "bert-uncased-vocab.txt"
 
@@ -464,6 +466,9 @@ class SemanticMatcher:
         #: One unit row per owner: the normalised sum of its texts' rows.
         self._centroids = Rows(np.zeros((0, 0), dtype=np.float32))
         self._mean: Vectors = np.zeros(0, dtype=np.float32)
+        #: Each owner's centred centroid; None in an index that borrows, which works out its
+        #: candidates' from their rows (a row per workflow would be per org).
+        self._centred: Vectors | None = None
         #: Per owner, one unit row per distinct word piece of its texts (half precision).
         self._owner_tokens: list[NDArray[np.float16]] = []
         self._prefilter = False
@@ -569,7 +574,7 @@ class SemanticMatcher:
         lent: Sequence[int | None],
         lender: _Lendable | None,
     ) -> None:
-        """The text rows, the centroids and the mean of the centroids."""
+        """The text rows, the centroids, their mean and (unless borrowing) the centred ones."""
         width = own.shape[1]
         own_starts = np.cumsum([0] + [len(g) for g in own_groups[:-1]]).astype(np.intp)
         own_centroids = (
@@ -597,10 +602,26 @@ class SemanticMatcher:
             self._vectors = Rows(own, lender.matrix, where.astype(np.intp))
             self._centroids = Rows(own_centroids, lender.centroids, owner_at)
         self._mean = np.zeros(0, dtype=np.float32)
-        if len(self._owners):
-            # What the catalog's workflows share (their domain, or in a large catalog the
-            # shape of a request) is removed before the centred centroids are taken.
-            self._mean = self._centroids.all().mean(axis=0)
+        self._centred = None
+        if not len(self._owners):
+            return
+        # What the catalog's workflows share (their domain, or in a large catalog the shape of
+        # a request) is removed before the centred centroids are taken.
+        self._mean = self._centroids.all().mean(axis=0)
+        if self._vectors.lends:
+            return
+        parts = []
+        # A slice of owners at a time: a whole catalog's centred rows would double the memory
+        # the index takes while it is built.
+        for first in range(0, len(self._owners), CENTRED_OWNERS):
+            chosen = np.arange(first, min(first + CENTRED_OWNERS, len(self._owners)))
+            rows, firsts = self._rows(chosen.astype(np.intp))
+            parts.append(self._centred_of(self._vectors.take(rows), firsts))
+        self._centred = np.vstack(parts)
+
+    def _centred_of(self, rows: Vectors, firsts: NDArray[np.intp]) -> Vectors:
+        """The centred centroid of each owner whose ``rows`` begin at ``firsts``."""
+        return _unit_rows(np.add.reduceat(_unit_rows(rows - self._mean), firsts, axis=0))
 
     def _encode(
         self, groups: Sequence[tuple[str, ...]]
@@ -771,9 +792,9 @@ class SemanticMatcher:
         pairs = np.where(ends > firsts, ordered[ends - 1] + ordered[ends], ordered[ends])
         out[at, 2] = pairs / np.where(ends > firsts, 2.0, 1.0)
         centred = _unit_rows((query - self._mean)[None, :])[0]
-        # The candidates' centred centroids, from the rows already at hand: kept for every
-        # workflow they would cost each index (and each authoring org's) a row per workflow.
-        owners_centred = _unit_rows(np.add.reduceat(_unit_rows(taken - self._mean), firsts, axis=0))
+        owners_centred = (
+            self._centred[chosen] if self._centred is not None else self._centred_of(taken, firsts)
+        )
         for j, (k, index) in enumerate(zip(at.tolist(), chosen.tolist(), strict=True)):
             # One dot product per owner, as ``rank`` computes it (a matrix product rounds
             # differently).
