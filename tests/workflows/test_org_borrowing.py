@@ -187,3 +187,29 @@ def test_an_authoring_org_borrows_the_lexical_analysis_too() -> None:
     assert lexical._lendable is None
     assert base_lexical._lendable is not None
     assert "Reconcile The Petty Cash Tin" not in base_lexical._lendable
+
+
+def test_a_deployment_wide_change_reaches_the_borrowing_org(embedder: OnnxEmbedder) -> None:
+    catalog = synthetic_catalog(30)
+    matcher = WorkflowMatcher(SemanticMatcher(embedder))
+    registry = WorkflowRegistry(catalog, matcher=matcher, matcher_factory=matcher.sibling)
+    own = catalog[2].model_copy(update={"workflow_id": "acme_own", "title": "Audit The Fleet"})
+    registry.publish(own, org="acme")
+    registry.match("warm up", org="acme")
+    # A shared workflow is rewritten and another added; the org's index is rebuilt and again
+    # matches as an index built from scratch over its new set.
+    changed = catalog[0].model_copy(update={"title": "Decommission A Retired Server"})
+    added = catalog[3].model_copy(
+        update={"workflow_id": "shared_new", "title": "Rotate The Signing Keys"}
+    )
+    registry.publish(changed)
+    registry.publish(added)
+    served = [changed, *catalog[1:], added, own]
+    fresh = WorkflowRegistry(served, matcher=WorkflowMatcher(SemanticMatcher(embedder)))
+    for message in [*MESSAGES, "decommission the old server", "rotate signing keys", "audit"]:
+        assert registry.match(message, org="acme") == fresh.match(message)
+    with registry._indexed("acme") as org_matcher:
+        semantic = org_matcher.semantic
+        assert semantic is not None
+        assert semantic._vectors.lends
+        assert len(semantic._vectors.own) == len(documents_for(own))
