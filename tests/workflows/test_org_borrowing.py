@@ -213,3 +213,48 @@ def test_a_deployment_wide_change_reaches_the_borrowing_org(embedder: OnnxEmbedd
         assert semantic is not None
         assert semantic._vectors.lends
         assert len(semantic._vectors.own) == len(documents_for(own))
+
+
+def test_orgs_rebuilding_while_the_deployment_wide_set_changes_stay_whole(
+    embedder: OnnxEmbedder,
+) -> None:
+    import threading
+
+    catalog = synthetic_catalog(40)
+    matcher = WorkflowMatcher(SemanticMatcher(embedder))
+    registry = WorkflowRegistry(catalog, matcher=matcher, matcher_factory=matcher.sibling)
+    errors: list[BaseException] = []
+
+    def author(org: str) -> None:
+        try:
+            for i in range(6):
+                own = catalog[i].model_copy(update={"workflow_id": f"{org}_{i}"})
+                registry.publish(own, org=org)
+                registry.match("renew a contract for legal", org=org)
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    def change_shared() -> None:
+        try:
+            for i in range(6):
+                registry.publish(catalog[i].model_copy(update={"title": f"Shared Title {i}"}))
+                registry.match("renew a contract for legal")
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=change_shared)] + [
+        threading.Thread(target=author, args=(org,)) for org in ("acme", "globex")
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    shared = [catalog[i].model_copy(update={"title": f"Shared Title {i}"}) for i in range(6)]
+    for org in ("acme", "globex"):
+        own = [catalog[i].model_copy(update={"workflow_id": f"{org}_{i}"}) for i in range(6)]
+        fresh = WorkflowRegistry(
+            [*shared, *catalog[6:], *own], matcher=WorkflowMatcher(SemanticMatcher(embedder))
+        )
+        for message in MESSAGES:
+            assert registry.match(message, org=org) == fresh.match(message)
