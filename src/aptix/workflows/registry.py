@@ -340,10 +340,12 @@ class WorkflowRegistry:
         The set is read under the registry's lock; the rebuild and the match run under the
         index's lock only, so a rebuild for one org does not hold up another's matches.
         """
-        with self._lock:
-            scope = self._scope(org)
-            index = self._indexes.get(scope)
-            stale = scope is not None and (index is None or index.stamp < self._stamp(scope))
+        stale = False
+        if org is not None:
+            with self._lock:
+                scope = self._scope(org)
+                index = self._indexes.get(scope)
+                stale = scope is not None and (index is None or index.stamp < self._stamp(scope))
         if stale:
             # The deployment-wide index first: an org's borrows its rows rather than copy them.
             with self._indexed(None):

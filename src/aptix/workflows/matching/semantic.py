@@ -539,11 +539,10 @@ class SemanticMatcher:
             self._pieces[g] if at is None or lender is None else lender.pieces[g]
             for g, at in zip(groups, lent, strict=True)
         ]
-        width = len(next(iter(self._cache.values()))) if self._cache else 0
         own = (
             np.vstack([self._cache[t] for t in own_texts])
             if own_texts
-            else np.zeros((0, lender.matrix.shape[1] if lender else width), dtype=np.float32)
+            else np.zeros((0, lender.matrix.shape[1] if lender else 0), dtype=np.float32)
         )
         # The cache keeps views of the own rows: one copy of each vector, not two.
         self._cache = dict(zip(own_texts, own, strict=True))
