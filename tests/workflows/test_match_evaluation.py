@@ -12,6 +12,7 @@ import pytest
 
 from aptix.workflows.loader import load_builtin
 from aptix.workflows.matching.combined import WorkflowMatcher, documents_for
+from aptix.workflows.matching.routing import Decision
 from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
 from aptix.workflows.registry import WorkflowRegistry
 from bench.match_eval import (
@@ -29,7 +30,14 @@ from bench.match_eval import (
 from bench.tune_encoder import groups
 from tests.workflows.evalset import EVAL_MESSAGES, evaluate
 from tests.workflows.evalset import eval_catalog as legacy_catalog
-from tests.workflows.matchset import catalog, fresh, holdout4, labelled, training_sets
+from tests.workflows.matchset import (
+    Labelled,
+    catalog,
+    fresh,
+    holdout4,
+    labelled,
+    training_sets,
+)
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +77,33 @@ def test_the_bench_names_an_unknown_section_instead_of_printing_nothing(
         workflows.main()
     assert stopped.value.code == 2
     assert "--only: unknown section 'latncy'" in capsys.readouterr().err
+
+
+def test_the_calibration_bound_picks_each_catalogs_best_threshold() -> None:
+    from bench.workflows import threshold_bound
+
+    rows = [
+        Labelled("approve it", "approve"),
+        Labelled("start one", "create"),
+        Labelled("a story about approvals", None),
+        Labelled("hello there", None, chat=True),
+        Labelled("approve the form", "approve"),
+    ]
+    first = (("approve", 0.9), ("create", 0.1))
+    # Catalog one: its requests score low (0.3) and its near miss lower (0.2), so 0.3 (the
+    # best closest to 0.5) makes three right decisions where 0.5 makes two.
+    # Catalog two: its first choice is wrong at every threshold, so 0.5 stays.
+    one = {
+        0: Decision(first, 0.3),
+        1: Decision(first, 0.3),
+        2: Decision(first, 0.2),
+        3: Decision((), 0.0),
+    }
+    two = {4: Decision((("create", 0.8), ("approve", 0.2)), 0.9)}
+    shipped, bound = threshold_bound([one, two], rows)
+    assert shipped[1:] == ["0 / 3", "2 / 2"]
+    assert bound[0] == "per catalog, from its labels (0.3 to 0.5)"
+    assert bound[1:] == ["1 / 3", "2 / 2"]
 
 
 def test_requests_served_elsewhere_ask_for_no_workflow_of_their_host() -> None:
