@@ -29,7 +29,8 @@ Which figures are which:
   training sets as counts, with the built-in requests and the built-ins alone; what a
   round's rule for a change to the recipe is written in. Beside it, the same decisions with
   the gate's threshold chosen per catalog from its labels: an upper bound on calibrating the
-  gate per catalog.
+  gate per catalog; and the ranker's own right first choices beside a ranker fitted on each
+  catalog's own requests: in-sample, about what reweighting the evidence it has can do.
 
 Latency is per ``WorkflowRegistry.match`` call with a distinct message each time (no query
 cache hits), after the index is built. Pattern embeddings of the synthetic catalogs are
@@ -86,6 +87,7 @@ from bench.match_eval import (
     kfold,
     leave_one_workflow_out,
     placeholder,
+    ranker_bound,
     registry_for,
     run_folds,
     score,
@@ -117,6 +119,9 @@ from tests.workflows.matchset import (
     terse_labelled,
     training_sets,
 )
+
+#: A printed table's rows.
+Rows = list[list[object]]
 
 HEADER = ["top-1", "top-3", "near misses rejected", "chit-chat rejected"]
 #: The folds also show the two parts apart: the ranker before the gate, and the gate.
@@ -298,7 +303,7 @@ def _absent_scores(
     return total
 
 
-def screen_rows(embedder: Embedder | None) -> tuple[list[list[object]], list[list[object]]]:
+def screen_rows(embedder: Embedder | None) -> tuple[Rows, Rows, Rows]:
     """The figures a change to the recipe is judged by, leave-one-catalog-out, as counts.
 
     Top-1, near misses and chit-chat over every training set; the ranker's right first
@@ -306,11 +311,14 @@ def screen_rows(embedder: Embedder | None) -> tuple[list[list[object]], list[lis
     answered by it; and other-domain requests served against the built-ins alone, rejected.
     A round's rule names these counts before its arm is scored. Second, the same decisions
     with the gate's threshold chosen per catalog from its labels (:func:`threshold_bound`).
+    Third, the ranker's own first choices beside those of a ranker fitted on each catalog's
+    own requests (:func:`~bench.match_eval.ranker_bound`).
     """
     sets = training_sets()
     builtin = builtin_ids()
-    out: list[list[object]] = []
-    bounds: list[list[object]] = []
+    out: Rows = []
+    bounds: Rows = []
+    reweighted: Rows = []
     for label, emb in _configs(embedder):
         make = _set_matcher(emb)
         ev, rows, spans = set_evidence(make, sets)
@@ -338,7 +346,9 @@ def screen_rows(embedder: Embedder | None) -> tuple[list[list[object]], list[lis
             ]
         )
         bounds += [[label, *row] for row in threshold_bound(per_catalog, rows)]
-    return out, bounds
+        held_out, own = ranker_bound(models, ev, rows, spans)
+        reweighted.append([label, f"{held_out:,}", f"{own:,}", f"{total.on_topic:,}"])
+    return out, bounds, reweighted
 
 
 #: The gate thresholds :func:`threshold_bound` chooses among.
@@ -844,7 +854,7 @@ def main() -> None:
         + ", ".join(f"catalog {t.name} {len(t.rows)}" for t in holdout4())
     )
     if "screen" in only:
-        screen, bounds = screen_rows(embedder)
+        screen, bounds, reweighted = screen_rows(embedder)
         print_table(
             "leave-one-catalog-out screen (counts; a round's rule is written in these)",
             [
@@ -865,6 +875,12 @@ def main() -> None:
             "(an upper bound on calibrating the gate per catalog)",
             ["matcher", "threshold", "top-1", "asking for nothing, turned down"],
             bounds,
+        )
+        print_table(
+            "the ranker's own first choice, right: fitted without the catalog, and fitted on "
+            "the catalog's own requests (in-sample: about what reweighting the evidence can do)",
+            ["matcher", "leave one catalog out", "each catalog's own fit", "requests"],
+            reweighted,
         )
     if "held-out" in only:
         plain, oracle = held_out_rows(embedder, args.misses)

@@ -7,22 +7,28 @@ folds themselves are refitted only in the bench (too slow for CI).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from aptix.workflows.loader import load_builtin
-from aptix.workflows.matching.combined import WorkflowMatcher, documents_for
-from aptix.workflows.matching.routing import Decision
+from aptix.workflows.matching.combined import Candidates, WorkflowMatcher, documents_for
+from aptix.workflows.matching.routing import LEXICAL_RANK, Decision
 from aptix.workflows.matching.semantic import OnnxEmbedder, SemanticMatcher, load_embedder
 from aptix.workflows.registry import WorkflowRegistry
 from bench.match_eval import (
+    Evidence,
     Scores,
     builtin_only,
     collect,
     decisions,
     elsewhere,
+    fit_ranker,
     kfold,
     leave_one_workflow_out,
+    placeholder,
+    ranker_bound,
     registry_for,
     score,
     with_builtin,
@@ -104,6 +110,31 @@ def test_the_calibration_bound_picks_each_catalogs_best_threshold() -> None:
     assert shipped[1:] == ["0 / 3", "2 / 2"]
     assert bound[0] == "per catalog, from its labels (0.3 to 0.5)"
     assert bound[1:] == ["1 / 3", "2 / 2"]
+
+
+def test_the_reweighting_bound_fits_each_catalog_on_its_own_requests() -> None:
+    # Catalog one's right workflow has the higher lexical score, catalog two's the higher
+    # BM25, and each has the other column higher on the wrong one: a ranker fitted on one
+    # catalog (weights kept at or above zero) puts the wrong workflow first on the other,
+    # while each catalog's own fit puts every one of its requests right.
+    lex, bm25 = LEXICAL_RANK.index("lex"), LEXICAL_RANK.index("bm25")
+    rows: list[Labelled] = []
+    cands: list[Candidates] = []
+    for right, wrong in ((lex, bm25), (bm25, lex)):
+        for k in range(6):
+            features = np.zeros((2, len(LEXICAL_RANK)))
+            features[0, right] = features[1, wrong] = 0.6 + 0.05 * k
+            features[1, right] = features[0, wrong] = 0.1
+            rows.append(Labelled(f"request {len(rows)}", "right"))
+            cands.append(Candidates(["right", "wrong"], features, np.zeros(0)))
+    rows.append(Labelled("a near miss", None))
+    cands.append(Candidates(["right", "wrong"], np.zeros((2, len(LEXICAL_RANK))), np.zeros(0)))
+    ev = Evidence(cands, None, [r.message for r in rows], [0] * 6 + [1] * 7)
+    spans = [range(0, 6), range(6, 13)]
+    models = [
+        replace(placeholder(False), ranker=fit_ranker(ev, rows, spans[1 - k])) for k in (0, 1)
+    ]
+    assert ranker_bound(models, ev, rows, spans) == (0, 12)
 
 
 def test_requests_served_elsewhere_ask_for_no_workflow_of_their_host() -> None:
