@@ -7,6 +7,7 @@ session and conversation id (AGN-005 §7).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -17,6 +18,8 @@ __all__ = [
     "AdminLogger",
     "LogLevel",
     "StdlibAdminLogger",
+    "already_logged",
+    "mark_logged",
 ]
 
 Pair = tuple[str, str]
@@ -85,6 +88,17 @@ class StdlibAdminLogger:
         """Record a low-level trace message."""
         if self._logger.isEnabledFor(logging.DEBUG):
             self._logger.debug("%s", message, extra=_extra("trace", pairs))
+
+
+def mark_logged(exc: BaseException) -> None:
+    """Note that ``exc`` was logged with its traceback, so an outer handler need not again."""
+    with contextlib.suppress(AttributeError):  # an exception class with __slots__
+        exc.aptix_logged = True  # type: ignore[attr-defined]
+
+
+def already_logged(exc: BaseException) -> bool:
+    """Whether :func:`mark_logged` was called for ``exc``."""
+    return bool(getattr(exc, "aptix_logged", False))
 
 
 def _extra(tag: str, pairs: tuple[Pair, ...]) -> dict[str, Any]:

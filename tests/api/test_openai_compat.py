@@ -41,6 +41,8 @@ def answer(request: LlmRequest) -> LlmResponse:
         return reply(None, call("agent_calculator", {"expression": "6*7"}, id="calc1"))
     if "weather" in text:
         return reply(None, call("get_weather", {"city": "Oslo"}, id="w1"))
+    if "crash" in text:
+        raise RuntimeError("a bug in the model adapter")
     return reply(f"echo: {text.splitlines()[-1]}")
 
 
@@ -98,6 +100,15 @@ async def test_a_streamed_answer_with_usage(client: AsyncOpenAI) -> None:
     assert finish == "stop"
     assert usage is not None
     assert usage.total_tokens == 15
+
+
+async def test_a_stream_that_fails_unexpectedly_ends_with_an_error(client: AsyncOpenAI) -> None:
+    stream = await client.chat.completions.create(
+        model="aptix-general", messages=[{"role": "user", "content": "crash"}], stream=True
+    )
+    with pytest.raises(openai.APIError, match=r"The server failed unexpectedly; it was logged\."):
+        async for _ in stream:
+            pass
 
 
 async def test_a_server_tool_runs_inside_the_turn(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -32,6 +34,8 @@ class Gate:
             self.entered.set()
             await self.release.wait()
             return reply("released")
+        if last["role"] == "user" and "crash" in str(last["content"]):
+            raise RuntimeError("a bug in the model adapter")
         if last["role"] == "user" and "tool" in str(last["content"]):
             return reply(None, call("agent_calculator", {"expression": "1+1"}, id="c1"))
         return reply(f"answer to {last['content']}")
@@ -52,6 +56,17 @@ async def api(keyed_runtime: Runtime, gate: Gate) -> AsyncIterator[httpx.AsyncCl
 
 async def _session(api: httpx.AsyncClient) -> str:
     return str((await api.post("/v1/sessions", json={})).json()["sessionId"])
+
+
+def _events(response: httpx.Response) -> list[tuple[str, dict[str, object]]]:
+    """The ``(event, data)`` pairs of a Server-Sent Events body."""
+    events, kind = [], ""
+    for line in response.text.splitlines():
+        if line.startswith("event: "):
+            kind = line.removeprefix("event: ")
+        elif line.startswith("data: "):
+            events.append((kind, json.loads(line.removeprefix("data: "))))
+    return events
 
 
 async def test_a_second_request_during_a_running_turn_is_409_session_busy(
@@ -96,6 +111,54 @@ async def test_cancel_a_running_turn_over_http(api: httpx.AsyncClient, gate: Gat
     assert again.json()["error"]["code"] == "turn_finished"
     missing = await api.post(f"/v1/sessions/{sid}/turns/nope/cancel")
     assert missing.status_code == 404
+    after = await api.post("/v1/agent/execute", json={"sessionId": sid, "instruction": "next"})
+    assert after.json()["text"] == "answer to next"
+
+
+async def test_a_streamed_turn_cancelled_over_http_ends_with_turn_finished(
+    api: httpx.AsyncClient, gate: Gate
+) -> None:
+    sid = await _session(api)
+    body = {"sessionId": sid, "instruction": "wait", "stream": True}
+    streamed = asyncio.create_task(api.post("/v1/agent/execute", json=body))
+    await gate.entered.wait()
+    [turn] = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
+    cancelled = await api.post(f"/v1/sessions/{sid}/turns/{turn['turnId']}/cancel")
+    assert cancelled.json()["status"] == "cancelled"
+    events = _events(await streamed)
+    assert [k for k, _ in events].count("turn_finished") == 1
+    kind, data = events[-1]
+    assert (kind, data["kind"], data["turnId"]) == ("turn_finished", "cancelled", turn["turnId"])
+
+
+async def test_a_turn_that_fails_unexpectedly_says_so_streamed_or_not(
+    api: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    sid = await _session(api)
+    with caplog.at_level(logging.ERROR, logger="aptix"):
+        plain = await api.post("/v1/agent/execute", json={"sessionId": sid, "instruction": "crash"})
+    # Answered, not raised on to the server (which would drop the keep-alive connection),
+    # and logged once with its traceback, by the reasoner that ended the turn.
+    assert plain.status_code == 500
+    assert plain.json()["error"]["code"] == "internal_error"
+    logged = [r for r in caplog.records if r.exc_info]
+    assert [r.getMessage().split()[0] for r in logged] == [
+        "[AgentReasoner_ExecuteAsync__Exception]"
+    ]
+    body = {"sessionId": sid, "instruction": "crash again", "stream": True}
+    streamed = await api.post("/v1/agent/execute", json=body)
+    assert streamed.status_code == 200
+    kind, data = _events(streamed)[-1]
+    assert kind == "turn_finished"
+    assert data == {
+        "error": {
+            "code": "internal_error",
+            "message": "The server failed unexpectedly; it was logged.",
+        }
+    }
+    # Both turns are on record as ended by the error; the session is free for the next one.
+    turns = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
+    assert [t["status"] for t in turns] == ["error", "error"]
     after = await api.post("/v1/agent/execute", json={"sessionId": sid, "instruction": "next"})
     assert after.json()["text"] == "answer to next"
 

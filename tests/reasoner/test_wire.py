@@ -12,7 +12,7 @@ from aptix.llm.openai_client import OpenAiLlmClient
 from aptix.llm.types import LlmRequest
 from aptix.runtime import Runtime
 from aptix.testing import call, reply
-from aptix.testing.server import Fail, Hold, ScriptedOpenAIServer
+from aptix.testing.server import Fail, Hold, Raw, ScriptedOpenAIServer
 
 REQUEST = LlmRequest(
     messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}),
@@ -167,3 +167,20 @@ async def test_chat_streaming_passes_text_on_and_assembles_tool_calls(
     ]
     assert response.usage.total_tokens == 15
     assert server.requests[0]["stream"] is True
+
+
+@pytest.mark.parametrize(
+    ("stream", "body"),
+    [(False, b"not json at all"), (True, b"data: {not json\n\n"), (False, b'{"choices": 3}')],
+)
+async def test_an_unreadable_answer_is_a_model_error(
+    server: ScriptedOpenAIServer, stream: bool, body: bytes
+) -> None:
+    server.add(Raw(body))
+    client = _client(server, max_retries=0)
+
+    async def sink(text: str) -> None:
+        return None
+
+    with pytest.raises(LlmError, match="sent a response Aptix cannot read"):
+        await client.complete(REQUEST, sink if stream else None)

@@ -17,7 +17,7 @@ from aptix.api.outage import OUTAGE_TYPES, RETRY_AFTER_SECONDS, OutageLog, is_da
 from aptix.api.storable_json import StorableJSONResponse
 from aptix.blank import NOT_BLANK_PATTERN
 from aptix.errors import ConfigurationError, LlmError, NotFoundError, TurnError
-from aptix.logger import StdlibAdminLogger
+from aptix.logger import StdlibAdminLogger, already_logged
 
 __all__ = [
     "OPENAI_PATHS",
@@ -84,6 +84,19 @@ _OPENAI_TYPES = {
 def error_body(code: str, message: str) -> dict[str, Any]:
     """The JSON error envelope."""
     return {"error": {"code": code, "message": message}}
+
+
+#: What a request that failed unexpectedly is told (the details are in the server log).
+UNEXPECTED = "The server failed unexpectedly; it was logged."
+#: What a request that found the database unreachable is told.
+DATABASE_UNAVAILABLE = "The database is not reachable right now; retry shortly."
+
+
+def unexpected_error(exc: Exception) -> tuple[int, str, str]:
+    """Status, code and message for an exception no handler expected (an outage, a bug)."""
+    if is_database_outage(exc):
+        return 503, "database_unavailable", DATABASE_UNAVAILABLE
+    return 500, "internal_error", UNEXPECTED
 
 
 def openai_error_body(status: int, code: str, message: str) -> dict[str, Any]:
@@ -197,7 +210,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return _response(
             503,
             "database_unavailable",
-            "The database is not reachable right now; retry shortly.",
+            DATABASE_UNAVAILABLE,
             {"Retry-After": str(RETRY_AFTER_SECONDS)},
             path=request.url.path,
         )
@@ -207,14 +220,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        logger.add_exception(
-            "[HttpApi_Request__Exception]",
-            exc,
-            ("Path", request.url.path),
-            ("RequestId", correlation_id.get() or ""),
-        )
-        message = "The server failed unexpectedly; it was logged."
-        return _response(500, "internal_error", message, path=request.url.path)
+        if not already_logged(exc):
+            logger.add_exception(
+                "[HttpApi_Request__Exception]",
+                exc,
+                ("Path", request.url.path),
+                ("RequestId", correlation_id.get() or ""),
+            )
+        return _response(500, "internal_error", UNEXPECTED, path=request.url.path)
 
 
 class EnvelopeErrors:
@@ -234,9 +247,12 @@ class EnvelopeErrors:
             return
         held: Message | None = None
         text = b""
+        answered = False
 
         async def rewrite(message: Message) -> None:
-            nonlocal held, text
+            nonlocal held, text, answered
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered = True
             if message["type"] == "http.response.start":
                 headers = dict(message.get("headers", ()))
                 # The MCP SDK's refusals are bare ``Response("...")``: no content type at all.
@@ -253,7 +269,15 @@ class EnvelopeErrors:
                 return
             await send(message)
 
-        await self.app(scope, receive, rewrite)
+        try:
+            await self.app(scope, receive, rewrite)
+        except Exception:
+            # Starlette's outermost middleware answers an unexpected exception (the envelope,
+            # logged by the catch-all handler) and then raises it again for the server, which
+            # would log a second traceback and drop the client's keep-alive connection. Once
+            # the answer is complete there is nothing left to tell anyone.
+            if not answered:
+                raise
 
     async def _send_envelope(self, send: Send, start: Message, text: str, scope: Scope) -> None:
         status: int = start["status"]

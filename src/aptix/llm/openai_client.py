@@ -108,7 +108,14 @@ class OpenAiLlmClient:
                 f"{_short(exc.message)}",
                 status_code=exc.status_code,
             ) from exc
-        except (openai.OpenAIError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        except (
+            openai.OpenAIError,
+            KeyError,
+            IndexError,
+            TypeError,
+            AttributeError,
+            ValueError,  # a body or a stream event that is not JSON
+        ) as exc:
             raise LlmError(
                 f"The model endpoint at {self._where} sent a response Aptix cannot read: {exc}"
             ) from exc

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aptix.errors import LlmError
-from aptix.logger import AdminLogger, LogLevel
+from aptix.logger import AdminLogger, LogLevel, mark_logged
 from aptix.reasoner import ledger
 from aptix.reasoner.claims import CANCELLED
 from aptix.reasoner.context import ContextOverflowError
@@ -137,6 +137,7 @@ class TurnEndings:
             ("SessionId", turn.session.id),
             ("ConversationId", turn.record.id),
         )
+        mark_logged(exc)  # re-raised: the HTTP layer answers it without a second traceback
         warning = f"Ended by an unexpected error ({type(exc).__name__}); see the server log."
         if turn.saving is not None:
             with contextlib.suppress(Exception):

@@ -232,11 +232,15 @@ class AgentReasoner:
                 span.turn_result(result)
                 return result
         except TurnLost:
-            return await asyncio.shield(self._end.lost(turn))
+            result = await asyncio.shield(self._end.lost(turn))
+            await emit(on_event, "turn_finished", result.to_wire())
+            return result
         except asyncio.CancelledError:
             result = await asyncio.shield(self._end.cancelled(turn, self._tools.in_thread))
             if self._running.stopping(turn_id) and task.uncancel() == 0:
-                return result  # cancelled through cancel(): the caller gets the outcome
+                # Cancelled through cancel(): the caller, streaming or not, gets the outcome.
+                await emit(on_event, "turn_finished", result.to_wire())
+                return result
             raise
         except Exception as exc:
             # A database outage or a bug: the turn ends now with a true status, rather than

@@ -2,9 +2,9 @@
 
 It answers ``POST /v1/chat/completions`` and ``POST /v1/responses`` from a script of
 :class:`~aptix.llm.types.LlmResponse` values (see :func:`aptix.testing.reply`), scripted
-HTTP failures (:class:`Fail`), delays (:class:`Delay`) and answers held until the test
-releases them (:class:`Hold`), then from an optional ``respond`` function, and records every
-request body.
+HTTP failures (:class:`Fail`), unreadable answers (:class:`Raw`), delays (:class:`Delay`)
+and answers held until the test releases them (:class:`Hold`), then from an optional
+``respond`` function, and records every request body.
 It uses only the standard library, so it starts in milliseconds in any test.
 
 ``python -m aptix.testing.server`` runs one from the command line (see
@@ -25,7 +25,7 @@ from typing import Any
 
 from aptix.llm.types import LlmResponse
 
-__all__ = ["Delay", "Fail", "Hold", "ScriptedOpenAIServer"]
+__all__ = ["Delay", "Fail", "Hold", "Raw", "ScriptedOpenAIServer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +37,22 @@ class Fail:
 
 
 @dataclass(frozen=True, slots=True)
+class Raw:
+    """Answer HTTP 200 with ``body`` as it is (a stream request gets it as its event stream).
+
+    A model endpoint that sends what no client can read: a body that is not JSON, or a
+    stream whose event is cut short.
+    """
+
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Delay:
     """Wait ``seconds`` before answering with ``then``."""
 
     seconds: float
-    then: LlmResponse | Fail
+    then: LlmResponse | Fail | Raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +63,10 @@ class Hold:
     server stops first, the held request is dropped without an answer.
     """
 
-    then: LlmResponse | Fail
+    then: LlmResponse | Fail | Raw
 
 
-Step = LlmResponse | Fail | Delay | Hold
+Step = LlmResponse | Fail | Raw | Delay | Hold
 
 
 @dataclass
@@ -170,6 +181,9 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 step = step.then
             if isinstance(step, Fail):
                 self._send(step.status, _error(step.message, "scripted"))
+            elif isinstance(step, Raw):
+                kind = "text/event-stream" if body.get("stream") else "application/json"
+                self._send_bytes(200, step.body, kind)
             elif self.path == "/v1/chat/completions" and body.get("stream"):
                 self._stream(_chat_chunks(step, body.get("model", "scripted")))
             elif self.path == "/v1/chat/completions":
@@ -188,10 +202,12 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
+            self._send_bytes(status, json.dumps(payload).encode(), "application/json")
+
+        def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

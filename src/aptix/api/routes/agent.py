@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from aptix.api.errors import ApiError, error_body
+from aptix.api.errors import ApiError, error_body, unexpected_error
 from aptix.api.responses import TurnResultBody
 from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody, ExecuteRequest
@@ -127,6 +127,11 @@ async def _stream(
         except AptixError as exc:
             code = getattr(exc, "code", type(exc).__name__)
             await queue.put(TurnEvent("turn_finished", error_body(code, str(exc))))
+        except Exception as exc:
+            # The reasoner logged it and stored the turn as an error (TurnEndings.broken); the
+            # stream still ends with its last event, as the non-streamed answer ends in a 5xx.
+            _, code, message = unexpected_error(exc)
+            await queue.put(TurnEvent("turn_finished", error_body(code, message)))
         finally:
             await queue.put(None)
 

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from aptix.api.auth import Caller
-from aptix.api.errors import ApiError, openai_error_body
+from aptix.api.errors import ApiError, openai_error_body, unexpected_error
 from aptix.api.openai.conversation import (
     Ask,
     answer_message,
@@ -245,7 +245,9 @@ async def _chunks(
     include_usage: bool,
     remember: Any,
 ) -> AsyncIterator[ServerSentEvent]:
-    queue: asyncio.Queue[TurnEvent | TurnResult | AptixError | None] = asyncio.Queue()
+    # A dict is an error body to send as it is.
+    queue: asyncio.Queue[TurnEvent | TurnResult | AptixError | dict[str, Any] | None]
+    queue = asyncio.Queue()
 
     async def sink(event: TurnEvent) -> None:
         await queue.put(event)
@@ -255,6 +257,9 @@ async def _chunks(
             await queue.put(await reasoner.run(prepared, on_event=sink))
         except AptixError as exc:
             await queue.put(exc)
+        except Exception as exc:
+            # Logged and stored as an error by the reasoner (TurnEndings.broken).
+            await queue.put(openai_error_body(*unexpected_error(exc)))
         finally:
             await queue.put(None)
 
@@ -267,6 +272,8 @@ async def _chunks(
             if isinstance(item, AptixError):
                 code = getattr(item, "code", type(item).__name__)
                 yield ServerSentEvent(data=_json(openai_error_body(409, code, str(item))))
+            elif isinstance(item, dict):
+                yield ServerSentEvent(data=_json(item))
             elif isinstance(item, TurnResult):
                 if item.text and not streamed:  # a model that answered without streaming
                     delta = {"content": item.text}
