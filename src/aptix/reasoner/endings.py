@@ -116,14 +116,23 @@ class TurnEndings:
         return result
 
     async def lost(self, turn: RunningTurn) -> TurnResult:
-        """The turn was closed elsewhere while it ran here: keep what ran here on its record."""
-        record = turn.record
-        ledger.end(record, "cancelled", CANCELLED)
-        result = result_of(turn, "cancelled")
-        record.result = result.to_wire()
+        """The turn was closed elsewhere while it ran here: keep what ran here on its record.
+
+        The answer is the turn as it now stands: another process's answer when it ran the
+        turn to its end, otherwise the ending whoever closed it gave (cancelled, or an error
+        saying it was interrupted), never a cancel nobody asked for.
+        """
+        merged = None
         with contextlib.suppress(Exception):
-            await self._turns.settle(record)
-        return result
+            merged = await self._turns.settle(turn.record)
+        if merged is None:  # not stored (or not closed after all): say only what is known here
+            return result_of(turn, "cancelled")
+        if merged.status in ("completed", "pending") and merged.result is not None:
+            return TurnResult.from_wire(merged.result)
+        turn.record = merged
+        if merged.status == "cancelled":
+            return result_of(turn, "cancelled")
+        return result_of(turn, "error", error=merged.warnings[-1] if merged.warnings else None)
 
     async def broken(self, turn: RunningTurn, exc: BaseException) -> None:
         """End at once a turn whose run failed unexpectedly (a database outage, a bug).

@@ -328,12 +328,21 @@ def stopped_by_cancel(record: TurnRecord, in_thread: Callable[[str], bool]) -> N
             entry["errorMessage"] = CANCELLED_RUNNING
 
 
-def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
-    """``ours`` (what this process knows) written over a turn someone else closed.
+#: What a call's ending consists of, as :func:`merge_closed` carries it between two copies.
+_ENDING_KEYS = ("state", "outcome", "wasExecuted", "resultJson", "errorMessage", "isServerTool")
 
-    Another process (or a cancel request) ended the turn while its calls ran here: the
-    stored status stands, and the outcomes held here, which the stored copy lacks, win.
+
+def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
+    """What this process knows of a turn someone else closed, merged into the stored turn.
+
+    A cancel request or a sweep ended the turn while its calls ran here: the stored status
+    stands, and the progress and outcomes held here, which the stored copy lacks, win. But
+    when another process ran the turn since (a resume retried after this process's lease
+    ran out), that run's progress, text and stored answer stand, and this process only adds
+    how the calls it ran ended.
     """
+    if stored.owner != ours.owner:
+        return _endings_into(stored, ours)
     ours.status = stored.status
     ours.version = stored.version
     ours.lease_until = None
@@ -341,6 +350,17 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
     ours.warnings.extend(w for w in stored.warnings if w not in ours.warnings)
     close_dangling(ours, "ended")
     return ours
+
+
+def _endings_into(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
+    """``stored`` with the calls it lost (``unknown``) given the endings seen here."""
+    ended = {e["callId"]: e for e in ours.tool_calls if e["state"] in FINAL and not e.get("lost")}
+    for entry in stored.tool_calls:
+        mine = ended.get(entry["callId"])
+        if mine is not None and (entry["state"] not in FINAL or entry.get("lost")):
+            entry.update({k: mine[k] for k in _ENDING_KEYS if k in mine})
+            entry.pop("lost", None)
+    return stored
 
 
 def _legacy(record: TurnRecord) -> None:

@@ -167,24 +167,24 @@ class SqlTurnStore:
         turn.updated_at = now
         return True
 
-    async def settle(self, turn: TurnRecord) -> bool:
-        """Merge ``turn`` into the closed turn stored under its id (the stored status stands)."""
+    async def settle(self, turn: TurnRecord) -> TurnRecord | None:
+        """Merge ``turn`` into the closed turn stored under its id; the merged turn, or None."""
         query = select(_TURNS).where(_C.id == turn.id)
         if self._lock_sessions:
             query = query.with_for_update()
 
-        def transaction(tx: Connection) -> bool:
+        def transaction(tx: Connection) -> TurnRecord | None:
             row = tx.execute(query).one_or_none()
             if row is None:
-                return False
+                return None
             stored = _to_record(row)
             if stored.status in OPEN:
-                return False
+                return None
             merged = merge_closed(stored, copy.deepcopy(turn))
             merged.version += 1
             merged.updated_at = utc_now()
             tx.execute(_UPDATE, {"turn_id": turn.id, **_changes(merged)})
-            return True
+            return merged
 
         return await self._db.run(transaction)
 

@@ -49,11 +49,11 @@ class TurnStore(Protocol):
         """Extend the lease of a running turn held by ``turn.owner``."""
         ...
 
-    async def settle(self, turn: TurnRecord) -> bool:
-        """Write what this run knows over a turn someone else closed (see ``merge_closed``).
+    async def settle(self, turn: TurnRecord) -> TurnRecord | None:
+        """Merge what this run knows into a turn someone else closed (``merge_closed``).
 
-        The stored status stands; the outcomes held by ``turn`` are kept. False when the
-        turn is unknown or still open.
+        The stored status stands. Returns the merged turn as stored; None when the turn is
+        unknown or still open.
         """
         ...
 
@@ -116,20 +116,20 @@ class InMemoryTurnStore:
                 return True
         return False
 
-    async def settle(self, turn: TurnRecord) -> bool:
+    async def settle(self, turn: TurnRecord) -> TurnRecord | None:
         """Merge ``turn`` into the closed turn stored under its id."""
         async with self._lock:
             turns = self._turns.get(turn.session_id, [])
             for stored in turns:
                 if stored.id == turn.id:
                     if stored.status in OPEN:
-                        return False
+                        return None
                     merged = merge_closed(_copy(stored), _copy(turn))
                     merged.version += 1
                     merged.updated_at = utc_now()
                     self._put(turns, merged)
-                    return True
-        return False
+                    return _copy(merged)
+        return None
 
     async def heartbeat(self, turn: TurnRecord, until: datetime) -> bool:
         """Extend the lease while the turn still runs under the same owner."""
