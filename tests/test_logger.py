@@ -151,3 +151,28 @@ def test_outside_text_cannot_forge_a_log_line(
         assert "Unknown tool agent_x\\n2026-01-01" in records[0]
         assert "\\x1b[2J\\x85\\u2028end" in records[0]
         assert all(line.startswith("2") for line in records)
+
+
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+@pytest.mark.parametrize("json_lines", [False, True])
+@pytest.mark.usefixtures("restore_loggers")
+def test_bidi_controls_in_logged_text_are_escaped(
+    capsys: pytest.CaptureFixture[str], json_lines: bool
+) -> None:
+    from aptix.log_setup import logging_config
+
+    logging.config.dictConfig(logging_config("INFO", json_lines=json_lines))
+    tool = f"evil{BIDI}_tool"
+    StdlibAdminLogger(logging.getLogger("aptix.test")).add_custom_event(
+        LogLevel.WARNING, "[agent_ToolNotFound]", f"Unknown tool {tool}", ("Tool", tool)
+    )
+    err = capsys.readouterr().err
+    assert not any(c in err for c in BIDI), ascii(err)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in BIDI)
+    assert f"evil{escaped}_tool" in err
+    if json_lines:
+        record = json.loads(err)
+        assert record["Tool"] == tool
+        assert record["message"] == f"[agent_ToolNotFound] Unknown tool {tool}"

@@ -8,8 +8,9 @@ written by ``python-json-logger``.
 
 Logged text comes from outside (tool names a model chose, request paths), so no field can
 start a line of its own: plain text shows control characters escaped (a newline as a
-backslash and ``n``, ESC as ``x1b``) and indents the lines of a traceback; JSON escapes them
-inside its strings (the line separator U+2028 too).
+backslash and ``n``, ESC as ``x1b``, a bidirectional control such as U+202E as ``u202e``)
+and indents the lines of a traceback; JSON escapes them inside its strings (the line separator
+U+2028 and the bidirectional controls too).
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ _ids: ContextVar[tuple[str | None, str | None]] = ContextVar("aptix_log_ids", de
 
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
 
-# C0, DEL and C1 controls, and the Unicode line and paragraph separators.
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# C0, DEL and C1 controls, the Unicode line and paragraph separators, and the bidirectional
+# controls, which reorder what a terminal shows around them ("Trojan Source").
+_CONTROLS = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -137,7 +141,7 @@ class JsonLinesFormatter(JsonFormatter):
             log_data.update(zip(_ACCESS_FIELDS, record.args, strict=False))
 
     def jsonify_log_record(self, log_data: dict[str, Any]) -> str:
-        """The JSON line; controls JSON leaves raw (C1, U+2028, U+2029) are escaped too."""
+        """The JSON line; controls JSON leaves raw (C1, U+2028, U+2029, bidi) are escaped too."""
         return _CONTROLS.sub(_json_escape, super().jsonify_log_record(log_data))
 
 

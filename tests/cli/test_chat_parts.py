@@ -15,7 +15,7 @@ from rich.console import Console
 from aptix.cli import output
 from aptix.cli.chat_commands import COMMANDS, ChatState, open_session, run_command
 from aptix.cli.chat_input import SlashCompleter
-from aptix.cli.chat_view import TurnView, tool_line
+from aptix.cli.chat_view import InertMarkdown, TurnView, tool_line
 from aptix.reasoner import TurnEvent
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
@@ -160,6 +160,62 @@ async def test_text_cut_short_by_a_cancel_stays_on_screen() -> None:
         await view.on_event(TurnEvent("text_delta", {"delta": "[/x] half"}))
         view.close()
     assert captured.get() == "agent> [/x] half\n"
+
+
+async def test_a_crlf_split_between_two_pieces_is_one_newline_on_a_plain_terminal() -> None:
+    view = TurnView()
+    view.open()
+    with output.console.capture() as captured:
+        for piece in ("one\r", "\ntwo\r", "three\r"):
+            await view.on_event(TurnEvent("text_delta", {"delta": piece}))
+        await view.on_event(TurnEvent("text", {"text": "one\r\ntwo\rthree\r"}))
+        view.close()
+    assert captured.get() == "agent> one\ntwo␍three␍\n"
+
+
+ENTITIES = """# Title &#x202E;h
+
+Text &#x202E;p &rlm;m &#x2067;i &#x061C;a &#x200E;l &#x202A;e *&#x202D;em* **&#8238;st**
+
+| a | b |
+|---|---|
+| &#x202E;t | &#x2066;u |
+
+> quote &#x202B;q
+
+- item &#x202C;x
+"""
+
+
+def test_final_markdown_shows_entity_encoded_bidi_controls_as_code_points() -> None:
+    shown = _render(InertMarkdown(ENTITIES), 100)
+    assert not any(
+        c in shown for c in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067"
+    )
+    for visible in (
+        "Title <U+202E>h",
+        "Text <U+202E>p <U+200F>m <U+2067>i <U+061C>a <U+200E>l <U+202A>e <U+202D>em <U+202E>st",
+        "<U+202E>t",
+        "<U+2066>u",
+        "quote <U+202B>q",
+        "item <U+202C>x",
+    ):
+        assert visible in shown, shown
+
+
+def test_final_markdown_keeps_html_as_written_and_shows_an_image_address() -> None:
+    rendered = _render(
+        InertMarkdown(
+            "In Java use List<String> and Vec<u8> in Rust. <!-- c -->\n\n"
+            "<div>\nHidden paragraph\n</div>\n\n"
+            "See ![the chart](http://evil.example/x.png) here."
+        ),
+        100,
+    )
+    shown = "\n".join(row.rstrip() for row in rendered.splitlines())
+    assert "In Java use List<String> and Vec<u8> in Rust. <!-- c -->" in shown
+    assert "<div>\nHidden paragraph\n</div>" in shown
+    assert "See 🌆 the chart (http://evil.example/x.png) here." in shown
 
 
 async def test_a_named_session_shows_its_last_turns_first(runtime: Runtime) -> None:

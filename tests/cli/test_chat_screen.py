@@ -175,3 +175,39 @@ def test_alt_enter_adds_a_line_unknown_commands_are_named_and_continue_shows_the
     ]
     assert resumed == session_id
     assert "first line" in all_shown(second)
+
+
+ENTITY_REPLY = """# Notes &#x202E;h
+
+Plain &#x202E;p &rlm;m and *&#x2067;em*; in Java use List<String> and Vec<u8> in Rust.
+
+> quote &#x202D;q
+
+<div>
+Hidden paragraph
+</div>
+
+See ![the chart](http://evil.example/x.png) <!-- c --> End."""
+
+
+def test_the_final_markdown_shows_entities_as_code_points_and_html_as_written(
+    tmp_path: Path,
+) -> None:
+    with ScriptedOpenAIServer([reply(ENTITY_REPLY)]) as server:
+        child = spawn_chat(_env(tmp_path, server.base_url))
+        try:
+            one_exchange(child, "Write some Markdown", "End.")
+        finally:
+            child.close()
+        server.assert_complete()
+    output = all_shown(child)
+    assert not any(c in output for c in "\u200f\u202d\u202e\u2067"), ascii(output)
+    shown = "\n".join(row.strip() for row in _rows(_screen(output)))  # without the indent
+    for line in (
+        "Notes <U+202E>h",
+        "Plain <U+202E>p <U+200F>m and <U+2067>em; in Java use List<String> and Vec<u8> in Rust.",
+        "quote <U+202D>q",
+        "<div>\nHidden paragraph\n</div>",
+        "See 🌆 the chart (http://evil.example/x.png) <!-- c --> End.",
+    ):
+        assert line in shown, shown

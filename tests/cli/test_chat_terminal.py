@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pexpect
@@ -203,4 +205,56 @@ def test_ctrl_c_at_an_approval_question_cancels_the_waiting_turn(tmp_path: Path)
             child.close()
         server.assert_complete()
     assert child.exitstatus == 0
+    assert [t.status for t in _turns(tmp_path, session_id)] == ["cancelled", "completed"]
+
+
+def test_ctrl_d_at_an_approval_question_cancels_the_waiting_turn(tmp_path: Path) -> None:
+    script = [
+        reply(None, call("request_user_approval", {"prompt": "Charge 59.97?"})),
+        reply("Next."),
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        child = spawn_chat(_terminal_env(tmp_path, server.base_url))
+        try:
+            session_id = read_session_id(child)
+            child.expect_exact("you>")
+            child.sendline("Charge me")
+            child.expect_exact("approve? [y/n]")
+            child.sendeof()
+            child.expect_exact("Turn cancelled.")
+            child.expect_exact("you>")
+            child.sendline("And now?")
+            child.expect_exact("Next.")
+            child.expect_exact("you>")
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        server.assert_complete()
+    assert child.exitstatus == 0
+    assert "Traceback" not in all_shown(child)
+    assert [t.status for t in _turns(tmp_path, session_id)] == ["cancelled", "completed"]
+
+
+def test_input_ending_at_an_approval_question_leaves_the_session_free(tmp_path: Path) -> None:
+    script = [
+        reply(None, call("request_user_approval", {"prompt": "Charge 59.97?"})),
+        reply("Next."),
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        env = _terminal_env(tmp_path, server.base_url)
+
+        def piped(*args: str, lines: str) -> subprocess.CompletedProcess[str]:
+            command = [sys.executable, "-m", "aptix", "chat", *args]
+            return subprocess.run(command, input=lines, env=env, capture_output=True, text=True)
+
+        first = piped(lines="Charge me\n")
+        second = piped("-c", lines="And now?\n")
+        server.assert_complete()
+    assert first.returncode == 0, first.stderr
+    assert "approve? [y/n] \nTurn cancelled." in first.stdout
+    assert second.returncode == 0, second.stderr
+    assert "Next." in second.stdout
+    assert "Traceback" not in first.stderr + second.stderr
+    session_id = first.stdout.split("session ", 1)[1].split(".", 1)[0]
     assert [t.status for t in _turns(tmp_path, session_id)] == ["cancelled", "completed"]

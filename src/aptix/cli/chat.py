@@ -258,13 +258,15 @@ async def _run(
 async def _client_results(
     runtime: Runtime, reader: LineReader, result: TurnResult
 ) -> list[ToolResultInput] | None:
-    """Answers for the calls the client runs; None when Ctrl-C cancelled the pending turn."""
+    """Answers for the calls the client runs; None when Ctrl-C or Ctrl-D cancelled the turn."""
     from aptix.errors import AptixError
 
     pending = [c for c in result.tool_calls if c["requiresClientExecution"]]
     try:
         return [await _client_result(reader, call) for call in pending]
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, EOFError) as exc:  # left pending, the turn would hold the session
+        if isinstance(exc, EOFError):
+            console.print()  # end the question's line, as Ctrl-D at the prompt does
         with contextlib.suppress(AptixError):
             await runtime.turns.cancel(result.session_id, "local", result.turn_id)
         say(("Turn cancelled.", "yellow"))

@@ -4,7 +4,10 @@ Model text is data: every piece of it, and every tool name and result, passes th
 :func:`~aptix.cli.output.inert` (no control character or escape sequence reaches the terminal)
 and is shown through :class:`~rich.text.Text` while it streams and through
 :class:`~rich.markdown.Markdown` (links spelled out, never hidden behind their label) when it is
-complete, so ``[bold]`` or ``list[str]`` are never read as Rich markup. Long words (a URL, an
+complete, so ``[bold]`` or ``list[str]`` are never read as Rich markup. The Markdown pass is
+made inert again after parsing, because markdown-it decodes entities (``&#x202E;``, ``&rlm;``)
+back into the controls the first pass removed; raw HTML (``List<String>``, ``<div>``) is
+shown as written, and an image keeps its address beside its alt text. Long words (a URL, an
 id, a line of JSON) fold onto the next line; the final text is never cut.
 
 The live region (the spinner, the text as it streams) is redrawn only from the event loop:
@@ -18,21 +21,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from markdown_it.token import Token
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
-from rich.markdown import Markdown
+from rich.markdown import Markdown, MarkdownContext, MarkdownElement, Paragraph
 from rich.segment import Segment
 from rich.spinner import Spinner
 from rich.table import Table
-from rich.text import Text
+from rich.text import Text, TextType
 
 from aptix.cli.output import console, inert, say, styled
 from aptix.reasoner import TurnEvent
 
-__all__ = ["TurnView", "tool_line"]
+__all__ = ["InertMarkdown", "TurnView", "tool_line"]
 
 LABEL = ("agent>", "bold green")
 #: How often the spinner turns (redraws run on the event loop, never on a thread).
@@ -51,6 +56,56 @@ class _Tail:
         for line in lines[-room:]:
             yield from line
             yield Segment.line()
+
+
+class _HtmlBlock(Paragraph):
+    """An HTML block shown as the text it is (Rich drops it, so ``<div>…</div>`` vanished)."""
+
+    def on_text(self, context: MarkdownContext, text: TextType) -> None:
+        """Take the block's source as literal text, without its closing newline."""
+        super().on_text(context, text.rstrip("\n") if isinstance(text, str) else text)
+
+
+class InertMarkdown(Markdown):
+    """Markdown whose parsed text is inert; raw HTML is shown as text and addresses spelled out."""
+
+    elements: ClassVar[dict[str, type[MarkdownElement]]] = {
+        **Markdown.elements,
+        "html_block": _HtmlBlock,
+    }
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(inert(markup), hyperlinks=False)
+        _make_inert(self.parsed)
+
+
+def _make_inert(tokens: list[Token]) -> None:
+    # markdown-it decodes entities while parsing, so "&#x202E;" arrives here as U+202E:
+    # inert() before parsing cannot catch it, only a pass over what was parsed can.
+    for token in tokens:
+        if token.type == "html_inline":  # Rich drops these: "List<String>" became "List"
+            token.type = "text"
+        token.content = inert(token.content)
+        token.info = inert(token.info)
+        token.attrs = {k: inert(v) if isinstance(v, str) else v for k, v in token.attrs.items()}
+        if token.children:
+            _make_inert(token.children)
+            token.children = [*_images_as_links(token.children)]
+
+
+def _images_as_links(tokens: list[Token]) -> Iterator[Token]:
+    # Rich shows an image as its alt text alone, and ahead of the paragraph it sits in; as a
+    # link it stays in place and keeps its address beside the label, as every link does.
+    for token in tokens:
+        if token.type != "image":
+            yield token
+            continue
+        yield Token("link_open", "a", 1, attrs={"href": str(token.attrs.get("src", ""))})
+        yield Token("text", "", 0, content="🌆")
+        if token.children:
+            yield Token("text", "", 0, content=" ")
+            yield from token.children
+        yield Token("link_close", "a", -1)
 
 
 def _labelled(body: RenderableType) -> Table:
@@ -104,6 +159,7 @@ class TurnView:
     _live: Live | None = None
     _ticker: asyncio.Task[None] | None = None
     _streamed: list[str] = field(default_factory=list)
+    _held_cr: str = ""
 
     @property
     def _interactive(self) -> bool:
@@ -163,17 +219,22 @@ class TurnView:
             text = inert("".join(self._streamed))
             self._live.update(_Tail(_labelled(Text(text))), refresh=True)
         else:
+            # A CR LF split between two pieces would show as "␍" and a newline: hold a
+            # trailing CR back until the next piece (or the end) says what it is.
+            piece, self._held_cr = self._held_cr + piece, ""
+            if piece.endswith("\r"):
+                piece, self._held_cr = piece[:-1], "\r"
             console.print(Text(inert(piece)), end="", soft_wrap=True)
 
     def _text(self, text: str, *, markdown: bool = True) -> None:
         shown, self._streamed = bool(self._streamed), []
         if self._live is None:
             if shown:
-                console.print()
+                console.print(Text(inert(self._held_cr)))
+                self._held_cr = ""
             else:
                 console.print(styled(LABEL, " ", text), soft_wrap=True)
             return
-        safe = inert(text)
-        body = Markdown(safe, hyperlinks=False) if markdown else Text(safe)
+        body = InertMarkdown(text) if markdown else Text(inert(text))
         self._live.update(Spinner("dots", Text("working…", style="dim")))
         console.print(_labelled(body))
