@@ -26,6 +26,7 @@ from pydantic_settings import (
 from aptix.errors import ConfigurationError
 from aptix.settings_keys import ROLES, KeyOwner, parse_api_keys
 from aptix.settings_mcp import McpServerConfig
+from aptix.urls import mask_credentials
 
 __all__ = [
     "ROLES",
@@ -69,8 +70,9 @@ class AptixSettings(BaseSettings):
     )
     llm_base_url: str | None = Field(
         None,
-        description="OpenAI-compatible endpoint base URL; its userinfo and query values "
-        "(`?api-key=...`) are masked wherever it is shown.",
+        description="OpenAI-compatible endpoint base URL: `http://` or `https://` with a host "
+        "(a malformed one stops start-up); its userinfo and query values (`?api-key=...`) are "
+        "masked wherever it is shown.",
     )
     llm_api_key: SecretStr | None = Field(None, description="API key for the model endpoint.")
     llm_model: str | None = Field(None, description="Model name to request.")
@@ -288,9 +290,13 @@ class AptixSettings(BaseSettings):
     @field_validator("llm_base_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip().lower().startswith(("http://", "https://")):
+        if value is None:
+            return None
+        if not value.strip().lower().startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL such as http://localhost:11434/v1")
-        return value
+        # Stripped: a stray space or newline from a shell or .env file is no part of a URL.
+        _check_http_url(value.strip())
+        return value.strip()
 
     @classmethod
     def settings_customise_sources(
@@ -346,6 +352,27 @@ OTHER_VARIABLES = frozenset(
     {"APTIX_CONFIG_FILE", "APTIX_CI", "APTIX_VENV", "APTIX_SCHEMATHESIS_EXAMPLES"}
 )
 _warned: set[str] = set()
+
+
+def _check_http_url(url: str) -> None:
+    """Raise ``ValueError`` unless the model client can open ``url`` (scheme, host, port)."""
+    import httpx
+
+    # The check the HTTP client makes on the first request, made here so a bad URL stops
+    # start-up with one line instead of a traceback mid-request. The value is shown escaped
+    # (no control characters reach the terminal) and without its credentials.
+    shown = mask_credentials(repr(url))
+    example = "write it as http(s)://host[:port]/path, e.g. http://localhost:11434/v1"
+    try:
+        parsed = httpx.URL(url)
+        host, port = parsed.host, parsed.port  # the host is decoded (IDNA) only when read
+    except (httpx.InvalidURL, ValueError) as exc:
+        reason = mask_credentials(str(exc).rstrip(".")) or type(exc).__name__
+        raise ValueError(f"{shown} is not a valid URL ({reason}); {example}") from None
+    if not host:
+        raise ValueError(f"{shown} names no host; {example}")
+    if port is not None and not 0 < port < 65536:
+        raise ValueError(f"{shown} has port {port}, not one of 1-65535; {example}")
 
 
 def _nearest(name: str, known: Iterable[str]) -> str:

@@ -166,9 +166,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         path = request.url.path
-        # OpenAI answers an invalid request 400, and its clients expect that.
-        status = 400 if path in OPENAI_PATHS else 422
-        return _response(status, "invalid_request", _describe(exc), path=path)
+        # OpenAI answers an invalid request 400 with code invalid_request_error, as this
+        # endpoint's other refusals do; its clients expect that.
+        if path in OPENAI_PATHS:
+            return _response(400, "invalid_request_error", _describe(exc), path=path)
+        return _response(422, "invalid_request", _describe(exc), path=path)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

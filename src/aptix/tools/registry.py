@@ -66,18 +66,26 @@ class AgentToolRegistry:
         """A registry for one request: this one's tools plus ``tools`` declared by a client.
 
         Client tools skip the deployment's contract checks (they are the client's
-        declarations, passed on as written) but never shadow a tool of the deployment:
-        :class:`ToolContractError` names the first clash.
+        declarations, passed on as written) but never shadow a tool of the deployment nor
+        each other: :class:`ToolContractError` names the first clash.
         """
         child = AgentToolRegistry(self._logger)
         child._entries = dict(self._entries)
         child._exact = dict(self._exact)  # a cache: a client tool must not enter ours
+        listed: dict[str, str] = {}  # casefolded name -> the name as the client first wrote it
         for tool_cls in tools:
             name = tool_cls.TOOL_NAME
             if not TOOL_NAME_PATTERN.fullmatch(name):
                 raise ToolContractError(
                     f"The client tool name {name!r} must match {TOOL_NAME_PATTERN.pattern}."
                 )
+            if (first := listed.get(name.casefold())) is not None:
+                same = "" if first == name else f" (as {first!r} and {name!r})"
+                raise ToolContractError(
+                    f"The request lists the client tool {name!r} twice{same}; names are "
+                    "compared case-insensitively, so list each tool once."
+                )
+            listed[name.casefold()] = name
             if name.casefold() in child._entries:
                 raise ToolContractError(
                     f"The client tool {name!r} has the name of a tool this deployment already "

@@ -40,8 +40,15 @@ def read_ask(messages: Sequence[ChatMessage]) -> Ask:
     """Split ``messages`` into the earlier conversation and the request.
 
     Raises ``ValueError`` with a readable message when the conversation does not end with a
-    user message or with tool results.
+    user message or with tool results, or when a message's content is not text.
     """
+    for index, message in enumerate(messages):
+        # Earlier messages are read too (fingerprint, starting context): a part Aptix cannot
+        # read is refused here, with the message's place, not met later as a failure.
+        try:
+            message_text(message.content)
+        except ValueError as exc:
+            raise ValueError(f"messages[{index}]: {exc}") from None
     last = messages[-1]
     if isinstance(last, UserMessage):
         text = message_text(last.content)

@@ -156,6 +156,9 @@ def message_text(content: str | list[TextPart | OtherPart] | None) -> str:
     texts = []
     for part in content:
         if isinstance(part, OtherPart):
+            if part.type == "text":
+                # Not a TextPart, so its ``text`` is missing or not a string.
+                raise ValueError("A content part of type 'text' has no 'text' string.")
             raise ValueError(f"Content parts of type '{part.type}' are not supported; send text.")
         texts.append(part.text)
     return "\n".join(texts)
