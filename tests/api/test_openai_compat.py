@@ -197,6 +197,32 @@ async def test_a_conversation_continues_by_its_prefix(
     assert seen[-2].endswith("first question")  # after the client's system prompt, as context
 
 
+async def test_an_edited_conversation_does_not_continue_the_session_that_moved_on(
+    client: AsyncOpenAI, model: FunctionModel
+) -> None:
+    # A chat UI's "edit and resend": the client's conversation now forks from an earlier
+    # point than the session holds. Continuing that session would put the message the user
+    # edited away back in front of the model.
+    first: list[Any] = [{"role": "user", "content": "first"}]
+    raw = await client.chat.completions.with_raw_response.create(
+        model="aptix-general", messages=first
+    )
+    session = raw.headers[HEADER]
+    asked = [*first, {"role": "assistant", "content": raw.parse().choices[0].message.content}]
+    second = await client.chat.completions.with_raw_response.create(
+        model="aptix-general", messages=[*asked, {"role": "user", "content": "secret topic"}]
+    )
+    assert second.headers[HEADER] == session
+    edited = await client.chat.completions.with_raw_response.create(
+        model="aptix-general", messages=[*asked, {"role": "user", "content": "edited question"}]
+    )
+    assert edited.headers[HEADER] != session
+    seen = " ".join(str(m["content"]) for m in model.requests[-1].messages)
+    assert "edited question" in seen
+    assert "first" in seen  # quoted as context
+    assert "secret topic" not in seen
+
+
 async def test_an_unknown_conversation_starts_a_session_with_its_context(
     client: AsyncOpenAI, model: FunctionModel
 ) -> None:
@@ -279,7 +305,8 @@ async def test_invalid_messages_are_openai_400s(http: httpx.AsyncClient) -> None
         )
         assert response.status_code == 400, (messages, response.text)
         error = response.json()["error"]
-        assert error["type"] == "invalid_request_error"
+        # One code for every refusal of a request, whichever check refused it.
+        assert (error["type"], error["code"]) == ("invalid_request_error", "invalid_request_error")
         assert error["message"]
 
 

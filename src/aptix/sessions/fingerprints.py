@@ -3,14 +3,15 @@
 An OpenAI-style client resends the whole conversation with every request. After each answer
 the server stores the fingerprint of the conversation as the client now holds it (its
 messages plus the answer); the next request's earlier messages hash to the same value, and
-the lookup finds the session. A fingerprint that two sessions share finds neither.
+the lookup finds the session. A new message continues only a session's newest state, and a
+fingerprint that two sessions share finds neither.
 """
 
 from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, bindparam, insert, select
+from sqlalchemy import Connection, Table, bindparam, exists, insert, select
 
 from aptix.db.engine import Database
 from aptix.db.types import utc_now
@@ -20,6 +21,12 @@ __all__ = ["ConversationFingerprints", "Remembered"]
 
 
 _TABLE = cast(Table, FingerprintRow.__table__)
+_LATER = _TABLE.alias("later")
+#: Only a session's newest fingerprint is its conversation now: a client sending a new
+#: message after an older state has forked from it (an edited message, a regenerated
+#: answer), and continuing the session would put what it edited away back in front of the
+#: model. Tool results may still name an older state: the session's ledger then refuses them
+#: or says they were already posted.
 _FIND = (
     select(_TABLE.c.session_id, _TABLE.c.model)
     .where(
@@ -28,6 +35,9 @@ _FIND = (
         _TABLE.c.fingerprint == bindparam("fingerprint"),
     )
     .limit(50)
+)
+_FIND_CURRENT = _FIND.where(
+    ~exists().where(_LATER.c.session_id == _TABLE.c.session_id, _LATER.c.id > _TABLE.c.id)
 )
 _LAST_MODEL = (
     select(_TABLE.c.model)
@@ -54,16 +64,20 @@ class ConversationFingerprints:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    async def find(self, org: str, user: str, fingerprint: str) -> Remembered | None:
+    async def find(
+        self, org: str, user: str, fingerprint: str, *, current: bool = True
+    ) -> Remembered | None:
         """The one session of this caller whose conversation hashes to ``fingerprint``.
 
-        None when no session does, or when more than one does (the client's conversation is
-        then ambiguous, and continuing either would be a guess).
+        With ``current``, only a session's conversation as it now stands counts, not an
+        earlier state of it. None when no session matches, or when more than one does (the
+        client's conversation is then ambiguous, and continuing either would be a guess).
         """
+        query = _FIND_CURRENT if current else _FIND
 
         def read(tx: Connection) -> list[Any]:
             params = {"org": org, "user": user, "fingerprint": fingerprint}
-            return list(tx.execute(_FIND, params).all())
+            return list(tx.execute(query, params).all())
 
         rows = await self._db.run_one(read)
         sessions = {row.session_id for row in rows}

@@ -203,7 +203,12 @@ async def _session_for(
     shown_model: str | None = None
     if session_id is None:
         held = fingerprint(ask.earlier)
-        found = None if held is None else await fingerprints.find(caller.org, caller.user, held)
+        current = not ask.tool_results  # a new message never continues an older state
+        found = (
+            None
+            if held is None
+            else await fingerprints.find(caller.org, caller.user, held, current=current)
+        )
         if found is not None:
             session_id, shown_model = found.session_id, found.model
     elif await sessions.get_session(session_id, caller.org) is None:
