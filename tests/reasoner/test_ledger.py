@@ -17,10 +17,12 @@ from aptix import AgentTool, InvokeResult
 from aptix.api import create_app
 from aptix.db.types import utc_now
 from aptix.errors import LlmError
-from aptix.reasoner import ToolResultInput, TurnResult
+from aptix.llm.types import LlmRequest, LlmResponse
+from aptix.reasoner import ToolResultInput, TurnResult, stopping
 from aptix.reasoner.claims import INTERRUPTED, Lease
+from aptix.reasoner.ledger import NOT_STARTED, SHUT_DOWN_RUNNING
 from aptix.reasoner.tables import TurnRow
-from aptix.testing import ScriptedModel, call, reply
+from aptix.testing import FunctionModel, ScriptedModel, call, reply
 from aptix.tools import AgentToolExecutionContext, function_schema
 from aptix.tools.args import ToolArgs
 from tests.reasoner.conftest import Harness
@@ -109,7 +111,9 @@ def _tools(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
         harness.runtime.registry.register(tool)
 
 
-def _reasoner(h: Harness, model: ScriptedModel | None = None) -> aptix.AgentReasoner:
+def _reasoner(
+    h: Harness, model: ScriptedModel | FunctionModel | None = None
+) -> aptix.AgentReasoner:
     from dataclasses import replace
 
     tools = ["destroy", "tidy", "pay", "slow", "request_user_approval"]
@@ -361,3 +365,60 @@ async def test_a_process_that_lost_its_turn_adds_its_outcome_and_never_undoes_th
     assert (entry["outcome"], entry["resultJson"]) == ("succeeded", '{"destroyed": true}')
     again = await _resume(harness, approve)  # the same results once more: the stored answer
     assert (again.text, RUNS) == ("Reported.", ["destroy"])
+
+
+async def test_a_turn_cut_short_by_the_servers_shutdown_is_left_as_a_crash_leaves_it(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past its graceful drain uvicorn cancels the requests still running. Nobody cancelled
+    # the turn: it must not read "cancelled" (a retried resume would then be refused), but
+    # be taken over at once by the next claim, its stopped call saying why.
+    model = ScriptedModel()
+    model.add(reply(None, call("slow", {}, id="s1")))
+    running = asyncio.create_task(_ask(harness, "wait", model))
+    await asyncio.wait_for(PAY_STARTED.wait(), 30)
+    monkeypatch.setattr(stopping, "_PROCESS", {"stopping": False})
+    stopping.stop_process()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert turn.status == "running"
+    assert turn.lease_until is not None
+    assert turn.lease_until <= utc_now()
+    [entry] = turn.tool_calls
+    assert (entry["outcome"], entry["errorMessage"]) == ("failed", SHUT_DOWN_RUNNING)
+    harness.model.add(reply("Back."))
+    assert (await _ask(harness, "are you there?")).text == "Back."  # no wait for the lease
+    [first, _] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert (first.status, first.warnings) == ("interrupted", [INTERRUPTED])
+
+
+async def test_a_call_the_model_asked_for_after_a_cancel_elsewhere_never_ran_and_says_so(
+    harness: Harness,
+) -> None:
+    # Another process cancels the turn while the model thinks here. The model then asks for
+    # a call: its "started" cannot be stored, so it never runs, and the record must not
+    # claim the server stopped while it ran.
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    async def slow_model(request: LlmRequest) -> LlmResponse:
+        asked.set()
+        await answer.wait()
+        return reply(None, call("pay", {"invoice": 9}, id="p9"))
+
+    reasoner = _reasoner(harness, FunctionModel(slow_model))
+    running = asyncio.create_task(
+        reasoner.execute(session_id=harness.session_id, org="acme", user="ann", instruction="pay")
+    )
+    await asyncio.wait_for(asked.wait(), 30)
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    await harness.runtime.turns.cancel(harness.session_id, "acme", turn.id)  # as 8622 would
+    answer.set()
+    result = await asyncio.wait_for(running, 30)
+    assert result.kind == "cancelled"
+    assert RUNS == []
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert turn.status == "cancelled"
+    [entry] = turn.tool_calls
+    assert (entry["outcome"], entry["errorMessage"]) == ("failed", NOT_STARTED)

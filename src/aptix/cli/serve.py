@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -49,6 +50,7 @@ def serve(
     """Start the HTTP API (and MCP at /mcp) on the embedded default or the configured database."""
     import uvicorn
 
+    from aptix.cli.stopping_server import GRACEFUL_SECONDS, STARTUP_FAILURE, StoppingServer
     from aptix.llm.demo import is_demo, use_demo_model
 
     if demo:  # through the environment, which the app factory (and --reload's child) reads
@@ -87,17 +89,23 @@ def serve(
         f"Aptix API on http://{bind}:{listen_port} (OpenAPI at /docs). Ctrl-C stops.",
         logging.INFO,
     )
-    uvicorn.run(
-        "aptix.api.app:create_app",
-        factory=True,
-        host=bind,
-        port=listen_port,
-        reload=reload,
+    options: dict[str, Any] = {
+        "factory": True,
+        "host": bind,
+        "port": listen_port,
         # One configuration for aptix's and uvicorn's loggers: the same format (JSON lines
         # with APTIX_LOG_JSON), request ids on every line, an access line per request.
-        log_config=logging_config(settings.log_level, json_lines=settings.log_json),
-        timeout_graceful_shutdown=30,
-    )
+        "log_config": logging_config(settings.log_level, json_lines=settings.log_json),
+        "timeout_graceful_shutdown": GRACEFUL_SECONDS,
+    }
+    if reload:
+        uvicorn.run("aptix.api.app:create_app", reload=True, **options)
+        return
+    server = StoppingServer(uvicorn.Config("aptix.api.app:create_app", **options))
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:
+        raise typer.Exit(STARTUP_FAILURE)  # as uvicorn.run exits when the app cannot start
 
 
 def _keys_or_exit(settings: AptixSettings) -> dict[str, KeyOwner]:

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from aptix.db.types import utc_now
 from aptix.errors import LlmError
 from aptix.logger import AdminLogger, LogLevel, mark_logged
 from aptix.reasoner import ledger
@@ -114,6 +115,23 @@ class TurnEndings:
             if not await self._turns.save(record):  # already closed by whoever cancelled it
                 await self._turns.settle(record)
         return result
+
+    async def shut_down(self, turn: RunningTurn, in_thread: Callable[[str], bool]) -> None:
+        """The process is stopping with the turn unfinished: leave it as a crash would.
+
+        Nobody cancelled it, so it is not ``cancelled``: it stays ``running`` as after
+        kill -9 (a retried resume takes it over, a new instruction records it
+        ``interrupted``), but its lease ends now rather than in up to a lease's length, and
+        the calls this process stopped say so.
+        """
+        if turn.saving is not None:
+            with contextlib.suppress(Exception):
+                await turn.saving
+        record = turn.record
+        ledger.stopped_by_cancel(record, in_thread, shutdown=True)
+        record.lease_until = utc_now()
+        with contextlib.suppress(Exception):
+            await self._turns.save(record)
 
     async def lost(self, turn: RunningTurn) -> TurnResult:
         """The turn was closed elsewhere while it ran here: keep what ran here on its record.

@@ -77,6 +77,15 @@ CANCELLED_THREAD = (
     "The turn was cancelled while this call ran in a thread that cannot be stopped: it may "
     "still complete. Check whether it took effect before retrying it."
 )
+SHUT_DOWN_RUNNING = (
+    "The server shut down while this call ran; it was stopped and may have partly taken "
+    "effect. It was not run again."
+)
+CANCELLED_ELSEWHERE = (
+    "The turn was cancelled while this call ran, and how the call ended is not known here. "
+    "It was not run again: check whether it took effect before retrying it."
+)
+NOT_STARTED = "The turn was closed before this call started; it was not run."
 NOT_ANSWERED = "The turn ended before the client answered this call; it was not run."
 NOT_APPROVED = "The turn ended before the user approved '{name}'; it was not run."
 DENIED = "The user did not approve '{name}'; it was not run."
@@ -252,9 +261,10 @@ def recover(record: TurnRecord) -> None:
 def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", "ended"]) -> None:
     """Give every call without a final state one, and every call a tool message.
 
-    ``started`` calls become ``unknown`` (nothing in memory says how they ended); calls
-    still waiting for the client or an approval did not run. Afterwards the turn's
-    messages replay whole: each call of each model message has its tool message.
+    ``started`` calls become ``unknown`` (nothing in memory says how they ended: the
+    process running them stopped, or, ``cancelled``, the turn was cancelled while they ran
+    elsewhere); calls still waiting for the client or an approval did not run. Afterwards
+    the turn's messages replay whole: each call of each model message has its tool message.
     """
     _legacy(record)
     for entry in record.tool_calls:
@@ -264,7 +274,7 @@ def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", 
         if state in ("started", "approved"):
             entry["state"] = "unknown"
             entry["lost"] = True
-            entry["errorMessage"] = UNKNOWN
+            entry["errorMessage"] = CANCELLED_ELSEWHERE if why == "cancelled" else UNKNOWN
         elif state == "awaiting_approval":
             entry["state"] = "denied"
             entry["errorMessage"] = NOT_APPROVED.format(name=entry["name"])
@@ -309,13 +319,19 @@ def end(record: TurnRecord, status: TurnStatus, warning: str | None = None) -> N
         record.pending_calls = []
     if status not in ("running", "pending"):
         record.lease_until = None
-        close_dangling(record, "ended")
+        close_dangling(record, "cancelled" if status == "cancelled" else "ended")
     if warning and warning not in record.warnings:
         record.warnings.append(warning)
 
 
-def stopped_by_cancel(record: TurnRecord, in_thread: Callable[[str], bool]) -> None:
-    """Calls still running when this process cancelled the turn: stopped, or left running."""
+def stopped_by_cancel(
+    record: TurnRecord, in_thread: Callable[[str], bool], *, shutdown: bool = False
+) -> None:
+    """Calls still running when this process cancelled the turn: stopped, or left running.
+
+    ``shutdown``: the process cancelled them because it is stopping, not because anyone
+    cancelled the turn.
+    """
     _legacy(record)
     for entry in record.tool_calls:
         if entry["state"] != "started":
@@ -325,7 +341,7 @@ def stopped_by_cancel(record: TurnRecord, in_thread: Callable[[str], bool]) -> N
             entry["errorMessage"] = CANCELLED_THREAD
         else:
             entry["state"] = entry["outcome"] = "failed"
-            entry["errorMessage"] = CANCELLED_RUNNING
+            entry["errorMessage"] = SHUT_DOWN_RUNNING if shutdown else CANCELLED_RUNNING
 
 
 #: What a call's ending consists of, as :func:`merge_closed` carries it between two copies.
@@ -343,6 +359,17 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
     """
     if stored.owner != ours.owner:
         return _endings_into(stored, ours)
+    # A call runs only once its "started" is stored: one started here that the stored copy
+    # never saw started was stopped by the failed save, before it ran.
+    stored_started = {
+        e["callId"]
+        for e in stored.tool_calls
+        if e["state"] in ("started", "approved") or e.get("lost")
+    }
+    for entry in ours.tool_calls:
+        if entry["state"] == "started" and entry["callId"] not in stored_started:
+            entry["state"] = entry["outcome"] = "failed"
+            entry["errorMessage"] = NOT_STARTED
     ours.status = stored.status
     ours.version = stored.version
     ours.lease_until = None

@@ -39,7 +39,7 @@ from aptix.reasoner.running import (
     emit,
     text_sink,
 )
-from aptix.reasoner.stopping import TurnTasks
+from aptix.reasoner.stopping import TurnTasks, process_stopping
 from aptix.reasoner.tool_batch import assistant_message
 from aptix.reasoner.turns import TurnStore
 from aptix.sessions.manager import SessionManager
@@ -236,6 +236,10 @@ class AgentReasoner:
             await emit(on_event, "turn_finished", result.to_wire())
             return result
         except asyncio.CancelledError:
+            if process_stopping() and not self._running.stopping(turn_id):
+                # Cut short by the server's shutdown, not cancelled by anyone.
+                await asyncio.shield(self._end.shut_down(turn, self._tools.in_thread))
+                raise
             result = await asyncio.shield(self._end.cancelled(turn, self._tools.in_thread))
             if self._running.stopping(turn_id) and task.uncancel() == 0:
                 # Cancelled through cancel(): the caller, streaming or not, gets the outcome.

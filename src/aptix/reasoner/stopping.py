@@ -5,12 +5,25 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-__all__ = ["STOP_WAIT_SECONDS", "TurnTasks"]
+__all__ = ["STOP_WAIT_SECONDS", "TurnTasks", "process_stopping", "stop_process"]
 
 #: How long :meth:`TurnTasks.stop` waits for a cancelled turn to put its ending on record.
 #: A turn stops at its next await, but a tool that swallows the cancellation (or a database
 #: that does not answer the ending's save) can hold it: the caller must not hang with it.
 STOP_WAIT_SECONDS = 5.0
+
+
+_PROCESS = {"stopping": False}
+
+
+def stop_process() -> None:
+    """Note that this process is shutting down: turns cancelled from now on were cut short."""
+    _PROCESS["stopping"] = True
+
+
+def process_stopping() -> bool:
+    """Whether :func:`stop_process` was called (by the server, past its graceful drain)."""
+    return _PROCESS["stopping"]
 
 
 class TurnTasks:

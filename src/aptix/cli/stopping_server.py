@@ -1,0 +1,29 @@
+"""uvicorn's server, telling the turns it cancels past its drain that the process stops."""
+
+from __future__ import annotations
+
+import socket
+
+import uvicorn
+
+from aptix.reasoner.stopping import stop_process
+
+__all__ = ["GRACEFUL_SECONDS", "STARTUP_FAILURE", "StoppingServer"]
+
+#: How long a stopping server lets running requests finish before it cancels them.
+GRACEFUL_SECONDS = 30
+#: uvicorn's exit code for an application that could not start.
+STARTUP_FAILURE = 3
+
+
+class StoppingServer(uvicorn.Server):
+    """A turn cancelled by the shutdown was cut short, not cancelled by anyone.
+
+    It is left as kill -9 would leave it, so a retried resume takes it over
+    (:meth:`~aptix.reasoner.endings.TurnEndings.shut_down`), not refused as cancelled.
+    """
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Mark the process stopping, then shut down as uvicorn does."""
+        stop_process()
+        await super().shutdown(sockets)
