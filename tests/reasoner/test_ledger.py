@@ -15,6 +15,7 @@ from sqlalchemy import update
 import aptix
 from aptix import AgentTool, InvokeResult
 from aptix.api import create_app
+from aptix.api.routes.sessions import turn_to_json
 from aptix.db.types import utc_now
 from aptix.errors import LlmError
 from aptix.llm.types import LlmRequest, LlmResponse
@@ -171,6 +172,11 @@ async def test_an_approved_call_cut_short_by_a_crash_runs_again_only_when_idempo
     [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
     [entry] = turn.tool_calls  # listed once
     assert entry["outcome"] == outcome
+    # The ledger's own mark of a lost call stays in the ledger; clients read the outcome.
+    assert entry.get("lost", False) is (outcome == "unknown")
+    [shown] = turn_to_json(turn)["toolCalls"]
+    assert "lost" not in shown
+    assert shown["outcome"] == outcome
     told = [m for m in harness.model.requests[-1].messages if m["role"] == "tool"]
     if outcome == "unknown":
         assert "not run again" in json.loads(told[-1]["content"])["error"]

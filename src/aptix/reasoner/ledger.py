@@ -153,9 +153,14 @@ def tool_content(entry: dict[str, Any]) -> str:
     return json.dumps({"error": message})
 
 
+#: Entry keys the ledger keeps for itself: ``lost`` marks a call a crash or a cancel left
+#: without an outcome (the state ``unknown`` already says so to clients).
+_INTERNAL = frozenset({"lost"})
+
+
 def wire(entry: dict[str, Any]) -> dict[str, Any]:
     """A ledger entry as clients see it (a copy, so later changes do not show through)."""
-    return dict(entry)
+    return {k: v for k, v in entry.items() if k not in _INTERNAL}
 
 
 def fresh_ids(record: TurnRecord, response: LlmResponse) -> tuple[LlmResponse, dict[str, str]]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aptix.llm.types import TextSink, Usage
+from aptix.reasoner import ledger
 from aptix.reasoner.claims import Lease
 from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.result import EventSink, TurnEvent, TurnKind, TurnResult
@@ -59,7 +60,7 @@ class RunningTurn:
 def result_of(turn: RunningTurn, kind: TurnKind, error: str | None = None) -> TurnResult:
     """The response of ``turn`` as it stands: this request's calls with their outcomes."""
     touched = set(turn.touched)
-    calls = [dict(e) for e in turn.record.tool_calls if e["callId"] in touched]
+    calls = [ledger.wire(e) for e in turn.record.tool_calls if e["callId"] in touched]
     return TurnResult(
         session_id=turn.session.id,
         turn_id=turn.record.id,

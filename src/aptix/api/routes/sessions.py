@@ -13,7 +13,7 @@ from aptix.api.responses import CancelledWorkflow, Session, SessionDetail, Turn
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import SessionCreate
 from aptix.db.types import utc_now
-from aptix.reasoner import TurnRecord
+from aptix.reasoner import TurnRecord, ledger
 from aptix.reasoner.claims import mark_dead
 from aptix.runtime import Runtime
 from aptix.sessions.access import owned_session as owned
@@ -127,7 +127,7 @@ def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
         "status": turn.status,
         "instruction": turn.instruction,
         "text": turn.text,
-        "toolCalls": turn.tool_calls,
+        "toolCalls": [ledger.wire(e) for e in turn.tool_calls],
         "modelCalls": turn.model_calls,
         "warnings": turn.warnings,
         "pendingCalls": turn.pending_calls,
