@@ -428,3 +428,21 @@ async def test_a_call_the_model_asked_for_after_a_cancel_elsewhere_never_ran_and
     assert turn.status == "cancelled"
     [entry] = turn.tool_calls
     assert (entry["outcome"], entry["errorMessage"]) == ("failed", NOT_STARTED)
+
+
+async def test_a_retried_resume_lists_the_calls_its_crashed_attempt_ran(harness: Harness) -> None:
+    # The first resume dies after running the approved call and the model's next one; the
+    # client only ever reads the retry's answer, which must say both calls ran.
+    harness.model.add(reply(None, call("destroy", {}, id="d1")))
+    await _ask(harness, "destroy it, then pay 3")
+    approve = [ToolResultInput("d1", APPROVE)]
+    harness.model.add(reply(None, call("pay", {"invoice": 3}, id="p3")), Died())  # type: ignore[arg-type]
+    with pytest.raises(Died):
+        await _resume(harness, approve)
+    await _expire_leases(harness)
+    harness.model.add(reply("Done."))
+    retried = await _resume(harness, approve)
+    assert retried.text == "Done."
+    assert RUNS == ["destroy", "pay 3"]  # neither ran again
+    shown = {c["callId"]: c["outcome"] for c in retried.tool_calls}
+    assert shown == {"d1": "succeeded", "p3": "succeeded"}

@@ -41,6 +41,7 @@ __all__ = [
     "propose",
     "record_outcome",
     "recover",
+    "resumed_calls",
     "run",
     "settle_client_results",
     "start",
@@ -234,6 +235,27 @@ def calls_to_run(record: TurnRecord) -> list[dict[str, Any]]:
     _legacy(record)
     answered = {m.get("tool_call_id") for m in record.messages if m.get("role") == "tool"}
     return [e for e in record.tool_calls if e["state"] == "started" and e["callId"] not in answered]
+
+
+def resumed_calls(record: TurnRecord, answered: Sequence[str]) -> list[str]:
+    """The calls a resume answering ``answered`` has run so far, by id.
+
+    The approved calls among them, and every call the model asked for since: on a first
+    delivery that is only the approved calls, about to run; on a resume retried after a
+    crash, also what the crashed attempt ran, which its answer must list too (the client
+    never read the answer of the attempt that died).
+    """
+    ids = set(answered)
+    handed = [k for k, e in enumerate(record.tool_calls) if e["callId"] in ids]
+    if not handed:
+        return []
+    # The ledger only grows: what comes after the last call handed over came after it.
+    since = max(handed)
+    return [
+        e["callId"]
+        for k, e in enumerate(record.tool_calls)
+        if (e["callId"] in ids and e.get("approved")) or k > since
+    ]
 
 
 def recover(record: TurnRecord) -> None:

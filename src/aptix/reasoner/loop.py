@@ -179,6 +179,8 @@ class AgentReasoner:
             return PreparedTurn(replay=TurnResult.from_wire(plan.replay))
         assert plan.run is not None
         turn = RunningTurn(plan.run, session, Usage(), resume_key=plan.run.resume_key, role=role)
+        if tool_results:
+            turn.touched.extend(ledger.resumed_calls(plan.run, [r.call_id for r in tool_results]))
         return PreparedTurn(turn=turn, history=history)
 
     async def _abandon(self, claim: asyncio.Future[Any]) -> None:
