@@ -394,6 +394,7 @@ async def test_a_turn_cut_short_by_the_servers_shutdown_is_left_as_a_crash_leave
     assert turn.lease_until <= utc_now()
     [entry] = turn.tool_calls
     assert (entry["outcome"], entry["errorMessage"]) == ("failed", SHUT_DOWN_RUNNING)
+    assert entry["isServerTool"] is True  # it never finished, but it is the server's tool
     harness.model.add(reply("Back."))
     assert (await _ask(harness, "are you there?")).text == "Back."  # no wait for the lease
     [first, _] = await harness.runtime.turns.list_turns(harness.session_id, "acme")

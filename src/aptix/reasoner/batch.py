@@ -90,6 +90,9 @@ class ToolRunner:
             else:
                 ledger.record_outcome(entry, self._not_offered(call))
         tool_types = {c.name: registry.get_tool_type(c.name) for c, _ in runnable}
+        for call, entry in runnable:
+            # Known before it runs: a call a crash or a cancel cuts short still says so.
+            entry["isServerTool"] = tool_types[call.name] is not None
         # A client-final tool's run only prepares its hand-off: nothing to guard. The rest are
         # on record as started, in the checkpoint that stores the model's response.
         ledger.start(
