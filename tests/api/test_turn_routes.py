@@ -30,6 +30,10 @@ class Gate:
 
     async def answer(self, request: LlmRequest) -> LlmResponse:
         last = request.messages[-1]
+        if last["role"] == "tool" and "hold" in str(last["content"]):
+            self.entered.set()
+            await self.release.wait()
+            return reply("released")
         if last["role"] == "user" and "wait" in str(last["content"]):
             self.entered.set()
             await self.release.wait()
@@ -161,6 +165,27 @@ async def test_a_turn_that_fails_unexpectedly_says_so_streamed_or_not(
     assert [t["status"] for t in turns] == ["error", "error"]
     after = await api.post("/v1/agent/execute", json={"sessionId": sid, "instruction": "next"})
     assert after.json()["text"] == "answer to next"
+
+
+async def test_a_running_resume_lists_no_pending_calls(
+    api: httpx.AsyncClient, keyed_runtime: Runtime, gate: Gate
+) -> None:
+    sid = await _session(api)
+    ask = FunctionModel(
+        lambda _r: reply(None, call("request_user_approval", {"prompt": "Go?"}, id="u1"))
+    )
+    handed = await keyed_runtime.reasoner(ask).execute(
+        session_id=sid, org="acme", user="ann", instruction="ask"
+    )
+    [turn] = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
+    assert [c["callId"] for c in turn["pendingCalls"]] == ["u1"]
+    body = {"sessionId": sid, "toolResults": [{"callId": "u1", "result": "hold"}]}
+    resumed = asyncio.create_task(api.post("/v1/agent/execute", json=body))
+    await gate.entered.wait()
+    [turn] = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
+    assert (turn["turnId"], turn["status"], turn["pendingCalls"]) == (handed.turn_id, "running", [])
+    gate.release.set()
+    assert (await resumed).json()["text"] == "released"
 
 
 async def test_cancel_a_pending_turn(api: httpx.AsyncClient, keyed_runtime: Runtime) -> None:

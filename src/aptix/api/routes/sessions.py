@@ -130,7 +130,9 @@ def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
         "toolCalls": [ledger.wire(e) for e in turn.tool_calls],
         "modelCalls": turn.model_calls,
         "warnings": turn.warnings,
-        "pendingCalls": turn.pending_calls,
+        # Kept while a resume runs (a failed attempt waits for the same results again), but
+        # nothing waits for the client until the turn is pending once more.
+        "pendingCalls": turn.pending_calls if turn.status == "pending" else [],
         "contextDropped": turn.context_dropped,
         "createdAt": turn.created_at.isoformat(),
         "updatedAt": turn.updated_at.isoformat(),
