@@ -87,3 +87,27 @@ def test_transport_refusals_come_in_the_error_envelope(tmp_path: Path) -> None:
     for response in refusals:
         assert response.headers["content-type"] == "application/json"
         assert set(response.json()["error"]) == {"code", "message"}
+
+
+def test_an_http_body_that_is_not_json_rpc_gets_a_json_rpc_error(tmp_path: Path) -> None:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    bodies = [
+        b"garbage",
+        b'{"no": "jsonrpc"}',
+        # The SDK read an object id as a notification and answered 202 with nothing.
+        b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}',
+    ]
+    with serve(tmp_path, APTIX_SEMANTIC_MATCHING="false") as base:
+        answers = [httpx.post(f"{base}/mcp", content=b, headers=headers) for b in bodies]
+        listed = httpx.post(
+            f"{base}/mcp",
+            json={"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
+            headers=headers,
+        )
+    assert [a.status_code for a in answers] == [400, 400, 400]
+    assert [a.json()["error"]["code"] for a in answers] == [-32700, -32600, -32600]
+    assert all(a.json()["id"] is None for a in answers)
+    assert not any("pydantic" in a.text for a in answers)  # no validation dump
+    assert listed.status_code == 200, listed.text
+    assert listed.json()["id"] == 7
+    assert listed.json()["result"]["tools"]

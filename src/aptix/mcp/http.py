@@ -12,11 +12,14 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pydantic_core
+from mcp import types
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
 from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import ValidationError
 from starlette.middleware.authentication import AuthenticationMiddleware
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aptix.api.auth import BEARER_CHALLENGE, ApiKeyVerifier
 from aptix.api.errors import error_body
@@ -39,10 +42,11 @@ async def mcp_http_app(runtime: Runtime, verifier: ApiKeyVerifier) -> AsyncItera
         # every real host name.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    app: ASGIApp = inner
+    app: ASGIApp = _OneMessage(inner)
     if verifier.enabled:
         app = AuthenticationMiddleware(
-            _RequireKey(AuthContextMiddleware(inner)), backend=BearerAuthBackend(verifier)
+            _RequireKey(AuthContextMiddleware(_OneMessage(inner))),
+            backend=BearerAuthBackend(verifier),
         )
 
     async with server.session_manager.run():
@@ -82,3 +86,78 @@ class _Endpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
+
+
+class _OneMessage:
+    """Answers a body that is not a JSON-RPC 2.0 message, as stdio does (-32700 or -32600).
+
+    The SDK answered a readable one with its validation dump (-32602), and one whose ``id``
+    is an object with 202 and no answer at all. Inside the key check: a caller without a
+    key gets 401 before its body is read.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self._app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:  # the app's body limit has already capped what arrives
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        refusal = _refusal(body)
+        if refusal is not None:
+            answer = json.dumps(refusal).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(answer)).encode()),
+            ]
+            await send({"type": "http.response.start", "status": 400, "headers": headers})
+            await send({"type": "http.response.body", "body": answer})
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self._app(scope, replay, send)
+
+
+def _refusal(body: bytes) -> dict[str, object] | None:
+    """The answer to a body that is not one JSON-RPC 2.0 message; None for one that is."""
+    try:
+        raw = pydantic_core.from_json(body)
+    except ValueError:
+        return _error(types.PARSE_ERROR, "Parse error: the body is not JSON.")
+    # An id must be a string or an integer; with any other, the SDK read the message as a
+    # notification and never answered.
+    if isinstance(raw, dict) and "id" in raw and not _plain_id(raw["id"]):
+        return _error(types.INVALID_REQUEST, INVALID)
+    try:
+        types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+    except ValidationError:
+        return _error(types.INVALID_REQUEST, INVALID)
+    return None
+
+
+INVALID = "Invalid Request: not a JSON-RPC 2.0 message."
+
+
+def _error(code: int, message: str) -> dict[str, object]:
+    # The id of a message that could not be read is unknown: JSON-RPC 2.0 says null.
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+
+
+def _plain_id(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
