@@ -45,8 +45,7 @@ async def mcp_http_app(runtime: Runtime, verifier: ApiKeyVerifier) -> AsyncItera
     app: ASGIApp = _OneMessage(inner)
     if verifier.enabled:
         app = AuthenticationMiddleware(
-            _RequireKey(AuthContextMiddleware(_OneMessage(inner))),
-            backend=BearerAuthBackend(verifier),
+            _RequireKey(AuthContextMiddleware(app)), backend=BearerAuthBackend(verifier)
         )
 
     async with server.session_manager.run():
