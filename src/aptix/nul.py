@@ -68,7 +68,7 @@ def find_nul_in_json(text: str) -> str | None:
     """Like :func:`find_nul` for JSON text (text that is not JSON is checked as is)."""
     try:
         return find_nul(json.loads(text))
-    except ValueError:
+    except (ValueError, RecursionError):
         return find_nul(text)
 
 
@@ -104,7 +104,7 @@ def find_surrogate_in_json(text: str) -> str | None:
     """Like :func:`find_surrogate` for JSON text (text that is not JSON is checked as is)."""
     try:
         return find_surrogate(json.loads(text))
-    except ValueError:
+    except (ValueError, RecursionError):
         return find_surrogate(text)
 
 

@@ -70,7 +70,7 @@ def as_json_text(value: str | None) -> str:
         return "null"
     try:
         json.loads(value, parse_constant=_not_json)
-    except ValueError:
+    except (ValueError, RecursionError):
         return json.dumps(value, ensure_ascii=False)
     return value
 
@@ -84,5 +84,5 @@ def json_value(text: str | None) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text

@@ -294,7 +294,7 @@ def _asks_approval(call: dict[str, Any]) -> bool:
     """True for a call that waits for approval (an MCP tool under an approval policy)."""
     try:
         request = json.loads(call.get("resultJson") or "null")
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(request, dict) and request.get("kind") == "approval_request"
 

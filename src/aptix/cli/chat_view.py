@@ -147,7 +147,7 @@ def tool_line(data: dict[str, Any], *, details: bool) -> RenderableType:
 def _pretty(value: str) -> str:
     try:
         return inert(json.dumps(json.loads(value), indent=2, ensure_ascii=False))
-    except ValueError:
+    except (ValueError, RecursionError):
         return value
 
 

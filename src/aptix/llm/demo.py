@@ -149,7 +149,7 @@ def _summary(results: list[dict[str, Any]]) -> str:
 def _one_summary(name: str, content: str) -> str:
     try:
         value: Any = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         value = content
     if isinstance(value, dict) and "error" in value:
         return f"{name} failed: {value['error']}"

@@ -139,7 +139,7 @@ def _error(message: str) -> types.CallToolResult:
 def _structured(text: str) -> Any:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

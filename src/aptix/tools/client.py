@@ -62,7 +62,7 @@ class _ClientTool(AgentTool):
         """Check the arguments are a JSON object and hand the call to the client."""
         try:
             arguments = json.loads(arguments_json or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):
             return InvokeResult.from_error(
                 f"The arguments of '{self.TOOL_NAME}' must be a JSON object; they are not JSON."
             )

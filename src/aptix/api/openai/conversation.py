@@ -92,7 +92,7 @@ def _canonical(message: ChatMessage) -> list[Any] | None:
 def _arguments(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 
