@@ -251,6 +251,14 @@ def test_only_built_in_candidates_vetoed_leave_nothing_to_match() -> None:
         ("start a new workflow", None),
         ("Use workflow: xyz", None),
         ("create a ddr", None),
+        # A naming the clause turns down is no naming; a later one in the message still is.
+        ("don't use workflow create_ddr", None),
+        ("Do not use workflow: create_ddr", None),
+        ("please don’t start the code refinement workflow", None),
+        ("without running the create_ddr workflow", None),
+        ("don't use workflow: create_ddr, use workflow: code_refinement", "code_refinement"),
+        ("Not now. Start the code-refinement workflow", "code_refinement"),
+        ("notes: use workflow: create_ddr", "create_ddr"),
     ],
 )
 def test_explicit_initiation_forms(message: str, expected: str | None) -> None:

@@ -17,6 +17,12 @@ _AFTER = (
 # What stands between "start the" and "workflow".
 _BEFORE = re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+|my\s+)?([^.!?,;\n]+?)\s+workflow\b")
 _MAX_NAME_WORDS = 6
+# A naming the clause turns down ("don't use workflow: x", "rather than the x workflow").
+_NEGATION = re.compile(
+    r"\b(?:don['’]?t|do\s+not|never|not|no\s+need\s+to|without|instead\s+of|rather\s+than)\b"
+    r"\W*(?:\w+\W+){0,2}$"
+)
+_CLAUSE_END = re.compile(r"[.!?,;\n]")
 
 
 def id_key(text: str) -> str:
@@ -47,15 +53,25 @@ def named_in(message: str, by_key: Mapping[str, str]) -> str | None:
         return None
     for pattern in _AFTER:
         for found in pattern.finditer(text):
+            if _negated(text, found.start()):
+                continue
             words = found.group(1).split()[:_MAX_NAME_WORDS]
             for end in range(len(words), 0, -1):  # longest name first
                 named = by_key.get(id_key(" ".join(words[:end])))
                 if named:
                     return named
     for found in _BEFORE.finditer(text):
+        if _negated(text, found.start()):
+            continue
         words = found.group(1).split()[-_MAX_NAME_WORDS:]
         for start in range(len(words)):  # longest name first
             named = by_key.get(id_key(" ".join(words[start:])))
             if named:
                 return named
     return None
+
+
+def _negated(text: str, start: int) -> bool:
+    """True when the clause before ``start`` turns the naming down, within three words."""
+    before = _CLAUSE_END.split(text[:start])[-1]
+    return _NEGATION.search(before) is not None
