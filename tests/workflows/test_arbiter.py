@@ -155,6 +155,14 @@ async def test_an_invalid_id_is_ignored_and_logged_once(
     assert len([r for r in caplog.records if "not a candidate" in r.getMessage()]) == 1
 
 
+async def test_an_answer_nested_past_the_recursion_limit_falls_back(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.add(reply(None, call(TOOL_NAME, "[" * 5_000 + "]" * 5_000)))
+    found = await _registry(server, UNSURE).match_async("reports", org="beta")
+    assert found[0].workflow_id == "create_report"
+
+
 async def test_answers_are_cached_by_revision_and_message(server: ScriptedOpenAIServer) -> None:
     server.add(_choose("summarise_numbers"), _choose("create_report"))
     registry = _registry(server, UNSURE)

@@ -194,7 +194,7 @@ def _answer_of(calls: Sequence[tuple[str, str]], text: str | None) -> str | None
 def _workflow_id(raw: str) -> str | None:
     try:
         data = json.loads(raw)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None
     if isinstance(data, dict) and isinstance(data.get("workflowId"), str):
         return str(data["workflowId"])
