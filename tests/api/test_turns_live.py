@@ -185,7 +185,7 @@ def test_a_cancel_mid_batch_keeps_the_finished_call_and_stops_the_other(tmp_path
     assert waited < 2, waited  # stopped at once, well under the 5 s bound
     shown = {c["callId"]: c for c in cancelled.json()["toolCalls"]}
     assert (shown["p1"]["outcome"], shown["p1"]["resultJson"]) == ("succeeded", '"paid 42"')
-    assert shown["s1"]["outcome"] in ("failed", "abandoned")
+    assert shown["s1"]["outcome"] == "unknown"
     assert cancelled.json()["status"] == "cancelled"
     assert (answer["kind"], answer["turnId"]) == ("cancelled", turn["turnId"])
     assert {c["callId"]: c["outcome"] for c in answer["toolCalls"]} == {

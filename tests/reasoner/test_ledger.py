@@ -21,7 +21,7 @@ from aptix.errors import LlmError
 from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.reasoner import ToolResultInput, TurnResult, stopping
 from aptix.reasoner.claims import INTERRUPTED, Lease
-from aptix.reasoner.ledger import NOT_STARTED, SHUT_DOWN_RUNNING
+from aptix.reasoner.ledger import CANCELLED_RUNNING, NOT_STARTED, SHUT_DOWN_RUNNING
 from aptix.reasoner.tables import TurnRow
 from aptix.testing import FunctionModel, ScriptedModel, call, reply
 from aptix.tools import AgentToolExecutionContext, function_schema
@@ -99,6 +99,25 @@ async def slow() -> str:
     return "late"
 
 
+@aptix.tool(usage="Holds a payment; not safe to run twice.")
+async def hold() -> str:
+    """Waits until cancelled."""
+    RUNS.append("hold")
+    PAY_STARTED.set()
+    await asyncio.sleep(60)
+    return "held"
+
+
+@aptix.tool(usage="Checks a balance; safe to run again.", idempotent=True)
+async def recheck() -> str:
+    """Slow the first time (until cancelled), quick after."""
+    RUNS.append("recheck")
+    if RUNS.count("recheck") == 1:
+        PAY_STARTED.set()
+        await asyncio.sleep(60)
+    return "checked"
+
+
 @pytest.fixture(autouse=True)
 def _tools(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     # The test tools are offered by _reasoner, not by a mode: the mode guard stays out.
@@ -108,7 +127,7 @@ def _tools(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     KEYS.clear()
     PAY_STARTED = asyncio.Event()  # an Event belongs to the loop of its first wait: one per test
     Destroy.die = Tidy.die = False
-    for tool in (Destroy, Tidy, pay, slow):
+    for tool in (Destroy, Tidy, pay, slow, hold, recheck):
         harness.runtime.registry.register(tool)
 
 
@@ -117,7 +136,7 @@ def _reasoner(
 ) -> aptix.AgentReasoner:
     from dataclasses import replace
 
-    tools = ["destroy", "tidy", "pay", "slow", "request_user_approval"]
+    tools = ["destroy", "tidy", "pay", "slow", "hold", "recheck", "request_user_approval"]
     settings = h.runtime.settings
     runtime = replace(h.runtime, settings=settings)
     reasoner = runtime.reasoner(model or h.model)
@@ -231,7 +250,8 @@ async def test_a_cancelled_turn_keeps_the_call_that_finished_and_says_how_the_ot
     [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
     shown = {c["callId"]: c for c in turn.tool_calls}
     assert (shown["p1"]["outcome"], shown["p1"]["resultJson"]) == ("succeeded", '"paid 42"')
-    assert shown["s1"]["outcome"] in ("failed", "abandoned")
+    # Stopped mid-run, it may have partly taken effect: its outcome is unknown (DESIGN §14).
+    assert (shown["s1"]["outcome"], shown["s1"]["errorMessage"]) == ("unknown", CANCELLED_RUNNING)
     assert turn.status == "cancelled"
     answer = await asyncio.wait_for(running, 30)
     assert answer.kind == "cancelled"
@@ -267,7 +287,8 @@ async def test_a_cancel_over_http_stops_a_turn_that_another_reasoner_of_the_runt
     assert waited < 5  # stopped at once (the slow call would take 60 s), within the 5 s bound
     shown = {c["callId"]: c for c in answer.json()["toolCalls"]}
     assert (shown["p1"]["outcome"], shown["p1"]["resultJson"]) == ("succeeded", '"paid 42"')
-    assert shown["s1"]["outcome"] in ("failed", "abandoned")
+    assert (shown["s1"]["outcome"], shown["s1"]["errorMessage"]) == ("unknown", CANCELLED_RUNNING)
+    assert "lost" not in shown["s1"]
     assert answer.json()["status"] == "cancelled"
     assert (await asyncio.wait_for(running, 2)).kind == "cancelled"
     [stored] = await harness.runtime.turns.list_turns(sid, "local")
@@ -393,12 +414,58 @@ async def test_a_turn_cut_short_by_the_servers_shutdown_is_left_as_a_crash_leave
     assert turn.lease_until is not None
     assert turn.lease_until <= utc_now()
     [entry] = turn.tool_calls
-    assert (entry["outcome"], entry["errorMessage"]) == ("failed", SHUT_DOWN_RUNNING)
+    # As kill -9 leaves it: unknown and lost (the next claim does not run it again).
+    assert (entry["outcome"], entry["errorMessage"]) == ("unknown", SHUT_DOWN_RUNNING)
+    assert entry["lost"] is True
     assert entry["isServerTool"] is True  # it never finished, but it is the server's tool
     harness.model.add(reply("Back."))
     assert (await _ask(harness, "are you there?")).text == "Back."  # no wait for the lease
     [first, _] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
     assert (first.status, first.warnings) == ("interrupted", [INTERRUPTED])
+
+
+@pytest.mark.parametrize(
+    ("tool", "runs", "outcome"), [("hold", 1, "unknown"), ("recheck", 2, "succeeded")]
+)
+async def test_a_resume_cut_short_by_the_shutdown_is_retried_as_after_a_crash(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, tool: str, runs: int, outcome: str
+) -> None:
+    # SIGTERM past the drain stops the call the resume runs; the client retries its resume.
+    # As after kill -9, the call runs again only when its tool is idempotent.
+    harness.model.add(reply(None, call("request_user_approval", {"prompt": "Go?"}, id="u1")))
+    await _ask(harness, "check, once approved")
+    approve = [ToolResultInput("u1", APPROVE)]
+    model = ScriptedModel()
+    model.add(reply(None, call(tool, {}, id="c1")))
+    running = asyncio.create_task(
+        _reasoner(harness, model).execute(
+            session_id=harness.session_id, org="acme", user="ann", tool_results=approve
+        )
+    )
+    await asyncio.wait_for(PAY_STARTED.wait(), 30)
+    monkeypatch.setattr(stopping, "_PROCESS", {"stopping": False})
+    stopping.stop_process()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    stopping._PROCESS["stopping"] = False  # the restarted server
+    harness.model.add(reply("Reported."))
+    retried = await _resume(harness, approve)
+    assert retried.text == "Reported."
+    ran = list(RUNS)
+    assert ran == [tool] * runs
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    entry = {c["callId"]: c for c in turn.tool_calls}["c1"]
+    assert entry["outcome"] == outcome
+    told = {
+        m["tool_call_id"]: m["content"]
+        for m in harness.model.requests[-1].messages
+        if m["role"] == "tool"
+    }
+    if outcome == "unknown":
+        assert json.loads(told["c1"]) == {"error": SHUT_DOWN_RUNNING}
+    else:
+        assert told["c1"] == '"checked"'
 
 
 async def test_a_call_the_model_asked_for_after_a_cancel_elsewhere_never_ran_and_says_so(

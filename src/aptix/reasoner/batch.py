@@ -103,13 +103,14 @@ class ToolRunner:
         for call in calls:
             await emit(on_event, "tool_call_started", {"callId": call.call_id, "name": call.name})
         started = time.perf_counter()
+        kept = _Outcomes(len(runnable), save)
         # Calls that change the session are not independent: they run one after another, in
         # the model's order, so the last mode change of a response is the one that holds.
         await self._run_all(
-            [(c, e) for c, e in runnable if c.name not in SESSION_TOOLS], context, record.id
+            [(c, e) for c, e in runnable if c.name not in SESSION_TOOLS], context, record.id, kept
         )
         for pair in [(c, e) for c, e in runnable if c.name in SESSION_TOOLS]:
-            await self._run_one(*pair, context, record.id)
+            await self._run_one(*pair, context, record.id, kept)
         seconds = time.perf_counter() - started
         return await self._told(turn, entries, seconds, on_event)
 
@@ -142,11 +143,12 @@ class ToolRunner:
         pairs: Sequence[tuple[AgentToolCall, dict[str, Any]]],
         context: AgentToolExecutionContext,
         turn_id: str,
+        kept: _Outcomes,
     ) -> None:
         if len(pairs) == 1:
-            await self._run_one(*pairs[0], context, turn_id)
+            await self._run_one(*pairs[0], context, turn_id, kept)
         elif pairs:
-            await asyncio.gather(*(self._run_one(c, e, context, turn_id) for c, e in pairs))
+            await asyncio.gather(*(self._run_one(c, e, context, turn_id, kept) for c, e in pairs))
 
     async def _run_one(
         self,
@@ -154,11 +156,13 @@ class ToolRunner:
         entry: dict[str, Any],
         context: AgentToolExecutionContext,
         turn_id: str,
+        kept: _Outcomes,
     ) -> None:
         done = await self._execute(call, context, turn_id)
         # In memory at once: a cancel or an error ending the turn keeps this outcome.
         approval = hasattr(self.executor.registry.get_tool_type(call.name), "run_approved")
         ledger.record_outcome(entry, done, approval=approval)
+        await kept.arrived()
 
     async def _execute(
         self,
@@ -240,3 +244,33 @@ class ToolRunner:
             *ids,
         )
         self.logger.trace(f"{name} failed: {entry['errorMessage']}", *ids)
+
+
+class _Outcomes:
+    """Stores each outcome of a batch as it arrives while other calls of it still run.
+
+    A crash then loses none that came back (DESIGN §14); the last one is stored with the
+    batch. One save at a time: each is a compare-and-set on the version the previous one left.
+    """
+
+    def __init__(self, calls: int, save: Callable[[], Awaitable[None]]) -> None:
+        self._running = calls
+        self._save = save
+        self._lock = asyncio.Lock()
+        self._saving = True
+
+    async def arrived(self) -> None:
+        """One call of the batch has its outcome in the ledger."""
+        self._running -= 1
+        if self._running == 0 or not self._saving:
+            return
+        async with self._lock:
+            if not self._saving:
+                return
+            try:
+                await self._save()
+            except Exception:
+                # Closed elsewhere, or the database failed: raising here would leave the
+                # batch's other calls running unwatched. The save at the batch's end meets the
+                # same condition and ends the turn as it should.
+                self._saving = False

@@ -71,8 +71,9 @@ UNKNOWN = (
     "again: check whether it took effect before retrying it."
 )
 CANCELLED_RUNNING = (
-    "The turn was cancelled while this call ran; it was stopped and may have partly "
-    "taken effect. It was not run again."
+    "The turn was cancelled while this call ran; it was stopped and may have partly taken "
+    "effect, so its outcome is unknown. It was not run again: check whether it took effect "
+    "before retrying it."
 )
 CANCELLED_THREAD = (
     "The turn was cancelled while this call ran in a thread that cannot be stopped: it may "
@@ -80,7 +81,12 @@ CANCELLED_THREAD = (
 )
 SHUT_DOWN_RUNNING = (
     "The server shut down while this call ran; it was stopped and may have partly taken "
-    "effect. It was not run again."
+    "effect, so its outcome is unknown. It was not run again: check whether it took effect "
+    "before retrying it."
+)
+SHUT_DOWN_THREAD = (
+    "The server shut down while this call ran in a thread that cannot be stopped: it may "
+    "still complete. Check whether it took effect before retrying it."
 )
 CANCELLED_ELSEWHERE = (
     "The turn was cancelled while this call ran, and how the call ended is not known here. "
@@ -261,9 +267,9 @@ def resumed_calls(record: TurnRecord, answered: Sequence[str]) -> list[str]:
 def recover(record: TurnRecord) -> None:
     """Before an interrupted turn resumes: idempotent calls the crash cut short run again.
 
-    Ending the turn made every call it left ``started`` ``unknown``; such a call runs again
-    only when its tool said it is idempotent. The others keep ``unknown``, and the model is
-    told they were not repeated.
+    Ending the turn made every call it left ``started`` ``unknown`` (a shutdown did so for
+    the calls it stopped); such a call runs again only when its tool said it is idempotent.
+    The others keep ``unknown``, and the model is told they were not repeated.
     """
     _legacy(record)
     retry = {
@@ -356,8 +362,10 @@ def stopped_by_cancel(
 ) -> None:
     """Calls still running when this process cancelled the turn: stopped, or left running.
 
-    ``shutdown``: the process cancelled them because it is stopping, not because anyone
-    cancelled the turn.
+    A stopped call may have partly taken effect: its outcome is ``unknown``, marked lost as
+    a crash leaves it, so a resume retried after a shutdown runs it again only when its
+    tool is idempotent. ``shutdown``: the process cancelled them because it is stopping,
+    not because anyone cancelled the turn.
     """
     _legacy(record)
     for entry in record.tool_calls:
@@ -365,9 +373,10 @@ def stopped_by_cancel(
             continue
         if in_thread(entry["name"]):
             entry["state"] = entry["outcome"] = "abandoned"
-            entry["errorMessage"] = CANCELLED_THREAD
+            entry["errorMessage"] = SHUT_DOWN_THREAD if shutdown else CANCELLED_THREAD
         else:
-            entry["state"] = entry["outcome"] = "failed"
+            entry["state"] = entry["outcome"] = "unknown"
+            entry["lost"] = True
             entry["errorMessage"] = SHUT_DOWN_RUNNING if shutdown else CANCELLED_RUNNING
 
 

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Row,
     Table,
     bindparam,
+    func,
     insert,
     select,
     update,
@@ -71,6 +72,13 @@ _NEWEST = (
     .limit(bindparam("n"))
 )
 _NEWER = _NEWEST.where(_C.seq > bindparam("upto"))
+# Versions only grow: their sum over a window's turns changes whenever one of them is rewritten.
+_STAMP = select(func.coalesce(func.sum(_C.version), 0)).where(
+    _C.session_id == bindparam("sid"),
+    _C.org == bindparam("org"),
+    _C.seq >= bindparam("lo"),
+    _C.seq <= bindparam("upto"),
+)
 _INSERT = insert(_TURNS)
 _UPDATE = update(_TURNS).where(_C.id == bindparam("turn_id"))
 _CHECKPOINT = _UPDATE.where(_C.version == bindparam("held"), _C.status == "running")
@@ -79,10 +87,14 @@ _HEARTBEAT = _UPDATE.where(_C.status == "running", _C.owner == bindparam("holder
 
 @dataclass(slots=True)
 class _Window:
-    """A session's latest frozen turns (oldest first), all with ``seq <= upto``."""
+    """A session's latest frozen turns (oldest first), all with ``seq <= upto``.
+
+    ``stamp`` is the sum of their versions as read: the claim compares it with the stored sum.
+    """
 
     upto: int
     turns: list[TurnRecord]
+    stamp: int
 
 
 class SqlTurnStore:
@@ -92,7 +104,10 @@ class SqlTurnStore:
     has completed, it is frozen. Each process keeps the latest frozen turns of the sessions it
     served (a bounded LRU of windows), so a claim reads only the turns newer than its window:
     one row in a busy session, however long it is, and a turn's cost does not grow with the
-    session's length. Another process's turns are simply newer rows; nothing can go stale.
+    session's length. Another process's turns are simply newer rows. A frozen turn is still
+    rewritten when the process that ran it settles it (:meth:`settle`: a call it ran ended
+    after someone else closed the turn), so the claim also reads the sum of the window's
+    versions, one number, and reads the turns afresh when it changed.
     """
 
     def __init__(self, database: Database, *, cache_turns: int = 20_000) -> None:
@@ -107,11 +122,8 @@ class SqlTurnStore:
     ) -> tuple[AgentSession, Plan, list[TurnRecord]]:
         """Lock the caller's session, apply ``decide`` to its latest turn, store the outcome."""
         session_query = _SESSION_LOCKED if self._lock_sessions else _SESSION
-        window = self._windows.get(session_id)
+        cached = self._windows.get(session_id)
         keys = {"sid": session_id, "org": org, "n": history + 1}
-        newer, turn_keys = (
-            (_NEWEST, keys) if window is None else (_NEWER, {**keys, "upto": window.upto})
-        )
 
         def transaction(tx: Connection) -> tuple[AgentSession, Plan, list[TurnRecord]]:
             found = tx.execute(session_query, keys).one_or_none()
@@ -119,6 +131,10 @@ class SqlTurnStore:
             session = session_of(found) if found is not None else None
             if session is None or not is_owner(session, org, user):
                 raise NotFoundError(f"Unknown session '{session_id}'.")
+            window = cached if cached is not None and _fresh(tx, cached, keys) else None
+            newer, turn_keys = (
+                (_NEWEST, keys) if window is None else (_NEWER, {**keys, "upto": window.upto})
+            )
             rows = [_to_record(row) for row in reversed(tx.execute(newer, turn_keys).all())]
             if window is not None and len(rows) <= history:  # the window reaches the rows read
                 rows = [*window.turns, *rows][-(history + 1) :]
@@ -146,7 +162,8 @@ class SqlTurnStore:
             return
         old = self._windows.pop(session_id, None)
         self._cached -= len(old.turns) if old is not None else 0
-        self._windows[session_id] = _Window(upto=frozen[-1].seq, turns=frozen)
+        stamp = sum(t.version for t in frozen)
+        self._windows[session_id] = _Window(upto=frozen[-1].seq, turns=frozen, stamp=stamp)
         self._cached += len(frozen)
         while self._cached > self._cache_turns and len(self._windows) > 1:
             self._cached -= len(self._windows.popitem(last=False)[1].turns)
@@ -242,13 +259,23 @@ class SqlTurnStore:
         return [_to_record(row) for row in reversed(rows)]
 
 
+def _fresh(tx: Connection, window: _Window, keys: dict[str, Any]) -> bool:
+    """Whether no turn of ``window`` was rewritten since it was read."""
+    bounds = {"lo": window.turns[0].seq, "upto": window.upto}
+    return bool(tx.execute(_STAMP, {**keys, **bounds}).scalar_one() == window.stamp)
+
+
 def _changed(statement: Executable, keys: dict[str, Any]) -> Callable[[Connection], int]:
     """A transaction running ``statement`` and answering how many rows it changed."""
     return lambda tx: cast(CursorResult[Any], tx.execute(statement, keys)).rowcount
 
 
 def _data(turn: TurnRecord) -> dict[str, Any]:
-    return {name: getattr(turn, name) for name in _JSON_FIELDS}
+    data = {name: getattr(turn, name) for name in _JSON_FIELDS}
+    # A batch's other calls end while an outcome is being saved (on SQLite the row is written
+    # on the worker thread): the save stores the calls as they were when it was asked for.
+    data["tool_calls"] = [dict(entry) for entry in turn.tool_calls]
+    return data
 
 
 def _changes(turn: TurnRecord, *, version: int | None = None, now: Any = None) -> dict[str, Any]:
