@@ -279,7 +279,7 @@ async def test_unexpected_exceptions_are_logged_and_generic(
     def boom(*_: object) -> None:
         raise RuntimeError("index exploded")
 
-    monkeypatch.setattr(registry, "match", boom)
+    monkeypatch.setattr(registry.matcher, "explain", boom)
     tool = WorkflowRegistryTool(registry, logger)
     message = await error_of(tool, context, '{"operation": "match_workflow", "userMessage": "hi"}')
     assert message == "The workflow registry failed unexpectedly. The error has been logged."

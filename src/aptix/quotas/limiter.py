@@ -1,9 +1,10 @@
 """``Quotas``: requests per key, concurrent turns and model tokens per org (DESIGN.md §15).
 
-The counting is the ``limits`` library's (fixed windows); its storage is Redis when
-``APTIX_REDIS_URL`` is set, so every process shares the counts, and memory otherwise. A Redis
-that stops answering is logged once and the limits then fail open (allow) or closed (refuse
-with 503), as ``APTIX_LIMITS_WHEN_REDIS_DOWN`` says; a request never fails with a 500 for it.
+Requests and tokens are counted by the ``limits`` library (fixed windows); running turns are
+one entry each, with a deadline of their own. The storage is Redis when ``APTIX_REDIS_URL`` is
+set, so every process shares the counts, and memory otherwise. A Redis that stops answering
+is logged once and the limits then fail open (allow) or closed (refuse with 503), as
+``APTIX_LIMITS_WHEN_REDIS_DOWN`` says; a request never fails with a 500 for it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import logging
 import math
 import time
+import uuid
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +30,20 @@ _log = logging.getLogger("aptix.quotas")
 
 #: A turn slot not given back (its process died) is freed after this long.
 _TURN_SLOT_SECONDS = 900
+#: Takes a turn slot (ARGV[1]) unless ARGV[2] are held: KEYS[1] holds an org's running turns
+#: scored by their deadlines, ARGV[3] ms from now. A slot past its deadline goes alone, so a
+#: dead process's slots free themselves while the other turns stay counted.
+_ENTER_TURN = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ms + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
 #: How long a caller refused because Redis is down is told to wait.
 _OUTAGE_RETRY_SECONDS = 5
 
@@ -80,7 +97,19 @@ class Quotas:
         self._rate: RateLimitItem | None = parse(rate_limit) if rate_limit else None
         self._budget: RateLimitItem | None = parse(token_budget) if token_budget else None
         self._storage: Storage
+        self._redis: Any = None
+        self._turns_key = f"{key_prefix}:turns"
+        #: org -> slot -> deadline (``time.monotonic``): the running turns, without Redis.
+        self._running: dict[str, dict[str, float]] = {}
+        #: org -> the slots this process took and has not given back, oldest first.
+        self._held: dict[str, deque[str | None]] = {}
         if redis_url is not None:
+            import redis.asyncio
+
+            self._redis = redis.asyncio.Redis.from_url(
+                redis_url.removeprefix("async+"), socket_timeout=2, socket_connect_timeout=2
+            )
+            self._enter_script = self._redis.register_script(_ENTER_TURN)
             url = redis_url if redis_url.startswith("async+") else f"async+{redis_url}"
             self._storage = RedisStorage(
                 url,
@@ -92,7 +121,6 @@ class Quotas:
         else:
             self._storage = MemoryStorage()
         self._limiter = FixedWindowRateLimiter(self._storage)
-        self._turns_prefix = "turns"
         self.usage = UsageMeter(redis_url, key_prefix=key_prefix, on_error=self._failed)
         self._down = False
 
@@ -128,15 +156,19 @@ class Quotas:
         if refusal is not None or self.max_concurrent_turns is None:
             return refusal
         limit = self.max_concurrent_turns
-        key = f"{self._turns_prefix}/{org}"
+        slot = uuid.uuid4().hex
         try:
-            running = await self._storage.incr(key, _TURN_SLOT_SECONDS)
-            if running <= limit:
-                self._up()
-                return None
-            await self._storage.incr(key, _TURN_SLOT_SECONDS, amount=-1)
+            taken = await self._take_slot(org, slot, limit)
         except Exception as exc:
-            return self._failed(exc)
+            refusal = self._failed(exc)
+            if refusal is None:
+                # Let in uncounted: its leave_turn has no slot to give back.
+                self._held.setdefault(org, deque()).append(None)
+            return refusal
+        self._up()
+        if taken:
+            self._held.setdefault(org, deque()).append(slot)
+            return None
         return Refusal(
             f"This organization already runs {limit} turns at once, as many as it may; "
             "retry when one ends.",
@@ -149,15 +181,41 @@ class Quotas:
         )
 
     async def leave_turn(self, org: str) -> None:
-        """Give back the slot :meth:`enter_turn` took."""
-        if self.max_concurrent_turns is None:
+        """Give back a slot :meth:`enter_turn` took for ``org`` in this process."""
+        held = self._held.get(org)
+        if not held:
             return
-        key = f"{self._turns_prefix}/{org}"
+        # The oldest: the slots left are the newest, so none ends before a running turn's.
+        slot = held.popleft()
+        if not held:
+            del self._held[org]
+        if slot is None:
+            return
+        if self._redis is None:
+            running = self._running.get(org, {})
+            running.pop(slot, None)
+            if not running:
+                self._running.pop(org, None)
+            return
         try:
-            if await self._storage.incr(key, _TURN_SLOT_SECONDS, amount=-1) < 0:
-                await self._storage.clear(key)  # the slot outlived its key's expiry
+            await self._redis.zrem(f"{self._turns_key}:{org}", slot)
         except Exception as exc:
             self._failed(exc)
+
+    async def _take_slot(self, org: str, slot: str, limit: int) -> bool:
+        """Record ``slot`` as one of ``org``'s running turns, unless it runs ``limit`` already."""
+        if self._redis is None:
+            now = time.monotonic()
+            running = self._running.setdefault(org, {})
+            for ended in [s for s, deadline in running.items() if deadline <= now]:
+                del running[ended]
+            if len(running) >= limit:
+                return False
+            running[slot] = now + _TURN_SLOT_SECONDS
+            return True
+        keys = [f"{self._turns_key}:{org}"]
+        taken = await self._enter_script(keys, [slot, limit, int(_TURN_SLOT_SECONDS * 1000)])
+        return bool(taken)
 
     async def tokens(self, org: str) -> Refusal | None:
         """A refusal when the org's model token budget is used up."""
@@ -212,6 +270,8 @@ class Quotas:
     async def aclose(self) -> None:
         """Close the Redis connections (nothing to do in memory)."""
         await self.usage.aclose()
+        if self._redis is not None:
+            await self._redis.aclose()
 
     def _failed(self, exc: Exception) -> Refusal | None:
         """Redis did not answer: log once per outage, then allow or refuse as configured."""

@@ -8,7 +8,9 @@ other org and the server's own work (workflow matching), so:
 - a call abandoned at its time limit is counted until its thread really returns; while an
   org has as many abandoned calls as threads, its new sync calls fail at once
   (:class:`BulkheadFullError`) instead of queueing behind threads that may never come back;
-- built-in work (:func:`run_builtin`) has a pool of its own that no tool can reach.
+- built-in work (:func:`run_builtin`) has a pool of its own that no tool can reach. What runs
+  there never waits on other work (a workflow match waiting for its org's index rebuild waits
+  off the pool), so one org's matches cannot take the threads every org's need.
 """
 
 from __future__ import annotations

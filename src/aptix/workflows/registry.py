@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus, WorkflowVisibility
 from aptix.workflows.matching.arbiter import MatchArbiter
-from aptix.workflows.matching.combined import WorkflowMatcher
+from aptix.workflows.matching.combined import RankedWorkflow, WorkflowMatcher
 from aptix.workflows.matching.explicit import id_key, keyed, named_in
 from aptix.workflows.matching.routing import Decision
 from aptix.workflows.validation import FieldProblem, validate_manifest
@@ -34,6 +36,10 @@ from aptix.workflows.validation import FieldProblem, validate_manifest
 __all__ = ["WorkflowMatch", "WorkflowRegistry", "status_note"]
 
 DEFAULT_MATCH_LIMIT = 5
+
+_log = logging.getLogger("aptix.workflows")
+
+T = TypeVar("T")
 
 #: Runs blocking work off the event loop: ``await run(fn, *args)``.
 Runner = Callable[..., Awaitable[Any]]
@@ -72,12 +78,20 @@ class WorkflowMatch:
 
 @dataclass(slots=True)
 class _Index:
-    """One served set's matcher, with its own lock: one org's rebuild holds up no other org."""
+    """One served set's matcher, used by one match or rebuild at a time (registry's lock).
+
+    Who finds it in use or stale waits on :attr:`freed`, a future: an async caller waits
+    holding no thread, so one org's rebuild holds up no other org's matches, not even through
+    the shared worker pool they run on.
+    """
 
     matcher: WorkflowMatcher
-    lock: threading.Lock = field(default_factory=threading.Lock)
     #: The revision of the served set it was built from (-1: never built).
     stamp: int = -1
+    #: A match or a rebuild is using the matcher.
+    busy: bool = False
+    #: Resolved when the matcher is let go (with a rebuild's error, if it failed).
+    freed: Future[None] | None = None
 
 
 def status_note(manifest: WorkflowManifest) -> str | None:
@@ -319,37 +333,26 @@ class WorkflowRegistry:
         if explicit is not None:
             # An explicit request takes precedence over inference (TUL-006 §3.3).
             return [self._row(served[explicit], 1.0, "named explicitly")]
-        return [
-            self._row(served[w], s, why) for w, s, why in self._ranked(message, limit, org, served)
-        ]
-
-    def _ranked(
-        self, message: str, limit: int, org: str | None, served: dict[str, WorkflowManifest]
-    ) -> list[tuple[str, float, str]]:
         with self._indexed(org) as matcher:
-            ranked = matcher.explain(message, limit)
+            return self._rows(matcher.explain(message, limit), served)
+
+    def _rows(
+        self, ranked: list[RankedWorkflow], served: dict[str, WorkflowManifest]
+    ) -> list[WorkflowMatch]:
         # Only the explicit id reaches 1.0, so that it always ranks first.
         return [
-            (r.workflow_id, min(r.score, 0.99), r.why) for r in ranked if r.workflow_id in served
+            self._row(served[r.workflow_id], min(r.score, 0.99), r.why)
+            for r in ranked
+            if r.workflow_id in served
         ]
 
-    @contextlib.contextmanager
-    def _indexed(self, org: str | None) -> Iterator[WorkflowMatcher]:
-        """The matcher of ``org``'s served set, rebuilt if the set changed; its own for the block.
+    def _claim(self, org: str | None) -> _Index | Future[None]:
+        """``org``'s current index, now the caller's; else the future to wait for first.
 
-        The set is read under the registry's lock; the rebuild and the match run under the
-        index's lock only, so a rebuild for one org does not hold up another's matches.
+        The index is in use, or its set changed: then a rebuild is started here, on a thread
+        of its own (after the deployment-wide index, whose rows an org's borrows). Only the
+        matches of that set wait for it, and they hold no thread while they do.
         """
-        stale = False
-        if org is not None:
-            with self._lock:
-                scope = self._scope(org)
-                index = self._indexes.get(scope)
-                stale = scope is not None and (index is None or index.stamp < self._stamp(scope))
-        if stale:
-            # The deployment-wide index first: an org's borrows its rows rather than copy them.
-            with self._indexed(None):
-                pass
         with self._lock:
             scope = self._scope(org)
             stamp = self._stamp(scope)
@@ -357,8 +360,16 @@ class WorkflowRegistry:
             if index is None:
                 matcher = self._matcher if scope is None else self._matcher_factory()
                 index = self._indexes[scope] = _Index(matcher)
-            matchable: list[WorkflowManifest] | None = None
-            if index.stamp < stamp:
+            if not index.busy and index.stamp >= stamp:
+                index.busy = True
+                return index
+            if index.freed is None:
+                index.freed = Future()
+                # Running: a waiter that gives up (cancelled, timed out) cannot cancel it.
+                index.freed.set_running_or_notify_cancel()
+            freed = index.freed
+            if not index.busy:
+                index.busy = True
                 served = self._served_locked(scope)
                 matchable = [
                     m
@@ -366,12 +377,79 @@ class WorkflowRegistry:
                     if m.visibility is not WorkflowVisibility.HIDDEN
                     and m.status is not WorkflowStatus.DRAFT
                 ]
-        with index.lock:
-            # Another match may have rebuilt it from a newer set meanwhile: never go back.
-            if matchable is not None and index.stamp < stamp:
-                index.matcher.rebuild(matchable)
-                index.stamp = stamp
-            yield index.matcher
+                threading.Thread(
+                    target=self._rebuild,
+                    args=(scope, index, matchable, stamp),
+                    name="aptix-index",
+                    daemon=True,
+                ).start()
+            return freed
+
+    def _rebuild(
+        self, scope: str | None, index: _Index, matchable: list[WorkflowManifest], stamp: int
+    ) -> None:
+        """Rebuild ``index`` (claimed for it) from ``matchable``, then let it go."""
+        error: Exception | None = None
+        try:
+            if scope is not None:
+                with self._indexed(None):
+                    pass
+            index.matcher.rebuild(matchable)
+            index.stamp = stamp
+        except Exception as exc:
+            _log.exception("Rebuilding the workflow match index failed")
+            error = exc
+        finally:
+            self._release(index, error)
+
+    def _release(self, index: _Index, error: Exception | None = None) -> None:
+        """Let ``index`` go and wake whoever waits for it."""
+        with self._lock:
+            index.busy = False
+            freed, index.freed = index.freed, None
+        if freed is None:
+            return
+        if error is None:
+            freed.set_result(None)
+        else:
+            freed.set_exception(error)
+
+    @contextlib.contextmanager
+    def _indexed(self, org: str | None) -> Iterator[WorkflowMatcher]:
+        """The matcher of ``org``'s served set, current, the caller's alone for the block.
+
+        Blocks the calling thread while the index is rebuilt or used by another match.
+        """
+        claimed = self._claim(org)
+        while isinstance(claimed, Future):
+            claimed.result()
+            claimed = self._claim(org)
+        try:
+            yield claimed.matcher
+        finally:
+            self._release(claimed)
+
+    def _try_index(
+        self, org: str | None, use: Callable[[WorkflowMatcher], T]
+    ) -> tuple[T] | Future[None]:
+        """``(use(matcher),)`` if ``org``'s index is free and current, else what to wait for."""
+        claimed = self._claim(org)
+        if isinstance(claimed, Future):
+            return claimed
+        try:
+            return (use(claimed.matcher),)
+        finally:
+            self._release(claimed)
+
+    async def _on_index(
+        self, org: str | None, run: Runner, use: Callable[[WorkflowMatcher], T]
+    ) -> T:
+        """``use(matcher)`` through ``run``; waiting for the index holds none of its threads."""
+        while True:
+            tried: tuple[T] | Future[None] = await run(self._try_index, org, use)
+            if not isinstance(tried, Future):
+                return tried[0]
+            await asyncio.wrap_future(tried)
 
     def settle(self, org: str | None = None, timeout: float | None = None) -> bool | None:
         """Index ``org``'s served set and wait for the cascade's larger index behind it.
@@ -394,34 +472,33 @@ class WorkflowRegistry:
         """:meth:`match`, with the model as arbiter when one is configured and wanted.
 
         The blocking part (encoding, ranking) goes through ``run`` (the tool passes the
-        built-in worker pool, where no user tool can hold it up). The arbiter sees only
+        built-in worker pool, where no user tool can hold it up); waiting for the index (its
+        rebuild, another match) is done here, off ``run``'s threads. The arbiter sees only
         candidates ``org`` may run: never a hidden, disabled or other org's workflow. On any
         failure of the model the ranker and the gate decide.
         """
         arbiter = self.arbiter
         served = self._served(org)
-        if (
-            arbiter is None
-            or arbiter.mode == "off"
-            or self._explicit(message, served, org) is not None
-        ):
-            matched: list[WorkflowMatch] = await run(self.match, message, limit, org)
-            return matched
+        explicit: str | None = await run(self._explicit, message, served, org)
+        if explicit is not None:
+            return [self._row(served[explicit], 1.0, "named explicitly")]
+        if arbiter is None or arbiter.mode == "off":
+            return await self._on_index(
+                org, run, lambda matcher: self._rows(matcher.explain(message, limit), served)
+            )
 
-        def decide() -> tuple[Decision, list[WorkflowMatch], int]:
-            revision = self.revision
-            with self._indexed(org) as matcher:
-                decision = matcher.decide(message)
-                # The reasons are read while the index is still the one that decided.
-                fallback = [
-                    self._row(served[w], min(s, 0.99), matcher.why(message, w))
-                    for w, s in decision.matches(limit)
-                    if w in served
-                ]
-            return decision, fallback, revision
+        def decide(matcher: WorkflowMatcher) -> tuple[Decision, list[WorkflowMatch]]:
+            decision = matcher.decide(message)
+            # The reasons are read while the index is still the one that decided.
+            fallback = [
+                self._row(served[w], min(s, 0.99), matcher.why(message, w))
+                for w, s in decision.matches(limit)
+                if w in served
+            ]
+            return decision, fallback
 
-        decided: tuple[Decision, list[WorkflowMatch], int] = await run(decide)
-        decision, fallback, revision = decided
+        revision = self.revision
+        decision, fallback = await self._on_index(org, run, decide)
         if not decision.ranked or not arbiter.wanted(decision.unsure):
             return fallback
         shown = [
