@@ -112,3 +112,24 @@ async def test_if_match_on_a_tool_without_revisions_fails_the_precondition(http:
     assert answer.status_code == 412, answer.text
     assert answer.json()["error"]["code"] == "precondition_failed"
     assert "has no revisions" in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("flag", [True, False])
+async def test_a_boolean_expected_revision_is_refused_not_read_as_a_number(
+    http: Http, flag: bool
+) -> None:
+    admin = http("k-admin")
+    drafted = await _call(
+        admin, operation="draft_workflow", workflowId="offsite", title="T", description="D."
+    )
+    await _call(admin, '"1"', operation="update_workflow", workflowId="offsite", fields=FIELDS)
+    refused = await _call(
+        admin, operation="publish_workflow", workflowId="offsite", expectedRevision=flag
+    )
+    result = refused.json()["result"]
+    assert result["ok"] is False, result
+    assert "'expectedRevision'" in result["errors"][0]["message"]
+    assert "not true or false" in result["errors"][0]["message"]
+    assert drafted.status_code == 200, drafted.text
+    after = await _call(admin, operation="get_workflow", workflowId="offsite")
+    assert after.headers["ETag"] == '"2"'  # nothing was published

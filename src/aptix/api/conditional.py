@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from aptix.api.errors import ApiError
+from aptix.casing import any_case
 from aptix.tools.base import AgentTool
 from aptix.tools.registry import AgentToolRegistry
 
@@ -23,6 +24,8 @@ __all__ = ["EXPECTED_REVISION", "apply_if_match", "etag_headers", "is_conditiona
 
 #: The argument a conditional tool takes.
 EXPECTED_REVISION = "expectedRevision"
+#: Every spelling of it a tool reads (``ExpectedRevision``, ``expected_revision`` too).
+_SPELLINGS = tuple(c for c in any_case("expected_revision").choices if isinstance(c, str))
 
 _TAG = re.compile(r'\s*"(\d{1,9})"\s*')
 
@@ -67,16 +70,19 @@ def apply_if_match(name: str, conditional: bool, arguments: str, if_match: str |
     revision = int(matched.group(1))
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         parsed = None
     if not isinstance(parsed, dict):
         return arguments  # the tool refuses them with its usual message
-    given = parsed.get(EXPECTED_REVISION)
-    if given is not None and given != revision:
-        raise ApiError(
-            400, f"If-Match names revision {revision}, but expectedRevision is {given!r}."
-        )
-    return json.dumps({**parsed, EXPECTED_REVISION: revision})
+    given = {key: parsed[key] for key in _SPELLINGS if key in parsed}
+    for key, value in given.items():
+        if isinstance(value, bool):
+            raise ApiError(400, f"{key} must be a revision number, not {json.dumps(value)}.")
+        if value is not None and value != revision:
+            raise ApiError(400, f"If-Match names revision {revision}, but {key} is {value!r}.")
+    # One spelling left, so the tool cannot read a stale one beside If-Match's.
+    kept = {key: value for key, value in parsed.items() if key not in given}
+    return json.dumps({**kept, EXPECTED_REVISION: revision})
 
 
 def etag_headers(result: Any, *, if_match: bool) -> dict[str, str]:

@@ -17,6 +17,7 @@ from aptix.nul import (
     find_surrogate,
     find_surrogate_in_json,
 )
+from aptix.tools.builtin.workflow_registry import MAX_MESSAGE_LENGTH
 
 __all__ = [
     "ERROR_RESPONSES",
@@ -137,7 +138,10 @@ class MatchRequest(WireModel):
     """``POST /v1/workflows/match``."""
 
     user_message: str = Field(
-        min_length=1, max_length=10_000, pattern=NOT_BLANK_PATTERN, description="Not blank."
+        min_length=1,
+        max_length=MAX_MESSAGE_LENGTH,  # the registry tool's own limit
+        pattern=NOT_BLANK_PATTERN,
+        description="Not blank.",
     )
 
 

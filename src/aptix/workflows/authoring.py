@@ -38,7 +38,12 @@ from aptix.workflows.outcome import (
 from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.revisions import WorkflowState, commit, read_state
 from aptix.workflows.store import RevisionAction, StoredRevision, WorkflowStore
-from aptix.workflows.validation import FieldProblem, parse_manifest, validate_manifest
+from aptix.workflows.validation import (
+    FieldProblem,
+    limit_problems,
+    parse_manifest,
+    validate_manifest,
+)
 
 __all__ = ["WorkflowAuthoring"]
 
@@ -96,6 +101,9 @@ class WorkflowAuthoring:
             for name, value in (("title", title), ("description", description))
             if not value.strip()
         ]
+        if manifest is not None:
+            # Refused now rather than at publish: every revision stores the whole manifest.
+            problems += limit_problems(manifest)
         if manifest is None or problems:
             return AuthoringOutcome.failures(problems)
         async with self._changing(manifest.workflow_id, org) as state:
@@ -188,6 +196,8 @@ class WorkflowAuthoring:
                 for name in sorted(MANDATORY_FIELDS & changes.keys())
                 if is_empty(changes[name]) and not is_empty(base.to_wire()[name])
             ]
+            if manifest is not None:
+                problems += limit_problems(manifest)
             if manifest is None or problems:
                 return AuthoringOutcome.failures(problems)
             stored = await commit(self._store, state, manifest, RevisionAction.UPDATE, actor, org)

@@ -9,7 +9,22 @@ from __future__ import annotations
 from aptix.workflows.manifest import WorkflowManifest, WorkflowVisibility
 from aptix.workflows.registry import WorkflowRegistry
 
-__all__ = ["BOOT_INSTRUCTION", "NO_WORKFLOWS", "boot_workflows", "build_boot_message"]
+__all__ = [
+    "BOOT_INSTRUCTION",
+    "MAX_BOOT_CHARS",
+    "NO_WORKFLOWS",
+    "boot_workflows",
+    "build_boot_message",
+]
+
+#: Characters the boot message may take: about 8,000 tokens at the pessimistic estimate of
+#: three characters a token, a quarter of the default context budget.
+MAX_BOOT_CHARS = 24_000
+#: A shortened entry keeps this much of its title and summary, and its first patterns.
+SHORT_TITLE = 80
+SHORT_SUMMARY = 200
+SHORT_PATTERNS = 3
+SHORT_PATTERN = 80
 
 BOOT_INSTRUCTION = (
     "These are the workflows available to you. If the user's input matches these patterns, "
@@ -26,32 +41,100 @@ NO_WORKFLOWS = (
     "for one, say that none is defined."
 )
 
+#: Closes a boot message whose entries had to be shortened to fit.
+SHORTENED = (
+    'Entries with … or "(and N more)" are shortened to fit; agent_workflow_registry '
+    "get_workflow_manifest returns a workflow in full."
+)
+
+_HEAD = ("# Available workflows", "", BOOT_INSTRUCTION, "")
+
 
 def boot_workflows(registry: WorkflowRegistry, org: str | None = None) -> list[WorkflowManifest]:
     """The workflows ``org``'s boot message lists: public and runnable, by id."""
     return [m for m in registry.listed(org) if m.visibility is WorkflowVisibility.PUBLIC]
 
 
-def build_boot_message(registry: WorkflowRegistry, org: str | None = None) -> str:
-    """The boot message text for a new session of ``org``: never another org's workflows."""
+def build_boot_message(
+    registry: WorkflowRegistry, org: str | None = None, *, max_chars: int = MAX_BOOT_CHARS
+) -> str:
+    """The boot message text for a new session of ``org``: never another org's workflows.
+
+    Every request of the session carries it, so past ``max_chars`` the longest entries are
+    shortened first, and the last workflows are left out if shortening is not enough.
+    """
     workflows = boot_workflows(registry, org)
     if not workflows:
         return NO_WORKFLOWS
-    lines = ["# Available workflows", "", BOOT_INSTRUCTION, ""]
-    for manifest in workflows:
-        flags = [
-            flag
-            for flag, on in (
-                ("auto-start", manifest.auto_start),
-                ("requires approval", manifest.requires_approval),
-                ("deprecated", manifest.status.value == "deprecated"),
-            )
-            if on
+    entries = [_entry(manifest) for manifest in workflows]
+    text = _render(entries, [])
+    if len(text) <= max_chars:
+        return text
+    return _render(*_fitted(workflows, entries, max_chars))
+
+
+def _fitted(
+    workflows: list[WorkflowManifest], entries: list[str], max_chars: int
+) -> tuple[list[str], list[str]]:
+    """The entries that fit ``max_chars`` (shortened where needed) and the notes saying so."""
+    room = max_chars - len(_render([], [SHORTENED, _more(len(workflows))]))
+    used = sum(len(entry) + 2 for entry in entries)  # each is joined by a blank line
+    # Longest first: one oversized workflow is shortened, and the others stay whole.
+    for i in sorted(range(len(entries)), key=lambda i: -len(entries[i])):
+        if used <= room:
+            break
+        short = _entry(workflows[i], short=True)
+        used -= len(entries[i]) - len(short)
+        entries[i] = short
+    kept: list[str] = []
+    for entry in entries:
+        if len(entry) + 2 > room:
+            break
+        kept.append(entry)
+        room -= len(entry) + 2
+    left_out = len(entries) - len(kept)
+    return kept, [SHORTENED, *([_more(left_out)] if left_out else [])]
+
+
+def _render(entries: list[str], notes: list[str]) -> str:
+    return "\n".join([*_HEAD, "\n\n".join([*entries, *notes])]).rstrip() + "\n"
+
+
+def _entry(manifest: WorkflowManifest, *, short: bool = False) -> str:
+    flags = [
+        flag
+        for flag, on in (
+            ("auto-start", manifest.auto_start),
+            ("requires approval", manifest.requires_approval),
+            ("deprecated", manifest.status.value == "deprecated"),
+        )
+        if on
+    ]
+    suffix = f" [{', '.join(flags)}]" if flags else ""
+    title, summary = manifest.title, " ".join(manifest.description.split())
+    patterns = list(manifest.user_intent_patterns)
+    more = ""
+    if short:
+        title, summary = _clip(title, SHORT_TITLE), _clip(summary, SHORT_SUMMARY)
+        if len(patterns) > SHORT_PATTERNS:
+            more = f" (and {len(patterns) - SHORT_PATTERNS} more)"
+        patterns = [_clip(p, SHORT_PATTERN) for p in patterns[:SHORT_PATTERNS]]
+    listed = "; ".join(f'"{p}"' for p in patterns)
+    return "\n".join(
+        [
+            f"## {manifest.workflow_id}: {title}{suffix}",
+            f"Summary: {summary}",
+            f"Intent patterns: {listed}{more}",
         ]
-        suffix = f" [{', '.join(flags)}]" if flags else ""
-        lines.append(f"## {manifest.workflow_id}: {manifest.title}{suffix}")
-        lines.append(f"Summary: {' '.join(manifest.description.split())}")
-        patterns = "; ".join(f'"{p}"' for p in manifest.user_intent_patterns)
-        lines.append(f"Intent patterns: {patterns}")
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    )
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _more(count: int) -> str:
+    return (
+        f"{count} more workflow{'s are' if count != 1 else ' is'} not listed here: "
+        "agent_workflow_registry list_workflows and match_workflow find them."
+    )

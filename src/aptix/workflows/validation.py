@@ -18,7 +18,14 @@ from aptix.workflows.manifest import WorkflowManifest, WorkflowVisibility
 
 __all__ = [
     "ALWAYS_OFFERED_TOOLS",
+    "MAX_DESCRIPTION_LENGTH",
+    "MAX_INSTRUCTION_LENGTH",
+    "MAX_PATTERNS",
+    "MAX_PATTERN_LENGTH",
+    "MAX_TITLE_LENGTH",
+    "MAX_VERSION_LENGTH",
     "FieldProblem",
+    "limit_problems",
     "parse_manifest",
     "parse_partial",
     "validate_manifest",
@@ -36,7 +43,17 @@ ALWAYS_OFFERED_TOOLS: frozenset[str] = frozenset(
 )
 
 MIN_PATTERN_LENGTH = 3
+# Every session's boot message lists each public workflow's title, description and intent
+# patterns, so these bound what one workflow adds to every turn of its org. Each is several
+# times what any catalog in the repository uses (docs/modes-and-workflows.md, "Limits").
 MAX_PATTERN_LENGTH = 200
+MAX_PATTERNS = 50
+MAX_TITLE_LENGTH = 200
+MAX_DESCRIPTION_LENGTH = 2_000
+#: Sent whole to the model by get_workflow_manifest.
+MAX_INSTRUCTION_LENGTH = 20_000
+#: The ``workflow_revisions.version`` column is ``varchar(64)``.
+MAX_VERSION_LENGTH = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +119,39 @@ def validate_manifest(
         problems.append(FieldProblem("userIntentPatterns", "userIntentPatterns is missing."))
     if not manifest.completion_criteria:
         problems.append(FieldProblem("completionCriteria", "completionCriteria is missing."))
-    problems.extend(_pattern_problems(manifest.user_intent_patterns))
+    problems.extend(limit_problems(manifest))
+    # Past the limit the count is the problem; one message per extra pattern would bury it.
+    problems.extend(_pattern_problems(manifest.user_intent_patterns[:MAX_PATTERNS]))
     problems.extend(_tool_problems(manifest.permitted_tools, known_tools))
     problems.extend(_consistency_problems(manifest))
+    return problems
+
+
+def limit_problems(manifest: WorkflowManifest) -> list[FieldProblem]:
+    """The fields of ``manifest`` that are too long to store or to list to the model."""
+    problems: list[FieldProblem] = []
+    for name, value, limit in (
+        ("title", manifest.title, MAX_TITLE_LENGTH),
+        ("description", manifest.description, MAX_DESCRIPTION_LENGTH),
+        ("instructionText", manifest.instruction_text, MAX_INSTRUCTION_LENGTH),
+        ("version", manifest.version, MAX_VERSION_LENGTH),
+    ):
+        if len(value) > limit:
+            problems.append(
+                FieldProblem(
+                    name,
+                    f"{name} is too long ({len(value):,} characters; the limit is {limit:,}).",
+                )
+            )
+    count = len(manifest.user_intent_patterns)
+    if count > MAX_PATTERNS:
+        problems.append(
+            FieldProblem(
+                "userIntentPatterns",
+                f"userIntentPatterns has {count:,} patterns; the limit is {MAX_PATTERNS}. "
+                "Keep the few phrasings that differ most.",
+            )
+        )
     return problems
 
 

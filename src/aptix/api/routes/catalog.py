@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from fastapi import APIRouter
@@ -13,9 +14,16 @@ from aptix.api.responses import Mode
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import MatchRequest
 from aptix.runtime import Runtime
+from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
 from aptix.tools.bulkhead import http_refusal
 
 router = APIRouter(tags=["catalogs"])
+
+#: How the registry tool refuses its arguments (blank, too long, malformed): bad input.
+_BAD_ARGUMENTS = re.compile(
+    r"Operation '\w+' requires a non-empty |'\w+' is too long \(|Invalid arguments: "
+    r"|Arguments must be "
+)
 
 
 @router.get("/v1/modes", response_model=list[Mode])
@@ -42,8 +50,20 @@ async def _registry(runtime: Runtime, caller: Caller, arguments: dict[str, Any])
         if (refusal := http_refusal(message)) is not None:
             status, code, headers = refusal
             raise ApiError(status, message, code, headers=headers)
-        raise ApiError(404 if message.startswith("Unknown workflow") else 409, message)
+        status, code = _status(message)
+        raise ApiError(status, message, code)
     return json.loads(outcome.result)
+
+
+def _status(message: str) -> tuple[int, str]:
+    """The status and code of a registry refusal; 409 only for the workflow's state."""
+    if message.startswith("Unknown workflow"):
+        return 404, "not_found"
+    if _BAD_ARGUMENTS.match(message):
+        return 422, "invalid_request"
+    if message == WorkflowRegistryTool.FAILURE:
+        return 500, "internal_error"
+    return 409, "conflict"  # disabled, a draft, or no longer valid
 
 
 @router.get("/v1/workflows")

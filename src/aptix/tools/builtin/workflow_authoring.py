@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
@@ -70,6 +70,14 @@ class _Args(OperationArgs):
         description="Changing operations: the revision this change is based on (the "
         "'revision' of your last get_workflow); refused if the workflow changed since.",
     )
+
+    @field_validator("expected_revision", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: Any) -> Any:
+        # Lax validation would read true as revision 1: a revision is a number, never a flag.
+        if isinstance(value, bool):
+            raise ValueError("must be a revision number, not true or false")
+        return value
 
 
 def _role_refusal(operation: str, args: _Args, role: str) -> AuthoringOutcome | None:
