@@ -3,8 +3,14 @@ in-memory exporter."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +30,7 @@ from aptix.telemetry import (
     REFUSAL_EVENT,
     OtelTracing,
     open_tracing,
+    span_exporters,
 )
 from aptix.testing import ScriptedModel, call, reply
 from aptix.tools.executor import AgentToolExecutor
@@ -262,3 +269,39 @@ async def test_spans_reach_an_otlp_collector_named_by_otel_variables(
             names |= {s.name for scope in resource_spans.scope_spans for s in scope.spans}
     assert services == {"aptix-otlp-test"}
     assert names == {"invoke_agent aptix", "chat ScriptedModel"}
+
+
+def test_console_spans_leave_json_output_intact(tmp_path: Path) -> None:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("APTIX_", "OTEL_"))},
+        "APTIX_DATA_DIR": str(tmp_path),
+        "APTIX_SEMANTIC_MATCHING": "false",
+        "APTIX_OTEL": "true",
+        "OTEL_TRACES_EXPORTER": "console",
+    }
+    command = ["tools", "call", "agent_calculator", '{"expression": "6*7"}', "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "aptix", *command],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"]["result"] == 42
+    assert '"name": "execute_tool agent_calculator"' in done.stderr
+
+
+@pytest.mark.parametrize(
+    "variable", ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]
+)
+def test_grpc_without_its_exporter_names_the_package_to_install(variable: str) -> None:
+    assert "otlp_proto_grpc" not in {
+        e.name for e in entry_points(group="opentelemetry_traces_exporter")
+    }
+    with pytest.raises(ConfigurationError) as raised:
+        span_exporters({variable: "grpc"})
+    line = raised.value.one_line()
+    assert line.startswith(f"{variable}=grpc needs opentelemetry-exporter-otlp-proto-grpc")
+    assert "pip install opentelemetry-exporter-otlp-proto-grpc" in line
+    assert "OTEL_TRACES_EXPORTER" not in line  # the user never set it

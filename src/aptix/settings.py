@@ -311,15 +311,30 @@ class AptixSettings(BaseSettings):
         path = os.environ.get("APTIX_CONFIG_FILE") or "aptix.toml"
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         if Path(path).is_file():
+            other = "or point APTIX_CONFIG_FILE at another file"
             try:
                 toml = TomlConfigSettingsSource(settings_cls, toml_file=path)
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigurationError(
-                    f"{path} is not valid TOML ({exc}).",
-                    hint=f"fix the syntax in {path}, or point APTIX_CONFIG_FILE at another file",
+                    f"{path} is not valid TOML ({exc}).", hint=f"fix the syntax in {path}, {other}"
+                ) from None
+            except UnicodeDecodeError as exc:
+                raise ConfigurationError(
+                    f"{path} is not valid TOML (not UTF-8 text: {exc.reason} at byte {exc.start}).",
+                    hint=f"save {path} as UTF-8, {other}",
+                ) from None
+            except OSError as exc:
+                raise ConfigurationError(
+                    f"cannot read {path} ({exc.strerror or exc}).",
+                    hint=f"check the file's permissions, {other}",
                 ) from None
             _refuse_unknown_keys(path, toml.toml_data, settings_cls.model_fields)
             sources.append(toml)
+        elif os.environ.get("APTIX_CONFIG_FILE") and Path(path).is_dir():
+            raise ConfigurationError(
+                f"APTIX_CONFIG_FILE names a directory, not a file: {path}.",
+                hint="point APTIX_CONFIG_FILE at a TOML file, or unset it",
+            )
         elif os.environ.get("APTIX_CONFIG_FILE"):
             raise ConfigurationError(
                 f"APTIX_CONFIG_FILE names a file that does not exist: {path}.",
@@ -356,17 +371,18 @@ _warned: set[str] = set()
 
 def _check_http_url(url: str) -> None:
     """Raise ``ValueError`` unless the model client can open ``url`` (scheme, host, port)."""
-    import httpx
+    import httpx2
 
-    # The check the HTTP client makes on the first request, made here so a bad URL stops
-    # start-up with one line instead of a traceback mid-request. The value is shown escaped
-    # (no control characters reach the terminal) and without its credentials.
+    # The check the model client's HTTP library (httpx2, under openai) makes on the first
+    # request, made here so a bad URL stops start-up with one line instead of a traceback
+    # mid-request. The value is shown escaped (no control characters reach the terminal) and
+    # without its credentials.
     shown = mask_credentials(repr(url))
     example = "write it as http(s)://host[:port]/path, e.g. http://localhost:11434/v1"
     try:
-        parsed = httpx.URL(url)
+        parsed = httpx2.URL(url)
         host, port = parsed.host, parsed.port  # the host is decoded (IDNA) only when read
-    except (httpx.InvalidURL, ValueError) as exc:
+    except (httpx2.InvalidURL, ValueError) as exc:
         reason = mask_credentials(str(exc).rstrip(".")) or type(exc).__name__
         raise ValueError(f"{shown} is not a valid URL ({reason}); {example}") from None
     if not host:

@@ -54,6 +54,28 @@ def test_named_config_file_must_exist(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "APTIX_CONFIG_FILE names a file that does not exist" in result.stderr
 
 
+def test_a_config_file_that_is_not_utf8_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "aptix.toml"
+    path.write_bytes(b'llm_model = "caf\xe9"\n')  # Latin-1, not UTF-8
+    monkeypatch.setenv("APTIX_CONFIG_FILE", str(path))
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"error: {path} is not valid TOML (not UTF-8 text: ")
+    assert f"save {path} as UTF-8" in result.stderr
+
+
+def test_a_config_file_that_is_a_directory_is_named_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APTIX_CONFIG_FILE", str(tmp_path))
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 2, result.output
+    assert f"APTIX_CONFIG_FILE names a directory, not a file: {tmp_path}." in result.stderr
+
+
 @pytest.mark.parametrize("keys", ["justakey", "k=org", "k=:user", "=org:user"])
 def test_malformed_api_keys_are_refused(keys: str) -> None:
     with pytest.raises(ValueError, match="must look like 'key=org:user'"):

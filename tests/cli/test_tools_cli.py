@@ -109,3 +109,28 @@ def test_the_installed_script_runs(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "error:" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("reason", "refused"),
+    [
+        ("a\\u0000b", "NUL characters (\\u0000) are not accepted in text (found in 'reason')."),
+        ("a\\ud800b", "Lone surrogate characters (\\ud800-\\udfff without their pair) are not"),
+    ],
+    ids=["nul", "lone-surrogate"],
+)
+def test_tools_call_refuses_unstorable_text_as_http_and_mcp_do(
+    reason: str, refused: str, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APTIX_DATABASE_URL", database_url)
+    created = runner.invoke(app, ["sessions", "create", "--json"])
+    session_id = json.loads(created.stdout)["sessionId"]
+    arguments = f'{{"modeKey": "calculation", "reason": "{reason}"}}'
+    result = runner.invoke(
+        app, ["tools", "call", "agent_change_mode", arguments, "--session-id", session_id]
+    )
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(f"error: {refused}"), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    shown = runner.invoke(app, ["sessions", "show", session_id, "--json"])
+    assert json.loads(shown.stdout)["mode"] == "general"  # nothing stored

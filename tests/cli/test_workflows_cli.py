@@ -189,3 +189,57 @@ def test_match_says_it_waits_for_the_cascade_index_when_it_takes_a_while(
     assert waits == [1.0, 59.0]
     assert "Building the larger encoder's index" in result.stderr
     assert "not built within" not in result.stderr
+
+
+def _flow_permitting(tool: str) -> str:
+    return BROKEN.replace("broken_flow", "outside_flow").replace("agent_does_not_exist", tool)
+
+
+def test_validate_knows_the_tools_loaded_from_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "count.yaml").write_text(_flow_permitting("word_count"), encoding="utf-8")
+    examples = Path(__file__).resolve().parents[2] / "examples" / "tools.py"
+    monkeypatch.setenv("APTIX_TOOL_MODULES", json.dumps([str(examples)]))
+    result = runner.invoke(app, ["workflows", "validate", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["valid"] is True
+    # ...as start-up does, which serves the folder.
+    monkeypatch.setenv("APTIX_WORKFLOWS_PATH", str(tmp_path))
+    listed = runner.invoke(app, ["workflows", "list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert "outside_flow" in [row["workflowId"] for row in json.loads(listed.stdout)]
+
+
+def test_validate_names_a_tool_file_that_does_not_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APTIX_TOOL_MODULES", json.dumps([str(tmp_path / "absent.py")]))
+    result = runner.invoke(app, ["workflows", "validate"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: "), result.stderr
+    assert "absent.py" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_validate_checks_mcp_tools_by_prefix_without_starting_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = tmp_path / "started"
+    command = f"touch {started}; sleep 60"  # a server that would leave a trace if started
+    monkeypatch.setenv(
+        "APTIX_MCP_SERVERS",
+        json.dumps({"files": {"command": "sh", "args": ["-c", command], "prefix": "fs"}}),
+    )
+    for tool in ("fs_*", "fs_read_file"):
+        (tmp_path / "flow.yaml").write_text(_flow_permitting(tool), encoding="utf-8")
+        result = runner.invoke(app, ["workflows", "validate", str(tmp_path)])
+        assert result.exit_code == 0, result.output
+        assert "tools under fs_* are checked by prefix only" in result.stdout
+        as_json = runner.invoke(app, ["workflows", "validate", str(tmp_path), "--json"])
+        assert json.loads(as_json.stdout)["note"].endswith("checked by prefix only.")
+    (tmp_path / "flow.yaml").write_text(_flow_permitting("files_read"), encoding="utf-8")
+    result = runner.invoke(app, ["workflows", "validate", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "unknown tool 'files_read'" in result.stdout
+    assert not started.exists()

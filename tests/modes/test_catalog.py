@@ -128,6 +128,13 @@ def test_missing_file_is_refused(tmp_path: Path) -> None:
         load_mode_catalog(tmp_path / "absent.yaml")
 
 
+def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "modes.yaml"
+    path.write_bytes(b"modes:\n  - key: caf\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(ConfigurationError, match=r"modes\.yaml: not UTF-8 text \(invalid"):
+        load_mode_catalog(path)
+
+
 async def test_runtime_start_up_refuses_a_catalog_with_an_unregistered_tool(
     tmp_path: Path,
 ) -> None:

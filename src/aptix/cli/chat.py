@@ -54,7 +54,10 @@ def chat(
             help="Continue the most recently used session.",
         ),
     ] = False,
-    mode: Annotated[str | None, typer.Option(help="Mode of a new session.")] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(help="Mode of a new session (not with --session-id or --continue)."),
+    ] = None,
     demo: Annotated[
         bool,
         typer.Option(
@@ -81,6 +84,13 @@ def chat(
     from aptix.errors import AptixError, ConfigurationError
     from aptix.llm.demo import use_demo_model
 
+    if mode is not None and (session_id or resume_last):
+        # A continued session keeps its own mode; switching it silently would surprise.
+        fail(
+            "--mode chooses the mode of a new session, not of a continued one; "
+            "switch a continued session's mode with /mode KEY in the chat.",
+            code=2,
+        )
     if demo:
         use_demo_model()
     try:

@@ -88,6 +88,7 @@ def call_tool(
 
     if role not in ROLES:
         fail(f"--role must be one of: {', '.join(ROLES)}.", code=2)
+    _refuse_unstorable(arguments)
 
     async def work(runtime: Runtime) -> InvokeResult[str]:
         from aptix.errors import NotFoundError
@@ -117,6 +118,19 @@ def call_tool(
         fail(outcome.error_message or "The tool call failed.")
     if not outcome.successful:
         raise typer.Exit(1)
+
+
+def _refuse_unstorable(arguments: str) -> None:
+    """End the command when ``arguments`` hold a NUL or a lone surrogate, as HTTP and MCP do."""
+    from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul_in_json, find_surrogate_in_json
+
+    # Before the tool runs: what it stores would fail on PostgreSQL and succeed on SQLite.
+    for found, refused in (
+        (find_nul_in_json(arguments), NUL_REFUSED),
+        (find_surrogate_in_json(arguments), SURROGATE_REFUSED),
+    ):
+        if found is not None:
+            fail(f"{refused} (found in '{found}').")
 
 
 def _annotations(runtime: Runtime, name: str) -> dict[str, Any] | None:

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from aptix.cli.output import add_row, console, fail, new_table, print_json, say, warn
-from aptix.cli.runtime import run_with_runtime, settings_or_exit
+from aptix.cli.runtime import config_failed, run_with_runtime, settings_or_exit
+from aptix.errors import ConfigurationError
+from aptix.tool_names import matches
 
 if TYPE_CHECKING:
     from aptix.runtime import Runtime
@@ -171,7 +173,21 @@ def validate_workflows(
     target = path or settings.workflows_path
     if target is not None and not target.exists():
         fail(f"{target} does not exist.")
-    loaded, problems = collect_catalog(_known_tools(settings), target)
+    known = _known_tools(settings)
+    patterns = _mcp_patterns(settings)
+    note = ""
+    if patterns:
+        # No server is started, so a tool under a server's prefix is taken to be one of its own.
+        first, _ = collect_catalog([*known, *patterns], target)
+        listed = {t for item in first for t in item.manifest.permitted_tools}
+        known = (*known, *patterns, *(t for t in listed if any(matches(t, p) for p in patterns)))
+        note = (
+            f"MCP servers are not started: tools under {', '.join(patterns)} "
+            "are checked by prefix only."
+        )
+    loaded, problems = collect_catalog(known, target)
+    if note and not as_json:
+        say(("note:", "yellow"), f" {note}")
     if as_json:
         print_json(
             {
@@ -186,6 +202,7 @@ def validate_workflows(
                     }
                     for p in problems
                 ],
+                **({"note": note} if note else {}),
             }
         )
     elif problems:
@@ -199,9 +216,10 @@ def validate_workflows(
 
 
 def _known_tools(settings: AptixSettings) -> tuple[str, ...]:
-    """The names a running server would register, without opening the database."""
+    """The names a running server would register, without opening the database or MCP servers."""
     from aptix.logger import StdlibAdminLogger
     from aptix.runtime import BUILTIN_TOOLS
+    from aptix.tools.modules import load_tool_modules, register_tool_modules
     from aptix.tools.plugins import register_plugins
     from aptix.tools.registry import AgentToolRegistry
 
@@ -211,6 +229,21 @@ def _known_tools(settings: AptixSettings) -> tuple[str, ...]:
     registry = AgentToolRegistry(StdlibAdminLogger())
     for tool_cls in BUILTIN_TOOLS:
         registry.register(tool_cls, never)
-    if settings.load_plugins:
-        register_plugins(registry)
+    try:
+        if settings.load_plugins:
+            register_plugins(registry)
+        register_tool_modules(registry, load_tool_modules(settings.tool_modules))
+    except ConfigurationError as exc:
+        config_failed(exc)
     return registry.registered_tools
+
+
+def _mcp_patterns(settings: AptixSettings) -> list[str]:
+    """``<prefix>_*`` of every enabled MCP server, as start-up lends them while a server is down."""
+    from aptix.settings_mcp import tool_prefix
+
+    return [
+        f"{tool_prefix(name, config)}_*"
+        for name, config in settings.mcp_servers.items()
+        if config.enabled
+    ]

@@ -12,17 +12,15 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import pydantic_core
-from mcp import types
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import ValidationError
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aptix.api.auth import BEARER_CHALLENGE, ApiKeyVerifier
 from aptix.api.errors import error_body
+from aptix.mcp.messages import refusal as _refusal
 from aptix.mcp.server import build_mcp_server
 from aptix.runtime import Runtime
 
@@ -131,32 +129,3 @@ class _OneMessage:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self._app(scope, replay, send)
-
-
-def _refusal(body: bytes) -> dict[str, object] | None:
-    """The answer to a body that is not one JSON-RPC 2.0 message; None for one that is."""
-    try:
-        raw = pydantic_core.from_json(body)
-    except ValueError:
-        return _error(types.PARSE_ERROR, "Parse error: the body is not JSON.")
-    # An id must be a string or an integer; with any other, the SDK read the message as a
-    # notification and never answered.
-    if isinstance(raw, dict) and "id" in raw and not _plain_id(raw["id"]):
-        return _error(types.INVALID_REQUEST, INVALID)
-    try:
-        types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
-    except ValidationError:
-        return _error(types.INVALID_REQUEST, INVALID)
-    return None
-
-
-INVALID = "Invalid Request: not a JSON-RPC 2.0 message."
-
-
-def _error(code: int, message: str) -> dict[str, object]:
-    # The id of a message that could not be read is unknown: JSON-RPC 2.0 says null.
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-
-
-def _plain_id(value: object) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))

@@ -1,7 +1,9 @@
 """Stdio transport helpers: a line that is not JSON-RPC gets a JSON-RPC error, never silence.
 
 A line longer than the limit (``APTIX_MAX_BODY_BYTES``, as for an HTTP body) is read and
-dropped piece by piece, never held whole, and answered with -32700 like unparsable JSON.
+dropped piece by piece, never held whole, and answered with -32700 like unparsable JSON. A
+message the SDK would drop unanswered (an ``id`` that is neither a string nor an integer) is
+answered -32600, as over HTTP (:mod:`aptix.mcp.messages`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,15 @@ from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from aptix.mcp.messages import INVALID, problem
+
 __all__ = ["answering_bad_lines", "capped_lines"]
 
 # Stands for a line that was too long: not JSON, so the SDK hands it on as a parse failure.
 _TOO_LONG = "\x00aptix: line too long"
+# Stands for a message the SDK would drop: JSON but no JSON-RPC message, so the SDK hands it
+# on as a validation failure (-32600).
+_INVALID = '{"aptix": "not a JSON-RPC 2.0 message"}\n'
 
 
 async def capped_lines(source: BinaryIO, limit: int) -> AsyncIterator[str]:
@@ -33,7 +40,8 @@ async def capped_lines(source: BinaryIO, limit: int) -> AsyncIterator[str]:
                 line = await anyio.to_thread.run_sync(source.readline, limit + 1)
             yield _TOO_LONG
             continue
-        yield line.decode("utf-8", errors="replace")
+        text = line.decode("utf-8", errors="replace")
+        yield _INVALID if problem(text) == types.INVALID_REQUEST else text
 
 
 def _error_for(exc: Exception, limit: int | None) -> types.JSONRPCError:
@@ -48,9 +56,7 @@ def _error_for(exc: Exception, limit: int | None) -> types.JSONRPCError:
         if too_long
         else types.ErrorData(code=types.PARSE_ERROR, message="Parse error: the line is not JSON.")
         if unparsable
-        else types.ErrorData(
-            code=types.INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message."
-        )
+        else types.ErrorData(code=types.INVALID_REQUEST, message=INVALID)
     )
     # The id of a message that could not be read is unknown: JSON-RPC 2.0 says null.
     return types.JSONRPCError(jsonrpc="2.0", id=None, error=error)

@@ -145,6 +145,11 @@ def load_mode_catalog(
                 f"Mode catalog {source}: cannot read the file ({exc}).",
                 hint="check APTIX_MODES_PATH, or unset it for the built-in modes",
             ) from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(
+                f"Mode catalog {source}: not UTF-8 text ({exc.reason} at byte {exc.start}).",
+                hint="save it as UTF-8, or unset APTIX_MODES_PATH for the built-in modes",
+            ) from None
     try:
         modes = _parse(text, source)
         _check_catalog(modes, source)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,13 @@ __all__ = ["open_tracing", "span_exporters"]
 
 #: ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`` -> the exporter's entry-point name.
 _OTLP_BY_PROTOCOL = {"http/protobuf": "otlp_proto_http", "grpc": "otlp_proto_grpc"}
+#: The package that provides each OTLP exporter, named when it is not installed.
+_OTLP_PACKAGES = {
+    "otlp_proto_http": "opentelemetry-exporter-otlp-proto-http",
+    "otlp_proto_grpc": "opentelemetry-exporter-otlp-proto-grpc",
+}
+#: Where the OTLP protocol is chosen, the more specific variable first.
+_PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 
 
 def span_exporters(environ: dict[str, str] | os._Environ[str] = os.environ) -> list[SpanExporter]:
@@ -37,25 +45,33 @@ def span_exporters(environ: dict[str, str] | os._Environ[str] = os.environ) -> l
     available = {e.name: e for e in entry_points(group="opentelemetry_traces_exporter")}
     exporters: list[SpanExporter] = []
     for name in filter(None, names):
+        chosen_by = f"OTEL_TRACES_EXPORTER names {name!r}"
         if name == "otlp":
-            protocol = (
-                environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-                or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-                or "http/protobuf"
-            ).strip()
+            variable = next((v for v in _PROTOCOL_VARIABLES if environ.get(v, "").strip()), None)
+            protocol = environ[variable].strip() if variable else "http/protobuf"
             if protocol not in _OTLP_BY_PROTOCOL:
                 raise ConfigurationError(
-                    f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported.",
+                    f"{variable}={protocol!r} is not supported.",
                     hint="use http/protobuf (or grpc with opentelemetry-exporter-otlp-proto-grpc)",
                 )
             name = _OTLP_BY_PROTOCOL[protocol]
+            # Name what the user set, not the entry point it was turned into.
+            chosen_by = f"{variable}={protocol}" if variable else "OTLP over http/protobuf"
         found = available.get(name)
         if found is None:
+            package = _OTLP_PACKAGES.get(name)
+            if package:
+                raise ConfigurationError(
+                    f"{chosen_by} needs {package}, which is not installed.",
+                    hint=f"pip install {package}",
+                )
             raise ConfigurationError(
-                f"OTEL_TRACES_EXPORTER names {name!r}, which is not installed.",
+                f"{chosen_by}, which is not installed.",
                 hint=f"installed: {', '.join(sorted(available)) or 'none'}; or install its package",
             )
-        exporters.append(found.load()())
+        exporter_cls = found.load()
+        # Standard output carries the commands' own output (--json); spans go beside the logs.
+        exporters.append(exporter_cls(out=sys.stderr) if name == "console" else exporter_cls())
     return exporters
 
 
