@@ -258,12 +258,17 @@ def _semantic_matching(settings: AptixSettings) -> bool:
 
 @asynccontextmanager
 async def open_runtime(
-    settings: AptixSettings | None = None, *, tracing: Tracing | None = None
+    settings: AptixSettings | None = None,
+    *,
+    tracing: Tracing | None = None,
+    connect_mcp: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Build the runtime for the ``async with`` block: database, catalogs, tools; close after.
 
     ``tracing`` replaces what ``APTIX_OTEL`` chooses (an application's own tracer provider,
-    a test's in-memory exporter: ``OtelTracing(provider)``).
+    a test's in-memory exporter: ``OtelTracing(provider)``). ``connect_mcp=False`` checks the
+    MCP servers' configuration but neither starts nor contacts them (their tools are then
+    not registered): for a check of the configuration before serving.
 
     Any configuration problem raises :class:`~aptix.errors.ConfigurationError` before the
     block runs, with a message naming the setting, file or tool at fault.
@@ -287,8 +292,10 @@ async def open_runtime(
         services = Services(logger, modes, SqlSessionManager(database, modes), workflows)
         from_files = load_tool_modules(settings.tool_modules)
         registry = build_registry(services, plugins=settings.load_plugins, from_files=from_files)
+        if mcp is not None:  # so that `<prefix>_*` names exactly the server's own tools
+            mcp.check_prefixes(registry.registered_tools)
         _offer_outside_tools(modes, settings, from_files)
-        if mcp is not None:
+        if mcp is not None and connect_mcp:
             await mcp.start(registry)
         # A server that is down still lends its `<prefix>_*` to modes and workflows.
         known = [*registry.registered_tools, *(mcp.patterns if mcp else ())]

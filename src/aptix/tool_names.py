@@ -1,4 +1,9 @@
-"""Tool names and ``<prefix>_*`` patterns, as modes and workflows may list them (DESIGN §9)."""
+"""Tool names and ``<prefix>_*`` patterns, as modes and workflows may list them (DESIGN §9).
+
+A pattern is matched by name. An MCP server's ``<prefix>_*`` still names exactly that
+server's tools: start-up refuses a prefix under which other tools would fall
+(``McpToolSource.check_prefixes``).
+"""
 
 from __future__ import annotations
 

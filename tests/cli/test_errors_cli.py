@@ -195,6 +195,15 @@ def test_serve_reports_configuration_errors_before_announcing(
     assert done.stdout == ""
 
 
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_serve_refuses_a_port_out_of_range(port: str) -> None:
+    # 70000 used to be announced as is while the socket took 70000 - 65536.
+    done = runner.invoke(app, ["serve", "--port", port])
+    assert done.exit_code == 2
+    assert "Invalid value for '--port'" in done.stderr
+    assert "Aptix API on" not in done.output
+
+
 def test_version_has_one_source() -> None:
     import importlib.metadata
 

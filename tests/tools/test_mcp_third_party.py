@@ -73,11 +73,17 @@ async def test_git_server_reads_a_repository_and_gates_destructive_tools(
     assert (repo / "notes.txt").read_text() == "first\nsecond\n"
 
 
-async def test_everything_server_over_stdio(tmp_path: Path) -> None:
+async def test_everything_server_over_stdio(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     npm_server("mcp-server-everything")  # installed, so npx needs no download
     server = {"command": "npx", "args": ["--no-install", EVERYTHING, "stdio"], "prefix": "ev"}
     async with open_runtime(_settings(tmp_path, {"everything": server})) as runtime:
         await _check_everything(runtime)
+    # A tool that runs only as an MCP task would fail every call: left out, with a warning.
+    assert "tool 'simulate-research-query' is left out: it runs only as an MCP task" in (
+        capsys.readouterr().err
+    )
 
 
 @pytest.fixture
@@ -124,6 +130,7 @@ async def _check_everything(runtime: Runtime) -> None:
     names = runtime.registry.registered_tools
     # Names with '-' are valid as they are; the prefix comes first.
     assert {"ev_echo", "ev_get-sum", "ev_get-structured-content"} <= set(names)
+    assert "ev_simulate-research-query" not in names
     echo = await _call(runtime, "ev_echo", {"message": "hello"})
     assert echo.was_executed, echo.error_message
     assert "hello" in json.loads(echo.result_json or "")["content"][0]["text"]

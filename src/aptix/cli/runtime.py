@@ -28,6 +28,7 @@ def run_with_runtime(
     settings: AptixSettings | None = None,
     *,
     matches: bool = False,
+    connect_mcp: bool = True,
 ) -> T:
     """Open the runtime, run ``work`` on it and close it; configuration errors end the command.
 
@@ -42,7 +43,7 @@ def run_with_runtime(
         chosen = chosen.model_copy(update={"match_cascade": False})
 
     async def main() -> T:
-        async with open_runtime(chosen) as runtime:
+        async with open_runtime(chosen, connect_mcp=connect_mcp) as runtime:
             return await work(runtime)
 
     try:
@@ -52,12 +53,16 @@ def run_with_runtime(
 
 
 def check_runtime(settings: AptixSettings) -> None:
-    """Open and close the runtime once: a bad database, catalog or tool ends the command early."""
+    """Open and close the runtime once: a bad database, catalog or tool ends the command early.
+
+    MCP servers are checked as configured but not started: the app connects to them itself,
+    and a slow or unresponsive one would only delay the start (and be started twice).
+    """
 
     async def nothing(_runtime: Runtime) -> None:
         return None
 
-    run_with_runtime(nothing, settings)
+    run_with_runtime(nothing, settings, connect_mcp=False)
 
 
 def settings_or_exit() -> AptixSettings:

@@ -26,7 +26,10 @@ config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is
 
 def serve(
     host: Annotated[str | None, typer.Option(help="Address to bind (default APTIX_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default APTIX_PORT, 8000).")] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="Port (default APTIX_PORT, 8000)."),
+    ] = None,
     reload: Annotated[
         bool, typer.Option(metavar="", help="Restart when the code changes (development).")
     ] = False,

@@ -29,7 +29,7 @@ from aptix.tools.stepping import (
     forget,
 )
 
-__all__ = ["GENERIC_FAILURE", "AgentToolExecutor", "CallGuard", "CallOutcome"]
+__all__ = ["GENERIC_FAILURE", "AgentToolExecutor", "CallEndedError", "CallGuard", "CallOutcome"]
 
 GENERIC_FAILURE = "The tool '{name}' failed unexpectedly. The error has been logged."
 BUILD_FAILURE = "The tool '{name}' could not be started. The error has been logged."
@@ -39,7 +39,20 @@ CallGuard = Callable[[AgentTool, AgentToolExecutionContext], str | None]
 
 #: How a call the executor was given ended (``AgentToolCall.outcome``). ``abandoned``: it
 #: was left running at its time limit (a thread cannot be stopped) and may still complete.
-CallOutcome = Literal["succeeded", "failed", "timed_out", "abandoned"]
+#: ``unknown``: the call was sent but its answer was lost (a connection cut, a crashed
+#: server), so it may have taken effect.
+CallOutcome = Literal["succeeded", "failed", "timed_out", "abandoned", "unknown"]
+
+
+class CallEndedError(Exception):
+    """Raised by a tool whose call ended ``timed_out`` or ``unknown`` rather than ``failed``.
+
+    The message is what the model is told; nothing is logged as a crash.
+    """
+
+    def __init__(self, message: str, outcome: CallOutcome) -> None:
+        super().__init__(message)
+        self.outcome: CallOutcome = outcome
 
 
 class AgentToolExecutor:
@@ -348,7 +361,9 @@ class AgentToolExecutor:
 
     def _crashed(
         self, tool: AgentTool, exc: BaseException, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
+    ) -> InvokeResult[str] | _Stopped:
+        if isinstance(exc, CallEndedError):  # the tool said how it ended: not a crash
+            return _Stopped(storable(str(exc)), exc.outcome)
         if is_database_outage(exc):  # the surface logs an outage once, without a traceback
             return InvokeResult.from_error(DATABASE_UNAVAILABLE)
         self._logger.add_exception(

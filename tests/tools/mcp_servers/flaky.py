@@ -1,6 +1,7 @@
 """A small MCP server (the SDK's ``MCPServer``) whose tools misbehave on request, over stdio.
 
-Run as a script: ``python flaky.py``. ``FLAKY_LOG`` names a file that records each call.
+Run as a script: ``python flaky.py`` (``python flaky.py http PORT`` serves streamable HTTP on
+127.0.0.1). ``FLAKY_LOG`` names a file that records each call.
 """
 
 from __future__ import annotations
@@ -8,9 +9,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
+import time
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import BaseModel
 
 server = MCPServer("flaky")
@@ -53,6 +57,30 @@ async def hang() -> str:
 
 
 @server.tool()
+async def slow(text: str, seconds: float) -> str:
+    """Answers with the text after ``seconds``; records its start and its end."""
+    _record(f"slow-start {text}")
+    await asyncio.sleep(seconds)
+    _record(f"slow-end {text}")
+    return text
+
+
+@server.tool()
+async def block(seconds: float) -> str:
+    """Blocks the server's event loop for ``seconds``: nothing else is answered meanwhile."""
+    _record("block")
+    time.sleep(seconds)  # noqa: ASYNC251 (blocking the loop is the point)
+    return "unblocked"
+
+
+@server.tool()
+def refuse(text: str) -> str:
+    """Answers with a JSON-RPC error (invalid params), not a tool result."""
+    _record("refuse")
+    raise MCPError(code=INVALID_PARAMS, message=f"refused {text}")
+
+
+@server.tool()
 def huge() -> str:
     """Answers with ten megabytes."""
     _record("huge")
@@ -77,7 +105,7 @@ def weird() -> str:
 
 @server.tool(name="hello_world")
 def hello_world() -> str:
-    """Collides with agent_hello_world under the prefix 'agent'."""
+    """Says hi."""
     return "hi"
 
 
@@ -95,4 +123,7 @@ def tree(root: Node) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

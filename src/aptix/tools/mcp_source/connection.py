@@ -1,11 +1,13 @@
 """``McpConnection``: one long-lived client session to one MCP server, reopened after failures.
 
 The transport and ``ClientSession`` are entered and left by one background task (the SDK's
-task groups must be), which holds them open until :meth:`McpConnection.aclose`. Calls come
-from any task and are bounded by the server's ``timeout_seconds``; a call that finds the
-session broken, or that timed out, fails at once and leaves the session to be closed in the
-background and reopened by the next call. A server that is down is reported once (a warning
-naming it) until it answers again.
+task groups must be), which holds them open until :meth:`McpConnection.aclose` or until the
+server's side of the transport closes. Calls come from any task and are bounded by the
+server's ``timeout_seconds``. A call that times out (the SDK cancels it on the server) or that
+the server answers with an error fails alone: the session and the other calls go on. Only a
+broken transport (closed stream, broken pipe, failed reconnect) fails the calls in flight and
+leaves the session to be closed in the background and reopened by the next call. A server
+that is down is reported once (a warning naming it) until it answers again.
 """
 
 from __future__ import annotations
@@ -13,19 +15,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, cast
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal, cast
 
+import anyio
 import httpx2
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from aptix.logger import AdminLogger, LogLevel
 from aptix.settings_mcp import McpServerConfig
 
-__all__ = ["McpCallError", "McpConnection"]
+__all__ = ["McpCallError", "McpConnection", "McpFailure"]
 
 _TAG = "[McpToolSource_Server]"
 
@@ -33,8 +39,41 @@ _TAG = "[McpToolSource_Server]"
 CONNECT_SECONDS = 30.0
 
 
+#: Why a call failed: ``timeout`` (no answer within the limit; the request was cancelled),
+#: ``lost`` (the connection ended after the request was sent: it may have taken effect),
+#: ``not_delivered`` (the server never got it) or ``error`` (the server answered an error).
+McpFailure = Literal["timeout", "lost", "not_delivered", "error"]
+
+#: Errors that mean the transport itself is broken, not one request.
+_TRANSPORT_ERRORS = (
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+    OSError,
+    BaseExceptionGroup,
+)
+
+
 class McpCallError(Exception):
     """A call that could not be completed; the message names the server and says why."""
+
+    def __init__(self, message: str, kind: McpFailure = "not_delivered") -> None:
+        super().__init__(message)
+        self.kind: McpFailure = kind
+
+
+@dataclass(eq=False)
+class _Live:
+    """One open session and what its transport noticed."""
+
+    session: ClientSession | None = None
+    #: The server's side closed the transport (the process exited): nothing more is delivered.
+    ended: bool = False
+    #: A streamable-HTTP server refused the session id (it restarted): requests are not run.
+    stale: bool = False
+    #: Loop times of the last message from the server and of the last timed-out call.
+    heard: float = 0.0
+    timed_out: float | None = None
 
 
 class McpConnection:
@@ -44,13 +83,13 @@ class McpConnection:
         self.name = name
         self.config = config
         self._logger = logger
-        self._session: ClientSession | None = None
+        self._live: _Live | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
         self._closing: set[asyncio.Task[None]] = set()
         self._reported: str | None = None
-        self._pending: asyncio.Future[ClientSession] | None = None
+        self._pending: asyncio.Future[_Live] | None = None
         self._started = 0.0
         #: Why the server is unusable now, or None while it is connected.
         self.problem: str | None = "not connected yet"
@@ -64,11 +103,15 @@ class McpConnection:
     @property
     def connected(self) -> bool:
         """True while a session is open."""
-        return self._session is not None and self._task is not None and not self._task.done()
+        live = self._live
+        return (
+            live is not None and not live.ended and self._task is not None and not self._task.done()
+        )
 
     async def list_tools(self) -> list[types.Tool]:
         """Every tool the server offers (all pages); :class:`McpCallError` when unreachable."""
-        session = await self._ready()
+        live = await self._ready()
+        session = _session(live)
         tools: list[types.Tool] = []
         cursor: str | None = None
         try:
@@ -81,34 +124,42 @@ class McpConnection:
                     if not cursor:
                         return tools
         except Exception as exc:
-            raise self._failed("listing its tools", exc, session) from None
+            raise self._failed("listing its tools", exc, live) from None
 
     async def call_tool(
         self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None
     ) -> types.CallToolResult:
         """Call ``tool`` (``meta`` goes in ``params._meta``).
 
-        :class:`McpCallError` when the server is down, hangs or misbehaves.
+        :class:`McpCallError`, with its ``kind``, when the server is down, hangs or misbehaves.
         """
         limit = self.config.timeout_seconds
-        session: ClientSession | None = None
-        try:
-            # One deadline for the whole call, reconnecting included: a call after a failed
-            # one took the reconnect plus the full limit.
-            async with asyncio.timeout(limit):
-                session = await self._ready()
-                return await session.call_tool(
-                    tool,
-                    arguments,
-                    read_timeout_seconds=limit,
-                    meta=cast(Any, meta),
-                )
-        except McpCallError:
-            raise
-        except Exception as exc:
-            if session is None:  # still connecting: the attempt goes on for the next call
-                raise self._down(f"calling '{tool}'", exc) from None
-            raise self._failed(f"calling '{tool}'", exc, session) from None
+        doing = f"calling '{tool}'"
+        # One deadline for the whole call, reconnecting included: a call after a failed
+        # one took the reconnect plus the full limit.
+        deadline = asyncio.get_running_loop().time() + limit
+        for attempt in (1, 2):
+            live: _Live | None = None
+            ended = False
+            try:
+                async with asyncio.timeout_at(deadline):
+                    live = await self._ready()
+                    ended = live.ended  # already closed: this request cannot be delivered
+                    return await _session(live).call_tool(
+                        tool, arguments, read_timeout_seconds=limit, meta=cast(Any, meta)
+                    )
+            except McpCallError:
+                raise
+            except Exception as exc:
+                if live is None:  # still connecting: the attempt goes on for the next call
+                    raise self._down(doing, exc) from None
+                if attempt == 1 and live.stale and _kind(exc, ended) == "error":
+                    # The server restarted and forgot the session: it refused the request
+                    # unrun, so it is sent once more on a fresh session.
+                    self._drop(live)
+                    continue
+                raise self._call_failed(doing, exc, live, ended) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:
         """Close the session and stop a stdio server's process."""
@@ -117,7 +168,7 @@ class McpConnection:
         while self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
 
-    async def _ready(self) -> ClientSession:
+    async def _ready(self) -> _Live:
         """The open session; a connection attempt is shared by the calls that wait for it.
 
         The attempt runs in the background: a caller whose own deadline ends first leaves
@@ -125,8 +176,8 @@ class McpConnection:
         takes longer to start than one call's limit still gets connected).
         """
         async with self._lock:
-            if self._session is not None and self.connected:
-                return self._session
+            if self._live is not None and self.connected:
+                return self._live
             if self._pending is None or self._task is None or self._task.done():
                 await self._teardown()
                 self._start()
@@ -135,7 +186,7 @@ class McpConnection:
         remaining = self._connect_limit - (asyncio.get_running_loop().time() - started)
         try:
             async with asyncio.timeout(max(remaining, 0.0)):
-                session = await asyncio.shield(pending)
+                live = await asyncio.shield(pending)
         except Exception as exc:
             async with self._lock:
                 if self._pending is pending:
@@ -145,14 +196,14 @@ class McpConnection:
         async with self._lock:
             if self._pending is pending:
                 self._pending = None
-                self._session = session
+                self._live = live
                 if self._reported is not None:
                     self._logger.add_custom_event(
                         LogLevel.INFO, _TAG, f"MCP server '{self.name}' is connected again."
                     )
                 self._reported = None
                 self.problem = None
-        return session
+        return live
 
     def _start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -165,18 +216,38 @@ class McpConnection:
             self._hold(self._pending, self._stop), name=f"aptix-mcp-{self.name}"
         )
 
-    async def _hold(self, ready: asyncio.Future[ClientSession], stop: asyncio.Event) -> None:
-        """Open the transport and session, hand the session over, keep both open until told."""
-        session: ClientSession | None = None
+    async def _hold(self, ready: asyncio.Future[_Live], stop: asyncio.Event) -> None:
+        """Open the transport and session, hand them over, keep both open until told.
+
+        The server's side closing the transport (a stdio server that exited) tells too: the
+        session is dropped at once, so the next call opens a fresh one instead of failing.
+        """
+        live = _Live()
+        loop = asyncio.get_running_loop()
+
+        def heard() -> None:
+            live.heard = loop.time()
+
+        def ended() -> None:
+            live.ended = True
+            stop.set()
+
         try:
             async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport())
+                read, write = await stack.enter_async_context(self._transport(live))
                 session = await stack.enter_async_context(
-                    ClientSession(read, write, read_timeout_seconds=self._connect_limit)
+                    ClientSession(
+                        _Watched(read, heard, ended),
+                        write,
+                        read_timeout_seconds=self._connect_limit,
+                    )
                 )
                 await session.initialize()
-                ready.set_result(session)
+                live.session = session
+                ready.set_result(live)
                 await stop.wait()
+                if live.ended and self._live is live:
+                    self._drop(live)  # closing a stdio server takes seconds: not on the way
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(
@@ -185,11 +256,12 @@ class McpConnection:
             if not isinstance(exc, Exception):
                 raise
         finally:
-            if session is not None and self._session is session:
-                self._session = None  # it ended (the server exited): the next call reopens
+            live.ended = True
+            if self._live is live:
+                self._live = None  # it ended (the server exited): the next call reopens
 
     @asynccontextmanager
-    async def _transport(self) -> AsyncIterator[Any]:
+    async def _transport(self, live: _Live) -> AsyncIterator[Any]:
         config = self.config
         if config.command:
             params = StdioServerParameters(
@@ -203,15 +275,28 @@ class McpConnection:
             return
         assert config.url is not None
         timeout = httpx2.Timeout(config.timeout_seconds, read=max(config.timeout_seconds, 300))
+
+        async def note(response: httpx2.Response) -> None:
+            # A server that restarted answers 404 (or 400) to the session id it forgot.
+            request = response.request
+            if (
+                request.method == "POST"
+                and response.status_code in (400, 404)
+                and "mcp-session-id" in request.headers
+            ):
+                live.stale = True
+
         async with (
-            httpx2.AsyncClient(headers=config.headers, timeout=timeout) as client,
+            httpx2.AsyncClient(
+                headers=config.headers, timeout=timeout, event_hooks={"response": [note]}
+            ) as client,
             streamable_http_client(config.url, http_client=client) as streams,
         ):
             yield streams
 
     async def _teardown(self) -> None:
         task, self._task = self._task, None
-        self._session = None
+        self._live = None
         self._pending = None
         if task is not None:
             await _stop_holder(task, self._stop)
@@ -223,7 +308,7 @@ class McpConnection:
         the call that found it broken must not wait for.
         """
         task, self._task = self._task, None
-        self._session = None
+        self._live = None
         if task is None:
             return
         closing = asyncio.create_task(
@@ -232,13 +317,45 @@ class McpConnection:
         self._closing.add(closing)
         closing.add_done_callback(self._closing.discard)
 
-    def _failed(self, doing: str, exc: Exception, session: ClientSession) -> McpCallError:
-        """Drop the session the call used (the next call reopens it); describe the failure."""
-        if self._session is session:  # not one opened since by another call
+    def _drop(self, live: _Live) -> None:
+        """Close ``live`` in the background unless a newer session replaced it already."""
+        if self._live is live:
             self._detach()
-        return self._down(doing, exc)
 
-    def _down(self, doing: str, exc: Exception, limit: float | None = None) -> McpCallError:
+    def _failed(
+        self, doing: str, exc: Exception, live: _Live, kind: McpFailure = "not_delivered"
+    ) -> McpCallError:
+        """Drop the session the call used (the next call reopens it); report the outage."""
+        self._drop(live)
+        return self._down(doing, exc, kind=kind)
+
+    def _call_failed(self, doing: str, exc: Exception, live: _Live, ended: bool) -> McpCallError:
+        """Describe a failed call; only a broken transport costs the session."""
+        kind = _kind(exc, ended)
+        if kind in ("lost", "not_delivered"):
+            return self._failed(doing, exc, live, kind)
+        problem = f"MCP server '{self.name}' failed while {doing}: "
+        problem += _describe(exc, self.config.timeout_seconds)
+        if kind == "timeout":  # one call, not an outage: the other calls go on
+            previous, live.timed_out = live.timed_out, asyncio.get_running_loop().time()
+            note = "the request was cancelled"
+            if previous is not None and live.heard < previous:
+                # Two timeouts with not a word from the server in between: it is stuck (a
+                # blocked loop, a clogged pipe), and only a fresh session gets it back.
+                self._drop(live)
+                note += "; the server sent nothing since its last timeout, so it is restarted"
+            self._logger.add_custom_event(
+                LogLevel.WARNING, _TAG, f"{problem}; {note}.", ("Server", self.name)
+            )
+        return McpCallError(problem, kind)
+
+    def _down(
+        self,
+        doing: str,
+        exc: Exception,
+        limit: float | None = None,
+        kind: McpFailure = "not_delivered",
+    ) -> McpCallError:
         reason = _describe(exc, limit or self.config.timeout_seconds)
         self.problem = f"MCP server '{self.name}' failed while {doing}: {reason}"
         if self._reported is None:  # one warning per outage, not one per call
@@ -250,7 +367,7 @@ class McpConnection:
                 ("Transport", self.config.transport),
             )
         self._reported = self.problem
-        return McpCallError(self.problem)
+        return McpCallError(self.problem, kind)
 
 
 async def _stop_holder(task: asyncio.Task[None], stop: asyncio.Event) -> None:
@@ -265,8 +382,76 @@ async def _stop_holder(task: asyncio.Task[None], stop: asyncio.Event) -> None:
             await task
 
 
+def _session(live: _Live) -> ClientSession:
+    assert live.session is not None  # set before the session is handed over
+    return live.session
+
+
+def _kind(exc: Exception, ended: bool) -> McpFailure:
+    """What a call's failure says about the request: see :data:`McpFailure`."""
+    if isinstance(exc, TimeoutError) or _code(exc) == types.REQUEST_TIMEOUT:
+        return "timeout"
+    # The SDK's own "Connection closed", not a server's error reply that uses the same code.
+    closed = _code(exc) == types.CONNECTION_CLOSED and str(exc) == "Connection closed"
+    if closed or isinstance(exc, _TRANSPORT_ERRORS):
+        return "not_delivered" if ended else "lost"
+    return "error"
+
+
+def _code(exc: BaseException) -> int | None:
+    return exc.code if isinstance(exc, MCPError) else None
+
+
+class _Watched:
+    """The transport's read stream: ``on_item`` hears of each message, ``on_end`` of its end."""
+
+    def __init__(self, inner: Any, on_item: Callable[[], None], on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_item = on_item
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last item, as the SDK's context streams carry it."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        """The next item from the server."""
+        try:
+            item = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_end()
+            raise
+        self._on_item()
+        return item
+
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Close the underlying stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Watched:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
 def _describe(exc: BaseException, timeout: float) -> str:
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError) or _code(exc) == types.REQUEST_TIMEOUT:
         return f"no answer within {timeout:g} seconds"
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         return _describe(exc.exceptions[0], timeout)

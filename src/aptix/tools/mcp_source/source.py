@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-from aptix.errors import ToolContractError
+from aptix.errors import ConfigurationError, ToolContractError
 from aptix.logger import AdminLogger, LogLevel
 from aptix.settings_mcp import McpServerConfig, local_tool_name, tool_prefix
+from aptix.tool_names import matches
 from aptix.tools.mcp_source.connection import McpCallError, McpConnection
 from aptix.tools.mcp_source.tool import make_mcp_tool
 from aptix.tools.registry import AgentToolRegistry
@@ -19,6 +20,10 @@ __all__ = ["McpToolSource"]
 _TAG = "[McpToolSource_Register]"
 _MAX_NAME = 64  # the longest function name OpenAI-style APIs accept
 _RETRY_SECONDS = (1.0, 5.0, 30.0, 60.0)
+_PREFIX_HINT = (
+    'give the server a prefix of its own: `prefix = "..."` in its [mcp_servers.NAME] '
+    "table or its APTIX_MCP_SERVERS entry"
+)
 
 
 class McpToolSource:
@@ -41,6 +46,41 @@ class McpToolSource:
     def patterns(self) -> tuple[str, ...]:
         """``<prefix>_*`` of every enabled server: valid in modes and workflows even while down."""
         return tuple(f"{tool_prefix(n, c.config)}_*" for n, c in self.connections.items())
+
+    def check_prefixes(self, registered: Iterable[str]) -> None:
+        """Refuse a prefix whose ``<prefix>_*`` would also take tools that are not the server's.
+
+        A pattern then names exactly the tools its server registered, in modes and workflows
+        alike. ``registered``: the tools registered before the servers' (built-ins, plugins,
+        tool files). :class:`ConfigurationError` naming the servers or the tools otherwise.
+        """
+        prefixes = {name: tool_prefix(name, c.config) for name, c in self.connections.items()}
+        taken = list(registered)
+        for name, prefix in prefixes.items():
+            pattern = f"{prefix}_*"
+            for other, theirs in prefixes.items():
+                if other == name:
+                    continue
+                if theirs.casefold() == prefix.casefold():
+                    raise ConfigurationError(
+                        f"MCP servers '{name}' and '{other}' share the prefix '{prefix}': their "
+                        "tool names would collide.",
+                        hint=_PREFIX_HINT,
+                    )
+                if matches(theirs, pattern):
+                    raise ConfigurationError(
+                        f"MCP server '{name}': its tool names '{pattern}' would also cover the "
+                        f"tools of the MCP server '{other}' (prefix '{theirs}').",
+                        hint=_PREFIX_HINT,
+                    )
+            covered = [t for t in taken if matches(t, pattern)]
+            if covered:
+                shown = ", ".join(f"'{t}'" for t in covered[:5])
+                raise ConfigurationError(
+                    f"MCP server '{name}': its tool names '{pattern}' would also cover {shown}, "
+                    "which are not its tools.",
+                    hint=_PREFIX_HINT,
+                )
 
     def tool_timeouts(self) -> dict[str, float]:
         """Executor limits for the registered tools: a little over the server's own limit.
@@ -93,6 +133,9 @@ class McpToolSource:
         for remote in remote_tools:
             local = local_tool_name(prefix, remote.name)
             problem = _name_problem(local)
+            if remote.execution is not None and remote.execution.task_support == "required":
+                # It answers only as an MCP task, which Aptix does not run: every call fails.
+                problem = "it runs only as an MCP task (execution.taskSupport 'required')"
             if problem is None:
                 try:
                     registry.register(

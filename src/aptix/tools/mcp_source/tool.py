@@ -15,10 +15,12 @@ from aptix.settings_mcp import ApprovalPolicy
 from aptix.tools.args import SIMPLE_TYPES
 from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolExecutionContext
+from aptix.tools.executor import CallEndedError
 from aptix.tools.json_schema import normalize_object_schema
 from aptix.tools.mcp_source.connection import McpCallError, McpConnection
 
 __all__ = [
+    "APPROVAL_DETAILS_CHARS",
     "IDEMPOTENCY_META_KEY",
     "MAX_DESCRIPTION_CHARS",
     "MAX_PROPERTY_DESCRIPTION_CHARS",
@@ -36,6 +38,10 @@ MAX_SCHEMA_CHARS = 32_000
 
 #: The key of ``params._meta`` that carries a call's idempotency key to an MCP server.
 IDEMPOTENCY_META_KEY = "aptix/idempotencyKey"
+
+#: How much of the arguments an approval request's ``details`` quotes (all are in
+#: ``arguments``).
+APPROVAL_DETAILS_CHARS = 2_000
 
 _ANY_TYPE = {"anyOf": [{"type": t} for t in sorted(SIMPLE_TYPES)]}
 
@@ -98,7 +104,16 @@ class McpTool(AgentTool):
         try:
             result = await self.connection.call_tool(self.remote_name, arguments, meta)
         except McpCallError as exc:
-            return InvokeResult.from_error(f"The tool '{self.TOOL_NAME}' failed: {exc}")
+            message = f"The tool '{self.TOOL_NAME}' failed: {exc}"
+            if exc.kind == "timeout":
+                raise CallEndedError(message, "timed_out") from None
+            if exc.kind == "lost":
+                raise CallEndedError(
+                    f"{message}. The connection was lost after the request was sent, so it "
+                    "may have taken effect; check before retrying.",
+                    "unknown",
+                ) from None
+            return InvokeResult.from_error(message)
         return result_to_json(result, self.TOOL_NAME, self.connection.config.max_result_bytes)
 
     def _approval_request(
@@ -106,13 +121,19 @@ class McpTool(AgentTool):
     ) -> str:
         server = self.connection.name
         hints = self.TOOL_ANNOTATIONS or {}
+        details = "Arguments: " + json.dumps(arguments, ensure_ascii=False)
+        if len(details) > APPROVAL_DETAILS_CHARS:
+            # A cut must show: what hides past it (`; rm -rf /`) is what is being approved.
+            hidden = len(details) - APPROVAL_DETAILS_CHARS
+            details = f"{details[:APPROVAL_DETAILS_CHARS]}… ({hidden} more characters not shown)"
         return json.dumps(
             {
                 "kind": "approval_request",
                 "prompt": f"Allow '{self.TOOL_NAME}' (tool '{self.remote_name}' of the MCP "
                 f"server '{server}') to run?",
                 "action": self.TOOL_NAME,
-                "details": "Arguments: " + json.dumps(arguments, ensure_ascii=False)[:2_000],
+                "details": details,
+                "arguments": arguments,
                 "destructive": hints.get("destructiveHint") is not False
                 and hints.get("readOnlyHint") is not True,
                 "choices": ["approve", "reject"],
@@ -251,7 +272,7 @@ def _arguments(arguments_json: str) -> dict[str, Any] | str:
     text = arguments_json if arguments_json and not arguments_json.isspace() else "{}"
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return f"Arguments must be a valid JSON object ({exc})."
     if not isinstance(value, dict):
         return "Arguments must be a JSON object."
