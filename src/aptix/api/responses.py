@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from aptix.api.schemas import ErrorDetail
+
 __all__ = [
     "CancelledWorkflow",
     "Health",
@@ -74,17 +76,34 @@ class Session(OutModel):
     version: int
 
 
+class ContextDropped(OutModel):
+    """Earlier turns left out of a turn's last model request (the context budget)."""
+
+    turns: int = Field(description="Turns left out, those a summary stands for included.")
+    through_turn_id: str = Field(description="The newest turn left out.")
+    summarized: int = Field(description="Of those, the turns a summary stands for.")
+
+
 class Turn(OutModel):
     """A stored turn."""
 
     turn_id: str
     seq: int
-    status: str
+    status: str = Field(description="running, pending, completed, error, interrupted or cancelled.")
     instruction: str | None
     text: str | None
     tool_calls: list[dict[str, Any]]
+    model_calls: list[dict[str, Any]] = Field(
+        description="One entry per model request: promptTokens, completionTokens, "
+        "finishReason, modelId, toolCalls (the calls it asked for), durationMs; a context "
+        "summary request has purpose `contextSummary`."
+    )
     warnings: list[Any]
     pending_calls: list[dict[str, Any]]
+    context_dropped: ContextDropped | None
+    error: ErrorDetail | None = Field(
+        description="Why an `error` turn failed (code `turn_failed`); null for other turns."
+    )
     created_at: str
     updated_at: str
 
@@ -94,6 +113,9 @@ class SessionDetail(Session):
 
     child_session_ids: list[str]
     turns: list[Turn]
+    turns_next_before: int | None = Field(
+        description="The `turnsBefore` of the next older page; null on the first turn."
+    )
 
 
 class CancelledWorkflow(OutModel):

@@ -6,12 +6,10 @@ import socket
 
 import uvicorn
 
-from aptix.reasoner.stopping import stop_process
+from aptix.reasoner.stopping import GRACEFUL_SECONDS, stop_process
 
 __all__ = ["GRACEFUL_SECONDS", "STARTUP_FAILURE", "StoppingServer"]
 
-#: How long a stopping server lets running requests finish before it cancels them.
-GRACEFUL_SECONDS = 30
 #: uvicorn's exit code for an application that could not start.
 STARTUP_FAILURE = 3
 

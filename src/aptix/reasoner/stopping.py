@@ -5,7 +5,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-__all__ = ["STOP_WAIT_SECONDS", "TurnTasks", "process_stopping", "stop_process"]
+__all__ = [
+    "GRACEFUL_SECONDS",
+    "STOP_WAIT_SECONDS",
+    "TurnTasks",
+    "process_stopping",
+    "stop_process",
+]
+
+#: How long a stopping server lets running requests finish before it cancels them.
+GRACEFUL_SECONDS = 30
 
 #: How long :meth:`TurnTasks.stop` waits for a cancelled turn to put its ending on record.
 #: A turn stops at its next await, but a tool that swallows the cancellation (or a database

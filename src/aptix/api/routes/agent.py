@@ -7,10 +7,12 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from aptix.api.errors import ApiError, error_body, unexpected_error
+from aptix.api.outage import RETRY_AFTER_SECONDS
 from aptix.api.responses import TurnResultBody
 from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody, ExecuteRequest
@@ -20,6 +22,7 @@ from aptix.errors import AptixError
 from aptix.modes.catalog import unknown_mode_message
 from aptix.reasoner import AgentReasoner, ToolResultInput, TurnEvent
 from aptix.reasoner.loop import PreparedTurn
+from aptix.reasoner.stopping import GRACEFUL_SECONDS, STOP_WAIT_SECONDS, process_stopping
 
 router = APIRouter(tags=["agent"])
 
@@ -36,6 +39,19 @@ _SSE_EVENT = {
         "data": {"type": "string", "contentMediaType": "application/json"},
     },
 }
+
+SHUTTING_DOWN = (
+    "The server is shutting down and cut this turn short; its executed calls are recorded. "
+    "Send the request again once the server is back: a resume continues the turn, and no call "
+    "that may have run is run again."
+)
+
+#: How long a streamed turn may still run once the server stops, as a plain request may
+#: (uvicorn's drain), less the time to record its ending and send the last event.
+STREAM_DRAIN_SECONDS = GRACEFUL_SECONDS - STOP_WAIT_SECONDS - 1
+#: When sse-starlette closes a stream of a stopping server: after the drain and the ending, and
+#: before uvicorn cancels the request (which would leave no time for a last event).
+STREAM_GRACE_SECONDS = GRACEFUL_SECONDS - 1
 
 NO_MODEL = (
     "No model is configured, so turns cannot run. Set APTIX_LLM_MODEL, and APTIX_LLM_BASE_URL "
@@ -55,6 +71,12 @@ NO_MODEL = (
             "content": {"text/event-stream": {"schema": _SSE_EVENT}},
         },
         502: {"model": ErrorBody, "description": "The model endpoint failed."},
+        503: {
+            "model": ErrorBody,
+            "description": "No model is configured (`model_not_configured`), the database is "
+            "unreachable, or the server shut down before the turn finished (`shutting_down`, "
+            "with `Retry-After`).",
+        },
     },
 )
 async def execute(
@@ -102,8 +124,29 @@ async def execute(
     if wants_stream:
         # Claimed before streaming, so a busy session or a bad resume is a plain 4xx.
         prepared = await reasoner.prepare(**arguments)
-        return EventSourceResponse(_stream(reasoner, prepared), sep="\n")
-    result = await reasoner.execute(**arguments)
+        stopping = anyio.Event()
+        return EventSourceResponse(
+            _stream(reasoner, prepared, stopping),
+            sep="\n",
+            shutdown_event=stopping,
+            shutdown_grace_period=STREAM_GRACE_SECONDS,
+        )
+    try:
+        result = await reasoner.execute(**arguments)
+    except asyncio.CancelledError:
+        if not process_stopping():
+            raise
+        # uvicorn cancels the requests still running past its drain. The turn is left as a
+        # crash leaves it; its client is told so, rather than getting uvicorn's bare 500.
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        raise ApiError(
+            503,
+            SHUTTING_DOWN,
+            "shutting_down",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        ) from None
     # Already JSON values (the same body is stored for replays): FastAPI's generic encoder
     # walking it again cost a tenth of a turn.
     return StorableJSONResponse(result.to_wire())
@@ -114,8 +157,9 @@ _ORPHANS: set[asyncio.Task[None]] = set()
 
 
 async def _stream(
-    reasoner: AgentReasoner, prepared: PreparedTurn
+    reasoner: AgentReasoner, prepared: PreparedTurn, stopping: anyio.Event
 ) -> AsyncIterator[ServerSentEvent]:
+    """The turn's events; set ``stopping`` when the server stops, to end with a 503 event."""
     queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
 
     async def sink(event: TurnEvent) -> None:
@@ -132,14 +176,28 @@ async def _stream(
             # stream still ends with its last event, as the non-streamed answer ends in a 5xx.
             _, code, message = unexpected_error(exc)
             await queue.put(TurnEvent("turn_finished", error_body(code, message)))
+        except asyncio.CancelledError:
+            # Only cut_short (the server stops) or the client going away cancel it; the
+            # latter reads no more events.
+            await queue.put(TurnEvent("turn_finished", error_body("shutting_down", SHUTTING_DOWN)))
+            raise
         finally:
             await queue.put(None)
 
+    async def cut_short() -> None:
+        # sse-starlette learns of the shutdown at once, not past the drain: the turn gets the
+        # drain a plain request gets, then is cut short while the stream can still tell so.
+        await stopping.wait()
+        await asyncio.sleep(STREAM_DRAIN_SECONDS)
+        task.cancel()
+
     task = asyncio.create_task(run())
+    watcher = asyncio.create_task(cut_short())
     try:
         while (event := await queue.get()) is not None:
             yield ServerSentEvent(data=json.dumps(event.data, default=str), event=event.type)
     finally:
+        watcher.cancel()
         if not task.done():  # the client went away: cancel the turn (recorded as cancelled)
             task.cancel()
             _ORPHANS.add(task)

@@ -134,9 +134,20 @@ def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
         # nothing waits for the client until the turn is pending once more.
         "pendingCalls": turn.pending_calls if turn.status == "pending" else [],
         "contextDropped": turn.context_dropped,
+        "error": _failure(turn),
         "createdAt": turn.created_at.isoformat(),
         "updatedAt": turn.updated_at.isoformat(),
     }
+
+
+def _failure(turn: TurnRecord) -> dict[str, str] | None:
+    """Why an ``error`` turn failed, as the error envelope's ``{code, message}``."""
+    if turn.status != "error":
+        return None
+    # The answer stored with the turn says why; a turn whose ending could not be stored
+    # (claims.mark_dead) has it only as its last warning.
+    message = (turn.result or {}).get("error") or (turn.warnings[-1] if turn.warnings else None)
+    return {"code": "turn_failed", "message": message or "The turn failed."}
 
 
 @router.post("/{session_id}/workflow/cancel", response_model=CancelledWorkflow)
