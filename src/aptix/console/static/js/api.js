@@ -15,13 +15,19 @@ export function storeKey(key) {
 /** The server refused the key (401): the console goes back to sign-in. */
 export class Unauthorized extends Error {}
 
-/** Any other refusal, with the API's error code and message. */
+/** Any other refusal, with the API's error code and message (and Retry-After's seconds). */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, retryAfter = null) {
     super(message);
     this.status = status;
     this.code = code;
+    this.retryAfter = retryAfter;
   }
+}
+
+/** Why a key cannot be sent at all: a header carries Latin-1 text without controls. */
+export function keyProblem(key) {
+  return /[^\x20-\x7E\xA0-\xFF]/.test(key) ? "it contains characters an API key cannot have" : null;
 }
 
 const listeners = new Set();
@@ -50,7 +56,13 @@ async function refusal(response) {
     // not JSON: the status says enough
   }
   const error = body && body.error ? body.error : {};
-  return new ApiError(response.status, error.code || "", error.message || `HTTP ${response.status}`);
+  const seconds = Number.parseInt(response.headers.get("Retry-After") || "", 10);
+  return new ApiError(
+    response.status,
+    error.code || "",
+    error.message || `HTTP ${response.status}`,
+    Number.isNaN(seconds) ? null : seconds,
+  );
 }
 
 /** fetch a /v1 route; the parsed JSON body, or a thrown Unauthorized / ApiError. */

@@ -1,6 +1,6 @@
 // The console's shell: sign-in, navigation and hash routing (#/chat, #/sessions/<id>...).
 
-import { api, onUnauthorized, storedKey, storeKey, Unauthorized } from "./api.js";
+import { api, ApiError, keyProblem, onUnauthorized, storedKey, storeKey, Unauthorized } from "./api.js";
 import { authoringView } from "./authoring.js";
 import { modesView, workflowsView } from "./catalog.js";
 import { Chat } from "./chat.js";
@@ -24,12 +24,13 @@ const VIEWS = {
 
 let chat = null;
 let started = false;
+let navigating = false;
 
 function showSignIn(message) {
   main.hidden = true; // hidden, not cleared: nothing typed is lost
   signIn.hidden = false;
   signOut.hidden = true;
-  keyError.textContent = message || "";
+  replace(keyError, message || "");
   if (message) keyInput.setAttribute("aria-invalid", "true");
   else keyInput.removeAttribute("aria-invalid");
   keyInput.focus();
@@ -40,13 +41,55 @@ function showApp() {
   main.hidden = false;
   signOut.hidden = !storedKey();
   keyInput.value = "";
-  keyError.textContent = "";
+  replace(keyError);
   keyInput.removeAttribute("aria-invalid");
   if (!started) {
     started = true;
-    chat = new Chat();
-    window.addEventListener("hashchange", () => route(true));
+    listenToNavigation();
     route(false);
+  }
+}
+
+function listenToNavigation() {
+  if (navigating) return;
+  navigating = true;
+  window.addEventListener("hashchange", () => route(true));
+}
+
+/** What a failed start-up probe tells the person. */
+function probeFailure(error) {
+  if (error instanceof ApiError) {
+    if (error.status === 429) {
+      const wait = error.retryAfter === null ? "shortly" : `in ${error.retryAfter} s`;
+      return `The server is rate limiting requests: retry ${wait}. (${error.message})`;
+    }
+    const said = error.message === `HTTP ${error.status}` ? "" : `: ${error.message}`;
+    return `The server answered ${error.status}${said}`;
+  }
+  return `The server could not be reached: ${error.message}`;
+}
+
+/** The probe failed for another reason than the key: say why, offer a retry, and let the
+ * navigation work (the other pages may well answer). */
+function showStartFailure(error) {
+  signIn.hidden = true;
+  main.hidden = false;
+  signOut.hidden = !storedKey();
+  const retry = h("button", { type: "button" }, "Retry");
+  retry.addEventListener("click", () => {
+    retry.disabled = true;
+    probeAndShow();
+  });
+  replace(main, h("div", { class: "view" }, h("h1", {}, "Aptix console"), notice(probeFailure(error)), retry));
+  listenToNavigation();
+}
+
+async function probeAndShow() {
+  try {
+    await probe();
+    showApp();
+  } catch (error) {
+    if (!(error instanceof Unauthorized)) showStartFailure(error);
   }
 }
 
@@ -62,6 +105,11 @@ async function submitKey(event) {
     showSignIn("Enter an API key.");
     return;
   }
+  const problem = keyProblem(key);
+  if (problem) {
+    showSignIn(`That API key was not accepted: ${problem}.`);
+    return;
+  }
   storeKey(key);
   try {
     await probe();
@@ -71,7 +119,7 @@ async function submitKey(event) {
     if (error instanceof Unauthorized) {
       showSignIn("That API key was not accepted. Check it and try again.");
     } else {
-      showSignIn(`The server could not be reached: ${error.message}`);
+      showSignIn(probeFailure(error));
     }
   }
 }
@@ -85,6 +133,7 @@ function route(moved) {
     else link.removeAttribute("aria-current");
   }
   if (view === "chat") {
+    if (!chat) chat = new Chat();
     replace(main, chat.root);
     chat.show(params);
   } else if (VIEWS[view]) {
@@ -109,15 +158,13 @@ async function start() {
   onUnauthorized(() =>
     showSignIn(storedKey() ? "Your API key is no longer accepted. Enter a valid one to go on." : ""),
   );
-  try {
-    await probe();
-    showApp();
-  } catch (error) {
-    if (!(error instanceof Unauthorized)) {
-      main.hidden = false;
-      replace(main, notice(`The server could not be reached: ${error.message}`));
-    }
+  const key = storedKey();
+  if (key && keyProblem(key)) {
+    storeKey(null);
+    showSignIn(`That API key was not accepted: ${keyProblem(key)}.`);
+    return;
   }
+  await probeAndShow();
 }
 
 start();

@@ -1,10 +1,25 @@
 // Authoring: draft a workflow, edit its TUL-006 §10 fields with inline validation errors,
 // validate, publish after a confirmation that shows the version change, and its history.
 
-import { invoke, Unauthorized } from "./api.js";
-import { field, h, notice, replace, table, when } from "./dom.js";
+import { ApiError, invoke, Unauthorized } from "./api.js";
+import { append, field, h, notice, replace, table, when } from "./dom.js";
 
 const TOOL = "agent_workflow_authoring";
+
+// Said instead of the tool's refusal of a stale revision (409/412 over HTTP, or an
+// expectedRevision problem), which is written for a model ("Read it again with get_workflow").
+const CHANGED_MEANWHILE =
+  "This workflow changed since you opened it, so nothing was changed. Reload the page to see the latest version.";
+
+/** A refusal's text for a person. */
+function problemText(problem) {
+  return problem.field === "expectedRevision" ? CHANGED_MEANWHILE : problem.message;
+}
+
+/** The refusals of an outcome, as one line. */
+function problemsText(outcome) {
+  return [...new Set((outcome.errors || []).map(problemText))].join(" ");
+}
 
 /** [key, label, kind, options]: kind is text, textarea, lines, inputs, select or checkbox. */
 const FIELDS = [
@@ -95,7 +110,11 @@ async function run(status, call) {
   try {
     return await call();
   } catch (error) {
-    if (!(error instanceof Unauthorized)) replace(status, notice(error.message));
+    if (error instanceof ApiError && (error.status === 409 || error.status === 412)) {
+      replace(status, notice(CHANGED_MEANWHILE));
+    } else if (!(error instanceof Unauthorized)) {
+      replace(status, notice(error.message));
+    }
     return null;
   }
 }
@@ -114,11 +133,11 @@ function showProblems(form, prefix, status, outcome) {
     const key = String(problem.field || "").split(".")[0];
     const control = key ? form.querySelector(`#${prefix}${CSS.escape(key)}`) : null;
     if (!control) {
-      general.push(problem.field ? `${problem.field}: ${problem.message}` : problem.message);
+      general.push(problem.field && problem.field !== "expectedRevision" ? `${problem.field}: ${problem.message}` : problemText(problem));
       continue;
     }
     const error = form.querySelector(`#${prefix}${CSS.escape(key)}-error`);
-    error.append(error.textContent ? ` ${problem.message}` : problem.message);
+    append(error, error.textContent ? ` ${problem.message}` : problem.message);
     control.setAttribute("aria-invalid", "true");
     first = first || control;
   }
@@ -265,7 +284,7 @@ async function editor(el, id) {
     const fields = { status: statusChoice.value };
     const outcome = track(await run(statusNote, () => authoring(based({ operation: "update_workflow", workflowId: id, fields }))));
     if (!outcome) return;
-    replace(statusNote, outcome.ok ? (outcome.messages || []).map((m) => notice(m, "ok")) : notice((outcome.errors || []).map((e) => e.message).join(" ")));
+    replace(statusNote, outcome.ok ? (outcome.messages || []).map((m) => notice(m, "ok")) : notice(problemsText(outcome)));
   });
   const governance = servedVersion(history)
     ? h(
@@ -330,9 +349,9 @@ function confirmPublish(el, id, version, served, revision) {
     const args = { operation: "publish_workflow", workflowId: id };
     if (revision !== undefined) args.expectedRevision = revision;
     const outcome = await run(result, () => authoring(args));
-    if (!outcome) return;
-    if (!outcome.ok) {
-      replace(result, notice((outcome.errors || []).map((e) => e.message).join(" ")));
+    if (!outcome || !outcome.ok) {
+      if (outcome) replace(result, notice(problemsText(outcome)));
+      publish.disabled = false; // the refusal is shown; the person may fix it and try again
       return;
     }
     dialog.close();

@@ -1,16 +1,32 @@
 // Chat: streamed turns, tool calls, approval cards, the mode and the active workflow.
 
 import { api, ApiError, streamTurn, Unauthorized } from "./api.js";
-import { append, h, longText, notice, pretty, replace, shortId } from "./dom.js";
+import { append, errorText, h, longText, notice, pretty, replace, shortId } from "./dom.js";
 import { markdownBlock, renderMarkdown } from "./markdown.js";
 
 const APPROVAL_TOOL = "request_user_approval";
+let cardCount = 0;
+
+/** The approval request a call carries (request_user_approval, or an MCP call under an
+ * approval policy: resultJson.kind "approval_request"), or null for any other client call. */
+function approvalRequest(call) {
+  let request = null;
+  try {
+    request = JSON.parse(call.resultJson || "null");
+  } catch {
+    request = null;
+  }
+  const isObject = request !== null && typeof request === "object" && !Array.isArray(request);
+  if (call.name === APPROVAL_TOOL) return isObject ? request : {};
+  return isObject && request.kind === "approval_request" ? request : null;
+}
 
 export class Chat {
   constructor() {
     this.sessionId = null;
     this.lastSeq = 0;
     this.controller = null; // the running turn's stream
+    this.generation = 0; // bumped by reset(): a turn of an earlier session no longer writes here
     this.pending = null; // {turnId, calls, answers}
     this.bubble = null; // the assistant message being streamed: {el, text, frame}
     this.calls = new Map(); // callId -> its <details>
@@ -21,7 +37,7 @@ export class Chat {
     this.cancelButton = h("button", { type: "button", disabled: true }, "Cancel turn");
     this.cancelButton.addEventListener("click", () => this.cancel());
     const newButton = h("button", { type: "button" }, "New session");
-    newButton.addEventListener("click", () => this.reset());
+    newButton.addEventListener("click", () => this.startOver());
     this.banner = h("div");
     this.log = h("div", { class: "transcript", role: "log", "aria-label": "Conversation" });
     // Shown at the end of the transcript while a turn runs.
@@ -101,7 +117,15 @@ export class Chat {
     this.sendButton.disabled = true;
   }
 
+  /** "New session": a running turn is cancelled only once the person confirms it. */
+  startOver() {
+    if (this.controller && !confirm("A turn is still running. Cancel it and start a new session?")) return;
+    if (location.hash.startsWith("#/chat/")) history.replaceState(null, "", "#/chat");
+    this.reset();
+  }
+
   reset(refresh = true) {
+    this.generation += 1;
     if (this.controller) this.controller.abort();
     this.sessionId = null;
     this.lastSeq = 0;
@@ -121,11 +145,21 @@ export class Chat {
     this.reset(false);
     this.sessionId = sessionId;
     const session = await this.refresh();
-    if (!session) return;
+    if (!session) {
+      // It could not be opened (unknown, another org's, or the server failed): the next
+      // message starts a new session rather than failing against this one.
+      if (this.sessionId === sessionId) {
+        this.sessionId = null;
+        if (location.hash.startsWith("#/chat/")) history.replaceState(null, "", "#/chat");
+        await this.refresh();
+      }
+      return;
+    }
     for (const turn of session.turns) {
       if (turn.instruction) this.say("user", turn.instruction);
       for (const call of turn.toolCalls) if (!("clientResult" in call)) this.callFinished(call);
       if (turn.text) this.say("assistant", turn.text);
+      if (turn.error) this.note(errorText(turn.error), "error");
       if (turn.status === "pending") this.ask(turn.turnId, turn.pendingCalls);
     }
   }
@@ -212,6 +246,8 @@ export class Chat {
       try {
         const created = await api("/v1/sessions", { method: "POST", body: {} });
         this.sessionId = created.sessionId;
+        // A reload (or a shared link) opens this session again.
+        history.replaceState(null, "", `#/chat/${encodeURIComponent(created.sessionId)}`);
         await this.refresh();
       } catch (error) {
         this.message.value = text; // nothing typed is lost
@@ -220,38 +256,56 @@ export class Chat {
         return;
       }
     }
-    await this.run({ sessionId: this.sessionId, instruction: text }, text);
+    const outcome = await this.run({ sessionId: this.sessionId, instruction: text });
+    if (outcome === "refused") {
+      // The server never took the message (409 session_busy, 401...): it is not shown as
+      // sent, and it is back in the box.
+      said.remove();
+      if (!this.message.value) this.message.value = text;
+    }
   }
 
-  /** Run (or resume) a turn over SSE; a lost connection offers a retry. */
-  async run(body, typed) {
-    this.controller = new AbortController();
+  /**
+   * Run (or resume) a turn over SSE; a lost connection offers a retry. Resolves with how it
+   * ended: "done", "failed" (kind "error"), "refused" (the server did not take it),
+   * "cancelled", "lost" or "gone" (the person started a new session meanwhile).
+   */
+  async run(body) {
+    const generation = this.generation;
+    const controller = new AbortController();
+    this.controller = controller;
     this.setBusy(true);
     const knownSeq = this.lastSeq;
     let finished = null;
-    let lost = false;
+    let outcome = "done";
+    const here = () => this.generation === generation;
     try {
-      finished = await streamTurn(body, (type, data) => this.onEvent(type, data), this.controller.signal);
-      lost = finished === null;
+      finished = await streamTurn(body, (type, data) => here() && this.onEvent(type, data), controller.signal);
+      if (finished === null) outcome = "lost";
+      else if (finished.kind === "error" || (finished.error && !finished.kind)) outcome = "failed";
+      else if (finished.kind === "cancelled") outcome = "cancelled";
     } catch (error) {
       if (error.name === "AbortError") {
-        this.note("Turn cancelled.");
+        outcome = "cancelled";
+        if (here()) this.note("Turn cancelled.");
       } else if (error instanceof Unauthorized) {
-        if (typed && !this.message.value) this.message.value = typed;
+        outcome = "refused";
       } else if (error instanceof ApiError) {
+        outcome = "refused";
         if (error.code === "model_not_configured") this.noModel(error.message);
-        else this.note(error.message, "error");
-        if (typed && !this.message.value) this.message.value = typed;
+        else if (here()) this.note(error.message, "error");
       } else {
-        lost = true; // the network failed under the stream
+        outcome = "lost"; // the network failed under the stream
       }
     } finally {
-      this.controller = null;
-      if (this.bubble) this.streamed(this.bubble.text); // a cut stream keeps what came
-      this.setBusy(false);
+      if (this.controller === controller) this.controller = null;
+      if (here() && this.bubble) this.streamed(this.bubble.text); // a cut stream keeps what came
+      this.setBusy(Boolean(this.controller));
     }
-    if (lost) this.offerRetry(body, knownSeq);
+    if (!here()) return "gone";
+    if (outcome === "lost") this.offerRetry(body, knownSeq);
     else if (finished) await this.refresh();
+    return outcome;
   }
 
   setBusy(busy) {
@@ -311,8 +365,10 @@ export class Chat {
   }
 
   finished(data) {
-    if (data.error) {
-      this.note(data.error.message, "error");
+    if (!data.kind) {
+      // The server's error envelope: the turn ended on an unexpected failure.
+      this.pending = null;
+      this.note(errorText(data.error) || "The turn failed.", "error");
       return;
     }
     if (data.sessionId) this.sessionId = data.sessionId;
@@ -320,7 +376,7 @@ export class Chat {
     if (data.kind === "tool-only") this.ask(data.turnId, data.toolCalls.filter((c) => c.requiresClientExecution));
     else this.pending = null;
     if (data.kind === "cancelled") this.note("Turn cancelled.");
-    if (data.kind === "error") this.note(data.text || "The turn failed.", "error");
+    if (data.kind === "error") this.note(errorText(data.error) || data.text || "The turn failed.", "error");
     if (data.kind === "empty") this.note("The model answered with no text.");
     for (const warning of data.warnings || []) this.note(typeof warning === "string" ? warning : pretty(warning), "warning");
     if (data.branchedSessionId) {
@@ -342,39 +398,37 @@ export class Chat {
 
   card(call) {
     const pending = this.pending;
-    let request = {};
-    try {
-      request = JSON.parse(call.resultJson || "{}") || {};
-    } catch {
-      request = {};
-    }
+    // Not the call id in the id: it is the model's text and may hold spaces (aria-labelledby
+    // would read it as several ids).
+    const title = `card-title-${++cardCount}`;
+    const request = approvalRequest(call);
+    let card;
     const answer = (result, label, isError = false) => {
       for (const button of card.querySelectorAll("button")) button.disabled = true;
       card.append(h("p", { class: "answer", role: "status" }, label));
       pending.answers.set(call.callId, { callId: call.callId, result, isError });
-      if (pending.answers.size === pending.calls.length && this.pending === pending) {
-        this.pending = null;
-        this.run({ sessionId: this.sessionId, toolResults: [...pending.answers.values()] });
-      }
+      if (pending.answers.size === pending.calls.length && this.pending === pending) this.resume(pending);
     };
-    const title = `approval-${call.callId}`;
-    if (call.name !== APPROVAL_TOOL) {
-      const card = h(
-        "section",
-        { class: "card", "aria-labelledby": title },
-        h("h2", { id: title }, "The model asked the client to run ", h("code", {}, call.name)),
-        h("p", {}, "The console cannot run this tool. Reply that it cannot run here, and the turn goes on."),
-      );
+    if (!request) {
       const reply = h("button", { type: "button" }, "Reply that it cannot run here");
       reply.addEventListener("click", () =>
         answer({ error: `The console cannot run ${call.name}.` }, "Answered: cannot run here.", true),
       );
-      card.append(reply);
+      card = h(
+        "section",
+        { class: "card", "aria-labelledby": title },
+        h("h2", { id: title }, "The model asked the client to run ", h("code", {}, call.name)),
+        h("p", {}, "The console cannot run this tool. Reply that it cannot run here, and the turn goes on."),
+        reply,
+      );
       return card;
     }
     const approve = h("button", { type: "button", class: "approve" }, "Approve");
     const deny = h("button", { type: "button", class: "deny" }, "Deny");
-    const card = h(
+    // The answer the server expects of both kinds of approval (docs/mcp-servers.md).
+    approve.addEventListener("click", () => answer({ approved: true }, "You approved."));
+    deny.addEventListener("click", () => answer({ approved: false }, "You denied."));
+    card = h(
       "section",
       { class: `card approval${request.destructive ? " destructive" : ""}`, "aria-labelledby": title },
       h("h2", { id: title }, "Approval needed"),
@@ -390,9 +444,26 @@ export class Chat {
       ),
       h("div", { class: "buttons" }, approve, deny),
     );
-    approve.addEventListener("click", () => answer({ approved: true }, "You approved."));
-    deny.addEventListener("click", () => answer({ approved: false }, "You denied."));
     return card;
+  }
+
+  /**
+   * Post the answers. If the model fails after them (or the server refuses the request), the
+   * turn waits for them still: they can be sent again, or the turn cancelled.
+   */
+  async resume(pending) {
+    this.pending = null;
+    const outcome = await this.run({ sessionId: this.sessionId, toolResults: [...pending.answers.values()] });
+    if (outcome !== "failed" && outcome !== "refused") return;
+    this.pending = pending;
+    this.setBusy(false);
+    const again = h("button", { type: "button" }, "Send answer again");
+    const box = h("div", { class: "notice error resend", role: "alert" }, "The turn still waits for your answer. ", again);
+    again.addEventListener("click", () => {
+      box.remove();
+      if (this.pending === pending) this.resume(pending);
+    });
+    this.put(box);
   }
 
   async cancel() {
@@ -409,6 +480,7 @@ export class Chat {
         { method: "POST" },
       );
       for (const button of this.log.querySelectorAll(".card button")) button.disabled = true;
+      for (const box of this.log.querySelectorAll(".resend")) box.remove();
       this.note("Turn cancelled.");
     } catch (error) {
       if (!(error instanceof Unauthorized)) this.note(error.message, "error");

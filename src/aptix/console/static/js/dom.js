@@ -1,6 +1,24 @@
 // Building the page. Every outside string (model text, tool results, names) goes in as a
 // text node through h(); no HTML is ever parsed from a string here.
 
+// Controls are shown, never obeyed, as the CLI shows them (src/aptix/cli/output.py): a C0
+// control as its Control Picture (ESC as "␛"), a C1 or bidirectional control as <U+XXXX>.
+// Bidi controls would reorder what is shown ("Trojan Source": "\u202Egnp.exe" reads as
+// "exe.png"); the others would be invisible. Newline and tab stay; CR LF becomes LF.
+const CONTROLS = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+function shown(char) {
+  const code = char.charCodeAt(0);
+  if (code < 0x20) return String.fromCharCode(0x2400 + code);
+  if (code === 0x7f) return "\u2421";
+  return `<U+${code.toString(16).toUpperCase().padStart(4, "0")}>`;
+}
+
+/** ``text`` with every control character made visible (see above). */
+export function visible(text) {
+  return String(text).replace(/\r\n/g, "\n").replace(CONTROLS, shown);
+}
+
 /** An element: h("p", {class: "x", onclick: f}, "text", child, ...). */
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -18,7 +36,7 @@ export function h(tag, attrs = {}, ...children) {
 export function append(el, children) {
   for (const child of [children].flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : String(child));
+    el.append(child instanceof Node ? child : visible(child));
   }
   return el;
 }
@@ -52,6 +70,13 @@ export function pretty(text) {
   }
 }
 
+/** The text of an error that is a string, an {code, message} object, or absent. */
+export function errorText(error) {
+  if (!error) return "";
+  if (typeof error === "string") return error;
+  return error.message ? String(error.message) : pretty(error);
+}
+
 export const PREVIEW_CHARS = 4000;
 
 /** A <pre> of text, cut at PREVIEW_CHARS with a button that shows the whole. */
@@ -59,14 +84,14 @@ export function longText(text, label = "text") {
   const full = String(text ?? "");
   const pre = h("pre", { class: "mono" });
   if (full.length <= PREVIEW_CHARS) return replace(pre, full);
-  pre.append(full.slice(0, PREVIEW_CHARS));
+  append(pre, full.slice(0, PREVIEW_CHARS));
   const more = h(
     "button",
     { type: "button", class: "link" },
     `Show the whole ${label} (${full.length.toLocaleString()} characters)`,
   );
   more.addEventListener("click", () => {
-    pre.textContent = full;
+    replace(pre, full);
     more.remove();
   });
   return h("div", {}, pre, h("p", { class: "muted" }, `Shortened to ${PREVIEW_CHARS} characters. `, more));

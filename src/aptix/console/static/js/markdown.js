@@ -7,6 +7,7 @@
 
 import MarkdownIt from "../vendor/markdown-it.js";
 import DOMPurify from "../vendor/purify.js";
+import { visible } from "./dom.js";
 
 // breaks: a single newline is a line break, as people expect of chat text.
 const md = new MarkdownIt({ html: false, linkify: true, breaks: true, typographer: false });
@@ -38,11 +39,19 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
     node.setAttribute("target", "_blank"); // the chat stays where it is
     node.setAttribute("rel", "noopener noreferrer nofollow");
   }
+  if (node.hasAttribute("title")) node.setAttribute("title", visible(node.getAttribute("title")));
 });
 
 /** Render ``text`` as sanitised Markdown into ``el`` (its children are replaced). */
 export function renderMarkdown(el, text) {
-  el.replaceChildren(DOMPurify.sanitize(md.render(String(text ?? "")), PURIFY));
+  const fragment = DOMPurify.sanitize(md.render(String(text ?? "")), PURIFY);
+  // Control characters are shown, as dom.js shows them in every other text.
+  const walker = document.createTreeWalker(fragment, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = visible(node.nodeValue);
+    if (text !== node.nodeValue) node.nodeValue = text;
+  }
+  el.replaceChildren(fragment);
   return el;
 }
 

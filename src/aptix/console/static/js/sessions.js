@@ -1,7 +1,7 @@
 // Sessions: a paged list, and one session's mode history, lineage, turns and refusals.
 
 import { api } from "./api.js";
-import { h, longText, pretty, replace, shortId, table, when } from "./dom.js";
+import { errorText, h, longText, pretty, replace, shortId, table, when } from "./dom.js";
 import { markdownBlock } from "./markdown.js";
 
 const PAGE = 20;
@@ -114,6 +114,7 @@ function turnView(turn) {
     h("h3", {}, `Turn ${turn.seq} · ${turn.status} · ${tokens} tokens`),
     turn.instruction ? h("p", { class: "instruction" }, h("span", { class: "who" }, "Instruction "), turn.instruction) : null,
     turn.text ? h("div", { class: "answer-text" }, h("span", { class: "who" }, "Answer"), markdownBlock(turn.text)) : null,
+    turn.error ? h("p", { class: "error-text turn-error" }, h("span", { class: "who" }, "Error "), errorText(turn.error)) : null,
     turn.modelCalls.length
       ? table(
           `Model calls of turn ${turn.seq}`,
