@@ -300,3 +300,14 @@ def test_serve_refuses_a_malformed_model_url_before_starting(tmp_path: Path) -> 
     _base_url_error(done.stderr)
     assert "startup failed" not in done.stderr
     assert done.stdout == ""
+
+
+def test_a_redis_url_without_the_redis_client_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APTIX_REDIS_URL", "redis://127.0.0.1:6379/9")
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if `aptix[redis]` were not installed
+    monkeypatch.setitem(sys.modules, "redis.asyncio", None)
+    done = runner.invoke(app, ["tools", "list"])
+    assert done.exit_code == 2
+    line = _one_error_line(done.stderr)
+    assert "APTIX_REDIS_URL needs the Redis client" in line
+    assert "pip install 'aptix[redis]'" in line

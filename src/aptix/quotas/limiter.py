@@ -21,6 +21,7 @@ from limits import RateLimitItem, parse
 from limits.aio.storage import MemoryStorage, RedisStorage, Storage
 from limits.aio.strategies import FixedWindowRateLimiter
 
+from aptix.errors import ConfigurationError
 from aptix.llm.types import Usage
 from aptix.quotas.usage import UsageMeter
 
@@ -104,7 +105,13 @@ class Quotas:
         #: org -> the slots this process took and has not given back, oldest first.
         self._held: dict[str, deque[str | None]] = {}
         if redis_url is not None:
-            import redis.asyncio
+            try:
+                import redis.asyncio
+            except ImportError:
+                raise ConfigurationError(
+                    "APTIX_REDIS_URL needs the Redis client, which is not installed.",
+                    hint="pip install 'aptix[redis]', or unset APTIX_REDIS_URL",
+                ) from None
 
             self._redis = redis.asyncio.Redis.from_url(
                 redis_url.removeprefix("async+"), socket_timeout=2, socket_connect_timeout=2
