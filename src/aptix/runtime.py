@@ -47,7 +47,7 @@ from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
 from aptix.tools.session_context import session_tool_context
 from aptix.tools.traced import tool_executor
-from aptix.workflows.boot import build_boot_message
+from aptix.workflows.boot import boot_chars, build_boot_message
 from aptix.workflows.guard import offered_tools, session_guard
 from aptix.workflows.services import (
     WorkflowServices,
@@ -123,6 +123,7 @@ class Runtime:
     def reasoner(self, model: LlmClient | None = None) -> AgentReasoner:
         """The agent loop on ``model`` (default: the configured OpenAI-compatible endpoint)."""
         registry = self.workflows.registry
+        boot_room = boot_chars(self.settings.llm_context_tokens)
         return AgentReasoner(
             # Metered: the org's token budget is checked and each call's usage recorded.
             model=MeteredModel(model or self.default_model(), self.quotas),
@@ -131,7 +132,7 @@ class Runtime:
             modes=self.services.modes,
             turns=self.turns,
             logger=self.logger,
-            boot_message=lambda org: build_boot_message(registry, org),
+            boot_message=lambda org: build_boot_message(registry, org, max_chars=boot_room),
             offered_tools=lambda workflow, tools, org: offered_tools(
                 registry, workflow, tools, self.registry.registered_tools, org
             ),

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from aptix.runtime import Runtime
+from pathlib import Path
+
+from aptix.runtime import Runtime, open_runtime
+from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel, reply
 from aptix.workflows.boot import MAX_BOOT_CHARS, SHORTENED, build_boot_message
 from aptix.workflows.manifest import WorkflowManifest
@@ -84,3 +87,29 @@ async def test_a_turn_of_an_org_with_an_oversized_workflow_reaches_the_model(
     assert "## boot_big: Big description" in system
     assert len(system) < MAX_BOOT_CHARS + 10_000
     model.assert_complete()
+
+
+async def test_a_small_context_budget_gets_a_boot_message_that_leaves_room(
+    tmp_path: Path,
+) -> None:
+    settings = AptixSettings(
+        data_dir=tmp_path, load_plugins=False, semantic_matching=False, llm_context_tokens=4_000
+    )
+    async with open_runtime(settings) as small:
+        for i in range(40):  # within every limit, but 40 of them fill 4,000 tokens
+            small.workflows.registry.publish(
+                make_manifest(f"flow_{i:02d}", description="Plans the thing. " * 100),
+                org="acme",
+            )
+        created = await small.services.sessions.create_session(org="acme", user="ann")
+        assert created.result is not None
+        model = ScriptedModel.of(reply("Hello."))
+
+        result = await small.reasoner(model).execute(
+            session_id=created.result.id, org="acme", user="ann", instruction="hi"
+        )
+
+    assert (result.kind, result.text) == ("ok", "Hello."), result.error
+    system = str(model.requests[0].messages[0]["content"])
+    assert "## flow_00: " in system
+    assert SHORTENED in system

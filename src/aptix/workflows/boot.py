@@ -13,6 +13,7 @@ __all__ = [
     "BOOT_INSTRUCTION",
     "MAX_BOOT_CHARS",
     "NO_WORKFLOWS",
+    "boot_chars",
     "boot_workflows",
     "build_boot_message",
 ]
@@ -20,6 +21,14 @@ __all__ = [
 #: Characters the boot message may take: about 8,000 tokens at the pessimistic estimate of
 #: three characters a token, a quarter of the default context budget.
 MAX_BOOT_CHARS = 24_000
+
+
+def boot_chars(context_tokens: int) -> int:
+    """Characters the boot message may take in a context of ``context_tokens``: a quarter."""
+    # Three characters a token (pessimistic), so a quarter of the budget is 3/4 of its tokens.
+    return min(MAX_BOOT_CHARS, 3 * context_tokens // 4)
+
+
 #: A shortened entry keeps this much of its title and summary, and its first patterns.
 SHORT_TITLE = 80
 SHORT_SUMMARY = 200
