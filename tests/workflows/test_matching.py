@@ -285,6 +285,36 @@ def test_explicit_naming_and_lookup_follow_each_change_of_the_served_set() -> No
     assert all(m.why != "named explicitly" for m in registry.match("use workflow: create-ddr"))
 
 
+@pytest.mark.parametrize("message", ["Use workflow: zzz_unknown", "run the workflow = nosuch"])
+async def test_asking_for_an_id_no_workflow_has_matches_nothing(message: str) -> None:
+    # It used to match whichever workflow shared the words "use" and "workflow".
+    registry = WorkflowRegistry(
+        [
+            make_manifest(
+                "use_workflow_helper",
+                userIntentPatterns=["use a workflow", "run the workflow for me"],
+            )
+        ]
+    )
+    assert registry.match(message) == []
+    assert await registry.match_async(message) == []
+
+
+@pytest.mark.parametrize(
+    "message", ["use a workflow please", "here is my workflow: use a workflow for me"]
+)
+def test_words_about_workflows_that_name_no_id_still_go_to_inference(message: str) -> None:
+    registry = WorkflowRegistry(
+        [
+            make_manifest(
+                "use_workflow_helper",
+                userIntentPatterns=["use a workflow", "run the workflow for me"],
+            )
+        ]
+    )
+    assert registry.match(message)[0].workflow_id == "use_workflow_helper"
+
+
 def test_the_fusion_model_fits_a_separable_signal_and_round_trips() -> None:
     rng = np.random.default_rng(3)
     x = rng.normal(size=(400, len(LEXICAL_RANK)))

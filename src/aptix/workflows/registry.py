@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus, WorkflowVisibility
 from aptix.workflows.matching.arbiter import MatchArbiter
 from aptix.workflows.matching.combined import RankedWorkflow, WorkflowMatcher
-from aptix.workflows.matching.explicit import id_key, keyed, named_in
+from aptix.workflows.matching.explicit import id_key, keyed, named_in, names_unknown
 from aptix.workflows.matching.routing import Decision
 from aptix.workflows.validation import FieldProblem, validate_manifest
 
@@ -211,13 +211,20 @@ class WorkflowRegistry:
 
     def _explicit(
         self, message: str, served: dict[str, WorkflowManifest], org: str | None
-    ) -> str | None:
-        """The served workflow ``message`` names explicitly (TUL-006 §3.3), if any."""
+    ) -> list[WorkflowMatch] | None:
+        """The answer to a message that names a workflow explicitly (TUL-006 §3.3), else None.
+
+        One row for a served workflow; none for an id no served workflow has ("use workflow:
+        nosuch" asks for that one, not for whichever shares the words "use workflow").
+        """
         if "workflow" not in message.casefold():
             return None
-        named = named_in(message, self._keyed(org))
+        by_key = self._keyed(org)
+        named = named_in(message, by_key)
         # The set may have changed since ``served`` was read: only what it holds is named.
-        return named if named in served else None
+        if named is not None and named in served:
+            return [self._row(served[named], 1.0, "named explicitly")]
+        return [] if names_unknown(message, by_key) else None
 
     def is_deployment_wide(self, workflow_id: str) -> bool:
         """True for a built-in or file workflow: read-only to authoring."""
@@ -332,7 +339,7 @@ class WorkflowRegistry:
         explicit = self._explicit(message, served, org)
         if explicit is not None:
             # An explicit request takes precedence over inference (TUL-006 §3.3).
-            return [self._row(served[explicit], 1.0, "named explicitly")]
+            return explicit
         with self._indexed(org) as matcher:
             return self._rows(matcher.explain(message, limit), served)
 
@@ -479,9 +486,9 @@ class WorkflowRegistry:
         """
         arbiter = self.arbiter
         served = self._served(org)
-        explicit: str | None = await run(self._explicit, message, served, org)
+        explicit: list[WorkflowMatch] | None = await run(self._explicit, message, served, org)
         if explicit is not None:
-            return [self._row(served[explicit], 1.0, "named explicitly")]
+            return explicit
         if arbiter is None or arbiter.mode == "off":
             return await self._on_index(
                 org, run, lambda matcher: self._rows(matcher.explain(message, limit), served)

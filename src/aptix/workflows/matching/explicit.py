@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["explicit_workflow_id", "id_key", "keyed", "named_in"]
+__all__ = ["explicit_workflow_id", "id_key", "keyed", "named_in", "names_unknown"]
 
 _VERBS = r"(?:use|run|start|begin|launch|open|load|initiate|trigger|execute)"
 _QUOTES = "`'\"“”‘’"
@@ -14,6 +14,8 @@ _AFTER = (
     re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+)?workflow\b\s*[:=]?\s*([^.!?,;\n]+)"),
     re.compile(r"\bworkflow\s*[:=]\s*([^.!?,;\n]+)"),
 )
+# "use workflow: <id>": a request for one id, whatever else the message says.
+_BY_ID = re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+)?workflow\s*[:=]\s*([^.!?,;\n]+)")
 # What stands between "start the" and "workflow".
 _BEFORE = re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+|my\s+)?([^.!?,;\n]+?)\s+workflow\b")
 _MAX_NAME_WORDS = 6
@@ -75,3 +77,21 @@ def _negated(text: str, start: int) -> bool:
     """True when the clause before ``start`` turns the naming down, within three words."""
     before = _CLAUSE_END.split(text[:start])[-1]
     return _NEGATION.search(before) is not None
+
+
+def names_unknown(message: str, by_key: Mapping[str, str]) -> bool:
+    """True when ``message`` asks for a workflow by id ("use workflow: x") not in ``by_key``.
+
+    Only that form counts: "start the onboarding workflow" may describe a workflow in other
+    words, and "my workflow: first I..." describes the user's own; inference reads those.
+    """
+    text = message.strip().casefold()
+    for found in _BY_ID.finditer(text):
+        if _negated(text, found.start()):
+            continue
+        words = found.group(1).split()[:_MAX_NAME_WORDS]
+        if words and not any(
+            id_key(" ".join(words[:end])) in by_key for end in range(1, len(words) + 1)
+        ):
+            return True
+    return False
