@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from aptix.reasoner.loop import AgentReasoner
 from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.stopping import TurnTasks
 from aptix.reasoner.turns import TurnStore
+from aptix.results import InvokeResult
 from aptix.sessions.sql import SqlSessionManager
 from aptix.settings import AptixSettings, load_settings
 from aptix.settings_mcp import tool_prefix
@@ -119,6 +121,29 @@ class Runtime:
         return await session_tool_context(
             self.services.sessions, org=org, user=user, role=role, session_id=session_id
         )
+
+    async def cancel_workflow(
+        self, *, org: str, user: str, role: str, session_id: str
+    ) -> InvokeResult[str]:
+        """Cancel the session's active workflow on the user's behalf (its id, or why not).
+
+        Raises :class:`~aptix.errors.NotFoundError` when ``session_id`` is not the caller's.
+        """
+        context = await self.session_context(org=org, user=user, role=role, session_id=session_id)
+        active = context.active_workflow_id
+        if not active:
+            return InvokeResult.from_error("The session has no active workflow.")
+        arguments = {
+            "operation": "cancel_workflow",
+            "workflowId": active,
+            "reason": "Cancelled by the user.",
+        }
+        outcome = await self.executor.invoke("agent_workflow_run", json.dumps(arguments), context)
+        if outcome.result is None:
+            return InvokeResult.from_error(
+                outcome.error_message or "The workflow could not be cancelled."
+            )
+        return InvokeResult.create(active)
 
     def reasoner(self, model: LlmClient | None = None) -> AgentReasoner:
         """The agent loop on ``model`` (default: the configured OpenAI-compatible endpoint)."""

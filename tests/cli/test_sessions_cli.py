@@ -113,3 +113,28 @@ def test_unreachable_database_is_a_clean_configuration_error(
     assert "Cannot open the database at postgresql://postgres@127.0.0.1:1/nowhere" in (
         result.stderr
     )
+
+
+def test_cancel_workflow_through_the_cli() -> None:
+    session_id = _create()
+    nothing = runner.invoke(app, ["sessions", "cancel-workflow", session_id])
+    assert nothing.exit_code == 1
+    assert "no active workflow" in nothing.stderr
+    start = '{"operation": "start_workflow", "workflowId": "guided_calculation"}'
+    started = runner.invoke(
+        app, ["tools", "call", "agent_workflow_run", start, "--session-id", session_id]
+    )
+    assert started.exit_code == 0, started.output
+
+    cancelled = runner.invoke(app, ["sessions", "cancel-workflow", session_id, "--json"])
+
+    assert cancelled.exit_code == 0, cancelled.output
+    assert json.loads(cancelled.stdout) == {
+        "sessionId": session_id,
+        "cancelled": "guided_calculation",
+    }
+    shown = json.loads(runner.invoke(app, ["sessions", "show", session_id, "--json"]).stdout)
+    assert shown["activeWorkflowId"] is None
+    unknown = runner.invoke(app, ["sessions", "cancel-workflow", "nosuch"])
+    assert unknown.exit_code == 1
+    assert "Unknown session 'nosuch'" in unknown.stderr

@@ -113,3 +113,31 @@ def show(
     console.print(table)
     for child in children:
         say(f"branched session: {child.id} (mode {child.mode})")
+
+
+@app.command("cancel-workflow")
+def cancel_workflow(
+    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    org: OrgOption = "local",
+    user: UserOption = "local",
+    as_json: JsonFlag = False,
+) -> None:
+    """Cancel the session's active workflow, as the user."""
+    from aptix.errors import NotFoundError
+    from aptix.results import InvokeResult
+
+    async def work(runtime: Runtime) -> InvokeResult[str]:
+        try:
+            return await runtime.cancel_workflow(
+                org=org, user=user, role="user", session_id=session_id
+            )
+        except NotFoundError:
+            return InvokeResult.from_error(f"Unknown session '{session_id}'.")
+
+    cancelled = run_with_runtime(work)
+    if cancelled.result is None:
+        fail(cancelled.error_message or "The workflow could not be cancelled.")
+    if as_json:
+        print_json({"sessionId": session_id, "cancelled": cancelled.result})
+    else:
+        say("Cancelled workflow ", (cancelled.result, "bold"), f" of session {session_id}.")

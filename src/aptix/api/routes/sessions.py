@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
@@ -155,18 +154,10 @@ async def cancel_workflow(
     session_id: str, runtime: RuntimeDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Cancel the session's active workflow on the user's behalf."""
-    session = await owned_session(runtime, caller, session_id)
-    if not session.active_workflow_id:
-        raise ApiError(409, "The session has no active workflow.")
-    context = await runtime.session_context(
+    await owned_session(runtime, caller, session_id)
+    cancelled = await runtime.cancel_workflow(
         org=caller.org, user=caller.user, role=caller.role, session_id=session_id
     )
-    arguments = {
-        "operation": "cancel_workflow",
-        "workflowId": session.active_workflow_id,
-        "reason": "Cancelled by the user.",
-    }
-    outcome = await runtime.executor.invoke("agent_workflow_run", json.dumps(arguments), context)
-    if outcome.result is None:
-        raise ApiError(409, outcome.error_message or "The workflow could not be cancelled.")
-    return {"sessionId": session_id, "cancelled": session.active_workflow_id}
+    if cancelled.result is None:
+        raise ApiError(409, cancelled.error_message or "The workflow could not be cancelled.")
+    return {"sessionId": session_id, "cancelled": cancelled.result}
