@@ -31,6 +31,9 @@ TROJAN = "invoice\u202egnp.exe\u202c \x1b[31mred\x1b[0m \u2066x\u2069 \u200fy \u
 TROJAN_SHOWN = (
     "invoice<U+202E>gnp.exe<U+202C> \u241b[31mred\u241b[0m <U+2066>x<U+2069> <U+200F>y <U+0085>z"
 )
+#: What hides past the 2,000 characters an approval's details quote.
+TAIL = "; rm -rf / --no-preserve-root"
+PADDED = "list files in /tmp" + " " * 2100 + TAIL
 CONTROLS = "[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 
 
@@ -53,6 +56,8 @@ class Model:
             return reply(None, call("client_thing", {"what": "print it"}, id="client-1"))
         if text == "wipe it":
             return reply(None, call("vault_delete_everything", {"target": "prod"}, id="wipe-1"))
+        if text == "wipe it, padded":
+            return reply(None, call("vault_delete_everything", {"target": PADDED}, id="wipe-2"))
         if text == "fail now":
             return Fail(500, "the model exploded")
         if text.startswith("approve then fail"):
@@ -155,6 +160,38 @@ def test_an_mcp_call_under_approval_gets_an_approval_card_and_runs_once_approved
         {"callId": "wipe-1", "result": {"approved": True}, "isError": False}
     ]
     assert mcp_log.read_text(encoding="utf-8").split() == ["delete_everything"]
+
+
+def test_an_mcp_approval_card_shows_every_argument(
+    url: str, open_page: PageFactory, mcp_log: Path
+) -> None:
+    """The details stop at 2,000 characters; the card showed only them, hiding the tail."""
+    ran_before = mcp_log.read_text(encoding="utf-8") if mcp_log.exists() else ""
+    page = open_page(key="key-a")
+    _chat(page, url, "wipe it, padded")
+    card = page.get_by_role("region", name="Approval needed")
+    shown = card.locator("details.arguments pre")
+    expect(shown).to_be_visible()  # open: nothing to find before approving
+    expect(shown).to_contain_text(f'"target": "{PADDED}"')
+    expect(card.locator("dt")).to_have_text(["Action", "Arguments", "Destructive"])
+    card.get_by_role("button", name="Deny").click()
+    expect(page.locator(".msg.assistant").last).to_contain_text("did not approve")
+    assert (mcp_log.read_text(encoding="utf-8") if mcp_log.exists() else "") == ran_before
+
+
+def test_a_session_page_shows_a_failed_turns_error(url: str, open_page: PageFactory) -> None:
+    session = httpx.post(f"{url}/v1/sessions", json={}, headers=A).json()["sessionId"]
+    httpx.post(
+        f"{url}/v1/agent/execute",
+        json={"sessionId": session, "instruction": "fail now"},
+        headers=A,
+        timeout=60,
+    )
+    page = open_page(key="key-a")
+    page.goto(f"{url}/console/#/sessions/{session}")
+    turn = page.get_by_role("article", name="Turn 1")
+    expect(turn.get_by_role("heading")).to_contain_text("error")
+    expect(turn.locator(".turn-error")).to_contain_text("the model exploded")
 
 
 def test_a_model_failure_shows_the_error(url: str, open_page: PageFactory) -> None:

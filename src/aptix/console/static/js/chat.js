@@ -21,6 +21,19 @@ function approvalRequest(call) {
   return isObject && request.kind === "approval_request" ? request : null;
 }
 
+/** An MCP approval's complete arguments, open: its `details` stop at 2,000 characters, and
+ * what hides past them ("; rm -rf /") is what is being approved. Never cut (the <pre>
+ * scrolls); the person can fold it away. */
+function approvalArguments(value) {
+  const text = pretty(value);
+  return h(
+    "details",
+    { class: "arguments", open: true },
+    h("summary", {}, `All arguments (${text.length.toLocaleString()} characters)`),
+    h("pre", { class: "mono" }, text),
+  );
+}
+
 export class Chat {
   constructor() {
     this.sessionId = null;
@@ -438,7 +451,11 @@ export class Chat {
         {},
         h("dt", {}, "Action"),
         h("dd", {}, request.action || "(not named)"),
-        request.details ? [h("dt", {}, "Details"), h("dd", {}, request.details)] : null,
+        "arguments" in request
+          ? [h("dt", {}, "Arguments"), h("dd", {}, approvalArguments(request.arguments))]
+          : request.details
+            ? [h("dt", {}, "Details"), h("dd", {}, request.details)]
+            : null,
         h("dt", {}, "Destructive"),
         h("dd", { class: "destructive-flag" }, request.destructive ? "Yes — this cannot be undone" : "No"),
       ),
