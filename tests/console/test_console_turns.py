@@ -155,6 +155,8 @@ def test_an_mcp_call_under_approval_gets_an_approval_card_and_runs_once_approved
     card.get_by_role("button", name="Approve").click()
     expect(card).to_contain_text("You approved.")
     expect(page.locator(".msg.assistant").last).to_contain_text("deleted prod")
+    line = page.locator("details.call").filter(has_text="vault_delete_everything")
+    expect(line.locator(".call-status")).to_have_text("done")
     resume = _posted(requests)[-1]
     assert resume["toolResults"] == [
         {"callId": "wipe-1", "result": {"approved": True}, "isError": False}
@@ -170,12 +172,16 @@ def test_an_mcp_approval_card_shows_every_argument(
     page = open_page(key="key-a")
     _chat(page, url, "wipe it, padded")
     card = page.get_by_role("region", name="Approval needed")
+    status = page.locator("details.call").filter(has_text="vault_delete_everything")
+    # Not run yet (wasExecuted false), but waiting for the person, not refused.
+    expect(status.locator(".call-status")).to_have_text("waiting for you")
     shown = card.locator("details.arguments pre")
     expect(shown).to_be_visible()  # open: nothing to find before approving
     expect(shown).to_contain_text(f'"target": "{PADDED}"')
     expect(card.locator("dt")).to_have_text(["Action", "Arguments", "Destructive"])
     card.get_by_role("button", name="Deny").click()
     expect(page.locator(".msg.assistant").last).to_contain_text("did not approve")
+    expect(status.locator(".call-status")).to_have_text("denied")
     assert (mcp_log.read_text(encoding="utf-8") if mcp_log.exists() else "") == ran_before
 
 

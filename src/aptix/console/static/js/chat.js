@@ -1,7 +1,7 @@
 // Chat: streamed turns, tool calls, approval cards, the mode and the active workflow.
 
 import { api, ApiError, streamTurn, Unauthorized } from "./api.js";
-import { append, errorText, h, longText, notice, pretty, replace, shortId } from "./dom.js";
+import { append, callStatus, errorText, h, longText, notice, pretty, replace, shortId } from "./dom.js";
 import { markdownBlock, renderMarkdown } from "./markdown.js";
 
 const APPROVAL_TOOL = "request_user_approval";
@@ -365,14 +365,12 @@ export class Chat {
       details = this.calls.get(call.callId);
     }
     const status = details.querySelector(".call-status");
-    if (!call.wasExecuted) status.textContent = "refused";
-    else if (call.requiresClientExecution) status.textContent = "waiting for you";
-    else status.textContent = call.errorMessage ? "failed" : "done";
+    status.textContent = callStatus(call);
     append(details, [
       h("h3", {}, "Arguments"),
       longText(pretty(call.argumentsJson), "arguments"),
       call.errorMessage
-        ? [h("h3", {}, call.wasExecuted ? "Error" : "Refused because"), h("p", { class: "error-text" }, call.errorMessage)]
+        ? [h("h3", {}, callStatus(call) === "refused" ? "Refused because" : "Error"), h("p", { class: "error-text" }, call.errorMessage)]
         : [h("h3", {}, "Result"), longText(pretty(call.resultJson), "result")],
     ]);
   }
@@ -416,9 +414,12 @@ export class Chat {
     const title = `card-title-${++cardCount}`;
     const request = approvalRequest(call);
     let card;
-    const answer = (result, label, isError = false) => {
+    const answer = (result, label, isError = false, status = "answered") => {
       for (const button of card.querySelectorAll("button")) button.disabled = true;
       card.append(h("p", { class: "answer", role: "status" }, label));
+      // The call's line in the transcript follows the answer; a run after it updates it again.
+      const line = this.calls.get(call.callId)?.querySelector(".call-status");
+      if (line) line.textContent = status;
       pending.answers.set(call.callId, { callId: call.callId, result, isError });
       if (pending.answers.size === pending.calls.length && this.pending === pending) this.resume(pending);
     };
@@ -439,8 +440,8 @@ export class Chat {
     const approve = h("button", { type: "button", class: "approve" }, "Approve");
     const deny = h("button", { type: "button", class: "deny" }, "Deny");
     // The answer the server expects of both kinds of approval (docs/mcp-servers.md).
-    approve.addEventListener("click", () => answer({ approved: true }, "You approved."));
-    deny.addEventListener("click", () => answer({ approved: false }, "You denied."));
+    approve.addEventListener("click", () => answer({ approved: true }, "You approved.", false, "approved"));
+    deny.addEventListener("click", () => answer({ approved: false }, "You denied.", false, "denied"));
     card = h(
       "section",
       { class: `card approval${request.destructive ? " destructive" : ""}`, "aria-labelledby": title },

@@ -77,6 +77,23 @@ export function errorText(error) {
   return error.message ? String(error.message) : pretty(error);
 }
 
+// How a tool call stands, in a word or two: its ledger outcome first, since a call that did
+// not run (denied, cut short, refused) reads wasExecuted false for different reasons.
+const OUTCOME_LABELS = {
+  denied: "denied",
+  unknown: "outcome unknown",
+  abandoned: "abandoned",
+  timed_out: "timed out",
+};
+
+export function callStatus(call) {
+  if (call.outcome === "pending" && call.requiresClientExecution) return "waiting for you";
+  if (call.outcome in OUTCOME_LABELS) return OUTCOME_LABELS[call.outcome];
+  if (!call.wasExecuted) return "refused";
+  if ("clientResult" in call && !call.isServerTool) return "answered by the client";
+  return call.errorMessage ? "failed" : "done";
+}
+
 export const PREVIEW_CHARS = 4000;
 
 /** A <pre> of text, cut at PREVIEW_CHARS with a button that shows the whole. */

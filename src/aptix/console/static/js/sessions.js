@@ -1,7 +1,7 @@
 // Sessions: a paged list, and one session's mode history, lineage, turns and refusals.
 
 import { api } from "./api.js";
-import { errorText, h, longText, pretty, replace, shortId, table, when } from "./dom.js";
+import { callStatus, errorText, h, longText, pretty, replace, shortId, table, when } from "./dom.js";
 import { markdownBlock } from "./markdown.js";
 
 const PAGE = 20;
@@ -47,7 +47,7 @@ async function sessionPage(el, id, before) {
   const query = before ? `?turnsLimit=20&turnsBefore=${before}` : "?turnsLimit=20";
   const s = await api(`/v1/sessions/${encodeURIComponent(id)}${query}`);
   const refused = s.turns.flatMap((turn) =>
-    turn.toolCalls.filter((c) => !c.wasExecuted && c.errorMessage).map((c) => ({ turn, call: c })),
+    turn.toolCalls.filter((c) => callStatus(c) === "refused" && c.errorMessage).map((c) => ({ turn, call: c })),
   );
   const older = h("button", { type: "button", disabled: s.turnsNextBefore === null }, "Older turns");
   older.addEventListener("click", () => sessionPage(el, id, s.turnsNextBefore));
@@ -139,7 +139,7 @@ function turnView(turn) {
           "Tool ",
           h("code", {}, c.name),
           " ",
-          !c.wasExecuted ? "refused" : "clientResult" in c ? "answered by the client" : c.errorMessage ? "failed" : "done",
+          callStatus(c),
           c.batchDurationMs === undefined ? "" : ` · ${c.batchDurationMs} ms`,
         ),
         h("h4", {}, "Arguments"),
