@@ -115,10 +115,19 @@ class ToolRunner:
         return await self._told(turn, entries, seconds, on_event)
 
     async def run_started(
-        self, turn: RunningTurn, context: AgentToolExecutionContext, on_event: EventSink | None
+        self,
+        turn: RunningTurn,
+        context: AgentToolExecutionContext,
+        save: Callable[[], Awaitable[None]],
+        on_event: EventSink | None,
     ) -> bool:
-        """Run the calls on record as ``started`` that have not run (approved or retried)."""
+        """Run the calls on record as ``started`` that have not run (approved or retried).
+
+        They run one after another; each outcome but the last is saved before the next call
+        starts (the caller saves the last), so a crash between two loses none.
+        """
         entries = ledger.calls_to_run(turn.record)
+        kept = _Outcomes(len(entries), save)
         for entry in entries:
             call = AgentToolCall(entry["callId"], entry["name"], entry["argumentsJson"])
             approved = entry.get("approved") is True
@@ -135,6 +144,7 @@ class ToolRunner:
                     "content": ledger.tool_content(entry),
                 }
             )
+            await kept.arrived()
             await emit(on_event, "tool_call_finished", ledger.wire(entry))
         return bool(entries)
 

@@ -135,12 +135,15 @@ def record_outcome(entry: dict[str, Any], done: AgentToolCall, approval: bool = 
     """Write what the executor returned for ``entry``'s call (kept in memory until saved).
 
     A client-final call that prepared its hand-off waits for the client (or, for a tool
-    gated by approval, for the user's answer); every other call has its outcome.
+    gated by approval, for the user's answer); every other call has its outcome. A gated
+    call has only asked its question: it reads not executed until its approved run.
     """
     entry.update(wire_call(done))
     if done.requires_client_execution and done.was_executed:
         entry["state"] = "awaiting_approval" if approval else "awaiting_client"
         entry["outcome"] = "pending"
+        # An auditor reads wasExecuted: a denied destructive call must never claim it ran.
+        entry["wasExecuted"] = not approval
         return
     state = done.outcome or ("succeeded" if done.was_executed else "failed")
     entry["state"] = entry["outcome"] = state
@@ -167,7 +170,11 @@ _INTERNAL = frozenset({"lost"})
 
 def wire(entry: dict[str, Any]) -> dict[str, Any]:
     """A ledger entry as clients see it (a copy, so later changes do not show through)."""
-    return {k: v for k, v in entry.items() if k not in _INTERNAL}
+    shown = {k: v for k, v in entry.items() if k not in _INTERNAL}
+    if entry.get("state") in ("awaiting_approval", "denied"):
+        # Never ran; turns stored by earlier versions said otherwise.
+        shown["wasExecuted"] = False
+    return shown
 
 
 def fresh_ids(record: TurnRecord, response: LlmResponse) -> tuple[LlmResponse, dict[str, str]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -263,8 +264,9 @@ class AgentReasoner:
         record = turn.record
         # Calls on record as started but not run: approved by the client's answer (stored as
         # started by the claim), or idempotent calls a crash interrupted.
-        if await self._tools.run_started(turn, self._tool_context(turn), on_event):
-            await self._end.checkpoint(turn)
+        checkpoint = functools.partial(self._end.checkpoint, turn)
+        if await self._tools.run_started(turn, self._tool_context(turn), checkpoint, on_event):
+            await checkpoint()
         for iteration in range(1, self._max_iterations + 1):
             if self._token_budget is not None and turn.usage.total_tokens >= self._token_budget:
                 record.warnings.append(
@@ -307,7 +309,7 @@ class AgentReasoner:
                 renamed,
                 iteration,
                 self._tool_context(turn),
-                lambda: self._end.checkpoint(turn),
+                checkpoint,
                 on_event,
             )
             if pending:
