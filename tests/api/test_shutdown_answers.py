@@ -19,8 +19,7 @@ import httpx
 import pytest
 import uvicorn
 
-from aptix.api import create_app
-from aptix.api.routes import agent
+from aptix.api import create_app, shutdown
 from aptix.cli.stopping_server import StoppingServer
 from aptix.db.types import utc_now
 from aptix.llm import LlmRequest, LlmResponse
@@ -128,8 +127,8 @@ async def test_a_turn_cut_short_past_the_drain_answers_503_shutting_down(
 async def test_a_streamed_turn_cut_short_by_the_shutdown_ends_with_the_error_event(
     runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(agent, "STREAM_DRAIN_SECONDS", 0.3)
-    monkeypatch.setattr(agent, "STREAM_GRACE_SECONDS", 10)
+    monkeypatch.setattr(shutdown, "STREAM_DRAIN_SECONDS", 0.3)
+    monkeypatch.setattr(shutdown, "STREAM_GRACE_SECONDS", 10)
     asked = asyncio.Event()
     async with _serving(runtime, _model(asked, 60), graceful=20) as (server, client):
         sid = (await client.post("/v1/sessions", json={})).json()["sessionId"]
@@ -151,8 +150,8 @@ async def test_a_streamed_turn_finishing_within_the_drain_ends_as_usual(
 ) -> None:
     # sse-starlette closes streams as soon as the server starts stopping; the turn still gets
     # the drain a plain request gets.
-    monkeypatch.setattr(agent, "STREAM_DRAIN_SECONDS", 15)
-    monkeypatch.setattr(agent, "STREAM_GRACE_SECONDS", 20)
+    monkeypatch.setattr(shutdown, "STREAM_DRAIN_SECONDS", 15)
+    monkeypatch.setattr(shutdown, "STREAM_GRACE_SECONDS", 20)
     asked = asyncio.Event()
     async with _serving(runtime, _model(asked, 1), graceful=25) as (server, client):
         sid = (await client.post("/v1/sessions", json={})).json()["sessionId"]

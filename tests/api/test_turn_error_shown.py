@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import exc as sa
 
 from aptix.api import create_app
 from aptix.errors import LlmError
+from aptix.llm import LlmRequest, LlmResponse
+from aptix.reasoner.claims import Lease, start_plan
+from aptix.reasoner.result import TurnResult
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
-from aptix.testing import ScriptedModel, call, reply
+from aptix.testing import FunctionModel, ScriptedModel, call, reply
 
 FAILED = "The model endpoint answered 500: overloaded \x1b[31m(try later)."
 
@@ -47,7 +52,7 @@ async def test_an_error_turn_shows_its_error_and_other_turns_show_null(
     assert shown.status_code == 200
     first, second = shown.json()["turns"]
     assert first["status"] == "error"
-    assert first["error"] == {"code": "turn_failed", "message": FAILED}
+    assert first["error"] == {"code": "model_error", "message": FAILED}
     assert [c["callId"] for c in first["toolCalls"]] == ["c1"]  # what ran stays shown
     assert (second["status"], second["error"]) == ("completed", None)
     assert "\x1b" not in shown.text  # the endpoint's control characters arrive escaped
@@ -67,3 +72,85 @@ async def test_every_field_a_turn_shows_is_declared_in_the_openapi_turn(
         assert field in turn["properties"], field
     detail = schemas["SessionDetail"]
     assert set(shown) == set(detail["properties"]) == set(detail["required"])
+
+
+async def _failed_turn(api: httpx.AsyncClient, instruction: str) -> dict[str, Any]:
+    sid = (await api.post("/v1/sessions", json={})).json()["sessionId"]
+    await api.post("/v1/agent/execute", json={"sessionId": sid, "instruction": instruction})
+    [turn] = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
+    assert turn["status"] == "error"
+    return dict(turn["error"])
+
+
+async def test_a_turn_over_the_context_budget_shows_context_overflow(
+    database_url: str, tmp_path: Path, model: ScriptedModel
+) -> None:
+    settings = AptixSettings(
+        data_dir=tmp_path, database_url=database_url, load_plugins=False, llm_context_tokens=256
+    )
+    async with open_runtime(settings) as small:
+        transport = httpx.ASGITransport(app=create_app(runtime=small, model=model))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as api:
+            error = await _failed_turn(api, "word " * 2_000)
+    assert error["code"] == "context_overflow"
+    assert "context" in error["message"]
+    assert model.requests == []  # refused before any model request
+
+
+@pytest.mark.parametrize(
+    ("crash", "code"),
+    [
+        (RuntimeError("a bug"), "internal_error"),
+        (sa.OperationalError("SELECT 1", None, ConnectionRefusedError()), "database_unavailable"),
+    ],
+)
+async def test_a_turn_ended_unexpectedly_shows_what_its_request_was_told(
+    runtime: Runtime, crash: Exception, code: str
+) -> None:
+    async def answer(request: LlmRequest) -> LlmResponse:
+        raise crash
+
+    transport = httpx.ASGITransport(app=create_app(runtime=runtime, model=FunctionModel(answer)))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as api:
+        sid = (await api.post("/v1/sessions", json={})).json()["sessionId"]
+        told = await api.post("/v1/agent/execute", json={"sessionId": sid, "instruction": "go"})
+        [turn] = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
+    assert told.json()["error"]["code"] == code
+    assert turn["status"] == "error"
+    assert turn["error"]["code"] == code
+    assert "unexpected error" in turn["error"]["message"]
+
+
+async def test_the_code_stays_out_of_the_turn_answer(
+    api: httpx.AsyncClient, model: ScriptedModel
+) -> None:
+    # Stored for GET /v1/sessions/{id}; the execute answer keeps its declared fields.
+    model.add(LlmError(FAILED))
+    sid = (await api.post("/v1/sessions", json={})).json()["sessionId"]
+    body = {"sessionId": sid, "instruction": "hi", "stream": True}
+    streamed = await api.post("/v1/agent/execute", json=body)
+    assert "errorCode" not in streamed.text
+    assert '"error"' in streamed.text
+
+
+async def test_an_error_turn_stored_before_its_code_shows_turn_failed(
+    runtime: Runtime, api: httpx.AsyncClient
+) -> None:
+    sid = (await api.post("/v1/sessions", json={})).json()["sessionId"]
+    decide = start_plan(
+        session_id=sid,
+        org="local",
+        user="local",
+        instruction="old",
+        lease=Lease(),
+        turn_id="o" * 32,
+    )
+    _, plan, _ = await runtime.turns.claim(sid, "local", "local", decide, history=1)
+    assert plan.run is not None
+    # What the earlier version stored: the answer alone, no code beside it.
+    old = TurnResult(sid, "o" * 32, "error", "general", error="The model endpoint failed: 500.")
+    plan.run.status = "error"
+    plan.run.result = old.to_wire()
+    assert await runtime.turns.save(plan.run)
+    [turn] = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
+    assert turn["error"] == {"code": "turn_failed", "message": "The model endpoint failed: 500."}

@@ -102,7 +102,9 @@ class Turn(OutModel):
     pending_calls: list[dict[str, Any]]
     context_dropped: ContextDropped | None
     error: ErrorDetail | None = Field(
-        description="Why an `error` turn failed (code `turn_failed`); null for other turns."
+        description="Why an `error` turn failed: code `model_error`, `context_overflow`, "
+        "`database_unavailable` or `internal_error` (`turn_failed` for turns stored before "
+        "the code); null for other turns."
     )
     created_at: str
     updated_at: str

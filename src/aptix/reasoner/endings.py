@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from aptix.db.outage import is_database_outage
 from aptix.db.types import utc_now
 from aptix.errors import LlmError
 from aptix.logger import AdminLogger, LogLevel, mark_logged
@@ -23,7 +24,13 @@ from aptix.reasoner.running import RunningTurn, TurnLost, emit, result_of
 from aptix.reasoner.turns import TurnStore
 from aptix.urls import mask_credentials
 
-__all__ = ["TurnEndings"]
+__all__ = ["ERROR_CODE", "TurnEndings"]
+
+#: The key, in an ``error`` turn's stored answer (``TurnRecord.result``), of the code saying
+#: why it failed: ``model_error`` (the model endpoint), ``context_overflow`` (the context
+#: budget), ``database_unavailable`` or ``internal_error`` (unexpected), as the request that
+#: ran the turn was told. Turns stored before it have no code.
+ERROR_CODE = "errorCode"
 
 
 class TurnEndings:
@@ -72,7 +79,7 @@ class TurnEndings:
         )
         ledger.end(turn.record, "error")
         result = result_of(turn, "error", error=str(exc))
-        return await self.close(turn, result, on_event)
+        return await self.close(turn, result, on_event, error_code="context_overflow")
 
     async def fail(
         self, turn: RunningTurn, exc: LlmError, on_event: EventSink | None
@@ -89,7 +96,7 @@ class TurnEndings:
         result = result_of(turn, "error", error=str(exc))
         if turn.resume_key is None:
             ledger.end(turn.record, "error")
-            return await self.close(turn, result, on_event)
+            return await self.close(turn, result, on_event, error_code="model_error")
         # A failed resume attempt is not the turn's answer: the turn waits again, with the
         # client's results already stored, so the same toolResults retried continue from them.
         ledger.end(turn.record, "pending")
@@ -170,7 +177,10 @@ class TurnEndings:
             with contextlib.suppress(Exception):
                 await turn.saving
         ledger.end(turn.record, "error", warning)
-        turn.record.result = result_of(turn, "error", error=warning).to_wire()
+        turn.record.result = {
+            **result_of(turn, "error", error=warning).to_wire(),
+            ERROR_CODE: "database_unavailable" if is_database_outage(exc) else "internal_error",
+        }
         try:
             if not await self._turns.save(turn.record):
                 await self._turns.settle(turn.record)
@@ -178,11 +188,18 @@ class TurnEndings:
             ledger.ENDED_HERE[turn.record.id] = warning
 
     async def close(
-        self, turn: RunningTurn, result: TurnResult, on_event: EventSink | None
+        self,
+        turn: RunningTurn,
+        result: TurnResult,
+        on_event: EventSink | None,
+        *,
+        error_code: str | None = None,
     ) -> TurnResult:
         """Store the turn's outcome (and, for a resume, the answer a retry replays)."""
         record = turn.record
-        record.result = result.to_wire()
+        answer = result.to_wire()
+        # The code is stored for the sessions API only: the answer stays the execute body.
+        record.result = answer if error_code is None else {**answer, ERROR_CODE: error_code}
         if turn.resume_key is not None:
             record.answers[turn.resume_key] = record.result
             record.resume_key = None
@@ -192,5 +209,5 @@ class TurnEndings:
             ("SessionId", turn.session.id),
             ("ConversationId", record.id),
         )
-        await emit(on_event, "turn_finished", record.result)
+        await emit(on_event, "turn_finished", answer)
         return result

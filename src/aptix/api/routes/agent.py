@@ -11,8 +11,8 @@ import anyio
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from aptix.api import shutdown
 from aptix.api.errors import ApiError, error_body, unexpected_error
-from aptix.api.outage import RETRY_AFTER_SECONDS
 from aptix.api.responses import TurnResultBody
 from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody, ExecuteRequest
@@ -22,7 +22,6 @@ from aptix.errors import AptixError
 from aptix.modes.catalog import unknown_mode_message
 from aptix.reasoner import AgentReasoner, ToolResultInput, TurnEvent
 from aptix.reasoner.loop import PreparedTurn
-from aptix.reasoner.stopping import GRACEFUL_SECONDS, STOP_WAIT_SECONDS, process_stopping
 
 router = APIRouter(tags=["agent"])
 
@@ -39,19 +38,6 @@ _SSE_EVENT = {
         "data": {"type": "string", "contentMediaType": "application/json"},
     },
 }
-
-SHUTTING_DOWN = (
-    "The server is shutting down and cut this turn short; its executed calls are recorded. "
-    "Send the request again once the server is back: a resume continues the turn, and no call "
-    "that may have run is run again."
-)
-
-#: How long a streamed turn may still run once the server stops, as a plain request may
-#: (uvicorn's drain), less the time to record its ending and send the last event.
-STREAM_DRAIN_SECONDS = GRACEFUL_SECONDS - STOP_WAIT_SECONDS - 1
-#: When sse-starlette closes a stream of a stopping server: after the drain and the ending, and
-#: before uvicorn cancels the request (which would leave no time for a last event).
-STREAM_GRACE_SECONDS = GRACEFUL_SECONDS - 1
 
 NO_MODEL = (
     "No model is configured, so turns cannot run. Set APTIX_LLM_MODEL, and APTIX_LLM_BASE_URL "
@@ -129,24 +115,10 @@ async def execute(
             _stream(reasoner, prepared, stopping),
             sep="\n",
             shutdown_event=stopping,
-            shutdown_grace_period=STREAM_GRACE_SECONDS,
+            shutdown_grace_period=shutdown.STREAM_GRACE_SECONDS,
         )
-    try:
+    with shutdown.answer_shutting_down():
         result = await reasoner.execute(**arguments)
-    except asyncio.CancelledError:
-        if not process_stopping():
-            raise
-        # uvicorn cancels the requests still running past its drain. The turn is left as a
-        # crash leaves it; its client is told so, rather than getting uvicorn's bare 500.
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()
-        raise ApiError(
-            503,
-            SHUTTING_DOWN,
-            "shutting_down",
-            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-        ) from None
     # Already JSON values (the same body is stored for replays): FastAPI's generic encoder
     # walking it again cost a tenth of a turn.
     return StorableJSONResponse(result.to_wire())
@@ -179,20 +151,15 @@ async def _stream(
         except asyncio.CancelledError:
             # Only cut_short (the server stops) or the client going away cancel it; the
             # latter reads no more events.
-            await queue.put(TurnEvent("turn_finished", error_body("shutting_down", SHUTTING_DOWN)))
+            await queue.put(
+                TurnEvent("turn_finished", error_body("shutting_down", shutdown.SHUTTING_DOWN))
+            )
             raise
         finally:
             await queue.put(None)
 
-    async def cut_short() -> None:
-        # sse-starlette learns of the shutdown at once, not past the drain: the turn gets the
-        # drain a plain request gets, then is cut short while the stream can still tell so.
-        await stopping.wait()
-        await asyncio.sleep(STREAM_DRAIN_SECONDS)
-        task.cancel()
-
     task = asyncio.create_task(run())
-    watcher = asyncio.create_task(cut_short())
+    watcher = asyncio.create_task(shutdown.cut_short_when_stopping(stopping, task))
     try:
         while (event := await queue.get()) is not None:
             yield ServerSentEvent(data=json.dumps(event.data, default=str), event=event.type)

@@ -15,9 +15,11 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Depends, Header, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from aptix.api import shutdown
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError, openai_error_body, unexpected_error
 from aptix.api.openai.conversation import (
@@ -93,6 +95,12 @@ async def list_models(runtime: RuntimeDep, _: CallerDep) -> dict[str, Any]:
             "on this route add OpenAI's `type` and `param` to the envelope.",
         },
         502: {"model": ErrorBody, "description": "The model endpoint failed."},
+        503: {
+            "model": ErrorBody,
+            "description": "No model is configured (`model_not_configured`), the database is "
+            "unreachable, or the server shut down before the turn finished (`shutting_down`, "
+            "with `Retry-After`).",
+        },
     },
 )
 async def create_chat_completion(
@@ -157,9 +165,17 @@ async def create_chat_completion(
 
     if body.stream:
         usage = body.stream_options is not None and body.stream_options.include_usage
-        chunks = _chunks(reasoner, prepared, completion_id, body.model, usage, remember)
-        return EventSourceResponse(chunks, sep="\n", headers=headers)
-    result = await reasoner.run(prepared)
+        stopping = anyio.Event()
+        chunks = _chunks(reasoner, prepared, completion_id, body.model, usage, remember, stopping)
+        return EventSourceResponse(
+            chunks,
+            sep="\n",
+            headers=headers,
+            shutdown_event=stopping,
+            shutdown_grace_period=shutdown.STREAM_GRACE_SECONDS,
+        )
+    with shutdown.answer_shutting_down(headers):
+        result = await reasoner.run(prepared)
     if result.kind == "error":
         raise ApiError(
             502, result.error or "The model endpoint failed.", "model_error", headers=headers
@@ -249,7 +265,9 @@ async def _chunks(
     model: str,
     include_usage: bool,
     remember: Any,
+    stopping: anyio.Event,
 ) -> AsyncIterator[ServerSentEvent]:
+    """The turn's chunks; set ``stopping`` when the server stops, to end with a 503 error."""
     # A dict is an error body to send as it is.
     queue: asyncio.Queue[TurnEvent | TurnResult | AptixError | dict[str, Any] | None]
     queue = asyncio.Queue()
@@ -265,10 +283,16 @@ async def _chunks(
         except Exception as exc:
             # Logged and stored as an error by the reasoner (TurnEndings.broken).
             await queue.put(openai_error_body(*unexpected_error(exc)))
+        except asyncio.CancelledError:
+            # Only the shutdown's cut or the client going away cancel it; the latter reads no
+            # more chunks.
+            await queue.put(openai_error_body(503, "shutting_down", shutdown.SHUTTING_DOWN))
+            raise
         finally:
             await queue.put(None)
 
     task = asyncio.create_task(run())
+    watcher = asyncio.create_task(shutdown.cut_short_when_stopping(stopping, task))
     streamed = False
     try:
         first = {"role": "assistant", "content": ""}
@@ -294,6 +318,7 @@ async def _chunks(
                 yield ServerSentEvent(data=completion_chunk(completion_id, model, {}, aptix=aptix))
         yield ServerSentEvent(data="[DONE]")
     finally:
+        watcher.cancel()
         if not task.done():  # the client went away: cancel the turn (recorded as cancelled)
             task.cancel()
             _ORPHANS.add(task)

@@ -14,6 +14,7 @@ from aptix.api.schemas import SessionCreate
 from aptix.db.types import utc_now
 from aptix.reasoner import TurnRecord, ledger
 from aptix.reasoner.claims import mark_dead
+from aptix.reasoner.endings import ERROR_CODE
 from aptix.runtime import Runtime
 from aptix.sessions.access import owned_session as owned
 from aptix.sessions.models import AgentSession
@@ -144,9 +145,14 @@ def _failure(turn: TurnRecord) -> dict[str, str] | None:
     if turn.status != "error":
         return None
     # The answer stored with the turn says why; a turn whose ending could not be stored
-    # (claims.mark_dead) has it only as its last warning.
-    message = (turn.result or {}).get("error") or (turn.warnings[-1] if turn.warnings else None)
-    return {"code": "turn_failed", "message": message or "The turn failed."}
+    # (claims.mark_dead) has it only as its last warning, and a turn stored before the
+    # code was kept has none.
+    stored = turn.result or {}
+    message = stored.get("error") or (turn.warnings[-1] if turn.warnings else None)
+    return {
+        "code": stored.get(ERROR_CODE) or "turn_failed",
+        "message": message or "The turn failed.",
+    }
 
 
 @router.post("/{session_id}/workflow/cancel", response_model=CancelledWorkflow)
