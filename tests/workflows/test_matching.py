@@ -259,6 +259,10 @@ def test_only_built_in_candidates_vetoed_leave_nothing_to_match() -> None:
         ("don't use workflow: create_ddr, use workflow: code_refinement", "code_refinement"),
         ("Not now. Start the code-refinement workflow", "code_refinement"),
         ("notes: use workflow: create_ddr", "create_ddr"),
+        # An article before the name, and a second naming in the same clause.
+        ("use workflow: the create_ddr", "create_ddr"),
+        ("start workflow: the code refinement", "code_refinement"),
+        ("use workflow: nosuch or use workflow: create_ddr", "create_ddr"),
     ],
 )
 def test_explicit_initiation_forms(message: str, expected: str | None) -> None:
@@ -285,7 +289,10 @@ def test_explicit_naming_and_lookup_follow_each_change_of_the_served_set() -> No
     assert all(m.why != "named explicitly" for m in registry.match("use workflow: create-ddr"))
 
 
-@pytest.mark.parametrize("message", ["Use workflow: zzz_unknown", "run the workflow = nosuch"])
+@pytest.mark.parametrize(
+    "message",
+    ["Use workflow: zzz_unknown", "run the workflow = nosuch", "use workflow: the nosuch"],
+)
 async def test_asking_for_an_id_no_workflow_has_matches_nothing(message: str) -> None:
     # It used to match whichever workflow shared the words "use" and "workflow".
     registry = WorkflowRegistry(

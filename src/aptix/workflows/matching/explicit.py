@@ -10,12 +10,16 @@ __all__ = ["explicit_workflow_id", "id_key", "keyed", "named_in", "names_unknown
 _VERBS = r"(?:use|run|start|begin|launch|open|load|initiate|trigger|execute)"
 _QUOTES = "`'\"“”‘’"
 # What follows "use workflow:" / "workflow:" up to the end of the clause.
+# The name is read in a lookahead, so that a second naming in the same clause ("use workflow:
+# nosuch or use workflow: offsite") is found too.
 _AFTER = (
-    re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+)?workflow\b\s*[:=]?\s*([^.!?,;\n]+)"),
-    re.compile(r"\bworkflow\s*[:=]\s*([^.!?,;\n]+)"),
+    re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+)?workflow\b\s*[:=]?\s*(?=([^.!?,;\n]+))"),
+    re.compile(r"\bworkflow\s*[:=]\s*(?=([^.!?,;\n]+))"),
 )
 # "use workflow: <id>": a request for one id, whatever else the message says.
-_BY_ID = re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+)?workflow\s*[:=]\s*([^.!?,;\n]+)")
+_BY_ID = re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+)?workflow\s*[:=]\s*(?=([^.!?,;\n]+))")
+# Words a person may put before a name: "use workflow: the guided_calculation".
+_ARTICLES = frozenset({"the", "a", "an", "my", "our"})
 # What stands between "start the" and "workflow".
 _BEFORE = re.compile(rf"\b{_VERBS}\s+(?:the\s+|a\s+|my\s+)?([^.!?,;\n]+?)\s+workflow\b")
 _MAX_NAME_WORDS = 6
@@ -57,11 +61,9 @@ def named_in(message: str, by_key: Mapping[str, str]) -> str | None:
         for found in pattern.finditer(text):
             if _negated(text, found.start()):
                 continue
-            words = found.group(1).split()[:_MAX_NAME_WORDS]
-            for end in range(len(words), 0, -1):  # longest name first
-                named = by_key.get(id_key(" ".join(words[:end])))
-                if named:
-                    return named
+            named = _leading_name(found.group(1).split(), by_key)
+            if named:
+                return named
     for found in _BEFORE.finditer(text):
         if _negated(text, found.start()):
             continue
@@ -89,9 +91,20 @@ def names_unknown(message: str, by_key: Mapping[str, str]) -> bool:
     for found in _BY_ID.finditer(text):
         if _negated(text, found.start()):
             continue
-        words = found.group(1).split()[:_MAX_NAME_WORDS]
-        if words and not any(
-            id_key(" ".join(words[:end])) in by_key for end in range(1, len(words) + 1)
-        ):
+        words = found.group(1).split()
+        if words and _leading_name(words, by_key) is None:
             return True
     return False
+
+
+def _leading_name(words: list[str], by_key: Mapping[str, str]) -> str | None:
+    """The id the first words name (longest first), with or without a leading article."""
+    starts = [words[:_MAX_NAME_WORDS]]
+    if len(words) > 1 and words[0] in _ARTICLES:
+        starts.append(words[1 : _MAX_NAME_WORDS + 1])
+    for name in starts:
+        for end in range(len(name), 0, -1):
+            named = by_key.get(id_key(" ".join(name[:end])))
+            if named:
+                return named
+    return None
