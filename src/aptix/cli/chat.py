@@ -28,7 +28,7 @@ from aptix.cli.chat_commands import (
 )
 from aptix.cli.chat_input import LineReader, open_reader
 from aptix.cli.chat_view import TurnView
-from aptix.cli.output import console, fail, say
+from aptix.cli.output import console, fail, refuse_unstorable, say, unstorable
 from aptix.cli.runtime import config_failed
 from aptix.llm.demo import is_demo
 
@@ -88,6 +88,7 @@ def chat(
     from aptix.errors import AptixError, ConfigurationError
     from aptix.llm.demo import use_demo_model
 
+    refuse_unstorable({"--session-id": session_id, "--mode": mode})
     if mode is not None and (session_id or resume_last):
         # A continued session keeps its own mode; switching it silently would surprise.
         fail(
@@ -152,6 +153,10 @@ async def _converse(
             return
         armed = False
         if not line:
+            continue
+        if (refused := unstorable(line)) is not None:
+            # Refused before anything stores it, as HTTP and MCP refuse it: the chat goes on.
+            say(("error:", "bold red"), f" {refused}; the line was not sent.")
             continue
         if line.startswith("/"):
             if await run_command(runtime, state, line):

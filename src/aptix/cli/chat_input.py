@@ -97,7 +97,10 @@ class _PlainReader:
 def _plain_line(prompt: str) -> str:
     sys.stdout.write(prompt)
     sys.stdout.flush()
-    line = sys.stdin.readline()
+    # Bytes that are not UTF-8 become lone surrogates, which the chat refuses with a
+    # message; strict decoding (a UTF-8 locale) would end the chat with a traceback instead.
+    raw = sys.stdin.buffer.readline()
+    line = raw.decode(sys.stdin.encoding or "utf-8", "surrogateescape")
     if not line:
         raise EOFError
     return line.rstrip("\n")

@@ -30,8 +30,10 @@ __all__ = [
     "inert",
     "new_table",
     "print_json",
+    "refuse_unstorable",
     "say",
     "styled",
+    "unstorable",
     "warn",
 ]
 
@@ -115,3 +117,27 @@ def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``error: <message>`` on one stderr line and exit with ``code``."""
     say(("error:", "bold red"), " ", " ".join(message.split("\n")), to=err_console)
     raise typer.Exit(code)
+
+
+def unstorable(text: str) -> str | None:
+    """Why ``text`` is refused when it holds a NUL or a lone surrogate, else None."""
+    from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
+
+    # The policy HTTP and MCP apply: PostgreSQL cannot store NUL, and a lone surrogate (a
+    # byte that is not UTF-8, as the terminal's decoding keeps it) cannot even be printed.
+    if find_nul(text) is not None:
+        return NUL_REFUSED
+    if find_surrogate(text) is not None:
+        return SURROGATE_REFUSED
+    return None
+
+
+def refuse_unstorable(values: dict[str, str | None]) -> None:
+    """Exit 2 with one line when a typed value holds text :func:`unstorable` refuses.
+
+    ``values`` maps what the person typed it as (``--org``, ``SESSION_ID``) to the value; the
+    message names that, never the value: echoing a lone surrogate would fail again.
+    """
+    for label, value in values.items():
+        if value is not None and (refused := unstorable(value)) is not None:
+            fail(f"{refused} (found in {label}).", code=2)

@@ -6,7 +6,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from aptix.cli.output import add_row, console, fail, new_table, print_json, say
+from aptix.cli.output import (
+    add_row,
+    console,
+    fail,
+    new_table,
+    print_json,
+    refuse_unstorable,
+    say,
+)
 from aptix.cli.runtime import run_with_runtime
 from aptix.sessions.wire import session_to_json
 
@@ -31,6 +39,7 @@ def create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create a session and print its id."""
+    refuse_unstorable({"--mode": mode, "--title": title, "--org": org, "--user": user})
 
     async def work(runtime: Runtime) -> InvokeResult[AgentSession]:
         return await runtime.services.sessions.create_session(
@@ -55,6 +64,7 @@ def list_sessions(
     as_json: JsonFlag = False,
 ) -> None:
     """List your sessions, most recently updated first."""
+    refuse_unstorable({"--org": org, "--user": user})
 
     async def work(runtime: Runtime) -> list[AgentSession]:
         return await runtime.services.sessions.list_sessions(org, user, limit=limit, offset=offset)
@@ -76,6 +86,7 @@ def show(
     as_json: JsonFlag = False,
 ) -> None:
     """Show a session with its mode history and branched sessions."""
+    refuse_unstorable({"SESSION_ID": session_id, "--org": org})
 
     async def work(runtime: Runtime) -> tuple[AgentSession | None, list[AgentSession]]:
         sessions = runtime.services.sessions
@@ -123,6 +134,7 @@ def cancel_workflow(
     as_json: JsonFlag = False,
 ) -> None:
     """Cancel the session's active workflow, as the user."""
+    refuse_unstorable({"SESSION_ID": session_id, "--org": org, "--user": user})
     from aptix.errors import NotFoundError
     from aptix.results import InvokeResult
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from aptix.cli.output import add_row, console, fail, new_table, print_json
+from aptix.cli.output import add_row, console, fail, new_table, print_json, refuse_unstorable
 from aptix.cli.runtime import run_with_runtime
 from aptix.results import InvokeResult, json_value
 
@@ -57,6 +57,7 @@ def list_tools(as_json: JsonFlag = False) -> None:
 @app.command("schema")
 def show_schema(name: Annotated[str, typer.Argument(help="Tool name.")]) -> None:
     """Print a tool's function schema as JSON."""
+    refuse_unstorable({"NAME": name})
 
     async def work(runtime: Runtime) -> dict[str, Any] | str:
         tool_cls = runtime.registry.get_tool_type(name)
@@ -88,6 +89,7 @@ def call_tool(
 
     if role not in ROLES:
         fail(f"--role must be one of: {', '.join(ROLES)}.", code=2)
+    refuse_unstorable({"NAME": name, "--session-id": session_id, "--org": org, "--user": user})
     _refuse_unstorable(arguments)
 
     async def work(runtime: Runtime) -> InvokeResult[str]:

@@ -49,6 +49,8 @@ from aptix.errors import AptixError, ToolContractError
 from aptix.reasoner import AgentReasoner, TurnEvent, TurnResult
 from aptix.runtime import Runtime
 from aptix.sessions.fingerprints import ConversationFingerprints
+from aptix.settings_mcp import tool_prefix
+from aptix.tool_names import matches
 from aptix.tools.client import ClientToolSpec, client_tool_classes
 
 router = APIRouter(tags=["openai"])
@@ -190,6 +192,18 @@ def _with_client_tools(
     """The reasoner for this request: with the client's ``tools``, unless the setting is off."""
     if not body.tools or not runtime.settings.openai_client_tools:
         return reasoner
+    for server, config in runtime.settings.mcp_servers.items():
+        # `<prefix>_*` in a mode or workflow names that server's tools and no others.
+        pattern = f"{tool_prefix(server, config)}_*"
+        for t in body.tools:
+            if matches(t.function.name, pattern):
+                raise ApiError(
+                    400,
+                    f"The client tool {t.function.name!r} falls under {pattern!r}, the tool "
+                    f"names of the MCP server {server!r} (compared case-insensitively); "
+                    "rename it.",
+                    "invalid_request_error",
+                )
     specs = [
         ClientToolSpec(
             t.function.name,
