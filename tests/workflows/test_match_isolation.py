@@ -141,3 +141,27 @@ async def test_a_failed_rebuild_fails_its_waiters_and_the_next_match_retries() -
         "globex_review"
     )
     assert globex.rebuilds == 2
+
+
+async def test_a_match_takes_the_rebuild_it_waited_for_though_its_org_published_again() -> None:
+    # An org re-publishing faster than its index rebuilds made each waiter find the set
+    # changed again after every rebuild, and wait for the next one: its matches timed out.
+    orgs = Orgs()
+    globex = HeldMatcher(held=True)
+    orgs.globex_publishes(globex)
+    waiting = asyncio.create_task(orgs.match("review the globex accounts", "globex"))
+    try:
+        await _entered(globex)
+        orgs.registry.publish(
+            make_manifest("globex_plan", userIntentPatterns=["plan the globex launch"]),
+            org="globex",
+        )
+    finally:
+        globex.release.set()
+    found = await asyncio.wait_for(waiting, 10)
+    assert found[:1] == ["globex_review"]
+    assert globex.rebuilds == 1  # served by the index it waited for, not a second rebuild
+    # A match that arrives after the publish still waits for an index that has it.
+    later = await asyncio.wait_for(orgs.match("plan the globex launch", "globex"), 10)
+    assert later[:1] == ["globex_plan"]
+    assert globex.rebuilds == 2

@@ -353,12 +353,20 @@ class WorkflowRegistry:
             if r.workflow_id in served
         ]
 
-    def _claim(self, org: str | None) -> _Index | Future[None]:
-        """``org``'s current index, now the caller's; else the future to wait for first.
+    def _need(self, org: str | None) -> int:
+        """The stamp of ``org``'s served set now: any index built from it or later will do."""
+        with self._lock:
+            return self._stamp(self._scope(org))
 
-        The index is in use, or its set changed: then a rebuild is started here, on a thread
-        of its own (after the deployment-wide index, whose rows an org's borrows). Only the
-        matches of that set wait for it, and they hold no thread while they do.
+    def _claim(self, org: str | None, need: int) -> _Index | Future[None]:
+        """``org``'s index if built from stamp ``need`` or later, now the caller's; else a future.
+
+        The future is what to wait for before claiming again: the index is in use, or older
+        than ``need``, and then a rebuild of the current set is started here, on a thread of
+        its own (after the deployment-wide index, whose rows an org's borrows). Only the
+        matches of that set wait for it, and they hold no thread while they do. A waiter
+        takes the index it waited for even if the set changed again meanwhile: an org that
+        publishes faster than its index rebuilds would otherwise starve its own matches.
         """
         with self._lock:
             scope = self._scope(org)
@@ -367,7 +375,7 @@ class WorkflowRegistry:
             if index is None:
                 matcher = self._matcher if scope is None else self._matcher_factory()
                 index = self._indexes[scope] = _Index(matcher)
-            if not index.busy and index.stamp >= stamp:
+            if not index.busy and index.stamp >= need:
                 index.busy = True
                 return index
             if index.freed is None:
@@ -427,20 +435,21 @@ class WorkflowRegistry:
 
         Blocks the calling thread while the index is rebuilt or used by another match.
         """
-        claimed = self._claim(org)
+        need = self._need(org)
+        claimed = self._claim(org, need)
         while isinstance(claimed, Future):
             claimed.result()
-            claimed = self._claim(org)
+            claimed = self._claim(org, need)
         try:
             yield claimed.matcher
         finally:
             self._release(claimed)
 
     def _try_index(
-        self, org: str | None, use: Callable[[WorkflowMatcher], T]
+        self, org: str | None, need: int, use: Callable[[WorkflowMatcher], T]
     ) -> tuple[T] | Future[None]:
-        """``(use(matcher),)`` if ``org``'s index is free and current, else what to wait for."""
-        claimed = self._claim(org)
+        """``(use(matcher),)`` if ``org``'s index is free and from ``need`` on, else a future."""
+        claimed = self._claim(org, need)
         if isinstance(claimed, Future):
             return claimed
         try:
@@ -452,8 +461,9 @@ class WorkflowRegistry:
         self, org: str | None, run: Runner, use: Callable[[WorkflowMatcher], T]
     ) -> T:
         """``use(matcher)`` through ``run``; waiting for the index holds none of its threads."""
+        need = self._need(org)
         while True:
-            tried: tuple[T] | Future[None] = await run(self._try_index, org, use)
+            tried: tuple[T] | Future[None] = await run(self._try_index, org, need, use)
             if not isinstance(tried, Future):
                 return tried[0]
             await asyncio.wrap_future(tried)
