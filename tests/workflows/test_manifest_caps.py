@@ -22,6 +22,10 @@ from aptix.workflows.sql_store import SqlWorkflowStore
 from aptix.workflows.store import InMemoryWorkflowStore, WorkflowStore
 from aptix.workflows.validation import (
     MAX_DESCRIPTION_LENGTH,
+    MAX_ENTRIES,
+    MAX_ENTRY_LENGTH,
+    MAX_INPUT_NAME_LENGTH,
+    MAX_PATTERN_LENGTH,
     MAX_PATTERNS,
     MAX_TITLE_LENGTH,
     limit_problems,
@@ -191,3 +195,69 @@ async def test_a_version_longer_than_its_column_is_refused_readably(
         "0.1.0",
         longest,
     ]
+
+
+def test_every_list_field_has_a_count_and_an_entry_limit() -> None:
+    manifest = make_manifest(
+        userIntentPatterns=["plan the big thing", "p" * (MAX_PATTERN_LENGTH + 50)],
+        requiredInputs=[
+            {"name": "n" * 100_000, "description": "d" * (MAX_ENTRY_LENGTH + 1)},
+            *({"name": f"input{i}"} for i in range(MAX_ENTRIES)),
+        ],
+        completionCriteria=["c" * 300_000],
+        notes=[f"note {i}" for i in range(MAX_ENTRIES + 1)],
+        followUpOptions=["f" * (MAX_ENTRY_LENGTH + 1)],
+    )
+    problems = {p.field: p.message for p in limit_problems(manifest)}
+    assert problems == {
+        "userIntentPatterns.1": "userIntentPatterns.1 is too long (250 characters; the limit "
+        "is 200).",
+        "requiredInputs": f"requiredInputs has 51 entries; the limit is {MAX_ENTRIES}.",
+        "requiredInputs.0.name": "requiredInputs.0.name is too long (100,000 characters; the "
+        f"limit is {MAX_INPUT_NAME_LENGTH}).",
+        "requiredInputs.0.description": "requiredInputs.0.description is too long (501 "
+        "characters; the limit is 500).",
+        "completionCriteria.0": "completionCriteria.0 is too long (300,000 characters; the "
+        "limit is 500).",
+        "notes": f"notes has 51 entries; the limit is {MAX_ENTRIES}.",
+        "followUpOptions.0": "followUpOptions.0 is too long (501 characters; the limit is 500).",
+    }
+    # validate_manifest names each once, the long pattern included.
+    fields = [p.field for p in validate_manifest(manifest, KNOWN_TOOLS)]
+    assert fields.count("userIntentPatterns.1") == 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"userIntentPatterns": ["plan the big thing", "p" * 250]}, "userIntentPatterns.1"),
+        ({"requiredInputs": [{"name": "n" * 100_000}]}, "requiredInputs.0.name"),
+        ({"completionCriteria": ["c" * 300_000]}, "completionCriteria.0"),
+        ({"notes": ["n" * 300_000]}, "notes.0"),
+        ({"permittedTools": [f"agent_tool_{i}" for i in range(60)]}, "permittedTools"),
+    ],
+)
+async def test_update_refuses_every_oversized_list_field_before_storing_it(
+    database: Database,
+    context: AgentToolExecutionContext,
+    fields: dict[str, Any],
+    field: str,
+) -> None:
+    """Regression: these were stored with ok:true, and starting the workflow then failed."""
+    tool, store = await _authoring(SqlWorkflowStore(database))
+    wid = "listy_" + field.replace(".", "_").lower()  # PostgreSQL keeps earlier cases' rows
+    drafted = await _run(
+        tool,
+        context,
+        operation="draft_workflow",
+        workflowId=wid,
+        title="Listy",
+        description="Plans lists.",
+    )
+    assert drafted["ok"] is True
+    refused = await _run(
+        tool, context, operation="update_workflow", workflowId=wid, fields={**FIELDS, **fields}
+    )
+    assert refused["ok"] is False
+    assert [e["field"] for e in refused["errors"]] == [field]
+    assert len(await store.history(wid, "acme")) == 1

@@ -16,6 +16,7 @@ from aptix.tool_names import matches
 if TYPE_CHECKING:
     from aptix.runtime import Runtime
     from aptix.settings import AptixSettings
+    from aptix.workflows.loader import ManifestProblem
 
 app = typer.Typer(help="List, show, match and validate workflows.", no_args_is_help=True)
 
@@ -166,8 +167,13 @@ def validate_workflows(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Check the built-in workflows and PATH as start-up does; exit 1 on any problem."""
+    """Check the built-in workflows and PATH as start-up does; exit 1 on any problem.
+
+    Without PATH, the published workflows in the database are checked too: start-up serves
+    the others and leaves those out.
+    """
     from aptix.workflows.loader import collect_catalog
+    from aptix.workflows.sync import left_out
 
     settings = settings_or_exit()
     target = path or settings.workflows_path
@@ -186,22 +192,17 @@ def validate_workflows(
             "are checked by prefix only."
         )
     loaded, problems = collect_catalog(known, target)
+    # The store's revisions are checked by the runtime, which a broken file does not open.
+    stored = _stored_problems(settings) if path is None and not problems else None
     if note and not as_json:
         say(("note:", "yellow"), f" {note}")
     if as_json:
         print_json(
             {
-                "valid": not problems,
+                "valid": not problems and not stored,
                 "workflows": len(loaded),
-                "problems": [
-                    {
-                        "source": p.source,
-                        "workflowId": p.workflow_id,
-                        "field": p.field,
-                        "message": p.message,
-                    }
-                    for p in problems
-                ],
+                "problems": [_wire(p) for p in problems],
+                **({"stored": [_wire(p) for p in stored]} if stored is not None else {}),
                 **({"note": note} if note else {}),
             }
         )
@@ -211,8 +212,34 @@ def validate_workflows(
         say(f"{len(problems)} problem(s) in the workflow catalog.")
     else:
         say(("✓", "green"), f" {len(loaded)} workflows are valid.")
-    if problems:
+        if stored:
+            for sentence in left_out(stored):
+                say(("✗", "red"), f" {sentence}")
+            say(f"{len(stored)} problem(s) in stored workflows, which are not served.")
+    if problems or stored:
         raise typer.Exit(1)
+
+
+def _stored_problems(settings: AptixSettings) -> list[ManifestProblem]:
+    """The problems of the stored revisions that start-up leaves out (every org's)."""
+    from aptix.workflows.sync import read_published
+
+    async def work(runtime: Runtime) -> list[ManifestProblem]:
+        services = runtime.workflows
+        return (await read_published(services.store, services.registry))[1]
+
+    # No matching is done, and MCP servers lend their prefixes as while one is down.
+    quick = settings.model_copy(update={"semantic_matching": False})
+    return run_with_runtime(work, quick, connect_mcp=False)
+
+
+def _wire(problem: ManifestProblem) -> dict[str, Any]:
+    return {
+        "source": problem.source,
+        "workflowId": problem.workflow_id,
+        "field": problem.field,
+        "message": problem.message,
+    }
 
 
 def _known_tools(settings: AptixSettings) -> tuple[str, ...]:

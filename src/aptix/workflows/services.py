@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from aptix.errors import ConfigurationError
 from aptix.workflows.authoring import WorkflowAuthoring
-from aptix.workflows.loader import VALIDATE_HINT, format_problems, load_catalog
+from aptix.workflows.loader import load_catalog
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.store import InMemoryWorkflowStore, WorkflowStore
@@ -140,10 +140,12 @@ class WorkflowServices:
         self.registry.match(WARM_UP_MESSAGE)
 
     async def load_published(self) -> None:
-        """Serve what authoring published; one that no longer validates stops start-up (§8.8)."""
-        problems = await self.sync.load()
-        if problems:
-            raise ConfigurationError(format_problems(problems), hint=VALIDATE_HINT)
+        """Serve what authoring published; one that no longer validates is left out, warned.
+
+        Unlike the deployment-wide files, a stored revision is one org's: it must not stop
+        the deployment, so it is not served until it is fixed (§8.8).
+        """
+        await self.sync.load()
 
     async def refresh(self) -> bool:
         """Serve what the store holds now (other processes publish too); True on a change.

@@ -29,7 +29,7 @@ from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.store import WorkflowStore, served_revision
 from aptix.workflows.validation import validate_manifest
 
-__all__ = ["SYNC_INTERVAL", "WorkflowSync", "read_published"]
+__all__ = ["SYNC_INTERVAL", "WorkflowSync", "left_out", "read_published"]
 
 #: Seconds between two checks of the change counter by one process.
 SYNC_INTERVAL = 0.5
@@ -59,6 +59,21 @@ async def read_published(
     return authored, problems
 
 
+def left_out(problems: list[ManifestProblem]) -> list[str]:
+    """One sentence per stored revision ``problems`` keep from being served."""
+    grouped: dict[tuple[str, str | None], list[str]] = {}
+    for problem in problems:
+        where = f"{problem.field}: " if problem.field else ""
+        grouped.setdefault((problem.source, problem.workflow_id), []).append(
+            where + problem.message.rstrip(".")
+        )
+    return [
+        f"Workflow '{wid}' from {source} no longer validates and is not served: "
+        f"{'; '.join(found)} (run `aptix workflows validate`)."
+        for (source, wid), found in grouped.items()
+    ]
+
+
 class WorkflowSync:
     """Keeps ``registry``'s authored workflows equal to what ``store`` serves."""
 
@@ -78,6 +93,8 @@ class WorkflowSync:
         self._checked_at: float | None = None
         self._loaded: int | None = None
         self._failing = False
+        #: Each left-out revision is warned about once, not at every reload.
+        self._warned: set[str] = set()
 
     @property
     def interval(self) -> float:
@@ -87,8 +104,8 @@ class WorkflowSync:
     async def load(self) -> list[ManifestProblem]:
         """Serve what the store holds now; the revisions that no longer validate are returned.
 
-        Those are left out of the registry (start-up refuses them; a running process keeps
-        serving the rest).
+        Those are left out of the registry with a warning, and the rest is served: one org's
+        stale workflow (a tool since removed, a limit since added) stops nobody.
         """
         async with self._lock:
             return await self._load()
@@ -136,4 +153,9 @@ class WorkflowSync:
         authored, problems = await read_published(self._store, self._registry)
         self._registry.replace_authored(authored)
         self._loaded = marker
+        sentences = left_out(problems)
+        for sentence in sentences:
+            if sentence not in self._warned:
+                _log.warning("%s", sentence)
+        self._warned = set(sentences)
         return problems

@@ -19,6 +19,9 @@ from aptix.workflows.manifest import WorkflowManifest, WorkflowVisibility
 __all__ = [
     "ALWAYS_OFFERED_TOOLS",
     "MAX_DESCRIPTION_LENGTH",
+    "MAX_ENTRIES",
+    "MAX_ENTRY_LENGTH",
+    "MAX_INPUT_NAME_LENGTH",
     "MAX_INSTRUCTION_LENGTH",
     "MAX_PATTERNS",
     "MAX_PATTERN_LENGTH",
@@ -54,6 +57,12 @@ MAX_DESCRIPTION_LENGTH = 2_000
 MAX_INSTRUCTION_LENGTH = 20_000
 #: The ``workflow_revisions.version`` column is ``varchar(64)``.
 MAX_VERSION_LENGTH = 64
+# Starting a workflow returns its lists (inputs, criteria, notes...) whole to the model.
+#: Entries of each other list field (``permittedTools``, ``requiredInputs``, ``notes``...).
+MAX_ENTRIES = 50
+#: Characters of one entry of those lists, and of a required input's description.
+MAX_ENTRY_LENGTH = 500
+MAX_INPUT_NAME_LENGTH = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,21 +137,17 @@ def validate_manifest(
 
 
 def limit_problems(manifest: WorkflowManifest) -> list[FieldProblem]:
-    """The fields of ``manifest`` that are too long to store or to list to the model."""
-    problems: list[FieldProblem] = []
-    for name, value, limit in (
-        ("title", manifest.title, MAX_TITLE_LENGTH),
-        ("description", manifest.description, MAX_DESCRIPTION_LENGTH),
-        ("instructionText", manifest.instruction_text, MAX_INSTRUCTION_LENGTH),
-        ("version", manifest.version, MAX_VERSION_LENGTH),
-    ):
-        if len(value) > limit:
-            problems.append(
-                FieldProblem(
-                    name,
-                    f"{name} is too long ({len(value):,} characters; the limit is {limit:,}).",
-                )
-            )
+    """The fields of ``manifest`` that are too long to store or to hand to the model."""
+    problems = [
+        _too_long(name, value, limit)
+        for name, value, limit in (
+            ("title", manifest.title, MAX_TITLE_LENGTH),
+            ("description", manifest.description, MAX_DESCRIPTION_LENGTH),
+            ("instructionText", manifest.instruction_text, MAX_INSTRUCTION_LENGTH),
+            ("version", manifest.version, MAX_VERSION_LENGTH),
+        )
+        if len(value) > limit
+    ]
     count = len(manifest.user_intent_patterns)
     if count > MAX_PATTERNS:
         problems.append(
@@ -152,7 +157,50 @@ def limit_problems(manifest: WorkflowManifest) -> list[FieldProblem]:
                 "Keep the few phrasings that differ most.",
             )
         )
+    problems += _entry_problems(
+        "userIntentPatterns", manifest.user_intent_patterns[:MAX_PATTERNS], MAX_PATTERN_LENGTH
+    )
+    lists = (
+        ("permittedTools", manifest.permitted_tools),
+        ("completionCriteria", manifest.completion_criteria),
+        ("followUpOptions", manifest.follow_up_options),
+        ("preconditions", manifest.preconditions),
+        ("notes", manifest.notes),
+        ("destructiveActions", manifest.destructive_actions),
+        ("allowedTransitions", manifest.allowed_transitions),
+    )
+    for name, size in (
+        ("requiredInputs", len(manifest.required_inputs)),
+        *((name, len(values)) for name, values in lists),
+    ):
+        if size > MAX_ENTRIES:
+            problems.append(
+                FieldProblem(name, f"{name} has {size:,} entries; the limit is {MAX_ENTRIES}.")
+            )
+    # Past the count only the first entries are measured, so the count stays the news.
+    for i, item in enumerate(manifest.required_inputs[:MAX_ENTRIES]):
+        where = f"requiredInputs.{i}"
+        if len(item.name) > MAX_INPUT_NAME_LENGTH:
+            problems.append(_too_long(f"{where}.name", item.name, MAX_INPUT_NAME_LENGTH))
+        if len(item.description) > MAX_ENTRY_LENGTH:
+            problems.append(_too_long(f"{where}.description", item.description, MAX_ENTRY_LENGTH))
+    for name, values in lists:
+        problems += _entry_problems(name, values[:MAX_ENTRIES], MAX_ENTRY_LENGTH)
     return problems
+
+
+def _entry_problems(name: str, values: tuple[str, ...], limit: int) -> list[FieldProblem]:
+    return [
+        _too_long(f"{name}.{i}", value, limit)
+        for i, value in enumerate(values)
+        if len(value) > limit
+    ]
+
+
+def _too_long(name: str, value: str, limit: int) -> FieldProblem:
+    return FieldProblem(
+        name, f"{name} is too long ({len(value):,} characters; the limit is {limit:,})."
+    )
 
 
 def _pattern_problems(patterns: tuple[str, ...]) -> list[FieldProblem]:
@@ -165,12 +213,8 @@ def _pattern_problems(patterns: tuple[str, ...]) -> list[FieldProblem]:
             problems.append(
                 FieldProblem(where, f"Intent pattern '{pattern}' is too short to match anything.")
             )
-        elif len(key) > MAX_PATTERN_LENGTH:
-            problems.append(
-                FieldProblem(
-                    where, f"Intent pattern {i} is longer than {MAX_PATTERN_LENGTH} characters."
-                )
-            )
+        elif len(pattern) > MAX_PATTERN_LENGTH:
+            continue  # limit_problems names it
         elif key in seen:
             problems.append(FieldProblem(where, f"Intent pattern '{pattern}' is repeated."))
         seen.add(key)
