@@ -40,10 +40,11 @@ async def test_the_match_schema_states_the_tools_limit(client: httpx.AsyncClient
     assert limits == {"userMessage": MAX_MESSAGE_LENGTH, "UserMessage": MAX_MESSAGE_LENGTH}
 
 
-async def test_a_blank_workflow_id_is_invalid_not_a_conflict(client: httpx.AsyncClient) -> None:
-    for blank in ("%20", "%09", "%20%20%20"):
-        message = _error(await client.get(f"/v1/workflows/{blank}"), 422, "invalid_request")
-        assert message == "Operation 'get_workflow_manifest' requires a non-empty 'workflowId'."
+async def test_a_blank_workflow_id_is_not_found_not_a_conflict(client: httpx.AsyncClient) -> None:
+    # 404, not 422: the path is schema-valid text, and no workflow has that id.
+    for blank, shown in (("%20", "' '"), ("%09", "'\\t'"), ("%20%20%20", "'   '")):
+        message = _error(await client.get(f"/v1/workflows/{blank}"), 404, "not_found")
+        assert message == f"Unknown workflow {shown}."
 
 
 async def test_a_disabled_workflow_is_still_a_conflict(

@@ -75,6 +75,9 @@ async def list_workflows(runtime: RuntimeDep, caller: CallerDep) -> Any:
 @router.get("/v1/workflows/{workflow_id}")
 async def get_workflow(workflow_id: str, runtime: RuntimeDep, caller: CallerDep) -> Any:
     """One workflow's manifest (hidden ones by explicit id only)."""
+    if not workflow_id.strip():
+        # No workflow has a blank id: the resource is missing (the schema allows any text).
+        raise ApiError(404, f"Unknown workflow {workflow_id!r}.", "not_found")
     return await _registry(
         runtime, caller, {"operation": "get_workflow_manifest", "workflowId": workflow_id}
     )
