@@ -154,3 +154,39 @@ async def test_an_error_turn_stored_before_its_code_shows_turn_failed(
     assert await runtime.turns.save(plan.run)
     [turn] = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
     assert turn["error"] == {"code": "turn_failed", "message": "The model endpoint failed: 500."}
+
+
+async def test_an_error_turn_whose_ending_could_not_be_stored_shows_its_real_code(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The database went away as the turn failed: its ending was kept in this process only
+    # (ledger.ENDED_HERE), and a later read closes the turn with the same code.
+    outage = sa.OperationalError("SELECT 1", None, ConnectionRefusedError())
+
+    async def answer(request: LlmRequest) -> LlmResponse:
+        raise outage
+
+    save, settle = runtime.turns.save, runtime.turns.settle
+
+    async def refuse_ending(record: Any) -> Any:
+        if record.status == "error":
+            raise outage
+        return await save(record)
+
+    async def refuse_settle(record: Any) -> Any:
+        if record.status == "error":
+            raise outage
+        return await settle(record)
+
+    monkeypatch.setattr(runtime.turns, "save", refuse_ending)
+    monkeypatch.setattr(runtime.turns, "settle", refuse_settle)
+    transport = httpx.ASGITransport(app=create_app(runtime=runtime, model=FunctionModel(answer)))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as api:
+        sid = (await api.post("/v1/sessions", json={})).json()["sessionId"]
+        await api.post("/v1/agent/execute", json={"sessionId": sid, "instruction": "go"})
+        monkeypatch.setattr(runtime.turns, "save", save)
+        monkeypatch.setattr(runtime.turns, "settle", settle)
+        [turn] = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
+    assert turn["status"] == "error"
+    assert turn["error"]["code"] == "database_unavailable"
+    assert "unexpected error" in turn["error"]["message"]

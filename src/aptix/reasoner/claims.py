@@ -112,7 +112,8 @@ def mark_dead(turn: TurnRecord, now: datetime) -> bool:
         return False
     ended = ledger.ENDED_HERE.get(turn.id) if turn.owner == OWNER else None
     if ended is not None:
-        ledger.end(turn, "error", ended)
+        warning, turn.result = ended
+        ledger.end(turn, "error", warning)
     else:
         ledger.end(turn, "interrupted", INTERRUPTED)
     return True

@@ -185,7 +185,7 @@ class TurnEndings:
             if not await self._turns.save(turn.record):
                 await self._turns.settle(turn.record)
         except Exception:
-            ledger.ENDED_HERE[turn.record.id] = warning
+            ledger.ENDED_HERE[turn.record.id] = (warning, turn.record.result)
 
     async def close(
         self,

@@ -97,9 +97,10 @@ NOT_ANSWERED = "The turn ended before the client answered this call; it was not 
 NOT_APPROVED = "The turn ended before the user approved '{name}'; it was not run."
 DENIED = "The user did not approve '{name}'; it was not run."
 
-#: Turns this process ended but could not store (the database was down): id -> warning.
-#: A claim finds them ended at once, with that warning, instead of waiting for the lease.
-ENDED_HERE: dict[str, str] = {}
+#: Turns this process ended but could not store (the database was down): id -> the
+#: warning and the stored answer (with its error code). A claim finds them ended at once,
+#: with both, instead of waiting for the lease.
+ENDED_HERE: dict[str, tuple[str, dict[str, Any]]] = {}
 
 _YES = frozenset({"approve", "approved", "yes", "y", "true", "ok", "allow"})
 

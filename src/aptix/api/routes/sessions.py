@@ -144,9 +144,8 @@ def _failure(turn: TurnRecord) -> dict[str, str] | None:
     """Why an ``error`` turn failed, as the error envelope's ``{code, message}``."""
     if turn.status != "error":
         return None
-    # The answer stored with the turn says why; a turn whose ending could not be stored
-    # (claims.mark_dead) has it only as its last warning, and a turn stored before the
-    # code was kept has none.
+    # The answer stored with the turn says why (claims.mark_dead restores it for a turn
+    # whose ending could not be stored); a turn stored before the code was kept has none.
     stored = turn.result or {}
     message = stored.get("error") or (turn.warnings[-1] if turn.warnings else None)
     return {
