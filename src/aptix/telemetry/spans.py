@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib.metadata
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -229,6 +230,24 @@ def _version() -> str:
         return "0+unknown"
 
 
+#: The session of the turn whose ``invoke_agent`` span is current: its ``chat`` and
+#: ``execute_tool`` spans carry the mode and workflow as they are when each span starts
+#: (a turn may change mode between two model calls).
+_TURN_SESSION: contextvars.ContextVar[_Session | None] = contextvars.ContextVar(
+    "aptix_turn_session", default=None
+)
+
+
+def _governance(attributes: dict[str, Any]) -> dict[str, Any]:
+    """``attributes`` with the current turn's mode and active workflow, when in a turn."""
+    session = _TURN_SESSION.get()
+    if session is not None:
+        attributes["aptix.mode"] = session.mode
+        if session.active_workflow_id:
+            attributes["aptix.workflow.id"] = session.active_workflow_id
+    return attributes
+
+
 class OtelTracing(Tracing):
     """Spans through an OpenTelemetry tracer (from ``provider``, or the global one).
 
@@ -266,10 +285,14 @@ class OtelTracing(Tracing):
         }
         if session.active_workflow_id:
             attributes["aptix.workflow.id"] = session.active_workflow_id
-        with self.tracer.start_as_current_span(
-            f"invoke_agent {AGENT_NAME}", attributes=attributes
-        ) as span:
-            yield _OtelSpan(span)
+        token = _TURN_SESSION.set(session)
+        try:
+            with self.tracer.start_as_current_span(
+                f"invoke_agent {AGENT_NAME}", attributes=attributes
+            ) as span:
+                yield _OtelSpan(span)
+        finally:
+            _TURN_SESSION.reset(token)
 
     @contextlib.contextmanager
     def model_call(self, model: object, request: object) -> Iterator[SpanHandle]:
@@ -298,7 +321,7 @@ class OtelTracing(Tracing):
             if where.port:
                 attributes["server.port"] = where.port
         with self.tracer.start_as_current_span(
-            f"chat {name}", kind=SpanKind.CLIENT, attributes=attributes
+            f"chat {name}", kind=SpanKind.CLIENT, attributes=_governance(attributes)
         ) as span:
             yield _OtelSpan(span)
 
@@ -319,7 +342,7 @@ class OtelTracing(Tracing):
         if turn_id:
             attributes["aptix.turn.id"] = turn_id
         with self.tracer.start_as_current_span(
-            f"execute_tool {call.name}", attributes=attributes
+            f"execute_tool {call.name}", attributes=_governance(attributes)
         ) as span:
             yield _OtelSpan(span)
 
