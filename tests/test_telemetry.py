@@ -310,3 +310,23 @@ def test_grpc_without_its_exporter_names_the_package_to_install(variable: str) -
     assert line.startswith(f"{variable}=grpc needs opentelemetry-exporter-otlp-proto-grpc")
     assert "pip install opentelemetry-exporter-otlp-proto-grpc" in line
     assert "OTEL_TRACES_EXPORTER" not in line  # the user never set it
+
+
+async def test_a_mode_change_in_a_turn_shows_on_the_spans_after_it(traced: Traced) -> None:
+    sessions = traced.runtime.services.sessions
+    created = await sessions.create_session(org="acme", user="ann")
+    assert created.result is not None
+    change = {"mode": "calculation", "branch": False, "reason": "numbers"}
+    model = ScriptedModel.of(
+        reply(None, call("agent_change_mode", change, id="m1")), reply("Now calculating.")
+    )
+    await traced.runtime.reasoner(model).execute(
+        session_id=created.result.id, org="acme", user="ann", instruction="switch"
+    )
+    spans = sorted(traced.exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
+    modes = [(s.name, _attrs(s)["aptix.mode"]) for s in spans if s.name != "invoke_agent aptix"]
+    assert modes == [
+        ("chat ScriptedModel", "general"),
+        ("execute_tool agent_change_mode", "general"),
+        ("chat ScriptedModel", "calculation"),
+    ]

@@ -230,18 +230,19 @@ def _version() -> str:
         return "0+unknown"
 
 
-#: The session of the turn whose ``invoke_agent`` span is current: its ``chat`` and
+#: The turn whose ``invoke_agent`` span is current: its ``chat`` and
 #: ``execute_tool`` spans carry the mode and workflow as they are when each span starts
 #: (a turn may change mode between two model calls).
-_TURN_SESSION: contextvars.ContextVar[_Session | None] = contextvars.ContextVar(
-    "aptix_turn_session", default=None
+_TURN: contextvars.ContextVar[TracedTurn | None] = contextvars.ContextVar(
+    "aptix_turn", default=None
 )
 
 
 def _governance(attributes: dict[str, Any]) -> dict[str, Any]:
     """``attributes`` with the current turn's mode and active workflow, when in a turn."""
-    session = _TURN_SESSION.get()
-    if session is not None:
+    turn = _TURN.get()
+    if turn is not None:
+        session = turn.session  # read now: a mode change replaces the turn's session
         attributes["aptix.mode"] = session.mode
         if session.active_workflow_id:
             attributes["aptix.workflow.id"] = session.active_workflow_id
@@ -285,14 +286,14 @@ class OtelTracing(Tracing):
         }
         if session.active_workflow_id:
             attributes["aptix.workflow.id"] = session.active_workflow_id
-        token = _TURN_SESSION.set(session)
+        token = _TURN.set(turn)
         try:
             with self.tracer.start_as_current_span(
                 f"invoke_agent {AGENT_NAME}", attributes=attributes
             ) as span:
                 yield _OtelSpan(span)
         finally:
-            _TURN_SESSION.reset(token)
+            _TURN.reset(token)
 
     @contextlib.contextmanager
     def model_call(self, model: object, request: object) -> Iterator[SpanHandle]:
