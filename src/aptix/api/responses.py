@@ -82,6 +82,10 @@ class ContextDropped(OutModel):
     turns: int = Field(description="Turns left out, those a summary stands for included.")
     through_turn_id: str = Field(description="The newest turn left out.")
     summarized: int = Field(description="Of those, the turns a summary stands for.")
+    summary: str | None = Field(
+        description="The summary the model was sent in their place (the model wrote it; control "
+        "characters shown as escapes); null when none stands for them."
+    )
 
 
 class Turn(OutModel):

@@ -48,8 +48,8 @@ class TurnRecord:
     resume_key: str | None = None
     #: Earlier turns left out of this turn's last request: ``{turns, throughTurnId, summarized}``.
     context_dropped: dict[str, Any] | None = None
-    #: A summary of earlier turns written for this turn:
-    #: ``{text, throughTurnId, throughSeq, turns}``.
+    #: The summary of earlier turns this turn used, written for it or carried forward from
+    #: the turn before: ``{text, throughTurnId, throughSeq, turns}``.
     context_summary: dict[str, Any] | None = None
     created_at: datetime = field(default_factory=utc_now)
     updated_at: datetime = field(default_factory=utc_now)

@@ -133,11 +133,19 @@ def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
         # Kept while a resume runs (a failed attempt waits for the same results again), but
         # nothing waits for the client until the turn is pending once more.
         "pendingCalls": turn.pending_calls if turn.status == "pending" else [],
-        "contextDropped": turn.context_dropped,
+        "contextDropped": _context_dropped(turn),
         "error": _failure(turn),
         "createdAt": turn.created_at.isoformat(),
         "updatedAt": turn.updated_at.isoformat(),
     }
+
+
+def _context_dropped(turn: TurnRecord) -> dict[str, Any] | None:
+    """What the turn's last request left out, with the summary it was sent in their place."""
+    if turn.context_dropped is None:
+        return None
+    summary = turn.context_summary if turn.context_dropped.get("summarized") else None
+    return {**turn.context_dropped, "summary": summary["text"] if summary else None}
 
 
 def _failure(turn: TurnRecord) -> dict[str, str] | None:
