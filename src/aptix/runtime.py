@@ -356,6 +356,7 @@ async def open_runtime(
             tracing,
             quotas_for(settings),
         )
+        await runtime.quotas.check()  # a Redis that refuses the URL's database stops start-up
         if settings.match_arbiter != "off" and settings.model_configured:
             from aptix.reasoner.arbiter_model import LlmArbiterModel
             from aptix.workflows.matching.arbiter import MatchArbiter

@@ -11,6 +11,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import unquote, urlsplit
 
 import platformdirs
 from pydantic import BeforeValidator, Field, SecretStr, field_validator
@@ -205,7 +206,8 @@ class AptixSettings(BaseSettings):
     rate_limit: str | None = Field(
         None,
         description="Requests each API key may make, one limit in the `limits` library's "
-        "notation (`60/minute`, `1000 per hour`); beyond it 429 (default: no limit).",
+        "notation (`60/minute`, `1000 per hour`, `5/10 seconds`; count and window > 0); beyond "
+        "it 429 (default: no limit).",
     )
     max_concurrent_turns: int | None = Field(
         None, gt=0, description="Turns one org may run at once; beyond it 429 (default: no limit)."
@@ -213,13 +215,17 @@ class AptixSettings(BaseSettings):
     token_budget: str | None = Field(
         None,
         description="Model tokens (prompt and completion) one org may use per window, e.g. "
-        "`2000000/day`; the window starts at the first use. A turn that reaches it ends with "
-        "status `error` saying so, and new turns answer 429 (default: no budget).",
+        "`2000000/day` (count and window > 0); the window starts at the first use. A turn "
+        "that reaches it ends with status `error` saying so, and new turns answer 429 "
+        "(default: no budget).",
     )
     redis_url: SecretStr | None = Field(
         None,
         description="Redis shared by every process for the limits and the usage counts "
-        "(`redis://host:6379/0`); without it each process counts on its own.",
+        "(`redis://host:6379/0`, the database a number); without it each process counts on its "
+        "own. A URL the Redis client cannot read, or a database or password Redis refuses at "
+        "start, stops start-up; a Redis that does not answer is an outage (see "
+        "APTIX_LIMITS_WHEN_REDIS_DOWN).",
     )
     redis_key_prefix: str = Field(
         "aptix", min_length=1, description="Prefix of every Redis key Aptix writes."
@@ -260,14 +266,8 @@ class AptixSettings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is None:
-            return None
-        scheme = value.get_secret_value().partition("://")[0].lower()
-        if scheme not in ("redis", "rediss", "unix"):
-            # Never echo the URL: it may carry a password.
-            raise ValueError(
-                "must be a redis://, rediss:// or unix:// URL, e.g. redis://127.0.0.1:6379/0"
-            )
+        if value is not None:
+            _check_redis_url(value.get_secret_value())
         return value
 
     @field_validator("rate_limit", "token_budget")
@@ -275,7 +275,7 @@ class AptixSettings(BaseSettings):
     def _limit(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        from limits import parse_many
+        from limits.util import SINGLE_EXPR, parse_many
 
         try:
             one = len(parse_many(value)) == 1
@@ -284,6 +284,17 @@ class AptixSettings(BaseSettings):
         if not one:
             raise ValueError(
                 f"{value!r} is not one limit; write it as '<count>/<unit>', e.g. '60/minute'"
+            )
+        # The groups parse_many read: it takes a count of 0 as is (every request refused) and
+        # a window of 0 units as 1 unit; neither is what the value says.
+        found = SINGLE_EXPR.match(value)
+        assert found is not None  # parse_many matched it
+        count, _, multiple, _ = found.groups()
+        if int(count) == 0:
+            raise ValueError(f"{value!r} allows nothing; the count must be > 0, e.g. '60/minute'")
+        if multiple is not None and int(multiple) == 0:
+            raise ValueError(
+                f"{value!r} has a window of 0; the number of units must be > 0, e.g. '5/10 minutes'"
             )
         return value.strip()
 
@@ -389,6 +400,34 @@ def _check_http_url(url: str) -> None:
         raise ValueError(f"{shown} names no host; {example}")
     if port is not None and not 0 < port < 65536:
         raise ValueError(f"{shown} has port {port}, not one of 1-65535; {example}")
+
+
+def _check_redis_url(url: str) -> None:
+    """Raise ``ValueError`` unless the Redis client can read ``url`` and the database it names."""
+    # Never echo the URL, nor a part of it: it may carry a password.
+    example = "e.g. redis://127.0.0.1:6379/0"
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(f"must be a redis://, rediss:// or unix:// URL, {example}")
+    try:
+        if parts.port == 0:  # urllib raises on a port that is not a number up to 65535
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"has a port that is not a number from 1 to 65535; {example}") from None
+    try:
+        from redis.connection import ConnectionPool
+    except ImportError:
+        return  # the limits then name the package to install
+    # The parse the Redis client makes when the limits start (it connects later), made here
+    # so a bad URL stops start-up with one line instead of a traceback.
+    try:
+        options = ConnectionPool.from_url(url).connection_kwargs
+    except ValueError as exc:
+        raise ValueError(f"cannot be read by the Redis client ({exc}); {example}") from None
+    if scheme != "unix" and unquote(parts.path).replace("/", "") and "db" not in options:
+        # The client would quietly use database 0, which other programs may be using.
+        raise ValueError(f"names a database that is not a number; {example}")
 
 
 def _nearest(name: str, known: Iterable[str]) -> str:

@@ -131,10 +131,15 @@ async def test_a_redis_gone_fails_open_with_one_log_line(
 async def test_a_redis_gone_fails_closed_with_503_and_one_log_line(
     gone: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
+    chat = {"model": "aptix-general", "messages": [{"role": "user", "content": "hi"}]}
     with caplog.at_level(logging.ERROR, logger="aptix.quotas"):
         answers = [await gone.get("/v1/modes") for _ in range(3)]
+        answers.append(await gone.post("/v1/chat/completions", json=chat))
     for answer in answers:
         assert answer.status_code == 503, answer.text
         assert answer.json()["error"]["code"] == "limits_unavailable"
         assert answer.headers["Retry-After"] == "5"
+        # No limit could be checked: a quota of 0 in the IETF fields would be untrue.
+        assert "RateLimit" not in answer.headers
+        assert "RateLimit-Policy" not in answer.headers
     assert len(outage_lines(caplog)) == 1

@@ -50,6 +50,10 @@ def use_demo_model() -> None:
 class DemoModel:
     """A rule-based :class:`~aptix.llm.types.LlmClient` for trying Aptix offline."""
 
+    #: What its ``chat`` spans name: the model asked for, and no remote provider.
+    model = DEMO_MODEL
+    provider = "aptix.demo"
+
     def __init__(self, *, word_delay_seconds: float = WORD_DELAY_SECONDS) -> None:
         self._delay = word_delay_seconds
         self._ids = itertools.count(1)

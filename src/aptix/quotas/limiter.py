@@ -23,6 +23,7 @@ from limits.aio.strategies import FixedWindowRateLimiter
 
 from aptix.errors import ConfigurationError
 from aptix.llm.types import Usage
+from aptix.log_setup import escape_controls
 from aptix.quotas.usage import UsageMeter
 
 __all__ = ["Quotas", "Refusal"]
@@ -49,22 +50,26 @@ return 1
 _OUTAGE_RETRY_SECONDS = 5
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Refusal:
     """Why a request may not go on, with what its 429 (or 503) answer carries."""
 
     message: str
     code: str
-    policy: str
-    quota: int
-    remaining: int
     reset_seconds: int
+    status: int = 429
+    #: The limit that refused, its ``RateLimit-Policy`` name; None when no limit could be
+    #: checked (Redis is down), so no quota is known.
+    policy: str | None = None
+    quota: int = 0
+    remaining: int = 0
     window_seconds: int | None = None
     unit: str | None = None
-    status: int = 429
 
     def headers(self) -> dict[str, str]:
-        """``Retry-After`` and the IETF ``RateLimit`` / ``RateLimit-Policy`` fields."""
+        """``Retry-After``, and the IETF ``RateLimit`` / ``RateLimit-Policy`` of its limit."""
+        if self.policy is None:
+            return {"Retry-After": str(self.reset_seconds)}
         policy = f'"{self.policy}";q={self.quota}'
         if self.window_seconds is not None:
             policy += f";w={self.window_seconds}"
@@ -147,14 +152,14 @@ class Quotas:
         self._up()
         wait = _seconds_until(stats.reset_time)
         return Refusal(
-            f"Rate limit reached: this API key may make {self.rate_limit} requests; "
+            message=f"Rate limit reached: this API key may make {self.rate_limit} requests; "
             f"retry in {wait} s.",
-            "rate_limited",
-            "requests",
-            item.amount,
-            stats.remaining,
-            wait,
-            item.get_expiry(),
+            code="rate_limited",
+            reset_seconds=wait,
+            policy="requests",
+            quota=item.amount,
+            remaining=stats.remaining,
+            window_seconds=item.get_expiry(),
         )
 
     async def enter_turn(self, org: str) -> Refusal | None:
@@ -177,13 +182,12 @@ class Quotas:
             self._held.setdefault(org, deque()).append(slot)
             return None
         return Refusal(
-            f"This organization already runs {limit} turns at once, as many as it may; "
+            message=f"This organization already runs {limit} turns at once, as many as it may; "
             "retry when one ends.",
-            "too_many_turns",
-            "turns",
-            limit,
-            0,
-            1,
+            code="too_many_turns",
+            reset_seconds=1,
+            policy="turns",
+            quota=limit,
             unit="concurrent-requests",
         )
 
@@ -239,14 +243,14 @@ class Quotas:
         self._up()
         wait = _seconds_until(stats.reset_time)
         return Refusal(
-            f"Token budget reached: this organization may use {self.token_budget} model "
-            f"tokens; the budget renews in {wait} s.",
-            "token_budget_exhausted",
-            "tokens",
-            item.amount,
-            stats.remaining,
-            wait,
-            item.get_expiry(),
+            message=f"Token budget reached: this organization may use {self.token_budget} "
+            f"model tokens; the budget renews in {wait} s.",
+            code="token_budget_exhausted",
+            reset_seconds=wait,
+            policy="tokens",
+            quota=item.amount,
+            remaining=stats.remaining,
+            window_seconds=item.get_expiry(),
         )
 
     async def spend(self, org: str, key_id: str, user: str, usage: Usage) -> None:
@@ -274,6 +278,30 @@ class Quotas:
             "resetSeconds": _seconds_until(stats.reset_time),
         }
 
+    async def check(self) -> None:
+        """At start-up, a :class:`ConfigurationError` when Redis refuses what the URL asks.
+
+        A Redis that answers but refuses the URL's database (or its credentials) never will
+        work. One that does not answer is an outage, met by the first request that counts
+        (``APTIX_LIMITS_WHEN_REDIS_DOWN``), as when it stops answering later.
+        """
+        if self._redis is None:
+            return
+        from redis.exceptions import AuthenticationError, ResponseError
+
+        try:
+            await self._redis.ping()
+        except (ResponseError, AuthenticationError) as exc:
+            await self.aclose()
+            reason = escape_controls(str(exc)[:200])  # the server's words: outside text
+            raise ConfigurationError(
+                f"APTIX_REDIS_URL: Redis refuses the connection ({reason}).",
+                hint="fix the database number (0-15 on a default Redis) or the credentials "
+                "in the URL",
+            ) from None
+        except Exception:
+            return  # not answering: an outage, reported by the first request it fails
+
     async def aclose(self) -> None:
         """Close the Redis connections (nothing to do in memory)."""
         await self.usage.aclose()
@@ -293,12 +321,10 @@ class Quotas:
         if self._fail_open:
             return None
         return Refusal(
-            "Limits cannot be checked right now (their store is unreachable); retry shortly.",
-            "limits_unavailable",
-            "limits",
-            0,
-            0,
-            _OUTAGE_RETRY_SECONDS,
+            message="Limits cannot be checked right now (their store is unreachable); "
+            "retry shortly.",
+            code="limits_unavailable",
+            reset_seconds=_OUTAGE_RETRY_SECONDS,
             status=503,
         )
 

@@ -27,6 +27,10 @@ _OTLP_PACKAGES = {
 }
 #: Where the OTLP protocol is chosen, the more specific variable first.
 _PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+#: Longest attribute value of the spans Aptix's own provider exports, unless
+#: ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`` says otherwise (the SDK has no limit): a backstop for
+#: outside text in spans Aptix does not make, such as an exception's traceback.
+_ATTRIBUTE_LENGTH = 4096
 
 
 def span_exporters(environ: dict[str, str] | os._Environ[str] = os.environ) -> list[SpanExporter]:
@@ -81,14 +85,16 @@ def open_tracing(settings: AptixSettings, *, owned: bool = True) -> Tracing:
     An SDK tracer provider already installed (``opentelemetry-instrument``, an embedding
     application) is used as it is. Otherwise one is made as the standard variables say:
     ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES`` (service name ``aptix`` when neither
-    names one), ``OTEL_TRACES_SAMPLER``, ``OTEL_BSP_*`` and the exporters of
-    :func:`span_exporters`. ``owned``: the runtime shuts it down when it closes.
+    names one), ``OTEL_TRACES_SAMPLER``, ``OTEL_BSP_*``, ``OTEL_*_LIMIT`` (attribute values
+    4,096 characters at most by default) and the exporters of :func:`span_exporters`.
+    ``owned``: the runtime shuts it down when it closes.
     """
     if not settings.otel:
         return NO_TRACING
     try:
         from opentelemetry import trace
         from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import SpanLimits
         from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError:
@@ -102,8 +108,10 @@ def open_tracing(settings: AptixSettings, *, owned: bool = True) -> Tracing:
     named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get(
         "OTEL_RESOURCE_ATTRIBUTES", ""
     )
+    length = None if "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT" in os.environ else _ATTRIBUTE_LENGTH
     provider = SdkTracerProvider(
-        resource=Resource.create({} if named else {"service.name": "aptix"})
+        resource=Resource.create({} if named else {"service.name": "aptix"}),
+        span_limits=SpanLimits(max_attribute_length=length),
     )
     for exporter in span_exporters():
         provider.add_span_processor(BatchSpanProcessor(exporter))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import importlib.metadata
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
+
+from aptix.log_setup import escape_controls
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
@@ -85,6 +88,8 @@ class TracedTurn(Protocol):
     def record(self) -> _Record: ...
     @property
     def resume_key(self) -> object: ...
+    @property
+    def usage(self) -> _Usage: ...
 
 
 class TracedCall(Protocol):
@@ -104,6 +109,17 @@ HAND_OFF_EVENT = "aptix.tool_call.handed_off"
 REFUSAL_EVENT = "aptix.tool_call.refused"
 #: Event for each cut of a model response (too many tool calls, a repeated call id, long text).
 CAPPED_EVENT = "aptix.response.capped"
+#: Most characters of a text from outside (a model's tool name, an endpoint's error message)
+#: that a span name, attribute or status carries: such text can be of any size.
+_TEXT_LIMIT = 500
+#: ``error.type`` (and ``aptix.turn.kind``) of a span whose operation was cancelled.
+_CANCELLED = "cancelled"
+
+
+def _bounded(text: str, limit: int = _TEXT_LIMIT) -> str:
+    """``text`` on one line (control characters escaped), cut to ``limit`` characters."""
+    shown = escape_controls(text)
+    return shown if len(shown) <= limit else f"{shown[: limit - 1]}…"
 
 
 class SpanHandle:
@@ -189,20 +205,16 @@ class _OtelSpan(SpanHandle):
     def model_response(self, response: TracedResponse) -> None:
         span = self.span
         if response.model_id:
-            span.set_attribute("gen_ai.response.model", response.model_id)
+            span.set_attribute("gen_ai.response.model", _bounded(response.model_id))
         if response.finish_reason:
-            span.set_attribute("gen_ai.response.finish_reasons", [response.finish_reason])
+            span.set_attribute("gen_ai.response.finish_reasons", [_bounded(response.finish_reason)])
         span.set_attribute("gen_ai.usage.input_tokens", response.usage.prompt_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", response.usage.completion_tokens)
 
     def turn_result(self, result: TracedResult) -> None:
-        span = self.span
-        span.set_attribute("aptix.turn.kind", result.kind)
-        span.set_attribute("aptix.mode", result.mode)
-        span.set_attribute("gen_ai.usage.input_tokens", result.usage.prompt_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", result.usage.completion_tokens)
+        self.ended_as(result.kind, result.mode, result.usage)
         if result.model_id:
-            span.set_attribute("gen_ai.response.model", result.model_id)
+            self.span.set_attribute("gen_ai.response.model", _bounded(result.model_id))
         if result.error:
             self._error("aptix.turn_error", result.error)
 
@@ -215,11 +227,32 @@ class _OtelSpan(SpanHandle):
     def event(self, name: str, attributes: dict[str, Any]) -> None:
         self.span.add_event(name, attributes)
 
+    def ended_as(self, kind: str, mode: str, usage: _Usage) -> None:
+        """Record how a turn ended: its kind, its mode then and the tokens it used."""
+        span = self.span
+        span.set_attribute("aptix.turn.kind", kind)
+        span.set_attribute("aptix.mode", mode)
+        span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+
+    def cancelled(self) -> None:
+        """Record that the operation was cancelled before it finished."""
+        self._error(_CANCELLED, "Cancelled before it finished.")
+
+    def raised(self, exc: Exception) -> None:
+        """Record the exception that ended the operation: its type and a bounded message."""
+        # Recorded here rather than by the SDK, whose exception event carries the whole
+        # chained traceback: a model endpoint's error body in it can be of any size.
+        kind = type(exc).__qualname__
+        message = _bounded(str(exc))
+        self.span.add_event("exception", {"exception.type": kind, "exception.message": message})
+        self._error(kind, f"{kind}: {message}" if message else kind)
+
     def _error(self, kind: str, message: str) -> None:
         from opentelemetry.trace import Status, StatusCode
 
         self.span.set_attribute("error.type", kind)
-        self.span.set_status(Status(StatusCode.ERROR, message))
+        self.span.set_status(Status(StatusCode.ERROR, _bounded(message)))
 
 
 def _version() -> str:
@@ -271,6 +304,26 @@ class OtelTracing(Tracing):
         return self._provider or self._trace.get_tracer_provider()
 
     @contextlib.contextmanager
+    def _span(self, name: str, attributes: dict[str, Any], **options: Any) -> Iterator[_OtelSpan]:
+        """A current span that records how an exception or a cancellation ended it."""
+        with self.tracer.start_as_current_span(
+            name,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+            **options,
+        ) as span:
+            handle = _OtelSpan(span)
+            try:
+                yield handle
+            except asyncio.CancelledError:
+                handle.cancelled()
+                raise
+            except Exception as exc:
+                handle.raised(exc)
+                raise
+
+    @contextlib.contextmanager
     def turn(self, turn: TracedTurn) -> Iterator[SpanHandle]:
         """The ``invoke_agent`` span around one turn (a new instruction or a resume)."""
         session = turn.session
@@ -288,25 +341,33 @@ class OtelTracing(Tracing):
             attributes["aptix.workflow.id"] = session.active_workflow_id
         token = _TURN.set(turn)
         try:
-            with self.tracer.start_as_current_span(
-                f"invoke_agent {AGENT_NAME}", attributes=attributes
-            ) as span:
-                yield _OtelSpan(span)
+            with self._span(f"invoke_agent {AGENT_NAME}", attributes) as span:
+                try:
+                    yield span
+                except asyncio.CancelledError:
+                    span.ended_as(_CANCELLED, turn.session.mode, turn.usage)
+                    raise
         finally:
             _TURN.reset(token)
 
     @contextlib.contextmanager
     def model_call(self, model: object, request: object) -> Iterator[SpanHandle]:
-        """The ``chat`` span around one model call."""
+        """The ``chat`` span around one model call.
+
+        The model may name itself: ``model`` (the model requested; default its class name)
+        and ``provider`` (``gen_ai.provider.name``; default ``openai`` for a client of an
+        OpenAI-compatible endpoint, one with a ``base_url``, else none).
+        """
         from opentelemetry.trace import SpanKind
 
         model = getattr(model, "inner", model)  # a wrapper (the token meter) names its model
-        name = getattr(model, "model", None) or type(model).__name__
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": "openai",
-            "gen_ai.request.model": name,
-        }
+        name = _bounded(getattr(model, "model", None) or type(model).__name__)
+        base_url = getattr(model, "base_url", None)
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat"}
+        provider = getattr(model, "provider", None) or ("openai" if base_url else None)
+        if provider:
+            attributes["gen_ai.provider.name"] = provider
+        attributes["gen_ai.request.model"] = name
         for attribute, field in (
             ("gen_ai.request.temperature", "temperature"),
             ("gen_ai.request.max_tokens", "max_output_tokens"),
@@ -314,27 +375,29 @@ class OtelTracing(Tracing):
             value = getattr(model, field, None)
             if value is not None:
                 attributes[attribute] = value
-        base_url = getattr(model, "base_url", None)
         if isinstance(base_url, str):
             where = urlsplit(base_url)
             if where.hostname:
                 attributes["server.address"] = where.hostname
             if where.port:
                 attributes["server.port"] = where.port
-        with self.tracer.start_as_current_span(
-            f"chat {name}", kind=SpanKind.CLIENT, attributes=_governance(attributes)
-        ) as span:
-            yield _OtelSpan(span)
+        with self._span(f"chat {name}", _governance(attributes), kind=SpanKind.CLIENT) as span:
+            yield span
 
     @contextlib.contextmanager
     def tool_call(
         self, call: TracedCall, *, session_id: str | None, turn_id: str | None
     ) -> Iterator[SpanHandle]:
-        """The ``execute_tool`` span around one tool call."""
+        """The ``execute_tool`` span around one call of a registered tool.
+
+        A call of a name no tool has is model output, not a tool: it is a refusal event
+        (:func:`refusal_attributes`), never a span name.
+        """
+        name = _bounded(call.name)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.name,
-            "gen_ai.tool.call.id": call.call_id,
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": _bounded(call.call_id),
             "gen_ai.tool.type": "function",
         }
         if session_id:
@@ -342,10 +405,8 @@ class OtelTracing(Tracing):
             attributes["gen_ai.conversation.id"] = session_id
         if turn_id:
             attributes["aptix.turn.id"] = turn_id
-        with self.tracer.start_as_current_span(
-            f"execute_tool {call.name}", attributes=_governance(attributes)
-        ) as span:
-            yield _OtelSpan(span)
+        with self._span(f"execute_tool {name}", _governance(attributes)) as span:
+            yield span
 
     def event(self, name: str, attributes: dict[str, Any]) -> None:
         """Add an event to the current span."""
@@ -368,13 +429,17 @@ class OtelTracing(Tracing):
 
 
 def refusal_attributes(call: TracedCall, reason: str) -> dict[str, Any]:
-    """The attributes of a refusal event."""
-    return {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.call_id, "reason": reason}
+    """The attributes of a refusal event (the name may be any text the model wrote)."""
+    return {
+        "gen_ai.tool.name": _bounded(call.name),
+        "gen_ai.tool.call.id": _bounded(call.call_id),
+        "reason": _bounded(reason),
+    }
 
 
 def hand_off_attributes(calls: Sequence[TracedCall]) -> dict[str, Any]:
     """The attributes of a hand-off event: the calls the client now has to answer."""
     return {
-        "gen_ai.tool.name": [c.name for c in calls],
-        "gen_ai.tool.call.id": [c.call_id for c in calls],
+        "gen_ai.tool.name": [_bounded(c.name) for c in calls],
+        "gen_ai.tool.call.id": [_bounded(c.call_id) for c in calls],
     }

@@ -26,7 +26,12 @@ class TracedToolExecutor(AgentToolExecutor):
     async def execute(
         self, call: AgentToolCall, context: AgentToolExecutionContext, *, approved: bool = False
     ) -> AgentToolCall:
-        """Run one call inside its ``execute_tool`` span."""
+        """Run one call inside its ``execute_tool`` span (a refusal event for an unknown name)."""
+        if not self.registry.has_tool(call.name):
+            # The name is model output, of any size and content: never a span's name.
+            done = await super().execute(call, context, approved=approved)
+            self.tracing.event(REFUSAL_EVENT, refusal_attributes(call, done.error_message or ""))
+            return done
         with self.tracing.tool_call(
             call, session_id=context.session_id, turn_id=context.conversation_id
         ) as span:
