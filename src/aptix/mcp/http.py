@@ -4,6 +4,11 @@ Authentication is the ``mcp`` SDK's own: Starlette's ``AuthenticationMiddleware`
 SDK's ``BearerAuthBackend`` on the API's :class:`~aptix.api.auth.ApiKeyVerifier`, and the
 SDK's ``AuthContextMiddleware`` so that the tool handler reads the caller with
 ``get_access_token()``. Only the refusal is ours: the API's error envelope and challenge.
+
+The server is stateless, so a client's ``notifications/cancelled`` arrives on a request of its
+own and the SDK never ties a closed connection to the call it carried: both are tied here
+(:class:`~aptix.mcp.server.CallsInFlight`), and cancelling the call forwards the cancel to an
+MCP server behind it.
 """
 
 from __future__ import annotations
@@ -12,16 +17,21 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aptix.api.auth import BEARER_CHALLENGE, ApiKeyVerifier
+from aptix.api.auth import BEARER_CHALLENGE, LOCAL_CALLER, ApiKeyVerifier, caller_from_token
 from aptix.api.errors import error_body
 from aptix.mcp.messages import refusal as _refusal
-from aptix.mcp.server import build_mcp_server
+from aptix.mcp.server import EXCHANGE_SCOPE_KEY, CallsInFlight, build_mcp_server, request_key
 from aptix.runtime import Runtime
 
 __all__ = ["mcp_http_app"]
@@ -30,7 +40,8 @@ __all__ = ["mcp_http_app"]
 @asynccontextmanager
 async def mcp_http_app(runtime: Runtime, verifier: ApiKeyVerifier) -> AsyncIterator[ASGIApp]:
     """The ``/mcp`` ASGI app for the lifetime of the block (its session manager runs inside)."""
-    server = build_mcp_server(runtime)
+    in_flight = CallsInFlight()
+    server = build_mcp_server(runtime, in_flight=in_flight)
     inner = server.streamable_http_app(
         streamable_http_path="/mcp",
         stateless_http=True,
@@ -40,7 +51,7 @@ async def mcp_http_app(runtime: Runtime, verifier: ApiKeyVerifier) -> AsyncItera
         # every real host name.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    app: ASGIApp = _OneMessage(inner)
+    app: ASGIApp = _OneMessage(inner, in_flight)
     if verifier.enabled:
         app = AuthenticationMiddleware(
             _RequireKey(AuthContextMiddleware(app)), backend=BearerAuthBackend(verifier)
@@ -58,21 +69,50 @@ class _RequireKey:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not isinstance(scope.get("user"), AuthenticatedUser):
-            body = json.dumps(error_body("unauthorized", "Send a valid API key.")).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                        (b"www-authenticate", BEARER_CHALLENGE.encode()),
-                    ],
-                }
+            challenge = [(b"www-authenticate", BEARER_CHALLENGE.encode())]
+            await _send_json(
+                send, 401, error_body("unauthorized", "Send a valid API key."), challenge
             )
-            await send({"type": "http.response.body", "body": body})
             return
         await self._app(scope, receive, send)
+
+
+async def _send_json(
+    send: Send, status: int, answer: object, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps(answer).encode()
+    start = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *(headers or []),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": start})
+    await send({"type": "http.response.body", "body": body})
+
+
+_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+
+
+def _header_refusal(scope: Scope) -> tuple[int, dict[str, object]] | None:
+    """The status and envelope refusing a POST for its headers, before the SDK reads it.
+
+    The SDK answers these with a JSON-RPC error (or a bare status), and one for an unknown
+    ``MCP-Protocol-Version`` with words about ``params._meta``. (Its refusals in plain text
+    or none are put in the envelope by :class:`aptix.api.errors.EnvelopeErrors`.)
+    """
+    has_json, _ = check_accept_headers(Request(scope))
+    if not has_json:
+        message = "Not Acceptable: /mcp answers in JSON; send 'Accept: application/json'."
+        return 406, error_body("not_acceptable", message)
+    version = Headers(scope=scope).get("mcp-protocol-version")
+    if version is not None and version not in _VERSIONS:
+        shown = version if len(version) <= 40 else version[:40] + "…"
+        message = (
+            f"Unsupported MCP-Protocol-Version header {json.dumps(shown)}; supported: "
+            f"{', '.join(_VERSIONS)}."
+        )
+        return 400, error_body("bad_request", message)
+    return None
 
 
 class _Endpoint:
@@ -90,15 +130,20 @@ class _OneMessage:
 
     The SDK answered a readable one with its validation dump (-32602), and one whose ``id``
     is an object with 202 and no answer at all. Inside the key check: a caller without a
-    key gets 401 before its body is read.
+    key gets 401 before its body is read. It also ties a client's cancel and a closed
+    connection to the calls they concern (``in_flight``).
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, in_flight: CallsInFlight) -> None:
         self._app = app
+        self._in_flight = in_flight
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self._app(scope, receive, send)
+            return
+        if (refused := _header_refusal(scope)) is not None:
+            await _send_json(send, *refused)
             return
         chunks: list[bytes] = []
         while True:  # the app's body limit has already capped what arrives
@@ -111,21 +156,43 @@ class _OneMessage:
         body = b"".join(chunks)
         refusal = _refusal(body)
         if refusal is not None:
-            answer = json.dumps(refusal).encode()
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(answer)).encode()),
-            ]
-            await send({"type": "http.response.start", "status": 400, "headers": headers})
-            await send({"type": "http.response.body", "body": answer})
+            await _send_json(send, 400, refusal)
             return
+        self._forward_cancel(scope, json.loads(body))
+        exchange = scope[EXCHANGE_SCOPE_KEY] = object()
+        gone = anyio.Event()
         replayed = False
 
         async def replay() -> Message:
             nonlocal replayed
             if replayed:
-                return await receive()
+                await gone.wait()
+                return {"type": "http.disconnect"}
             replayed = True
             return {"type": "http.request", "body": body, "more_body": False}
 
-        await self._app(scope, replay, send)
+        async def watch() -> None:
+            # Past the body, the server's next message is the disconnect: the client went
+            # away (or the answer is complete, when nothing is running any more).
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+            self._in_flight.cancel(exchange)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch)
+            await self._app(scope, replay, send)
+            group.cancel_scope.cancel()
+
+    def _forward_cancel(self, scope: Scope, message: object) -> None:
+        """A client's ``notifications/cancelled`` cancels its call, wherever that runs."""
+        if not isinstance(message, dict) or message.get("method") != "notifications/cancelled":
+            return
+        params = message.get("params")
+        if not isinstance(params, dict) or "requestId" not in params:
+            return
+        user = scope.get("user")
+        token = user.access_token if isinstance(user, AuthenticatedUser) else None
+        caller = caller_from_token(token) or LOCAL_CALLER
+        who = (caller.org, caller.user, caller.key_id)
+        self._in_flight.cancel(request_key(who, params["requestId"]))

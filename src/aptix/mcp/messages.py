@@ -11,34 +11,42 @@ import pydantic_core
 from mcp import types
 from pydantic import ValidationError
 
-__all__ = ["INVALID", "error", "problem", "refusal"]
+__all__ = ["INVALID", "NOT_UTF8", "TOO_DEEP", "error", "problem", "refusal"]
 
 INVALID = "Invalid Request: not a JSON-RPC 2.0 message."
+#: Valid JSON the parser refuses to read (its recursion limit): saying "not JSON" would send
+#: the client hunting for a syntax error that is not there.
+TOO_DEEP = "Invalid Request: the JSON is nested too deeply (at most about 200 levels are read)."
+NOT_UTF8 = "Parse error: the message is not valid UTF-8."
+_NOT_JSON = "Parse error: the body is not JSON."
 
 
-def problem(body: bytes | str) -> int | None:
-    """``PARSE_ERROR`` (not JSON), ``INVALID_REQUEST`` (not one message), or None (one message)."""
+def problem(body: bytes | str) -> tuple[int, str] | None:
+    """The JSON-RPC error code and message for a body that is not one message; None for one."""
     try:
         raw = pydantic_core.from_json(body)
-    except ValueError:
-        return types.PARSE_ERROR
+    except ValueError as exc:
+        if "recursion limit" in str(exc):
+            return types.INVALID_REQUEST, TOO_DEEP
+        return types.PARSE_ERROR, _NOT_JSON
     if isinstance(raw, dict) and "id" in raw and not _plain_id(raw["id"]):
-        return types.INVALID_REQUEST
+        return types.INVALID_REQUEST, INVALID
     try:
         types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:
-        return types.INVALID_REQUEST
+        return types.INVALID_REQUEST, INVALID
     return None
 
 
 def refusal(body: bytes | str) -> dict[str, object] | None:
     """The answer to a body that is not one JSON-RPC 2.0 message; None for one that is."""
-    code = problem(body)
-    if code is None:
-        return None
-    return error(
-        code, "Parse error: the body is not JSON." if code == types.PARSE_ERROR else INVALID
-    )
+    if isinstance(body, bytes):
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            return error(types.PARSE_ERROR, NOT_UTF8)
+    found = problem(body)
+    return None if found is None else error(*found)
 
 
 def error(code: int, message: str) -> dict[str, object]:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from typing import Any, cast
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager, suppress
+from typing import IO, Any, cast
 
 import anyio
 from mcp import types
@@ -19,19 +22,68 @@ from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
 from aptix.runtime import Runtime
 from aptix.settings import AptixSettings
 from aptix.tools.base import AgentTool
+from aptix.tools.mcp_source.tool import McpTool
 
-__all__ = ["build_mcp_server", "run_stdio"]
+__all__ = ["SESSION_META_KEY", "CallsInFlight", "build_mcp_server", "run_stdio"]
+
+#: The key of ``params._meta`` that selects one of the caller's sessions (docs/mcp.md).
+SESSION_META_KEY = "aptix/sessionId"
+
+#: Where a transport puts its own mark of one HTTP exchange in the ASGI scope, so that
+#: the exchange's end (the client went away) cancels the calls it carried.
+EXCHANGE_SCOPE_KEY = "aptix.mcp.exchange"
+
+
+class CallsInFlight:
+    """The running ``tools/call`` handlers, so a transport can cancel the ones it carried."""
+
+    def __init__(self) -> None:
+        self._scopes: dict[Hashable, set[anyio.CancelScope]] = {}
+
+    @contextmanager
+    def running(self, *keys: Hashable) -> Iterator[anyio.CancelScope]:
+        """Run the block in a cancel scope that :meth:`cancel` reaches by any of ``keys``."""
+        scope = anyio.CancelScope()
+        for key in keys:
+            self._scopes.setdefault(key, set()).add(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            for key in keys:
+                scopes = self._scopes.get(key)
+                if scopes is not None:
+                    scopes.discard(scope)
+                    if not scopes:
+                        del self._scopes[key]
+
+    def cancel(self, key: Hashable) -> None:
+        """Cancel every call running under ``key``."""
+        for scope in list(self._scopes.get(key, ())):
+            scope.cancel()
+
+
+def request_key(caller: tuple[str, str, str], request_id: object) -> Hashable:
+    """The key of one caller's request id, as a client's ``notifications/cancelled`` names it."""
+    return ("request", caller, json.dumps(request_id))
 
 
 def build_mcp_server(
-    runtime: Runtime, *, org: str = "local", user: str = "local", role: str = "admin"
+    runtime: Runtime,
+    *,
+    org: str = "local",
+    user: str = "local",
+    role: str = "admin",
+    in_flight: CallsInFlight | None = None,
 ) -> Server[Any]:
     """An MCP server exposing the runtime's server-final tools.
 
     Calls run as (``org``, ``user``, ``role``), the local admin by default, or as the caller
     whose API key authenticated the HTTP request. Client-final tools are left out: an MCP
-    client cannot post their results back. A call's optional ``sessionId`` argument selects a
-    session, which must belong to the caller (org and user), exactly as over HTTP.
+    client cannot post their results back. A session is selected by ``_meta`` key
+    :data:`SESSION_META_KEY`, or by a ``sessionId`` argument (any casing) when the tool has no
+    argument of that name; it must belong to the caller (org and user), exactly as over HTTP.
+    Calls run in ``in_flight``, where a transport can cancel them.
     """
     from aptix.api.auth import Caller, caller_from_token
 
@@ -62,18 +114,28 @@ def build_mcp_server(
             return _error(f"{NUL_REFUSED} (found in '{nul}').")
         if (lone := find_surrogate(arguments)) is not None:
             return _error(f"{SURROGATE_REFUSED} (found in '{lone}').")
-        session_id = arguments.pop("sessionId", None)
         tool_cls = registry.get_tool_type(params.name)
         if tool_cls is None or not tool_cls.is_fully_executed_on_server:
             return _error(f"Unknown tool '{params.name}'.")
+        session_id = _session_id(params, arguments, tool_cls)
+        if isinstance(session_id, _Refused):
+            return _error(session_id.message)
+        who = (caller.org, caller.user, caller.key_id)
+        keys: list[Hashable] = [request_key(who, getattr(ctx, "request_id", None))]
+        exchange = getattr(getattr(ctx, "request", None), "scope", {}).get(EXCHANGE_SCOPE_KEY)
+        if exchange is not None:
+            keys.append(exchange)
         try:
-            context = await runtime.session_context(
-                org=caller.org,
-                user=caller.user,
-                role=caller.role,
-                session_id=str(session_id) if session_id is not None else None,
-            )
-            outcome = await runtime.executor.invoke(params.name, json.dumps(arguments), context)
+            with (in_flight or CallsInFlight()).running(*keys) as running:
+                context = await runtime.session_context(
+                    org=caller.org,
+                    user=caller.user,
+                    role=caller.role,
+                    session_id=session_id,
+                )
+                outcome = await runtime.executor.invoke(params.name, json.dumps(arguments), context)
+            if running.cancelled_caught:
+                return _error("The call was cancelled by the client.")
         except NotFoundError as exc:
             return _error(str(exc))
         except Exception as exc:
@@ -91,6 +153,9 @@ def build_mcp_server(
             return _error(DATABASE_UNAVAILABLE)
         if outcome.result is None:
             return _error(outcome.error_message or "The tool call failed.")
+        if issubclass(tool_cls, McpTool):
+            # Its listing carries the upstream output schema: the upstream result follows it.
+            return tool_cls.mcp_result(outcome.result)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.result)],
             structuredContent=_structured(outcome.result),
@@ -105,7 +170,7 @@ def build_mcp_server(
     )
 
 
-#: Documented in docs/mcp.md: every tool takes it, so it is part of every input schema.
+#: Documented in docs/mcp.md: every tool without an argument of that name takes it.
 SESSION_ID_PROPERTY = {
     "type": "string",
     "description": "Optional: the id of one of your Aptix sessions to run the tool in "
@@ -113,11 +178,45 @@ SESSION_ID_PROPERTY = {
 }
 
 
+class _Refused:
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _is_session_key(name: str) -> bool:
+    """``sessionId`` in any casing: ``SessionId`` and ``session_id`` too."""
+    return name.replace("_", "").casefold() == "sessionid"
+
+
+def _owns_session_argument(properties: dict[str, Any]) -> bool:
+    return any(_is_session_key(name) for name in properties)
+
+
+def _session_id(
+    params: types.CallToolRequestParams, arguments: dict[str, Any], tool_cls: type[AgentTool]
+) -> str | _Refused | None:
+    """The session a call selects; a ``sessionId`` argument is taken out of ``arguments``.
+
+    A tool with an argument of that name keeps it: the selector is then only in ``_meta``.
+    """
+    given = [(params.meta or {}).get(SESSION_META_KEY)]
+    if not _owns_session_argument(tool_cls.schema()["parameters"].get("properties", {})):
+        given += [arguments.pop(name) for name in list(arguments) if _is_session_key(name)]
+    chosen = [value for value in given if value is not None]
+    if not chosen:
+        return None
+    value = chosen[0]
+    if any(other != value for other in chosen):
+        return _Refused("Two different session ids were given; send one.")
+    return value if isinstance(value, str) else _Refused("The session id must be a string.")
+
+
 def _mcp_tool(schema: dict[str, Any], tool_cls: type[AgentTool]) -> types.Tool:
     """The MCP listing of one tool: input schema with ``sessionId``, annotations, output."""
     params = schema["parameters"]
     properties = dict(params.get("properties", {}))
-    properties.setdefault("sessionId", SESSION_ID_PROPERTY)
+    if not _owns_session_argument(properties):
+        properties["sessionId"] = SESSION_ID_PROPERTY
     hints = dict(tool_cls.TOOL_ANNOTATIONS or {})
     title = hints.get("title")
     return types.Tool(
@@ -151,14 +250,38 @@ async def run_stdio(settings: AptixSettings | None = None) -> None:
     from aptix.mcp.stdio import answering_bad_lines, capped_lines
     from aptix.runtime import open_runtime
 
-    async with open_runtime(settings) as runtime:
-        server = build_mcp_server(runtime)
-        limit = runtime.settings.max_body_bytes
-        # The SDK reads whole lines, however long: ours are capped (any async line iterable
-        # serves as its stdin).
-        stdin = cast("anyio.AsyncFile[str]", capped_lines(sys.stdin.buffer, limit))
-        async with (
-            stdio_server(stdin=stdin) as (read, write),
-            answering_bad_lines(read, write, limit) as checked,
-        ):
-            await server.run(checked, write, server.create_initialization_options())
+    with _stdout_kept_for_the_wire() as wire:
+        async with open_runtime(settings) as runtime:
+            server = build_mcp_server(runtime)
+            limit = runtime.settings.max_body_bytes
+            # The SDK reads whole lines, however long: ours are capped (any async line
+            # iterable serves as its stdin).
+            stdin = cast("anyio.AsyncFile[str]", capped_lines(sys.stdin.buffer, limit))
+            async with (
+                stdio_server(stdin=stdin, stdout=anyio.wrap_file(wire)) as (read, write),
+                answering_bad_lines(read, write, limit) as checked,
+            ):
+                await server.run(checked, write, server.create_initialization_options())
+
+
+@contextmanager
+def _stdout_kept_for_the_wire() -> Iterator[IO[str]]:
+    """The process's stdout for JSON-RPC only; fd 1 points at stderr until the block ends.
+
+    Tool modules, plugins and MCP servers that print while the runtime opens (before the
+    SDK would divert stdout) or later would otherwise put lines that are not JSON-RPC on
+    the client's stream.
+    """
+    sys.stdout.flush()
+    wire_fd = os.dup(1)
+    os.dup2(2, 1)
+    wire = open(wire_fd, "w", encoding="utf-8", newline="\n", closefd=False)  # noqa: SIM115
+    try:
+        yield wire
+    finally:
+        with suppress(OSError):  # the client closed its end
+            sys.stdout.flush()
+        with suppress(OSError):
+            wire.close()  # its descriptor stays open (closefd=False) until restored
+        os.dup2(wire_fd, 1)
+        os.close(wire_fd)

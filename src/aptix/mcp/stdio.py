@@ -1,13 +1,15 @@
 """Stdio transport helpers: a line that is not JSON-RPC gets a JSON-RPC error, never silence.
 
 A line longer than the limit (``APTIX_MAX_BODY_BYTES``, as for an HTTP body) is read and
-dropped piece by piece, never held whole, and answered with -32700 like unparsable JSON. A
-message the SDK would drop unanswered (an ``id`` that is neither a string nor an integer) is
-answered -32600, as over HTTP (:mod:`aptix.mcp.messages`).
+dropped piece by piece, never held whole, and answered with -32700 like unparsable JSON, as is
+a line that is not UTF-8 (never read with its bytes replaced). A message the SDK would drop
+unanswered (an ``id`` that is neither a string nor an integer) is answered -32600, as is JSON
+nested too deeply to be read, as over HTTP (:mod:`aptix.mcp.messages`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import BinaryIO
@@ -18,15 +20,17 @@ from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from aptix.mcp.messages import INVALID, problem
+from aptix.mcp.messages import INVALID, NOT_UTF8, problem
 
 __all__ = ["answering_bad_lines", "capped_lines"]
 
 # Stands for a line that was too long: not JSON, so the SDK hands it on as a parse failure.
 _TOO_LONG = "\x00aptix: line too long"
+# Stands for a line that is not UTF-8: not JSON either, answered -32700 with its own words.
+_NOT_UTF8 = "\x00aptix: not UTF-8"
 # Stands for a message the SDK would drop: JSON but no JSON-RPC message, so the SDK hands it
-# on as a validation failure (-32600).
-_INVALID = '{"aptix": "not a JSON-RPC 2.0 message"}\n'
+# on as a validation failure (-32600). The marker carries the words of the answer.
+_REFUSED = '{{"aptix": {message}}}\n'
 
 
 async def capped_lines(source: BinaryIO, limit: int) -> AsyncIterator[str]:
@@ -40,24 +44,31 @@ async def capped_lines(source: BinaryIO, limit: int) -> AsyncIterator[str]:
                 line = await anyio.to_thread.run_sync(source.readline, limit + 1)
             yield _TOO_LONG
             continue
-        text = line.decode("utf-8", errors="replace")
-        yield _INVALID if problem(text) == types.INVALID_REQUEST else text
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            yield _NOT_UTF8
+            continue
+        found = problem(text)
+        if found is not None and found[0] == types.INVALID_REQUEST:
+            yield _REFUSED.format(message=json.dumps(found[1]))
+        else:
+            yield text
 
 
 def _error_for(exc: Exception, limit: int | None) -> types.JSONRPCError:
     errors = exc.errors() if isinstance(exc, ValidationError) else []
-    unparsable = any(e.get("type") == "json_invalid" for e in errors)
-    too_long = any(e.get("input") == _TOO_LONG for e in errors)
-    error = (
-        types.ErrorData(
-            code=types.PARSE_ERROR,
-            message=f"Parse error: the line is longer than {limit} bytes.",
-        )
-        if too_long
-        else types.ErrorData(code=types.PARSE_ERROR, message="Parse error: the line is not JSON.")
-        if unparsable
-        else types.ErrorData(code=types.INVALID_REQUEST, message=INVALID)
-    )
+    inputs = [e.get("input") for e in errors]
+    # A refused message stands in as {"aptix": <the words of its answer>}.
+    words = [i["aptix"] for i in inputs if isinstance(i, dict) and isinstance(i.get("aptix"), str)]
+    code, message = types.INVALID_REQUEST, words[0] if words else INVALID
+    if _TOO_LONG in inputs:
+        code, message = types.PARSE_ERROR, f"Parse error: the line is longer than {limit} bytes."
+    elif _NOT_UTF8 in inputs:
+        code, message = types.PARSE_ERROR, NOT_UTF8
+    elif any(e.get("type") == "json_invalid" for e in errors):
+        code, message = types.PARSE_ERROR, "Parse error: the line is not JSON."
+    error = types.ErrorData(code=code, message=message)
     # The id of a message that could not be read is unknown: JSON-RPC 2.0 says null.
     return types.JSONRPCError(jsonrpc="2.0", id=None, error=error)
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, cast
@@ -52,6 +53,53 @@ _TRANSPORT_ERRORS = (
     OSError,
     BaseExceptionGroup,
 )
+
+
+@dataclass(eq=False)
+class _Attempt:
+    """What the HTTP transport saw of one call's request (it runs in the call's context)."""
+
+    #: The connection for its POST could not be opened: the request never left.
+    refused: Exception | None = None
+
+
+#: The attempt of the call whose request the transport is sending.
+_ATTEMPT: ContextVar[_Attempt | None] = ContextVar("aptix_mcp_attempt", default=None)
+
+
+@contextlib.contextmanager
+def _sending(attempt: _Attempt) -> Iterator[None]:
+    """The requests sent from this task's context in the block are ``attempt``'s."""
+    token = _ATTEMPT.set(attempt)
+    try:
+        yield
+    finally:
+        _ATTEMPT.reset(token)
+
+
+class _NotingRefusals(httpx2.AsyncBaseTransport):
+    """An HTTP transport that tells the call when its request could not be sent at all.
+
+    The SDK turns a POST that failed to connect into a plain "Connection closed", the words
+    it uses for a connection lost after sending; only this tells the two apart.
+    """
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send ``request``; a failure to connect is noted on the call's attempt."""
+        try:
+            return await self._inner.handle_async_request(request)
+        except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
+            attempt = _ATTEMPT.get()
+            if attempt is not None:
+                attempt.refused = exc
+            raise
+
+    async def aclose(self) -> None:
+        """Close the wrapped transport."""
+        await self._inner.aclose()
 
 
 class McpCallError(Exception):
@@ -141,13 +189,15 @@ class McpConnection:
         for attempt in (1, 2):
             live: _Live | None = None
             ended = False
+            sent = _Attempt()
             try:
                 async with asyncio.timeout_at(deadline):
                     live = await self._ready()
                     ended = live.ended  # already closed: this request cannot be delivered
-                    return await _session(live).call_tool(
-                        tool, arguments, read_timeout_seconds=limit, meta=cast(Any, meta)
-                    )
+                    with _sending(sent):
+                        return await _session(live).call_tool(
+                            tool, arguments, read_timeout_seconds=limit, meta=cast(Any, meta)
+                        )
             except McpCallError:
                 raise
             except Exception as exc:
@@ -158,6 +208,8 @@ class McpConnection:
                     # unrun, so it is sent once more on a fresh session.
                     self._drop(live)
                     continue
+                if sent.refused is not None:  # the server was down: nothing was delivered
+                    raise self._failed(doing, sent.refused, live) from None
                 raise self._call_failed(doing, exc, live, ended) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -288,7 +340,10 @@ class McpConnection:
 
         async with (
             httpx2.AsyncClient(
-                headers=config.headers, timeout=timeout, event_hooks={"response": [note]}
+                headers=config.headers,
+                timeout=timeout,
+                event_hooks={"response": [note]},
+                transport=_NotingRefusals(httpx2.AsyncHTTPTransport()),
             ) as client,
             streamable_http_client(config.url, http_client=client) as streams,
         ):

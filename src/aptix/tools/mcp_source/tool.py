@@ -116,6 +116,20 @@ class McpTool(AgentTool):
             return InvokeResult.from_error(message)
         return result_to_json(result, self.TOOL_NAME, self.connection.config.max_result_bytes)
 
+    @classmethod
+    def mcp_result(cls, text: str) -> types.CallToolResult:
+        """The MCP result of a call, as Aptix re-exports it: the server's own content blocks.
+
+        The listing carries the server's output schema, which its structured content follows
+        (our wrapper of the two does not). Images, audio and links come as the text that
+        describes them, as a model gets them.
+        """
+        payload = json.loads(text)
+        return types.CallToolResult(
+            content=[_block(item) for item in payload["content"]],
+            structured_content=payload["structuredContent"],
+        )
+
     def _approval_request(
         self, arguments: dict[str, Any], context: AgentToolExecutionContext
     ) -> str:
@@ -266,6 +280,18 @@ def _content(item: Any) -> dict[str, Any]:
         if value is not None:
             described["mimeType" if field == "mime_type" else field] = str(value)
     return described
+
+
+def _block(item: dict[str, Any]) -> types.ContentBlock:
+    """The MCP content block that :func:`_content` described."""
+    if item["type"] == "text":
+        return types.TextContent(type="text", text=item["text"])
+    if item["type"] == "resource" and "text" in item:
+        return types.EmbeddedResource(
+            type="resource",
+            resource=types.TextResourceContents(uri=item["uri"], text=item["text"]),
+        )
+    return types.TextContent(type="text", text=json.dumps(item, ensure_ascii=False))
 
 
 def _arguments(arguments_json: str) -> dict[str, Any] | str:
