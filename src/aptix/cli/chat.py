@@ -14,6 +14,7 @@ import json
 import logging
 import signal
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -127,7 +128,8 @@ async def _main(session_id: str | None, mode: str | None, details: bool, resume:
         if is_demo(runtime.settings.llm_model, runtime.settings.llm_base_url):
             say(("Demo model:", "bold yellow"), f" offline and rule-based, not an LLM. {DEMO_TRY}")
         with _Interrupts() as interrupts:
-            await _converse(runtime, reasoner, reader, state, interrupts)
+            if await _answer_waiting_turn(runtime, reasoner, reader, state, interrupts):
+                await _converse(runtime, reasoner, reader, state, interrupts)
 
 
 async def _converse(
@@ -164,6 +166,48 @@ async def _converse(
             continue
         interrupts.pressed.clear()  # only a Ctrl-C from now on stops this turn
         armed = await _turn(runtime, reasoner, reader, state, line, interrupts)
+
+
+async def _answer_waiting_turn(
+    runtime: Runtime,
+    reasoner: AgentReasoner,
+    reader: LineReader,
+    state: ChatState,
+    interrupts: _Interrupts,
+) -> bool:
+    """Ask what the session's latest turn waits for, as the chat asks for its own turns.
+
+    A turn left waiting by another client (HTTP, the console, an older Aptix) holds the
+    session: the chat answers its approvals, or offers to cancel it when it waits for a
+    client tool a terminal cannot run. False when the person quit instead.
+    """
+    from aptix.errors import AptixError
+
+    latest = await runtime.turns.list_turns(state.session_id, "local", limit=1)
+    if not latest or latest[0].status != "pending" or not latest[0].pending_calls:
+        return True
+    turn, calls = latest[0], latest[0].pending_calls
+    others = [c["name"] for c in calls if c["name"] != APPROVAL_TOOL and not _asks_approval(c)]
+    if not others:
+        say(("The latest turn waits for your answer:", "bold"))
+        results = await _client_results(runtime, reader, state.session_id, turn.id, calls)
+        if results is not None:
+            await _turn(runtime, reasoner, reader, state, "", interrupts, results)
+        return True
+    names = ", ".join(f"'{name}'" for name in others)
+    say(f"The latest turn waits for the client tool {names}, which aptix chat cannot run.")
+    try:
+        answer = (await reader.ask("cancel that turn? [y/n] ")).strip().lower()
+    except (KeyboardInterrupt, EOFError):
+        console.print()
+        return False
+    if answer.startswith("y"):
+        with contextlib.suppress(AptixError):  # already ended meanwhile
+            await runtime.turns.cancel(state.session_id, "local", turn.id)
+        say(("Turn cancelled.", "yellow"))
+    else:
+        say(("The session waits for that client until the turn is answered or cancelled.", "dim"))
+    return True
 
 
 def _log_to_file(path: Path) -> None:
@@ -211,11 +255,14 @@ async def _turn(
     state: ChatState,
     instruction: str,
     interrupts: _Interrupts,
+    results: list[ToolResultInput] | None = None,
 ) -> bool:
-    """Run one instruction to its end (answering approvals); True when it was cancelled."""
+    """Run one instruction (or resume with ``results``) to its end, answering approvals.
+
+    True when it was cancelled.
+    """
     from aptix.errors import AptixError
 
-    results: list[ToolResultInput] | None = None
     while True:
         view = TurnView(details=state.details)
         view.open()
@@ -231,7 +278,9 @@ async def _turn(
         if result.kind != "tool-only":
             _show_result(result)
             return result.kind == "cancelled"
-        results = await _client_results(runtime, reader, result)
+        results = await _client_results(
+            runtime, reader, result.session_id, result.turn_id, result.tool_calls
+        )
         if results is None:
             return True
 
@@ -275,19 +324,23 @@ async def _run(
 
 
 async def _client_results(
-    runtime: Runtime, reader: LineReader, result: TurnResult
+    runtime: Runtime,
+    reader: LineReader,
+    session_id: str,
+    turn_id: str,
+    calls: Sequence[dict[str, Any]],
 ) -> list[ToolResultInput] | None:
     """Answers for the calls the client runs; None when Ctrl-C or Ctrl-D cancelled the turn."""
     from aptix.errors import AptixError
 
-    pending = [c for c in result.tool_calls if c["requiresClientExecution"]]
+    pending = [c for c in calls if c.get("requiresClientExecution")]
     try:
         return [await _client_result(reader, call) for call in pending]
     except (KeyboardInterrupt, EOFError) as exc:  # left pending, the turn would hold the session
         if isinstance(exc, EOFError):
             console.print()  # end the question's line, as Ctrl-D at the prompt does
         with contextlib.suppress(AptixError):
-            await runtime.turns.cancel(result.session_id, "local", result.turn_id)
+            await runtime.turns.cancel(session_id, "local", turn_id)
         say(("Turn cancelled.", "yellow"))
         return None
 

@@ -200,6 +200,9 @@ async def open_database(url: str, *, migrate: bool = True) -> Database:
     if migrate:
         try:
             await upgrade_to_head(database.engine)
+        except ConfigurationError:
+            await database.close()
+            raise
         except (OperationalError, DBAPIError, OSError) as exc:
             await database.close()
             safe = make_url(url).render_as_string(hide_password=True)

@@ -8,8 +8,11 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from aptix.errors import ConfigurationError
 
 __all__ = ["current_revision", "head_revision", "upgrade_to_head"]
 
@@ -38,8 +41,23 @@ def _upgrade(connection: Connection) -> None:
     if current == head_revision():
         return
     cfg = _config()
+    _refuse_unknown(cfg, current)
     cfg.attributes["connection"] = connection
     command.upgrade(cfg, "head")
+
+
+def _refuse_unknown(cfg: Config, current: str | None) -> None:
+    """Refuse a database at a revision this Aptix does not ship: a newer Aptix wrote it."""
+    if current is None:
+        return
+    try:
+        ScriptDirectory.from_config(cfg).get_revision(current)
+    except CommandError:
+        raise ConfigurationError(
+            f"The database is at revision {current!r}, which this Aptix does not know: a newer "
+            f"Aptix wrote it (this one goes up to {head_revision()}).",
+            hint="upgrade Aptix to the version that wrote the database",
+        ) from None
 
 
 async def upgrade_to_head(engine: AsyncEngine) -> None:

@@ -8,6 +8,11 @@ for a new workflow, an ``INSERT`` that the primary key lets only one draft make)
 loser of a race changes nothing and gets :class:`~aptix.errors.RevisionConflict` naming
 the winner's revision; the ``(org, workflow_id, revision)`` key is the second line.
 
+The revision rows, not the head, are the truth: a process older than migration 0008 appends
+rows without moving the head. An append first moves a head that is behind its rows up to
+the newest row (in the same transaction), so a change based on the revision ``history``
+shows is accepted, and listing reads the rows, so a workflow such a process drafted is seen.
+
 Every append also bumps the one ``workflow_changes`` counter in its transaction, so a
 process that reads a counter value has every revision up to it committed and visible
 (a row id would not do: ids are handed out before commit, not in commit order).
@@ -18,7 +23,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -56,9 +61,10 @@ class SqlWorkflowStore:
         workflow_id = manifest.workflow_id
         try:
             async with self._database.transaction() as session:
-                based_on = expected_revision
-                if based_on is None:
-                    based_on = await self._newest_locked(session, org, workflow_id)
+                if expected_revision is None:
+                    await self._queue(session, org, workflow_id)
+                newest = await _catch_up_head(session, org, workflow_id)
+                based_on = newest if expected_revision is None else expected_revision
                 now = utc_now()
                 await _advance_head(session, org, workflow_id, based_on, now)
                 row = WorkflowRevisionRow(
@@ -89,7 +95,7 @@ class SqlWorkflowStore:
         async with self._database.transaction() as session:
             return await _newest(session, org, workflow_id)
 
-    async def _newest_locked(self, session: AsyncSession, org: str, workflow_id: str) -> int:
+    async def _queue(self, session: AsyncSession, org: str, workflow_id: str) -> None:
         if not self._database.is_sqlite:
             # Appends that name no revision queue per workflow (SQLite's BEGIN IMMEDIATE
             # already does), so each lands on the one before.
@@ -97,7 +103,6 @@ class SqlWorkflowStore:
                 text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
                 {"key": f"aptix.workflow:{org}:{workflow_id}"},
             )
-        return await _newest(session, org, workflow_id)
 
     async def history(self, workflow_id: str, org: str) -> list[StoredRevision]:
         """Every revision of ``org``'s ``workflow_id``, oldest first."""
@@ -116,9 +121,10 @@ class SqlWorkflowStore:
         """The ids ``org`` has revisions of, sorted."""
         async with self._database.transaction() as session:
             ids = await session.scalars(
-                select(WorkflowHeadRow.workflow_id)
-                .where(WorkflowHeadRow.org == org)
-                .order_by(WorkflowHeadRow.workflow_id)
+                select(WorkflowRevisionRow.workflow_id)
+                .where(WorkflowRevisionRow.org == org)
+                .distinct()
+                .order_by(WorkflowRevisionRow.workflow_id)
             )
             return list(ids)
 
@@ -126,7 +132,7 @@ class SqlWorkflowStore:
         """The orgs with revisions, sorted."""
         async with self._database.transaction() as session:
             orgs = await session.scalars(
-                select(WorkflowHeadRow.org).distinct().order_by(WorkflowHeadRow.org)
+                select(WorkflowRevisionRow.org).distinct().order_by(WorkflowRevisionRow.org)
             )
             return list(orgs)
 
@@ -141,11 +147,40 @@ class SqlWorkflowStore:
 
 async def _newest(session: AsyncSession, org: str, workflow_id: str) -> int:
     revision = await session.scalar(
+        select(func.max(WorkflowRevisionRow.revision)).where(
+            WorkflowRevisionRow.org == org, WorkflowRevisionRow.workflow_id == workflow_id
+        )
+    )
+    return int(revision or 0)
+
+
+async def _catch_up_head(session: AsyncSession, org: str, workflow_id: str) -> int:
+    """The newest revision, first moving up a head a pre-0008 process left behind it."""
+    newest = await _newest(session, org, workflow_id)
+    head = await session.scalar(
         select(WorkflowHeadRow.revision).where(
             WorkflowHeadRow.org == org, WorkflowHeadRow.workflow_id == workflow_id
         )
     )
-    return int(revision or 0)
+    if newest == 0 or (head is not None and head >= newest):
+        return newest
+    if head is None:
+        session.add(
+            WorkflowHeadRow(org=org, workflow_id=workflow_id, revision=newest, updated_at=utc_now())
+        )
+        await session.flush()  # a concurrent catch-up makes this an IntegrityError: a conflict
+    else:
+        # Only upwards: a concurrent append that moved it further is not undone.
+        await session.execute(
+            update(WorkflowHeadRow)
+            .where(
+                WorkflowHeadRow.org == org,
+                WorkflowHeadRow.workflow_id == workflow_id,
+                WorkflowHeadRow.revision < newest,
+            )
+            .values(revision=newest, updated_at=utc_now())
+        )
+    return newest
 
 
 async def _advance_head(

@@ -127,12 +127,16 @@ def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
         "status": turn.status,
         "instruction": turn.instruction,
         "text": turn.text,
-        "toolCalls": [ledger.wire(e) for e in turn.tool_calls],
+        "toolCalls": [ledger.wire(_stated(e, turn.status)) for e in turn.tool_calls],
         "modelCalls": turn.model_calls,
         "warnings": turn.warnings,
         # Kept while a resume runs (a failed attempt waits for the same results again), but
         # nothing waits for the client until the turn is pending once more.
-        "pendingCalls": turn.pending_calls if turn.status == "pending" else [],
+        "pendingCalls": (
+            [_stated(c, turn.status) for c in turn.pending_calls]
+            if turn.status == "pending"
+            else []
+        ),
         "contextDropped": _context_dropped(turn),
         "error": _failure(turn),
         "createdAt": turn.created_at.isoformat(),
@@ -146,6 +150,21 @@ def _context_dropped(turn: TurnRecord) -> dict[str, Any] | None:
         return None
     summary = turn.context_summary if turn.context_dropped.get("summarized") else None
     return {**turn.context_dropped, "summary": summary["text"] if summary else None}
+
+
+def _stated(call: dict[str, Any], status: str) -> dict[str, Any]:
+    """``call`` with a ``state`` and ``outcome``: turns stored before the ledger had neither."""
+    if "state" in call:
+        return call
+    if "clientResult" in call:
+        state = "failed" if call.get("clientError") else "succeeded"
+    elif call.get("requiresClientExecution") and status == "pending":
+        state = "awaiting_client"  # the call the turn still waits for
+    elif call.get("errorMessage") or not call.get("wasExecuted"):
+        state = "failed"
+    else:
+        state = "succeeded"
+    return {**call, "state": state, "outcome": "pending" if state == "awaiting_client" else state}
 
 
 def _failure(turn: TurnRecord) -> dict[str, str] | None:
