@@ -9,12 +9,19 @@ form and its PascalCase form (:func:`with_pascal_case_variant`).
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import AliasChoices
 from pydantic.alias_generators import to_camel, to_pascal
 
-__all__ = ["any_case", "from_pascal_case", "match_documented_keys", "with_pascal_case_variant"]
+__all__ = [
+    "any_case",
+    "from_pascal_case",
+    "match_documented_keys",
+    "repeated_field",
+    "with_pascal_case_variant",
+]
 
 #: What a body mixing the two casings is told.
 MIXED_CASING = "Use one casing per object: all camelCase or all PascalCase keys"
@@ -23,6 +30,23 @@ MIXED_CASING = "Use one casing per object: all camelCase or all PascalCase keys"
 def any_case(name: str) -> AliasChoices:
     """The aliases a field accepts: ``workflowId``, ``WorkflowId`` and ``workflow_id``."""
     return AliasChoices(to_camel(name), to_pascal(name), name)
+
+
+def repeated_field(data: Any, names: Iterable[str]) -> str | None:
+    """Why ``data`` gives one of the fields ``names`` in two spellings, or None when it does not.
+
+    Each field is read in any casing (:func:`any_case`), so ``expectedRevision`` beside
+    ``expected_revision`` would leave one value unread without a word.
+    """
+    if not isinstance(data, dict):
+        return None
+    for name in names:
+        spellings = dict.fromkeys(c for c in any_case(name).choices if isinstance(c, str))
+        given = [key for key in spellings if key in data]
+        if len(given) > 1:
+            quoted = " and ".join(f"'{key}'" for key in given)
+            return f"'{to_camel(name)}' is given twice ({quoted}): use one casing per field."
+    return None
 
 
 def _lower_first(key: str) -> str:

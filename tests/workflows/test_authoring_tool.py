@@ -238,7 +238,8 @@ async def test_validation_reports_unknown_tools_invalid_patterns_and_inconsisten
         tool,
         context,
         {
-            **COMPLETE,
+            # One spelling each: COMPLETE's UserIntentPatterns beside it would be refused.
+            **{k: v for k, v in COMPLETE.items() if k != "UserIntentPatterns"},
             "userIntentPatterns": ["ok", "onboard someone", "Onboard  someone"],
             "permittedTools": ["agent_teleport"],
             "destructiveActions": ["deletes the old account"],

@@ -27,7 +27,9 @@ EXPECTED_REVISION = "expectedRevision"
 #: Every spelling of it a tool reads (``ExpectedRevision``, ``expected_revision`` too).
 _SPELLINGS = tuple(c for c in any_case("expected_revision").choices if isinstance(c, str))
 
-_TAG = re.compile(r'\s*"(\d{1,9})"\s*')
+#: The tags an ``ETag`` of ours can be: a revision as ``str(int)`` writes it, in ASCII digits.
+#: Strong comparison is of the text (RFC 9110 §8.8.3.2), so ``"039"`` matches no revision.
+_TAG = re.compile(r'[ \t]*"(0|[1-9][0-9]{0,8})"[ \t]*')
 
 
 def is_conditional(registry: AgentToolRegistry, name: str) -> bool:

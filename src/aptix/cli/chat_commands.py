@@ -103,7 +103,8 @@ async def run_command(runtime: Runtime, state: ChatState, line: str) -> bool:
         else:
             say("Mode is now ", (changed.result.mode, "bold"), ".")
     elif command == "/workflows":
-        for w in runtime.workflows.registry.listed():
+        # The chat's org, "local": the list its model's list_workflows gives.
+        for w in runtime.workflows.registry.listed("local"):
             say("  ", (w.workflow_id, "bold"), f" — {w.title}")
     elif command == "/details":
         state.toggle_details()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,6 +15,7 @@ from aptix.errors import ConfigurationError
 from aptix.tool_names import matches
 
 if TYPE_CHECKING:
+    from aptix.results import InvokeResult
     from aptix.runtime import Runtime
     from aptix.settings import AptixSettings
     from aptix.workflows.loader import ManifestProblem
@@ -120,10 +122,16 @@ def match_workflows(
     org: OrgOption = "local",
 ) -> None:
     """Rank the workflows that fit a user message (as match_workflow does)."""
-    if not message.strip():
-        fail("The message must not be empty.")
+    from aptix.tools.builtin.base import too_long
+    from aptix.tools.builtin.workflow_registry import MAX_MESSAGE_LENGTH
 
-    async def work(runtime: Runtime) -> list[dict[str, Any]]:
+    text = message.strip()
+    if not text:
+        fail("The message must not be empty.", code=2)
+    if long := too_long("The message", text, MAX_MESSAGE_LENGTH):
+        fail(long, code=2)
+
+    async def work(runtime: Runtime) -> InvokeResult[str]:
         registry = runtime.workflows.registry
         # A server orders unsure matches with the cascade once its index is built: wait for
         # it, so that this command answers as match_workflow does.
@@ -137,9 +145,17 @@ def match_workflows(
                 f"{CASCADE_WAIT_SECONDS:.0f} s; these matches are in MiniLM's order "
                 "(APTIX_MATCH_CASCADE=false skips the wait)"
             )
-        return [m.to_wire() for m in registry.match(message, limit, org)]
+        # Through the registry tool, as match_workflow and POST /v1/workflows/match: the same
+        # limits, and the model as arbiter when APTIX_MATCH_ARBITER asks for it.
+        arguments = {"operation": "match_workflow", "userMessage": text, "limit": limit}
+        return await runtime.executor.invoke(
+            "agent_workflow_registry", json.dumps(arguments), runtime.tool_context(org=org)
+        )
 
-    rows = run_with_runtime(work, matches=True)
+    outcome = run_with_runtime(work, matches=True)
+    if outcome.result is None:
+        fail(outcome.error_message or "The workflow registry failed.")
+    rows: list[dict[str, Any]] = json.loads(outcome.result)["matches"]
     if as_json:
         print_json({"matches": rows})
         return

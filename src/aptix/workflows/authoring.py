@@ -42,6 +42,7 @@ from aptix.workflows.validation import (
     FieldProblem,
     limit_problems,
     parse_manifest,
+    single_line_problems,
     validate_manifest,
 )
 
@@ -103,7 +104,7 @@ class WorkflowAuthoring:
         ]
         if manifest is not None:
             # Refused now rather than at publish: every revision stores the whole manifest.
-            problems += limit_problems(manifest)
+            problems += limit_problems(manifest) + single_line_problems(manifest, {"title"})
         if manifest is None or problems:
             return AuthoringOutcome.failures(problems)
         async with self._changing(manifest.workflow_id, org) as state:
@@ -145,6 +146,11 @@ class WorkflowAuthoring:
                 f"This is a draft; version {served.version} stays served until the draft "
                 "is published."
             )
+        if state.not_served and served is not None:
+            messages.append(
+                f"Version {served.version} is published but not served: it no longer "
+                f"validates ({state.not_served}). Fix it with update_workflow and publish."
+            )
         return AuthoringOutcome(
             ok=True,
             workflow=manifest.to_wire(),
@@ -164,11 +170,19 @@ class WorkflowAuthoring:
         """Change fields of the draft, creating one from the served version if needed."""
         if not fields:
             return AuthoringOutcome.fail("fields", "fields must name at least one field to set.")
+        if all(value is None for value in fields.values()):
+            return AuthoringOutcome.fail(
+                "fields", "fields must name at least one field to set: every value given is null."
+            )
         changes, problems = normalise_fields(fields)
         if problems:
             return AuthoringOutcome.failures(problems)
-        status = changes.get("status")
-        if isinstance(status, str) and status.strip().lower() != "draft":
+        status = changes.get("status", "draft")
+        if not isinstance(status, str):
+            return AuthoringOutcome.fail(
+                "status", "status must be draft, published, deprecated or disabled."
+            )
+        if status.strip().lower() != "draft":
             if len(changes) > 1:
                 return AuthoringOutcome.fail(
                     "status", "Change status in an update_workflow call of its own."
@@ -178,13 +192,19 @@ class WorkflowAuthoring:
             )
         changes.pop("status", None)
         async with self._changing(workflow_id, org) as state:
-            base, served = state.working_copy, state.served
-            if base is None:
-                return _unknown(workflow_id)
+            # The caller's revision first: a workflow gone since is a stale change too.
             refusal = unchangeable(self._registry, state, expected_revision)
             if refusal is not None:
                 return refusal
+            base, served = state.working_copy, state.served
+            if base is None:
+                return _unknown(workflow_id)
             new_draft = base.status is not WorkflowStatus.DRAFT
+            if not changes and not new_draft:
+                return AuthoringOutcome.fail(
+                    "status",
+                    f"Workflow '{base.workflow_id}' is a draft already; name a field to change.",
+                )
             merged = {**base.to_wire(), **changes, "status": "draft"}
             if new_draft and "version" not in changes:
                 # A new draft is a new version: propose the next patch; the author raises
@@ -197,13 +217,15 @@ class WorkflowAuthoring:
                 if is_empty(changes[name]) and not is_empty(base.to_wire()[name])
             ]
             if manifest is not None:
-                problems += limit_problems(manifest)
+                problems += limit_problems(manifest) + single_line_problems(manifest, changes)
             if manifest is None or problems:
                 return AuthoringOutcome.failures(problems)
             stored = await commit(self._store, state, manifest, RevisionAction.UPDATE, actor, org)
         if isinstance(stored, AuthoringOutcome):
             return stored
-        messages = [f"Updated {', '.join(sorted(changes))} of draft '{manifest.workflow_id}'."]
+        # ``status: draft`` alone changes no field: it starts a draft of the served version.
+        what = ", ".join(sorted(changes))
+        messages = [f"Updated {what} of draft '{manifest.workflow_id}'."] if what else []
         if new_draft and served is not None:
             messages.append(
                 f"A new draft version {manifest.version} was created; version "
@@ -243,12 +265,12 @@ class WorkflowAuthoring:
         The publish revision records who published which version, and when.
         """
         async with self._changing(workflow_id, org) as state:
-            draft = state.working_copy
-            if draft is None:
-                return _unknown(workflow_id)
             refusal = state.stale(expected_revision)
             if refusal is not None:
                 return refusal
+            draft = state.working_copy
+            if draft is None:
+                return _unknown(workflow_id)
             if draft.status is not WorkflowStatus.DRAFT:
                 return AuthoringOutcome.fail(
                     "status",
@@ -313,14 +335,14 @@ class WorkflowAuthoring:
     ) -> AuthoringOutcome:
         """Drop the pending draft; the served version (if any) stays as it is."""
         async with self._changing(workflow_id, org) as state:
+            refusal = state.stale(expected_revision)
+            if refusal is not None:
+                return refusal
             draft = state.draft
             if draft is None:
                 return AuthoringOutcome.fail(
                     "workflowId", f"Workflow '{workflow_id.strip()}' has no pending draft."
                 )
-            refusal = state.stale(expected_revision)
-            if refusal is not None:
-                return refusal
             stored = await commit(
                 self._store, state, draft.manifest, RevisionAction.DISCARD, actor, org
             )
@@ -346,6 +368,9 @@ class WorkflowAuthoring:
     ) -> AuthoringOutcome:
         """Stop serving a disabled, authored workflow; its history is kept (TUL-006 §8.9)."""
         async with self._changing(workflow_id, org) as state:
+            refusal = unchangeable(self._registry, state, expected_revision)
+            if refusal is not None:
+                return refusal
             return await remove(self._store, self._registry, state, actor, org, expected_revision)
 
     async def _change_status(
@@ -360,6 +385,9 @@ class WorkflowAuthoring:
         if isinstance(target, AuthoringOutcome):
             return target
         async with self._changing(workflow_id, org) as state:
+            refusal = unchangeable(self._registry, state, expected_revision)
+            if refusal is not None:
+                return refusal
             return await change_status(
                 self._store, self._registry, state, target, actor, org, expected_revision
             )

@@ -6,6 +6,8 @@ patterns in manifest order), so prompts can be cached and tests can compare it e
 
 from __future__ import annotations
 
+import json
+
 from aptix.workflows.manifest import WorkflowManifest, WorkflowVisibility
 from aptix.workflows.registry import WorkflowRegistry
 
@@ -120,15 +122,18 @@ def _entry(manifest: WorkflowManifest, *, short: bool = False) -> str:
         if on
     ]
     suffix = f" [{', '.join(flags)}]" if flags else ""
-    title, summary = manifest.title, " ".join(manifest.description.split())
-    patterns = list(manifest.user_intent_patterns)
+    # Every field stays on its line whatever was stored: a line break in a title or pattern
+    # would otherwise start what reads as another workflow's entry.
+    title, summary = _one_line(manifest.title), _one_line(manifest.description)
+    patterns = [_one_line(p) for p in manifest.user_intent_patterns]
     more = ""
     if short:
         title, summary = _clip(title, SHORT_TITLE), _clip(summary, SHORT_SUMMARY)
         if len(patterns) > SHORT_PATTERNS:
             more = f" (and {len(patterns) - SHORT_PATTERNS} more)"
         patterns = [_clip(p, SHORT_PATTERN) for p in patterns[:SHORT_PATTERNS]]
-    listed = "; ".join(f'"{p}"' for p in patterns)
+    # JSON strings: a quote in a pattern cannot end it early.
+    listed = "; ".join(json.dumps(p, ensure_ascii=False) for p in patterns)
     return "\n".join(
         [
             f"## {manifest.workflow_id}: {title}{suffix}",
@@ -136,6 +141,10 @@ def _entry(manifest: WorkflowManifest, *, short: bool = False) -> str:
             f"Intent patterns: {listed}{more}",
         ]
     )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _clip(text: str, limit: int) -> str:

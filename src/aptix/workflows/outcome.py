@@ -108,8 +108,9 @@ class AuthoringOutcome:
 
 
 def normalise_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], list[FieldProblem]]:
-    """Map accepted spellings onto camelCase field names; unknown keys become problems."""
+    """Map accepted spellings onto camelCase field names; unknown or repeated keys are problems."""
     changes: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
     problems: list[FieldProblem] = []
     allowed = ", ".join(UPDATABLE_FIELDS)
     for key, value in fields.items():
@@ -118,8 +119,18 @@ def normalise_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], list[Fi
             problems.append(
                 FieldProblem(str(key), f"'{key}' cannot be updated. Allowed fields: {allowed}.")
             )
+        elif name in spelled:
+            # Either value could be the one meant: neither is chosen silently.
+            problems.append(
+                FieldProblem(
+                    name,
+                    f"{name} is given twice ('{spelled[name]}' and '{key}'); "
+                    "use one casing per field.",
+                )
+            )
         else:
             changes[name] = value
+            spelled[name] = str(key)
     return changes, problems
 
 

@@ -24,6 +24,7 @@ from aptix.workflows.store import (
     last_published,
     served_revision,
 )
+from aptix.workflows.validation import validate_manifest
 
 __all__ = ["WorkflowState", "commit", "read_state", "refused"]
 
@@ -36,6 +37,8 @@ class WorkflowState:
     history: list[StoredRevision]
     #: Set for a built-in or file workflow: served to every org and read-only to authoring.
     deployment_wide: WorkflowManifest | None = None
+    #: Why the published revision is not served (it no longer validates): empty when it is.
+    not_served: str = ""
 
     @property
     def revision(self) -> int:
@@ -86,6 +89,9 @@ class WorkflowState:
         }
         if served is not None and manifest.status is WorkflowStatus.DRAFT:
             row["publishedVersion"] = served.version
+        if self.not_served:
+            row["served"] = False
+            row["notServedReason"] = self.not_served
         if self.deployment_wide is not None:
             row["readOnly"] = True
         else:
@@ -108,7 +114,17 @@ async def read_state(
     if served is not None and registry.is_deployment_wide(served.workflow_id):
         return WorkflowState(served.workflow_id, [], served)
     canonical = served.workflow_id if served is not None else wanted
-    return WorkflowState(canonical, await store.history(canonical, org))
+    history = await store.history(canonical, org)
+    return WorkflowState(canonical, history, not_served=_not_served(history, registry))
+
+
+def _not_served(history: list[StoredRevision], registry: WorkflowRegistry) -> str:
+    """Why the published revision is left out of the registry (as the sync decides), or ""."""
+    published = served_revision(history)
+    if published is None:
+        return ""
+    problems = validate_manifest(published.manifest, registry.known_tools)
+    return "; ".join(f"{p.field}: {p.message.rstrip('.')}" for p in problems)
 
 
 async def commit(

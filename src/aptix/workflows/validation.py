@@ -6,6 +6,7 @@ authoring tool's ``validate_workflow``/``publish_workflow``.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "limit_problems",
     "parse_manifest",
     "parse_partial",
+    "single_line_problems",
     "validate_manifest",
 ]
 
@@ -187,6 +189,55 @@ def limit_problems(manifest: WorkflowManifest) -> list[FieldProblem]:
     for name, values in lists:
         problems += _entry_problems(name, values[:MAX_ENTRIES], MAX_ENTRY_LENGTH)
     return problems
+
+
+#: The fields whose text, or each of whose entries, is one line: the boot message lists them a
+#: line each, and the console edits a list one entry a line. Description and instruction
+#: text may hold several lines.
+SINGLE_LINE_LISTS = (
+    "userIntentPatterns",
+    "permittedTools",
+    "completionCriteria",
+    "followUpOptions",
+    "preconditions",
+    "notes",
+    "destructiveActions",
+    "allowedTransitions",
+)
+
+
+def single_line_problems(manifest: WorkflowManifest, fields: Collection[str]) -> list[FieldProblem]:
+    """The line breaks (and other control characters) in the one-line ``fields`` of a change.
+
+    Only a draft or an update is held to this: a revision stored before the rule still loads.
+    """
+    texts: list[tuple[str, str]] = []
+    if "title" in fields:
+        texts.append(("title", manifest.title))
+    wire = manifest.to_wire()
+    for name in SINGLE_LINE_LISTS:
+        if name in fields:
+            texts += [(f"{name}.{i}", value) for i, value in enumerate(wire[name][:MAX_ENTRIES])]
+    if "requiredInputs" in fields:
+        for i, item in enumerate(manifest.required_inputs[:MAX_ENTRIES]):
+            texts += [
+                (f"requiredInputs.{i}.name", item.name),
+                (f"requiredInputs.{i}.description", item.description),
+            ]
+    return [
+        FieldProblem(
+            where,
+            f"{where} must be one line: it holds a line break or another control character"
+            + (" (give each line as an entry of its own)." if "." in where else "."),
+        )
+        for where, text in texts
+        if _breaks_line(text)
+    ]
+
+
+def _breaks_line(text: str) -> bool:
+    # Cc covers \n, \r, tab and the C1 controls (NEL); Zl and Zp are U+2028 and U+2029.
+    return any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text)
 
 
 def _entry_problems(name: str, values: tuple[str, ...], limit: int) -> list[FieldProblem]:

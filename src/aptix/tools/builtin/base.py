@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
 from pydantic import Field
 
+from aptix.casing import repeated_field
 from aptix.db.outage import is_database_outage
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
@@ -118,6 +119,9 @@ class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
         self, arguments_json: str, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
         """Parse, run and serialise; expected failures are returned, never raised."""
+        repeated = repeated_field(_json_object(arguments_json), self._args_model.model_fields)
+        if repeated is not None:
+            return self.invalid(repeated)
         parsed = parse_arguments(self._args_model, arguments_json)
         if parsed.result is None:
             return self.invalid(parsed.error_message or "Invalid arguments.")
@@ -144,6 +148,14 @@ class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
         if isinstance(outcome, ToolResult):
             return InvokeResult.create(outcome.to_json())
         return InvokeResult.create(compact_json(outcome))
+
+
+def _json_object(arguments_json: str) -> Any:
+    """The parsed arguments, or None when they do not parse (``parse_arguments`` says why)."""
+    try:
+        return json.loads(arguments_json) if arguments_json else None
+    except (ValueError, RecursionError):
+        return None
 
 
 def compact_json(payload: Mapping[str, Any]) -> str:

@@ -185,6 +185,11 @@ function read(kind, el) {
   return el.value;
 }
 
+/** What a control shows: an edit is a change of this, so what was loaded is never re-parsed. */
+function shown(kind, el) {
+  return kind === "checkbox" ? String(el.checked) : el.value;
+}
+
 function write(kind, el, value) {
   if (kind === "checkbox") el.checked = Boolean(value);
   else if (kind === "lines") el.value = (value || []).map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join("\n");
@@ -217,26 +222,31 @@ async function editor(el, id) {
   };
   const history = past.ok ? past.history : [];
   const controls = {};
+  // What each control showed when loaded or last saved. A field is sent only when the person
+  // edited it: a stored value the control cannot show as it is (a list entry or title with a
+  // line break) is left as stored by a save of another field.
+  const saved = {};
   const status = h("div", { class: "status-area", tabindex: "-1" });
   const form = h("form", { class: "editor", "aria-labelledby": "editor-title" });
   for (const [key, label, kind, options] of FIELDS) {
     controls[key] = control(kind, options);
     write(kind, controls[key], loaded[key]);
+    saved[key] = shown(kind, controls[key]);
   }
-  const changes = () => {
-    const out = {};
-    for (const [key, , kind] of FIELDS) {
-      const value = read(kind, controls[key]);
-      if (JSON.stringify(value) !== JSON.stringify(normal(kind, loaded[key]))) out[key] = value;
-    }
-    return out;
-  };
-  /** Save the changed fields: the outcome, {unchanged: true}, or null when it failed. */
+  /** Save the edited fields: the outcome, {unchanged: true}, or null when it failed. */
   const save = async () => {
-    const fields = changes();
+    const fields = {};
+    const showing = {};
+    for (const [key, , kind] of FIELDS) {
+      showing[key] = shown(kind, controls[key]);
+      if (showing[key] !== saved[key]) fields[key] = read(kind, controls[key]);
+    }
     if (!Object.keys(fields).length) return { ok: true, unchanged: true };
     const outcome = track(await run(status, () => authoring(based({ operation: "update_workflow", workflowId: id, fields }))));
-    if (outcome && outcome.ok) loaded = outcome.workflow;
+    if (outcome && outcome.ok) {
+      loaded = outcome.workflow;
+      for (const key of Object.keys(fields)) saved[key] = showing[key];
+    }
     return outcome;
   };
   /** Save, then (when the save had no problems) run `after`. */
@@ -319,13 +329,6 @@ async function editor(el, id) {
         )
       : h("p", {}, "No revisions stored (a deployment file)."),
   );
-}
-
-function normal(kind, value) {
-  if (kind === "checkbox") return Boolean(value);
-  if (kind === "lines") return (value || []).map((v) => (typeof v === "string" ? v : JSON.stringify(v)));
-  if (kind === "inputs") return parseInputs(formatInputs(value || []));
-  return value ?? "";
 }
 
 /** A person confirms, seeing the version change, before anything is published. */
