@@ -46,7 +46,7 @@ def test_model_url_credentials_leak_nowhere(tmp_path: Path) -> None:
         APTIX_SEMANTIC_MATCHING="false",
     ) as srv:
         answer = httpx.post(f"{srv.url}/v1/agent/execute", json={"instruction": instruction})
-        assert "Cannot reach the model endpoint at http://***@127.0.0.1" in answer.text
+        assert "Cannot reach the model endpoint" in answer.text
         session_id = answer.json().get("sessionId")
         sessions = httpx.get(f"{srv.url}/v1/sessions").json()
         session_id = session_id or sessions[0]["sessionId"]

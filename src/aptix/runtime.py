@@ -27,6 +27,7 @@ from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.stopping import TurnTasks
 from aptix.reasoner.turns import TurnStore
 from aptix.results import InvokeResult
+from aptix.sessions.models import AgentSession
 from aptix.sessions.sql import SqlSessionManager
 from aptix.settings import AptixSettings, load_settings
 from aptix.settings_mcp import tool_prefix
@@ -174,6 +175,34 @@ class Runtime:
             tracing=self.tracing,
             before_turn=self.workflows.sync.check,
             running=self.turn_tasks,
+            release_workflow=self._release_unserved_workflow,
+        )
+
+    async def _release_unserved_workflow(
+        self, session: AgentSession
+    ) -> tuple[AgentSession, str | None]:
+        """Clear an active workflow that is no longer served (removed, or no longer valid).
+
+        Kept, its rules would be neither applied nor shown: the guard would allow only the
+        always-offered tools, and the model could not read the workflow. The note tells the
+        model why it is gone.
+        """
+        active, registry = session.active_workflow_id, self.workflows.registry
+        if not active or registry.get(active, session.org) is not None:
+            return session, None
+        # Published by another process since this one last looked? Then it is served.
+        await self.workflows.sync.check(force=True)
+        if registry.get(active, session.org) is not None:
+            return session, None
+        cleared = await self.services.sessions.set_active_workflow(
+            session.id, None, session.org, session.user
+        )
+        if cleared.result is None:
+            return session, None
+        return cleared.result, (
+            f"Note: workflow '{active}' was active in this session but is no longer served "
+            "(it was removed or no longer validates), so it has ended and its rules no longer "
+            "apply. Tell the user if they were relying on it."
         )
 
     def default_model(self) -> LlmClient:

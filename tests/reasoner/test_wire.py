@@ -97,7 +97,7 @@ async def test_a_401_says_the_key_was_refused(server: ScriptedOpenAIServer) -> N
     client = OpenAiLlmClient(base_url=server.base_url, api_key="wrong", model="m")
     with pytest.raises(LlmError) as raised:
         await client.complete(REQUEST)
-    assert f"The model endpoint at {server.base_url} refused the API key" in str(raised.value)
+    assert "The model endpoint refused the API key" in str(raised.value)
     assert raised.value.status_code == 401
 
 
@@ -112,9 +112,7 @@ async def test_unreachable_endpoint_says_so() -> None:
     client = OpenAiLlmClient(
         base_url="http://127.0.0.1:9/v1", api_key="k", model="m", max_retries=0
     )
-    with pytest.raises(
-        LlmError, match=r"Cannot reach the model endpoint at http://127\.0\.0\.1:9/v1"
-    ):
+    with pytest.raises(LlmError, match=r"Cannot reach the model endpoint; is it running"):
         await client.complete(REQUEST)
 
 

@@ -73,6 +73,12 @@ class ApiError(Exception):
 #: plus its ``type`` and ``param``.
 OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})
 
+
+def _is_openai(path: str) -> bool:
+    # ``/v1/models/{model}`` too: one model, retrieved by the same clients.
+    return path in OPENAI_PATHS or path.startswith("/v1/models/")
+
+
 _OPENAI_TYPES = {
     401: "authentication_error",
     403: "permission_error",
@@ -113,7 +119,7 @@ def _response(
     *,
     path: str = "",
 ) -> JSONResponse:
-    if path in OPENAI_PATHS:
+    if _is_openai(path):
         body = openai_error_body(status, code, message)
     else:
         body = error_body(code, message)
@@ -168,7 +174,7 @@ def install_error_handlers(app: FastAPI) -> None:
         path = request.url.path
         # OpenAI answers an invalid request 400 with code invalid_request_error, as this
         # endpoint's other refusals do; its clients expect that.
-        if path in OPENAI_PATHS:
+        if _is_openai(path):
             return _response(400, "invalid_request_error", _describe(exc), path=path)
         return _response(422, "invalid_request", _describe(exc), path=path)
 
@@ -285,7 +291,7 @@ class EnvelopeErrors:
         status: int = start["status"]
         message = too_large(self.max_body_size) if status == 413 else text.strip() or "Refused."
         code = _CODES.get(status, "error")
-        if scope.get("path") in OPENAI_PATHS:
+        if _is_openai(scope.get("path", "")):
             envelope = openai_error_body(status, code, message)
         else:
             envelope = error_body(code, message)

@@ -123,7 +123,8 @@ def _one_line(value: str) -> str:
 def tool_line(data: dict[str, Any], *, details: bool) -> RenderableType:
     """A finished tool call: one line (cut to the screen's width), or everything with details."""
     name = inert(str(data.get("name", "")))
-    if data.get("wasExecuted"):
+    # A call cut short (timed out, outcome unknown) ran, yet has only an error to show.
+    if data.get("wasExecuted") and not data.get("errorMessage"):
         outcome, style = inert(str(data.get("resultJson") or "")), "dim"
     else:
         outcome, style = inert(f"error: {data.get('errorMessage') or ''}"), "dim red"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Literal
@@ -19,13 +20,15 @@ __all__ = ["OpenAiLlmClient", "to_chat_tool", "to_responses_input"]
 
 Api = Literal["chat", "responses"]
 
+_log = logging.getLogger("aptix.llm")
+
 
 class OpenAiLlmClient:
     """Chat Completions by default, the Responses API when ``api="responses"``.
 
     The ``openai`` package retries 408/409/429/5xx and connection errors with exponential
     backoff (``max_retries``); whatever still fails becomes one :class:`LlmError` whose
-    message says what to check.
+    message says what to check, without the endpoint's address (logged beside it).
 
     ``temperature`` and ``max_output_tokens`` go with every request when given (the output
     cap as ``max_completion_tokens`` to OpenAI and Azure, whose newer models refuse
@@ -72,6 +75,15 @@ class OpenAiLlmClient:
 
     async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
         """Send the request (streaming when ``on_text`` is given); failures raise LlmError."""
+        try:
+            return await self._complete(request, on_text)
+        except LlmError as exc:
+            # The message reaches every caller of a turn, tenants of the HTTP API among them:
+            # it says what failed, and only the server log says where the endpoint is.
+            _log.warning("[OpenAiLlmClient_Complete__Failed] %s (endpoint %s)", exc, self._where)
+            raise
+
+    async def _complete(self, request: LlmRequest, on_text: TextSink | None) -> LlmResponse:
         if on_text is not None:
             on_text = _nul_free_sink(on_text)
         try:
@@ -82,30 +94,27 @@ class OpenAiLlmClient:
             return _nul_free(await self._chat(request))
         except openai.AuthenticationError as exc:
             raise LlmError(
-                f"The model endpoint at {self._where} refused the API key (HTTP 401); "
-                "check APTIX_LLM_API_KEY.",
+                "The model endpoint refused the API key (HTTP 401); check APTIX_LLM_API_KEY.",
                 status_code=401,
             ) from exc
         except openai.NotFoundError as exc:
             raise LlmError(
-                f"The model endpoint at {self._where} does not know model '{self.model}' or "
-                "this API (HTTP 404); check APTIX_LLM_MODEL and APTIX_LLM_BASE_URL.",
+                f"The model endpoint does not know model '{self.model}' or this API "
+                "(HTTP 404); check APTIX_LLM_MODEL and APTIX_LLM_BASE_URL.",
                 status_code=404,
             ) from exc
         except openai.APITimeoutError as exc:
             raise LlmError(
-                f"The model endpoint at {self._where} timed out after {self._timeout:g} s; "
-                "is it overloaded, or should APTIX_LLM_TIMEOUT_SECONDS be higher?",
+                f"The model endpoint timed out after {self._timeout:g} s; is it overloaded, "
+                "or should APTIX_LLM_TIMEOUT_SECONDS be higher?",
             ) from exc
         except openai.APIConnectionError as exc:
             raise LlmError(
-                f"Cannot reach the model endpoint at {self._where}; is it running and is "
-                "APTIX_LLM_BASE_URL right?",
+                "Cannot reach the model endpoint; is it running and is APTIX_LLM_BASE_URL right?",
             ) from exc
         except openai.APIStatusError as exc:
             raise LlmError(
-                f"The model endpoint at {self._where} answered HTTP {exc.status_code}: "
-                f"{_short(exc.message)}",
+                f"The model endpoint answered HTTP {exc.status_code}: {_short(exc.message)}",
                 status_code=exc.status_code,
             ) from exc
         except (
@@ -116,9 +125,7 @@ class OpenAiLlmClient:
             AttributeError,
             ValueError,  # a body or a stream event that is not JSON
         ) as exc:
-            raise LlmError(
-                f"The model endpoint at {self._where} sent a response Aptix cannot read: {exc}"
-            ) from exc
+            raise LlmError(f"The model endpoint sent a response Aptix cannot read: {exc}") from exc
 
     async def close(self) -> None:
         """Close the HTTP connection pool."""

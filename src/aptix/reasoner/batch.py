@@ -10,12 +10,10 @@ from typing import Any
 
 from aptix.llm.types import LlmResponse
 from aptix.logger import AdminLogger, LogLevel
-from aptix.modes.catalog import ModeCatalog
 from aptix.reasoner import ledger
 from aptix.reasoner.result import EventSink
 from aptix.reasoner.running import RunningTurn, emit
 from aptix.reasoner.tool_batch import MODE_CHANGE_TOOL, WORKFLOW_RUN_TOOL, branched_id, not_offered
-from aptix.sessions.manager import SessionManager
 from aptix.sessions.models import AgentSession
 from aptix.telemetry import REFUSAL_EVENT, Tracing, refusal_attributes
 from aptix.tools.base import is_idempotent
@@ -33,8 +31,6 @@ class ToolRunner:
     """Puts a batch of calls on record as ``started``, runs them, records each outcome."""
 
     executor: AgentToolExecutor
-    sessions: SessionManager
-    modes: ModeCatalog
     logger: AdminLogger
     tracing: Tracing
     #: The tools a session is offered now (its mode and active workflow decide).
@@ -196,7 +192,6 @@ class ToolRunner:
     ) -> list[dict[str, Any]]:
         """Tell the model each outcome; return the calls that wait for the client."""
         handed_off: list[dict[str, Any]] = []
-        session_changed = False
         for entry in entries:
             entry["batchDurationMs"] = round(seconds * 1000, 3)
             self._log_failure(turn, entry)
@@ -211,30 +206,12 @@ class ToolRunner:
                     "content": ledger.tool_content(entry),
                 }
             )
-            if entry["wasExecuted"] and entry["name"] in SESSION_TOOLS:
-                session_changed = True
-                if entry["name"] == MODE_CHANGE_TOOL:
-                    turn.branched_session_id = (
-                        branched_id(entry.get("resultJson")) or turn.branched_session_id
-                    )
-        if session_changed:
-            await self._reload_session(turn, on_event)
+            if entry["wasExecuted"] and entry["name"] == MODE_CHANGE_TOOL:
+                # The session's new mode is read again by the loop before it goes on.
+                turn.branched_session_id = (
+                    branched_id(entry.get("resultJson")) or turn.branched_session_id
+                )
         return handed_off
-
-    async def _reload_session(self, turn: RunningTurn, on_event: EventSink | None) -> None:
-        before = turn.session.mode
-        fresh = await self.sessions.get_session(turn.session.id, turn.session.org)
-        if fresh is None:
-            return
-        turn.session = fresh
-        if fresh.mode != before:
-            welcome = self.modes.get_mode(fresh.mode).welcome_message or None
-            turn.welcome_message = welcome
-            await emit(
-                on_event,
-                "mode_changed",
-                {"previousMode": before, "mode": fresh.mode, "welcomeMessage": welcome},
-            )
 
     def _not_offered(self, call: AgentToolCall) -> AgentToolCall:
         refused = not_offered(call)

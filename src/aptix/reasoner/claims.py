@@ -78,6 +78,10 @@ class Plan:
 Decide = Callable[[TurnRecord | None], Plan]
 
 CANCELLED = "Cancelled before it finished."
+SUPERSEDED = (
+    "Superseded: a new message arrived before the client answered the pending tool call(s); "
+    "they were not run."
+)
 
 
 def _owner_gone(owner: str | None) -> bool:
@@ -93,7 +97,20 @@ def _owner_gone(owner: str | None) -> bool:
         return True
     except OSError:  # alive but not ours to signal
         return False
-    return False
+    # A killed process nobody reaped (PID 1 of a container without an init) still answers
+    # the signal: it is gone all the same.
+    return _is_zombie(int(pid))
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited but not been reaped (state ``Z`` in ``/proc/<pid>/stat``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read()
+    except OSError:  # no /proc here, or it exited meanwhile: the signal already answered
+        return False
+    # The command name may hold spaces and parentheses: the state follows the last ")".
+    return fields[fields.rfind(b")") + 1 :].split()[:1] == [b"Z"]
 
 
 def is_dead(turn: TurnRecord, now: datetime) -> bool:
@@ -120,9 +137,20 @@ def mark_dead(turn: TurnRecord, now: datetime) -> bool:
 
 
 def start_plan(
-    *, session_id: str, org: str, user: str, instruction: str, lease: Lease, turn_id: str
+    *,
+    session_id: str,
+    org: str,
+    user: str,
+    instruction: str,
+    lease: Lease,
+    turn_id: str,
+    supersede: bool = False,
 ) -> Decide:
-    """A new turn for ``instruction``, unless the session's latest turn is still open."""
+    """A new turn for ``instruction``, unless the session's latest turn is still open.
+
+    ``supersede``: a turn waiting for its client's results does not refuse the instruction
+    but ends ``cancelled``, its pending calls closed as not run, and the model reads so.
+    """
 
     def decide(latest: TurnRecord | None) -> Plan:
         now = utc_now()
@@ -132,6 +160,9 @@ def start_plan(
                 f"Session '{session_id}' is running turn {latest.id}; wait for it to finish "
                 "or cancel it."
             )
+        if latest is not None and latest.status == "pending" and supersede:
+            ledger.end(latest, "cancelled", SUPERSEDED)
+            closed = latest
         if latest is not None and latest.status == "pending":
             ids = ", ".join(c["callId"] for c in latest.pending_calls)
             raise TurnError(

@@ -65,6 +65,9 @@ CallState = Literal[
 ]
 #: States that are a call's last word.
 FINAL = frozenset({"succeeded", "failed", "timed_out", "abandoned", "unknown", "denied"})
+#: States only a call whose tool was invoked reaches: it reads ``wasExecuted``, since it may
+#: have taken effect.
+_INVOKED = frozenset({"started", "timed_out", "abandoned", "unknown"})
 
 UNKNOWN = (
     "The server stopped while this call ran, so its outcome is unknown. It was not run "
@@ -148,6 +151,8 @@ def record_outcome(entry: dict[str, Any], done: AgentToolCall, approval: bool = 
         return
     state = done.outcome or ("succeeded" if done.was_executed else "failed")
     entry["state"] = entry["outcome"] = state
+    if state in _INVOKED:  # stopped by its time limit, it ran all the same
+        entry["wasExecuted"] = True
 
 
 def tool_content(entry: dict[str, Any]) -> str:
@@ -170,11 +175,20 @@ _INTERNAL = frozenset({"lost"})
 
 
 def wire(entry: dict[str, Any]) -> dict[str, Any]:
-    """A ledger entry as clients see it (a copy, so later changes do not show through)."""
+    """A ledger entry as clients see it (a copy, so later changes do not show through).
+
+    ``wasExecuted`` says whether the tool was invoked: a client keys on it to decide whether
+    running the call again by hand could do it twice.
+    """
     shown = {k: v for k, v in entry.items() if k not in _INTERNAL}
-    if entry.get("state") in ("awaiting_approval", "denied"):
+    state = entry.get("state")
+    if state in ("awaiting_approval", "denied"):
         # Never ran; turns stored by earlier versions said otherwise.
         shown["wasExecuted"] = False
+    elif state in _INVOKED:
+        # Cut short or stopped, with no result to show for it, but it ran (for a gated call:
+        # its approved run started).
+        shown["wasExecuted"] = True
     return shown
 
 
@@ -252,12 +266,12 @@ def calls_to_run(record: TurnRecord) -> list[dict[str, Any]]:
 
 
 def resumed_calls(record: TurnRecord, answered: Sequence[str]) -> list[str]:
-    """The calls a resume answering ``answered`` has run so far, by id.
+    """The calls the answer of a resume answering ``answered`` lists, by id.
 
-    The approved calls among them, and every call the model asked for since: on a first
-    delivery that is only the approved calls, about to run; on a resume retried after a
-    crash, also what the crashed attempt ran, which its answer must list too (the client
-    never read the answer of the attempt that died).
+    The approvals among them, approved (about to run) or denied, and every call the model
+    asked for since: on a first delivery that is only the approvals; on a resume retried
+    after a crash, also what the crashed attempt ran, which its answer must list too (the
+    client never read the answer of the attempt that died).
     """
     ids = set(answered)
     handed = [k for k, e in enumerate(record.tool_calls) if e["callId"] in ids]
@@ -268,7 +282,7 @@ def resumed_calls(record: TurnRecord, answered: Sequence[str]) -> list[str]:
     return [
         e["callId"]
         for k, e in enumerate(record.tool_calls)
-        if (e["callId"] in ids and e.get("approved")) or k > since
+        if (e["callId"] in ids and "approved" in e) or k > since
     ]
 
 
@@ -315,6 +329,7 @@ def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", 
         if state in ("started", "approved"):
             entry["state"] = "unknown"
             entry["lost"] = True
+            entry["wasExecuted"] = True
             entry["errorMessage"] = CANCELLED_ELSEWHERE if why == "cancelled" else UNKNOWN
         elif state == "awaiting_approval":
             entry["state"] = "denied"
@@ -322,6 +337,7 @@ def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", 
         else:  # proposed, awaiting_client
             entry["state"] = "failed"
             entry["errorMessage"] = NOT_ANSWERED
+            entry["wasExecuted"] = False  # the client never ran it
         entry["outcome"] = entry["state"]
     _answer_every_call(record)
 
@@ -379,6 +395,7 @@ def stopped_by_cancel(
     for entry in record.tool_calls:
         if entry["state"] != "started":
             continue
+        entry["wasExecuted"] = True
         if in_thread(entry["name"]):
             entry["state"] = entry["outcome"] = "abandoned"
             entry["errorMessage"] = SHUT_DOWN_THREAD if shutdown else CANCELLED_THREAD

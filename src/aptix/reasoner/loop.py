@@ -55,6 +55,8 @@ __all__ = ["AgentReasoner", "PreparedTurn"]
 
 #: Chooses the tools to offer: (active workflow id, the mode's tools, org) -> tool names.
 OfferedTools = Callable[[str | None, Collection[str], str], list[str]]
+#: The session with an active workflow that is no longer served cleared, and the note why.
+ReleaseWorkflow = Callable[[AgentSession], Awaitable[tuple[AgentSession, str | None]]]
 
 
 class AgentReasoner:
@@ -80,10 +82,13 @@ class AgentReasoner:
         tracing: Tracing = NO_TRACING,
         before_turn: Callable[[], Awaitable[object]] | None = None,
         running: TurnTasks | None = None,
+        release_workflow: ReleaseWorkflow | None = None,
     ) -> None:
         self._model = model
         #: Awaited before each turn is claimed (the runtime brings workflows up to date).
         self._before_turn = before_turn
+        #: Ends a claimed turn's active workflow that is no longer served, with a note why.
+        self._release_workflow = release_workflow
         self._executor = executor
         self._sessions = sessions
         self._modes = modes
@@ -101,7 +106,7 @@ class AgentReasoner:
         self._tracing = tracing
         #: The turns running in this process (the runtime's, shared by all its reasoners).
         self._running = running if running is not None else TurnTasks()
-        self._tools = ToolRunner(executor, sessions, modes, logger, tracing, self._tool_names)
+        self._tools = ToolRunner(executor, logger, tracing, self._tool_names)
 
     async def execute(
         self,
@@ -140,11 +145,14 @@ class AgentReasoner:
         instruction: str | None = None,
         tool_results: Sequence[ToolResultInput] | None = None,
         role: str = "user",
+        supersede_pending: bool = False,
     ) -> PreparedTurn:
         """Claim the session's next turn (or find the stored answer) without running it.
 
         Raises exactly what :meth:`execute` raises before anything runs, so a streaming
-        caller can answer 404/409 before it starts streaming.
+        caller can answer 404/409 before it starts streaming. ``supersede_pending``: a new
+        instruction closes the calls the session waits for as not run, instead of being
+        refused (a chat client that sends a new message has left them unanswered).
         """
         if self._before_turn is not None:
             await self._before_turn()
@@ -163,6 +171,7 @@ class AgentReasoner:
                 instruction=text,
                 lease=self._lease,
                 turn_id=uuid.uuid4().hex,
+                supersede=supersede_pending,
             )
         # One transaction: the owner check, the session's lock, the latest turns, the claim.
         claim = asyncio.ensure_future(
@@ -262,12 +271,19 @@ class AgentReasoner:
         self, turn: RunningTurn, history: list[TurnRecord], on_event: EventSink | None
     ) -> TurnResult:
         record = turn.record
+        if self._release_workflow is not None:
+            turn.session, turn.notice = await self._release_workflow(turn.session)
         # Calls on record as started but not run: approved by the client's answer (stored as
         # started by the claim), or idempotent calls a crash interrupted.
         checkpoint = functools.partial(self._end.checkpoint, turn)
+        # The claim has just read the session; once anything has run, it is read again.
+        stale = False
         if await self._tools.run_started(turn, self._tool_context(turn), checkpoint, on_event):
             await checkpoint()
+            stale = True
         for iteration in range(1, self._max_iterations + 1):
+            if stale:
+                await self._reread_session(turn, on_event)
             if self._token_budget is not None and turn.usage.total_tokens >= self._token_budget:
                 record.warnings.append(
                     f"Stopped: the turn used {turn.usage.total_tokens} tokens, over its budget "
@@ -276,7 +292,7 @@ class AgentReasoner:
                 return await self._end.finish(turn, on_event)
             tool_names = self._tool_names(turn.session)
             tools = tuple(self._executor.registry.schemas(set(tool_names)))
-            system = self._system(turn.session, tool_names)
+            system = self._system(turn.session, tool_names, turn.notice)
             try:
                 messages = await self._context.prepare(
                     record, system, history, tools, self._model, self._summary_noter(turn)
@@ -299,6 +315,8 @@ class AgentReasoner:
             if response.text:
                 record.text = response.text  # text beside tool calls is shown too
                 await emit(on_event, "text", {"text": response.text})
+            # Before the batch (the offered tools and the guard) and before the answer.
+            await self._reread_session(turn, on_event)
             if not response.tool_calls:
                 return await self._end.finish(turn, on_event)
             # One checkpoint stores the model's response and its calls as started, before
@@ -313,14 +331,37 @@ class AgentReasoner:
                 on_event,
             )
             if pending:
+                await self._reread_session(turn, on_event)
                 self._tracing.event(HAND_OFF_EVENT, _hand_offs(pending))
                 return await self._end.hand_off(turn, pending, on_event)
             await self._end.checkpoint(turn)
+            stale = True
+        await self._reread_session(turn, on_event)
         record.warnings.append(
             f"Stopped after {self._max_iterations} model calls without a final answer "
             "(the iteration cap)."
         )
         return await self._end.finish(turn, on_event)
+
+    async def _reread_session(self, turn: RunningTurn, on_event: EventSink | None) -> None:
+        """Read the session's mode and active workflow again (DESIGN §6, §15).
+
+        A change made meanwhile, by a tool of this turn or on any surface or process,
+        governs the rest of the turn: the tools offered, the executor's guard, and the mode
+        its answer reports.
+        """
+        fresh = await self._turns.read_session(turn.session.id, turn.session.org)
+        if fresh is None:
+            return
+        before, turn.session = turn.session.mode, fresh
+        if fresh.mode != before:
+            welcome = self._modes.get_mode(fresh.mode).welcome_message or None
+            turn.welcome_message = welcome
+            await emit(
+                on_event,
+                "mode_changed",
+                {"previousMode": before, "mode": fresh.mode, "welcomeMessage": welcome},
+            )
 
     def _tool_names(self, session: AgentSession) -> list[str]:
         mode_tools = self._modes.tools_for_mode(session.mode)
@@ -331,10 +372,13 @@ class AgentReasoner:
             if registry.has_tool(t)
         ]
 
-    def _system(self, session: AgentSession, tool_names: list[str]) -> Message:
+    def _system(
+        self, session: AgentSession, tool_names: list[str], notice: str | None = None
+    ) -> Message:
         mode = self._modes.get_mode(session.mode)
+        boot = self._boot_message(session.org)
         return system_message(
-            mode, tool_names, self._executor.registry, self._boot_message(session.org)
+            mode, tool_names, self._executor.registry, f"{notice}\n\n{boot}" if notice else boot
         )
 
     def _capped(self, turn: RunningTurn, response: LlmResponse) -> LlmResponse:

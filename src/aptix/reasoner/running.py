@@ -52,6 +52,8 @@ class RunningTurn:
     role: str = "user"
     branched_session_id: str | None = None
     welcome_message: str | None = None
+    #: Told to the model in this turn's system message (an active workflow it released).
+    notice: str | None = None
     finish_reason: str | None = None
     model_id: str | None = None
     saving: asyncio.Future[bool] | None = None

@@ -65,6 +65,12 @@ _SESSION = select(*_SESSIONS.c).where(
     _SESSIONS.c.id == bindparam("sid"), _SESSIONS.c.org == bindparam("org")
 )
 _SESSION_LOCKED = _SESSION.with_for_update()
+# A turn starting, resuming or ending counts as a use of its session: lists put it first.
+_TOUCH = (
+    update(_SESSIONS)
+    .where(_SESSIONS.c.id == bindparam("sid"), _SESSIONS.c.org == bindparam("in_org"))
+    .values(updated_at=bindparam("at"))
+)
 _NEWEST = (
     select(_TURNS)
     .where(_C.session_id == bindparam("sid"), _C.org == bindparam("org"))
@@ -140,6 +146,8 @@ class SqlTurnStore:
                 rows = [*window.turns, *rows][-(history + 1) :]
             plan = decide(rows[-1] if rows else None)
             now = utc_now()
+            if plan.run is not None:
+                tx.execute(_TOUCH, {"sid": session_id, "in_org": org, "at": now})
             for record in plan.writes():
                 record.updated_at = now
                 if plan.new and record is plan.run:
@@ -178,11 +186,22 @@ class SqlTurnStore:
             "held": turn.version,
             **_changes(turn, version=turn.version + 1, now=now),
         }
-        if await self._db.run_one(_changed(_CHECKPOINT, keys)) != 1:
+        if turn.status == "running":
+            saved = await self._db.run_one(_changed(_CHECKPOINT, keys))
+        else:  # the turn ends (or waits for its client): its session was used now
+            touch = {"sid": turn.session_id, "in_org": turn.org, "at": now}
+            saved = await self._db.run(_ending(keys, touch))
+        if saved != 1:
             return False
         turn.version += 1
         turn.updated_at = now
         return True
+
+    async def read_session(self, session_id: str, org: str) -> AgentSession | None:
+        """The session's row as stored now (without its mode history): one statement."""
+        keys = {"sid": session_id, "org": org}
+        row = await self._db.run_one(lambda tx: tx.execute(_SESSION, keys).one_or_none())
+        return session_of(row) if row is not None else None
 
     async def settle(self, turn: TurnRecord) -> TurnRecord | None:
         """Merge ``turn`` into the closed turn stored under its id; the merged turn, or None."""
@@ -268,6 +287,18 @@ def _fresh(tx: Connection, window: _Window, keys: dict[str, Any]) -> bool:
 def _changed(statement: Executable, keys: dict[str, Any]) -> Callable[[Connection], int]:
     """A transaction running ``statement`` and answering how many rows it changed."""
     return lambda tx: cast(CursorResult[Any], tx.execute(statement, keys)).rowcount
+
+
+def _ending(keys: dict[str, Any], touch: dict[str, Any]) -> Callable[[Connection], int]:
+    """The checkpoint that ends a turn, with its session touched; how many turns it changed."""
+
+    def transaction(tx: Connection) -> int:
+        # The session row first, as a claim locks it: two transactions never wait on each
+        # other's row the other way round.
+        tx.execute(_TOUCH, touch)
+        return _changed(_CHECKPOINT, keys)(tx)
+
+    return transaction
 
 
 def _data(turn: TurnRecord) -> dict[str, Any]:

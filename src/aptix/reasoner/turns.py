@@ -45,6 +45,10 @@ class TurnStore(Protocol):
         """
         ...
 
+    async def read_session(self, session_id: str, org: str) -> AgentSession | None:
+        """The turn's session as stored now (its mode and active workflow); one read."""
+        ...
+
     async def heartbeat(self, turn: TurnRecord, until: datetime) -> bool:
         """Extend the lease of a running turn held by ``turn.owner``."""
         ...
@@ -115,6 +119,10 @@ class InMemoryTurnStore:
                 self._put(self._turns[turn.session_id], turn)
                 return True
         return False
+
+    async def read_session(self, session_id: str, org: str) -> AgentSession | None:
+        """The session as its manager holds it now."""
+        return await self._sessions.get_session(session_id, org)
 
     async def settle(self, turn: TurnRecord) -> TurnRecord | None:
         """Merge ``turn`` into the closed turn stored under its id."""

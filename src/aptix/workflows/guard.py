@@ -57,8 +57,8 @@ def permitted_tools(
 ) -> frozenset[str]:
     """Tool names allowed while ``org``'s ``active_workflow_id`` runs; empty with none active.
 
-    When the active workflow is no longer served only the always-offered tools remain, so the
-    model can still cancel it.
+    When the active workflow is no longer served only the always-offered tools remain, so it
+    can still be cancelled; the session's next model turn ends it (``Runtime``).
     """
     if not active_workflow_id:
         return frozenset()

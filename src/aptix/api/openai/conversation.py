@@ -22,6 +22,7 @@ from aptix.api.openai.schemas import (
     UserMessage,
     message_text,
 )
+from aptix.blank import strip_blank
 from aptix.reasoner import ToolResultInput
 
 __all__ = ["Ask", "answer_message", "fingerprint", "read_ask", "starting_context"]
@@ -52,7 +53,7 @@ def read_ask(messages: Sequence[ChatMessage]) -> Ask:
     last = messages[-1]
     if isinstance(last, UserMessage):
         text = message_text(last.content)
-        if not text.strip():
+        if not strip_blank(text):  # blank as the reasoner reads it: refused before any write
             raise ValueError("The last user message is empty.")
         return Ask(tuple(messages[:-1]), instruction=text)
     if isinstance(last, ToolMessage):

@@ -2,7 +2,9 @@
 
 Only what Aptix reads is modelled strictly. Sampling parameters a client sends out of habit
 (``temperature``, ``top_p``, ``seed``, ...) are accepted and ignored: the deployment's model
-settings apply, as they do to every other surface.
+settings apply, as they do to every other surface. Fields that would change the answer's
+shape (``n``, ``response_format``, ``tool_choice``) are read, and refused unless they ask for
+what Aptix answers anyway.
 """
 
 from __future__ import annotations
@@ -131,6 +133,25 @@ class ChatCompletionRequest(_Body):
     stream: bool = False
     stream_options: StreamOptions | None = None
     tools: list[ClientTool] | None = Field(None, max_length=100)
+    n: int | None = None
+    response_format: dict[str, Any] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+
+    def unsupported(self) -> str | None:
+        """Why Aptix cannot answer the way a field asks, or None when it can."""
+        if self.n not in (None, 1):
+            return "n: only 1 is supported; a request runs one turn, which has one answer."
+        if self.response_format not in (None, {"type": "text"}):
+            return (
+                'response_format: only {"type": "text"} is supported; the agent answers in '
+                "free text (ask for JSON in the message instead)."
+            )
+        if self.tool_choice not in (None, "auto"):
+            return (
+                'tool_choice: only "auto" is supported; the session\'s mode and workflow '
+                "decide which tools the model may call."
+            )
+        return None
 
     @model_validator(mode="before")
     @classmethod

@@ -83,12 +83,12 @@ def extension(result: TurnResult) -> dict[str, Any]:
     }
 
 
-def completion_body(result: TurnResult, completion_id: str) -> dict[str, Any]:
-    """The ``chat.completion`` object for a finished (or handed-over) turn."""
+def completion_body(result: TurnResult, completion_id: str, content: str) -> dict[str, Any]:
+    """The ``chat.completion`` object for a finished (or handed-over) turn saying ``content``."""
     calls = openai_tool_calls(handed_over(result))
     message: dict[str, Any] = {
         "role": "assistant",
-        "content": result.text or ("" if not calls else None),
+        "content": content or ("" if not calls else None),
     }
     if calls:
         message["tool_calls"] = calls

@@ -4,24 +4,24 @@ Models are modes (``aptix-<mode key>``). The server owns the session, found from
 ``X-Aptix-Session`` header, else from the fingerprint of the conversation the client resends,
 else created, with the earlier messages as its starting context. The turn is an ordinary
 Aptix turn: modes, workflows, approvals and the ledger apply; server tools run inside it and
-only client-final calls come back as ``tool_calls``.
+only client-final calls come back as ``tool_calls``. A refused request changes nothing: every
+check runs before the session is created, its turn claimed or its mode switched.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import uuid
-from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Depends, Header, Request
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from fastapi import APIRouter, Depends, Header, Path, Request
+from sse_starlette import EventSourceResponse
 
 from aptix.api import shutdown
 from aptix.api.auth import Caller
-from aptix.api.errors import ApiError, openai_error_body, unexpected_error
+from aptix.api.errors import ApiError
+from aptix.api.openai.answer import said_in
 from aptix.api.openai.conversation import (
     Ask,
     answer_message,
@@ -29,26 +29,26 @@ from aptix.api.openai.conversation import (
     read_ask,
     starting_context,
 )
-from aptix.api.openai.schemas import ChatCompletionRequest
+from aptix.api.openai.schemas import ChatCompletionRequest, ChatMessage
+from aptix.api.openai.stream import completion_chunks
 from aptix.api.openai.wire import (
     completion_body,
-    completion_chunk,
-    extension,
-    finish_reason,
     handed_over,
     mode_of_model,
     model_of_mode,
     openai_tool_calls,
-    usage_body,
 )
 from aptix.api.routes.agent import NO_MODEL
 from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody
 from aptix.api.storable_json import StorableJSONResponse
-from aptix.errors import AptixError, ToolContractError
-from aptix.reasoner import AgentReasoner, TurnEvent, TurnResult
+from aptix.errors import SessionBusyError, ToolContractError, TurnError
+from aptix.reasoner import AgentReasoner, TurnResult
+from aptix.reasoner.endings import ERROR_CODE
+from aptix.reasoner.loop import PreparedTurn
 from aptix.runtime import Runtime
-from aptix.sessions.fingerprints import ConversationFingerprints
+from aptix.sessions.access import owned_session
+from aptix.sessions.fingerprints import ConversationFingerprints, Remembered
 from aptix.settings_mcp import tool_prefix
 from aptix.tool_names import matches
 from aptix.tools.client import ClientToolSpec, client_tool_classes
@@ -69,17 +69,36 @@ def _fingerprints(request: Request) -> ConversationFingerprints:
 FingerprintsDep = Annotated[ConversationFingerprints, Depends(_fingerprints)]
 
 
+def _model(model: str) -> dict[str, Any]:
+    return {"id": model, "object": "model", "created": 0, "owned_by": "aptix"}
+
+
+def _unknown_model(model: str) -> ApiError:
+    return ApiError(
+        404,
+        f"The model '{model}' does not exist; GET /v1/models lists the models (one per mode).",
+        "model_not_found",
+    )
+
+
 @router.get("/v1/models")
 async def list_models(runtime: RuntimeDep, _: CallerDep) -> dict[str, Any]:
     """One model per mode: picking ``aptix-<mode key>`` picks the session's mode."""
     modes = await runtime.services.modes.get_all_modes()
-    return {
-        "object": "list",
-        "data": [
-            {"id": model_of_mode(m.key), "object": "model", "created": 0, "owned_by": "aptix"}
-            for m in modes
-        ],
-    }
+    return {"object": "list", "data": [_model(model_of_mode(m.key)) for m in modes]}
+
+
+@router.get(
+    "/v1/models/{model}",
+    responses={404: {"model": ErrorBody, "description": "No mode has this model name."}},
+)
+async def retrieve_model(
+    model: Annotated[str, Path(max_length=200)], runtime: RuntimeDep, _: CallerDep
+) -> dict[str, Any]:
+    """The model ``aptix-<mode key>`` of one mode (404 ``model_not_found`` for any other)."""
+    if mode_of_model(model, runtime.services.modes.keys) is None:
+        raise _unknown_model(model)
+    return _model(model)
 
 
 @router.post(
@@ -93,8 +112,20 @@ async def list_models(runtime: RuntimeDep, _: CallerDep) -> dict[str, Any]:
         },
         400: {
             "model": ErrorBody,
-            "description": "The messages are not a Chat Completions conversation. Errors "
-            "on this route add OpenAI's `type` and `param` to the envelope.",
+            "description": "The messages are not a Chat Completions conversation, a field asks "
+            "for what Aptix does not do (`n` > 1, `response_format`, `tool_choice`), or the "
+            "turn is over the context budget (`context_length_exceeded`). Errors on this "
+            "route add OpenAI's `type` and `param` to the envelope.",
+        },
+        409: {
+            "model": ErrorBody,
+            "description": "Another turn of the session runs (`session_busy`, with "
+            "`Retry-After`), or the tool messages do not answer the calls waiting.",
+        },
+        429: {
+            "model": ErrorBody,
+            "description": "A limit is reached, also the org's token budget during the turn; "
+            "see `Retry-After`.",
         },
         502: {"model": ErrorBody, "description": "The model endpoint failed."},
         503: {
@@ -120,55 +151,68 @@ async def create_chat_completion(
         raise ApiError(503, NO_MODEL, "model_not_configured")
     mode = mode_of_model(body.model, runtime.services.modes.keys)
     if mode is None:
-        raise ApiError(
-            404,
-            f"The model '{body.model}' does not exist; GET /v1/models lists the models "
-            "(one per mode).",
-            "model_not_found",
-        )
+        raise _unknown_model(body.model)
+    if (unsupported := body.unsupported()) is not None:
+        raise ApiError(400, unsupported, "invalid_request_error")
     try:
         ask = read_ask(body.messages)
     except ValueError as exc:
         raise ApiError(400, str(exc), "invalid_request_error") from exc
-    session_id, instruction = await _session_for(
-        runtime, caller, fingerprints, ask, body.model, mode, x_aptix_session
-    )
     reasoner = _with_client_tools(reasoner, body, runtime)
-    prepared = await reasoner.prepare(
-        session_id=session_id,
-        org=caller.org,
-        user=caller.user,
-        role=caller.role,
-        instruction=instruction,
-        tool_results=ask.tool_results or None,
-    )
+    target = await _session_for(runtime, caller, fingerprints, body, ask, mode, x_aptix_session)
+    headers = {SESSION_HEADER: target.session_id}
+    try:
+        prepared = await reasoner.prepare(
+            session_id=target.session_id,
+            org=caller.org,
+            user=caller.user,
+            role=caller.role,
+            instruction=target.instruction,
+            tool_results=ask.tool_results or None,
+            # A chat client's new message leaves the calls it did not answer behind.
+            supersede_pending=True,
+        )
+    except TurnError as exc:
+        raise _refused(exc, headers) from exc
     if prepared.replay is not None:
         raise ApiError(
             409,
             "These tool results were already posted and their calls answered; each call "
             "takes its result once. Continue with a new user message.",
             "tool_results_already_posted",
-            headers={SESSION_HEADER: session_id},
+            headers=headers,
         )
+    assert prepared.turn is not None
+    if target.picked_model:
+        await _pick_mode(runtime, caller, prepared, mode, body.model)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-    headers = {SESSION_HEADER: session_id}
 
-    async def remember(result: TurnResult) -> None:
-        answer = answer_message(result.text, openai_tool_calls(handed_over(result)))
+    async def answered(result: TurnResult, content: str) -> None:
+        answer = answer_message(content or None, openai_tool_calls(handed_over(result)))
         held = fingerprint([*body.messages, answer])
         if held is not None:
             await fingerprints.remember(
                 org=caller.org,
                 user=caller.user,
-                session_id=session_id,
+                session_id=target.session_id,
                 fingerprint=held,
                 model=model_of_mode(result.mode),
             )
 
+    async def failed(result: TurnResult) -> ApiError:
+        return await _failure(runtime, caller, prepared, result, headers)
+
     if body.stream:
-        usage = body.stream_options is not None and body.stream_options.include_usage
         stopping = anyio.Event()
-        chunks = _chunks(reasoner, prepared, completion_id, body.model, usage, remember, stopping)
+        chunks = completion_chunks(
+            reasoner,
+            prepared,
+            completion_id,
+            include_usage=body.stream_options is not None and body.stream_options.include_usage,
+            answered=answered,
+            failed=failed,
+            stopping=stopping,
+        )
         return EventSourceResponse(
             chunks,
             sep="\n",
@@ -176,14 +220,50 @@ async def create_chat_completion(
             shutdown_event=stopping,
             shutdown_grace_period=shutdown.STREAM_GRACE_SECONDS,
         )
+    start = len(prepared.turn.record.messages)
     with shutdown.answer_shutting_down(headers):
         result = await reasoner.run(prepared)
     if result.kind == "error":
-        raise ApiError(
-            502, result.error or "The model endpoint failed.", "model_error", headers=headers
+        raise await failed(result)
+    # The same content a stream of this turn sends: every model call's text, not the last.
+    content = said_in(prepared.turn.record.messages[start:])
+    await answered(result, content)
+    return StorableJSONResponse(completion_body(result, completion_id, content), headers=headers)
+
+
+#: How long a request refused because the session runs another turn is told to wait.
+BUSY_RETRY_SECONDS = 1
+
+
+def _refused(exc: TurnError, headers: dict[str, str]) -> ApiError:
+    """The 409 for a turn that cannot start or resume, naming the session it was for."""
+    if isinstance(exc, SessionBusyError):
+        headers = {**headers, "Retry-After": str(BUSY_RETRY_SECONDS)}
+    return ApiError(409, str(exc), exc.code, headers=headers)
+
+
+async def _failure(
+    runtime: Runtime,
+    caller: Caller,
+    prepared: PreparedTurn,
+    result: TurnResult,
+    headers: dict[str, str],
+) -> ApiError:
+    """How a failed turn answers: only a failure of the model endpoint is a 502."""
+    message = result.error or "The model endpoint failed."
+    stored = (prepared.turn.record.result if prepared.turn is not None else None) or {}
+    if stored.get(ERROR_CODE) == "context_overflow":
+        # OpenAI's code for a request too long for the model: retrying it cannot succeed.
+        return ApiError(400, message, "context_length_exceeded", headers=headers)
+    refusal = await runtime.quotas.tokens(caller.org)
+    if refusal is not None:  # the org's token budget ran out during the turn
+        return ApiError(
+            refusal.status,
+            refusal.message,
+            refusal.code,
+            headers={**headers, **refusal.headers()},
         )
-    await remember(result)
-    return StorableJSONResponse(completion_body(result, completion_id), headers=headers)
+    return ApiError(502, message, "model_error", headers=headers)
 
 
 def _with_client_tools(
@@ -218,150 +298,94 @@ def _with_client_tools(
         raise ApiError(400, str(exc), "invalid_request_error") from exc
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """The session a request goes to and the instruction to run there."""
+
+    session_id: str
+    instruction: str | None
+    #: The client picked another model than the session's last answer carried.
+    picked_model: bool = False
+
+
 async def _session_for(
     runtime: Runtime,
     caller: Caller,
     fingerprints: ConversationFingerprints,
+    body: ChatCompletionRequest,
     ask: Ask,
-    model: str,
     mode: str,
     header: str | None,
-) -> tuple[str, str | None]:
+) -> _Target:
     """The session this request continues (or a new one), and the instruction to run."""
     sessions = runtime.services.sessions
-    session_id = header
-    shown_model: str | None = None
-    if session_id is None:
-        held = fingerprint(ask.earlier)
-        current = not ask.tool_results  # a new message never continues an older state
-        found = (
-            None
-            if held is None
-            else await fingerprints.find(caller.org, caller.user, held, current=current)
+    if header is not None:
+        if await owned_session(sessions, header, caller.org, caller.user) is None:
+            raise ApiError(404, f"Unknown session '{header}'.", "not_found")
+        shown = await fingerprints.last_model(header)
+        return _Target(header, ask.instruction, _picks(ask, body.model, shown))
+    found = await _remembered(fingerprints, caller, body.messages, ask)
+    if found is not None:
+        return _Target(found.session_id, ask.instruction, _picks(ask, body.model, found.model))
+    if ask.tool_results:
+        raise ApiError(
+            400,
+            "No session is waiting for these tool results: send the conversation as it "
+            f"was answered, or the {SESSION_HEADER} header of its session.",
+            "invalid_request_error",
         )
-        if found is not None:
-            session_id, shown_model = found.session_id, found.model
-    elif await sessions.get_session(session_id, caller.org) is None:
-        raise ApiError(404, f"Unknown session '{session_id}'.", "not_found")
-    else:
-        shown_model = await fingerprints.last_model(session_id)
-    if session_id is None:
-        if ask.tool_results:
-            raise ApiError(
-                400,
-                "No session is waiting for these tool results: send the conversation as it "
-                f"was answered, or the {SESSION_HEADER} header of its session.",
-                "invalid_request_error",
-            )
-        created = await sessions.create_session(org=caller.org, user=caller.user, mode=mode)
-        if created.result is None:
-            raise ApiError(422, created.error_message or "Could not create the session.")
-        assert ask.instruction is not None
-        return created.result.id, starting_context(ask.earlier, ask.instruction)
-    if ask.instruction is not None and model != shown_model:
-        # The client picked another model since the last answer: that picks the mode.
-        session = await sessions.get_session(session_id, caller.org)
-        if session is not None and session.mode != mode:
-            await sessions.set_session_mode(
-                session_id, mode, f"Model {model} picked by the client.", caller.org, caller.user
-            )
-    return session_id, ask.instruction
+    assert ask.instruction is not None
+    created = await sessions.create_session(org=caller.org, user=caller.user, mode=mode)
+    if created.result is None:
+        raise ApiError(422, created.error_message or "Could not create the session.")
+    session_id = created.result.id
+    asked = fingerprint(body.messages)
+    if asked is not None:
+        # The same request sent again while its turn runs (an SDK retrying one that timed
+        # out) finds this session, whose busy turn refuses it, rather than running it twice.
+        await fingerprints.remember(
+            org=caller.org,
+            user=caller.user,
+            session_id=session_id,
+            fingerprint=asked,
+            model=body.model,
+        )
+    return _Target(session_id, starting_context(ask.earlier, ask.instruction))
 
 
-#: Turns whose client went away, kept referenced until their cancellation is recorded.
-_ORPHANS: set[asyncio.Task[None]] = set()
+def _picks(ask: Ask, model: str, shown: str | None) -> bool:
+    """Whether a new instruction picks ``model`` over the one the last answer carried."""
+    return ask.instruction is not None and model != shown
 
 
-async def _chunks(
-    reasoner: AgentReasoner,
-    prepared: Any,
-    completion_id: str,
-    model: str,
-    include_usage: bool,
-    remember: Any,
-    stopping: anyio.Event,
-) -> AsyncIterator[ServerSentEvent]:
-    """The turn's chunks; set ``stopping`` when the server stops, to end with a 503 error."""
-    # A dict is an error body to send as it is.
-    queue: asyncio.Queue[TurnEvent | TurnResult | AptixError | dict[str, Any] | None]
-    queue = asyncio.Queue()
-
-    async def sink(event: TurnEvent) -> None:
-        await queue.put(event)
-
-    async def run() -> None:
-        try:
-            await queue.put(await reasoner.run(prepared, on_event=sink))
-        except AptixError as exc:
-            await queue.put(exc)
-        except Exception as exc:
-            # Logged and stored as an error by the reasoner (TurnEndings.broken).
-            await queue.put(openai_error_body(*unexpected_error(exc)))
-        except asyncio.CancelledError:
-            # Only the shutdown's cut or the client going away cancel it; the latter reads no
-            # more chunks.
-            await queue.put(openai_error_body(503, "shutting_down", shutdown.SHUTTING_DOWN))
-            raise
-        finally:
-            await queue.put(None)
-
-    task = asyncio.create_task(run())
-    watcher = asyncio.create_task(shutdown.cut_short_when_stopping(stopping, task))
-    streamed = False
-    try:
-        first = {"role": "assistant", "content": ""}
-        yield ServerSentEvent(data=completion_chunk(completion_id, model, first))
-        while (item := await queue.get()) is not None:
-            if isinstance(item, AptixError):
-                code = getattr(item, "code", type(item).__name__)
-                yield ServerSentEvent(data=_json(openai_error_body(409, code, str(item))))
-            elif isinstance(item, dict):
-                yield ServerSentEvent(data=_json(item))
-            elif isinstance(item, TurnResult):
-                if item.text and not streamed:  # a model that answered without streaming
-                    delta = {"content": item.text}
-                    yield ServerSentEvent(data=completion_chunk(completion_id, model, delta))
-                async for event in _final_chunks(item, completion_id, include_usage, remember):
-                    yield event
-            elif item.type == "text_delta":
-                streamed = True
-                delta = {"content": item.data.get("delta", "")}
-                yield ServerSentEvent(data=completion_chunk(completion_id, model, delta))
-            elif item.type not in ("text", "turn_finished", "client_calls_pending"):
-                aptix = {"event": item.type, "data": item.data}
-                yield ServerSentEvent(data=completion_chunk(completion_id, model, {}, aptix=aptix))
-        yield ServerSentEvent(data="[DONE]")
-    finally:
-        watcher.cancel()
-        if not task.done():  # the client went away: cancel the turn (recorded as cancelled)
-            task.cancel()
-            _ORPHANS.add(task)
-            task.add_done_callback(_ORPHANS.discard)
+async def _remembered(
+    fingerprints: ConversationFingerprints,
+    caller: Caller,
+    messages: list[ChatMessage],
+    ask: Ask,
+) -> Remembered | None:
+    """The caller's session holding this request (sent again) or its earlier conversation."""
+    if ask.instruction is not None and (asked := fingerprint(messages)) is not None:
+        same = await fingerprints.find(caller.org, caller.user, asked)
+        if same is not None:
+            return same
+    held = fingerprint(ask.earlier)
+    if held is None:
+        return None
+    # A new message never continues an older state; tool results may name one.
+    return await fingerprints.find(caller.org, caller.user, held, current=not ask.tool_results)
 
 
-async def _final_chunks(
-    result: TurnResult, completion_id: str, include_usage: bool, remember: Any
-) -> AsyncIterator[ServerSentEvent]:
-    model = model_of_mode(result.mode)
-    if result.kind == "error":
-        message = result.error or "The model endpoint failed."
-        yield ServerSentEvent(data=_json(openai_error_body(502, "model_error", message)))
+async def _pick_mode(
+    runtime: Runtime, caller: Caller, prepared: PreparedTurn, mode: str, model: str
+) -> None:
+    """Switch the session of the claimed turn to ``mode``, the model the client picked."""
+    # Only once the turn is claimed: a request refused (another turn runs) switches nothing.
+    turn = prepared.turn
+    if turn is None or turn.session.mode == mode:
         return
-    calls = openai_tool_calls(handed_over(result))
-    if calls:
-        delta = {"tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]}
-        yield ServerSentEvent(data=completion_chunk(completion_id, model, delta))
-    await remember(result)
-    yield ServerSentEvent(
-        data=completion_chunk(
-            completion_id, model, {}, finish=finish_reason(result), aptix=extension(result)
-        )
+    switched = await runtime.services.sessions.set_session_mode(
+        turn.session.id, mode, f"Model {model} picked by the client.", caller.org, caller.user
     )
-    if include_usage:
-        yield ServerSentEvent(
-            data=completion_chunk(completion_id, model, None, usage=usage_body(result))
-        )
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value)
+    if switched.result is not None:
+        turn.session = switched.result

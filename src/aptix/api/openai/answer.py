@@ -1,0 +1,58 @@
+"""The answer's content: the texts of the request's model calls, as the client receives them.
+
+A turn may call the model several times (some text, a server tool, then more text). A stream
+sends each call's text as it comes, a blank line between calls; the plain answer carries the
+same content, so a client that keeps either holds the same conversation, and its fingerprint
+finds the session again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from aptix.llm.types import Message
+
+__all__ = ["SEPARATOR", "StreamedText", "content_of", "said_in"]
+
+#: Between the texts of two model calls of one answer.
+SEPARATOR = "\n\n"
+
+
+def content_of(texts: Iterable[str]) -> str:
+    """The content of an answer whose model calls said ``texts``."""
+    return SEPARATOR.join(text for text in texts if text)
+
+
+def said_in(messages: Sequence[Message]) -> str:
+    """The content of an answer from the turn's messages this request added."""
+    return content_of(str(m.get("content") or "") for m in messages if m["role"] == "assistant")
+
+
+class StreamedText:
+    """What a stream has sent of the content, one model call's text after another."""
+
+    def __init__(self) -> None:
+        self._sent: list[str] = []
+        #: Whether the model call under way has sent text yet.
+        self._calling = False
+
+    def piece(self, delta: str) -> str:
+        """What to send for ``delta``, a streamed piece of the current model call's text."""
+        if not delta:
+            return ""
+        if not self._calling and self._sent:
+            delta = SEPARATOR + delta
+        self._calling = True
+        self._sent.append(delta)
+        return delta
+
+    def call_ended(self, text: str) -> str:
+        """What is left to send of a model call that said ``text``: all of it, if not streamed."""
+        unsent = "" if self._calling else self.piece(text)
+        self._calling = False
+        return unsent
+
+    @property
+    def content(self) -> str:
+        """Everything sent so far."""
+        return "".join(self._sent)

@@ -1,0 +1,102 @@
+"""Fields that would change the answer's shape are refused, naming the field; models retrieve.
+
+Driven by the real ``openai`` client in process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai import AsyncOpenAI
+from pydantic import BaseModel
+
+from aptix.api import create_app
+from aptix.runtime import Runtime
+from aptix.testing import ScriptedModel, reply
+from tests.api.conftest import A
+
+ASK: list[Any] = [{"role": "user", "content": "hello"}]
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return ScriptedModel()
+
+
+@pytest.fixture
+async def client(keyed_runtime: Runtime, model: ScriptedModel) -> AsyncIterator[AsyncOpenAI]:
+    app = create_app(runtime=keyed_runtime, model=model)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test/v1", headers=A) as h:
+        yield AsyncOpenAI(api_key="key-a", base_url="http://test/v1", http_client=h, max_retries=0)
+
+
+REFUSED: list[tuple[str, dict[str, Any]]] = [
+    ("n", {"n": 3}),
+    ("response_format", {"response_format": {"type": "json_object"}}),
+    (
+        "response_format",
+        {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "x", "schema": {"type": "object"}},
+            }
+        },
+    ),
+    ("tool_choice", {"tool_choice": "required"}),
+    ("tool_choice", {"tool_choice": "none"}),
+    ("tool_choice", {"tool_choice": {"type": "function", "function": {"name": "f"}}}),
+]
+
+
+@pytest.mark.parametrize(("field", "extra"), REFUSED)
+async def test_a_field_aptix_cannot_honour_is_a_400_naming_it(
+    client: AsyncOpenAI, model: ScriptedModel, field: str, extra: dict[str, Any]
+) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.chat.completions.create(model="aptix-general", messages=ASK, **extra)
+    assert refused.value.code == "invalid_request_error"
+    body = refused.value.body
+    assert isinstance(body, dict)
+    assert str(body["message"]).startswith(f"{field}: ")
+    assert model.requests == []  # refused before any turn
+
+
+async def test_structured_output_parsing_is_refused_up_front(client: AsyncOpenAI) -> None:
+    class Answer(BaseModel):
+        text: str
+
+    with pytest.raises(openai.BadRequestError, match="response_format"):
+        await client.beta.chat.completions.parse(
+            model="aptix-general", messages=ASK, response_format=Answer
+        )
+
+
+async def test_the_default_values_of_those_fields_are_accepted(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    model.add(reply("hi"))
+    completion = await client.chat.completions.create(
+        model="aptix-general",
+        messages=ASK,
+        n=1,
+        response_format={"type": "text"},
+        tool_choice="auto",
+        temperature=1.7,  # sampling parameters stay ignored
+    )
+    assert completion.choices[0].message.content == "hi"
+
+
+async def test_a_model_is_retrieved_by_its_name(client: AsyncOpenAI) -> None:
+    found = await client.models.retrieve("aptix-calculation")
+    assert (found.id, found.object, found.owned_by) == ("aptix-calculation", "model", "aptix")
+    with pytest.raises(openai.NotFoundError) as missing:
+        await client.models.retrieve("gpt-4o")
+    assert missing.value.code == "model_not_found"
+    body = missing.value.body
+    assert isinstance(body, dict)
+    assert body["type"] == "not_found_error"
