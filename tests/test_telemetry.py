@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from aptix.errors import ConfigurationError
-from aptix.llm.types import Usage
+from aptix.llm.types import LlmRequest, LlmResponse, Usage
 from aptix.reasoner import ToolResultInput
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
@@ -32,7 +32,7 @@ from aptix.telemetry import (
     open_tracing,
     span_exporters,
 )
-from aptix.testing import ScriptedModel, call, reply
+from aptix.testing import FunctionModel, ScriptedModel, call, reply
 from aptix.tools.executor import AgentToolExecutor
 from aptix.tools.traced import TracedToolExecutor
 from tests.otlp import OtlpReceiver
@@ -330,3 +330,51 @@ async def test_a_mode_change_in_a_turn_shows_on_the_spans_after_it(traced: Trace
         ("execute_tool agent_change_mode", "general"),
         ("chat ScriptedModel", "calculation"),
     ]
+
+
+async def test_a_summary_request_is_a_chat_span_of_its_turn(tmp_path: Path) -> None:
+    # The summary is a model call like any other: its latency, tokens and failures belong
+    # in the trace, and the turn's usage is the sum of its chat spans.
+    settings = AptixSettings(
+        data_dir=tmp_path,
+        load_plugins=False,
+        llm_context_tokens=6000,
+        context_strategy="summarize",
+    )
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    async def answer(request: LlmRequest) -> LlmResponse:
+        if "condense" in str(request.messages[0].get("content")):
+            return reply("SUMMARY of what was said.")
+        return reply("a long answer " + "with many words in it " * 60)
+
+    async with open_runtime(settings, tracing=OtelTracing(provider)) as runtime:
+        created = await runtime.services.sessions.create_session(org="acme", user="ann")
+        assert created.result is not None
+        reasoner = runtime.reasoner(FunctionModel(answer))
+        for n in range(8):
+            result = await reasoner.execute(
+                session_id=created.result.id,
+                org="acme",
+                user="ann",
+                instruction=f"turn {n} " + "a long question about things " * 40,
+            )
+            assert result.kind == "ok", result.error
+        turns = await runtime.turns.list_turns(created.result.id, "acme")
+    assert any(t.context_dropped and t.context_dropped["summarized"] for t in turns)
+    spans = exporter.get_finished_spans()
+    for turn_span in [s for s in spans if s.name == "invoke_agent aptix"]:
+        chats = [
+            s
+            for s in spans
+            if s.name.startswith("chat ")
+            and s.parent is not None
+            and s.parent.span_id == turn_span.context.span_id
+        ]
+        assert _attrs(turn_span)["gen_ai.usage.input_tokens"] == sum(
+            _attrs(c)["gen_ai.usage.input_tokens"] for c in chats
+        )
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(chats) > 8  # eight turns' own calls, and the summary requests

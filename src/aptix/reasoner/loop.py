@@ -40,6 +40,7 @@ from aptix.reasoner.running import (
     emit,
     text_sink,
 )
+from aptix.reasoner.spanned import SpannedModel
 from aptix.reasoner.stopping import TurnTasks, process_stopping
 from aptix.reasoner.tool_batch import assistant_message
 from aptix.reasoner.turns import TurnStore
@@ -295,7 +296,12 @@ class AgentReasoner:
             system = self._system(turn.session, tool_names, turn.notice)
             try:
                 messages = await self._context.prepare(
-                    record, system, history, tools, self._model, self._summary_noter(turn)
+                    record,
+                    system,
+                    history,
+                    tools,
+                    SpannedModel(self._model, self._tracing),  # summaries get chat spans
+                    self._summary_noter(turn),
                 )
             except ContextOverflowError as exc:
                 return await self._end.overflow(turn, exc, on_event)
