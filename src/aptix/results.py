@@ -16,6 +16,9 @@ class ErrorMessage:
     """One human-readable error carried by a failed ``InvokeResult``."""
 
     message: str
+    #: How a tool call ended when that was not the tool's own answer (``timed_out``,
+    #: ``abandoned``); None otherwise. Not part of the wire shape.
+    outcome: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,23 +59,27 @@ class InvokeResult(Generic[T]):
         }
 
 
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not JSON")
-
-
 def as_json_text(value: str | None) -> str:
     """A tool's successful value as JSON text, as AGN-005 §8 expects of a tool message.
 
     No value becomes ``null`` (a model is never sent ``content: null``); text that is not
-    JSON becomes one JSON string holding it, so plain-text tools still read well.
+    JSON becomes one JSON string holding it, so plain-text tools still read well. JSON has
+    no ``Infinity`` or ``NaN``: in an object or array they become ``null`` (as ``@aptix.tool``
+    writes them), so the object stays an object; alone they are text.
     """
     if value is None:
         return "null"
+    constants: list[str] = []
     try:
-        json.loads(value, parse_constant=_not_json)
+        # Each constant is read as None (what list.append returns) and noted.
+        data = json.loads(value, parse_constant=constants.append)
     except (ValueError, RecursionError):
         return json.dumps(value, ensure_ascii=False)
-    return value
+    if not constants:
+        return value
+    if isinstance(data, dict | list):
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=False)
 
 
 def json_value(text: str | None) -> Any:

@@ -365,6 +365,7 @@ async def open_runtime(
             logger,
             timeout_seconds=settings.tool_timeout_seconds,
             timeouts=mcp.tool_timeouts() if mcp else None,
+            max_result_bytes=settings.tool_max_result_bytes,
             guard=session_guard(
                 workflows.registry, modes.tools_for_mode, lambda: registry.registered_tools
             ),

@@ -160,6 +160,12 @@ class AptixSettings(BaseSettings):
         "are cached per catalog revision and message.",
     )
     tool_timeout_seconds: float = Field(30.0, gt=0, description="Per-tool execution time limit.")
+    tool_max_result_bytes: int = Field(
+        1_048_576,
+        gt=0,
+        description="Largest result a tool may return, in bytes of JSON text; a bigger one "
+        "is a failed call saying its size (an MCP server's `max_result_bytes` applies too).",
+    )
     tool_threads: int = Field(
         8,
         ge=1,

@@ -1,4 +1,4 @@
-"""A tool raising ``SystemExit`` or its own ``CancelledError`` is a failed call everywhere.
+"""A tool raising ``SystemExit``, any ``BaseException`` or its own ``CancelledError`` fails.
 
 HTTP invoke, MCP, the CLI and a model turn all answer with a failed call in their envelope,
 and the session is free at once.
@@ -37,13 +37,31 @@ async def cancels_itself() -> str:
     raise asyncio.CancelledError
 
 
-NAMES = ["exits", "cancels_itself"]
+class LibraryTimeout(BaseException):
+    """A library's own ``BaseException`` (gevent's and trio's time-outs are ones)."""
+
+
+@aptix.tool(usage="Raises a library's BaseException.")
+async def raises_base() -> str:
+    """Raises a BaseException that is neither SystemExit nor KeyboardInterrupt."""
+    await asyncio.sleep(0)
+    raise LibraryTimeout("base!")
+
+
+@aptix.tool(usage="Raises a BaseException in its thread.")
+def raises_base_in_thread() -> str:
+    """Raises a plain BaseException from a worker thread."""
+    raise BaseException("base!")
+
+
+TOOLS = [exits, cancels_itself, raises_base, raises_base_in_thread]
+NAMES = [t.TOOL_NAME for t in TOOLS]
 
 
 @pytest.fixture
 async def tooled(runtime: Runtime) -> Runtime:
-    runtime.registry.register(exits)
-    runtime.registry.register(cancels_itself)
+    for tool in TOOLS:
+        runtime.registry.register(tool)
     return runtime
 
 

@@ -55,6 +55,7 @@ INVALID = {
     "APTIX_WORKFLOWS_PATH": "/nope/workflows",
     "APTIX_SEMANTIC_MATCHING": "maybe",
     "APTIX_TOOL_TIMEOUT_SECONDS": "0",
+    "APTIX_TOOL_MAX_RESULT_BYTES": "0",
     "APTIX_LOAD_PLUGINS": "maybe",
     "APTIX_LOG_LEVEL": "garbage",
     "APTIX_LOG_JSON": "maybe",

@@ -20,7 +20,13 @@ from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
 from aptix.tools.args import ToolArgs, function_schema
 from aptix.tools.base import AgentTool
-from aptix.tools.bulkhead import BULKHEADS, BulkheadFullError, Bulkheads, http_refusal
+from aptix.tools.bulkhead import (
+    BULKHEADS,
+    RETRY_AFTER_SECONDS,
+    BulkheadFullError,
+    Bulkheads,
+    http_refusal,
+)
 from aptix.tools.context import AgentToolExecutionContext
 from tests.tenancy.conftest import bearer
 
@@ -120,7 +126,7 @@ async def test_an_org_holding_every_thread_does_not_slow_another_org(
     refused = await a.post("/v1/tools/quick_sync/invoke", json={"arguments": {}})
     assert refused.status_code == 503, refused.text
     assert BULKHEADS.abandoned("org-a") == 2
-    assert refused.headers["Retry-After"] == "5"
+    assert refused.headers["Retry-After"] == str(RETRY_AFTER_SECONDS)
     assert refused.json()["error"]["code"] == "overloaded"
     assert "2 sync tool calls of this organization are still running" in refused.text
 
@@ -167,10 +173,15 @@ async def test_a_call_still_queued_when_cancelled_is_not_counted_as_abandoned(
     assert await heads.run("o", lambda: 8) == 8
 
 
-def test_only_the_executors_own_wording_maps_to_a_gateway_status() -> None:
-    assert http_refusal("The tool 'x' timed out after 0.5 seconds.") == (504, "timeout", {})
-    left = "The tool 'x' did not finish within 2 seconds and could not be stopped: it may ..."
-    assert http_refusal(left) == (504, "timeout", {})
-    assert http_refusal(str(BulkheadFullError(3)))[:2] == (503, "overloaded")  # type: ignore[index]
-    assert http_refusal("The lookup timed out after 3 seconds upstream.") is None
-    assert http_refusal("Unknown workflow 'x'.") is None
+def test_only_a_stopped_call_or_a_full_bulkhead_maps_to_a_gateway_status() -> None:
+    from aptix.results import ErrorMessage
+
+    def failed(message: str, outcome: str | None = None) -> InvokeResult[str]:
+        return InvokeResult(errors=(ErrorMessage(message, outcome),))
+
+    assert http_refusal(failed("any words", "timed_out")) == (504, "timeout", {})
+    assert http_refusal(failed("any words", "abandoned")) == (504, "timeout", {})
+    assert http_refusal(failed(str(BulkheadFullError(3))))[:2] == (503, "overloaded")  # type: ignore[index]
+    # The tool's own words about a time-out are its answer, not ours.
+    assert http_refusal(failed("The tool 'x' timed out after 0.5 seconds.")) is None
+    assert http_refusal(failed("Unknown workflow 'x'.")) is None

@@ -62,7 +62,16 @@ def blocking() -> str:
 
 RELEASE = threading.Event()
 
+
+class LibraryError(BaseException):
+    """A library's own ``BaseException`` subclass."""
+
+
 CASES = [
+    (BaseException, False),
+    (BaseException, True),
+    (LibraryError, False),
+    (LibraryError, True),
     (SystemExit, False),
     (SystemExit, True),
     (KeyboardInterrupt, False),

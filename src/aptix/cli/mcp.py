@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-
-from aptix.cli.runtime import config_failed
+from aptix.cli.runtime import config_failed, run_leaving_strays
 
 
 def mcp() -> None:
@@ -13,7 +11,7 @@ def mcp() -> None:
     from aptix.mcp.server import run_stdio
 
     try:
-        asyncio.run(run_stdio())
+        run_leaving_strays(run_stdio())  # a tool left running at its limit is not waited for
     except ConfigurationError as exc:
         config_failed(exc)
     except KeyboardInterrupt:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from aptix.cli.output import fail
 from aptix.errors import ConfigurationError
@@ -13,7 +15,13 @@ if TYPE_CHECKING:
     from aptix.runtime import Runtime
     from aptix.settings import AptixSettings
 
-__all__ = ["check_runtime", "config_failed", "run_with_runtime", "settings_or_exit"]
+__all__ = [
+    "check_runtime",
+    "config_failed",
+    "run_leaving_strays",
+    "run_with_runtime",
+    "settings_or_exit",
+]
 
 T = TypeVar("T")
 
@@ -43,13 +51,89 @@ def run_with_runtime(
         chosen = chosen.model_copy(update={"match_cascade": False})
 
     async def main() -> T:
-        async with open_runtime(chosen, connect_mcp=connect_mcp) as runtime:
+        async with contextlib.AsyncExitStack() as stack:
+            with _said_once():
+                runtime = await stack.enter_async_context(
+                    open_runtime(chosen, connect_mcp=connect_mcp)
+                )
             return await work(runtime)
 
     try:
-        return asyncio.run(main())
+        return run_leaving_strays(main())
     except ConfigurationError as exc:
         config_failed(exc)
+
+
+#: How long tasks still running when a command has its answer get to stop when cancelled.
+STRAY_GRACE_SECONDS = 0.5
+
+
+def run_leaving_strays(main: Coroutine[Any, Any, T]) -> T:
+    """:func:`asyncio.run`, except that tasks left running when ``main`` ends are not awaited.
+
+    A tool abandoned at its time limit may swallow every cancellation: once the command has
+    its answer, such a task is cancelled, given :data:`STRAY_GRACE_SECONDS`, and left behind,
+    so that the command ends (``asyncio.run`` would wait for it as long as it runs).
+    """
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(main)
+    try:
+        return loop.run_until_complete(task)
+    finally:
+        try:
+            if not task.done():  # Ctrl-C: ``main`` closes what it opened, however long
+                task.cancel()
+                loop.run_until_complete(asyncio.wait((task,)))
+            strays = asyncio.all_tasks(loop)
+            for stray in strays:
+                stray.cancel()
+            if strays:
+                loop.run_until_complete(asyncio.wait(strays, timeout=STRAY_GRACE_SECONDS))
+                # Those still running are left behind knowingly: no "destroyed but pending".
+                loop.set_exception_handler(_ignoring_pending(strays))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+
+def _ignoring_pending(
+    strays: set[asyncio.Task[Any]],
+) -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("task") not in strays:
+            loop.default_exception_handler(context)
+
+    return handle
+
+
+@contextlib.contextmanager
+def _said_once() -> Iterator[None]:
+    """Hold back ``aptix`` log records in the block, then pass them on.
+
+    A record that repeats the :class:`ConfigurationError` ending the command (a tool the
+    registry refused, logged as it raised) is dropped: the error line says it once.
+    """
+    logger = logging.getLogger("aptix")
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        held.append(record)
+        return False
+
+    logger.addFilter(hold)
+    ending = ""
+    try:
+        yield
+    except ConfigurationError as exc:
+        ending = str(exc)
+        raise
+    finally:
+        logger.removeFilter(hold)
+        for record in held:
+            said = record.getMessage().partition("] ")[2]
+            if not (ending and said and said in ending):
+                logger.handle(record)
 
 
 def check_runtime(settings: AptixSettings) -> None:

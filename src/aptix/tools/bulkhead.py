@@ -10,7 +10,9 @@ other org and the server's own work (workflow matching), so:
   (:class:`BulkheadFullError`) instead of queueing behind threads that may never come back;
 - built-in work (:func:`run_builtin`) has a pool of its own that no tool can reach. What runs
   there never waits on other work (a workflow match waiting for its org's index rebuild waits
-  off the pool), so one org's matches cannot take the threads every org's need.
+  off the pool), so one org's matches cannot take the threads every org's need;
+- tool threads do not hold up the process's exit: a command that has its answer ends even
+  while a thread it abandoned never returns.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import queue
 import re
 import threading
 from collections import Counter
@@ -40,15 +43,10 @@ __all__ = [
 P = ParamSpec("P")
 T = TypeVar("T")
 
-#: What a refused caller is told to wait before retrying (503 ``Retry-After``).
-RETRY_AFTER_SECONDS = 5
+#: How often a refused caller may ask again (503 ``Retry-After``): a polling interval, not a
+#: promise. A held thread is free only when its tool returns, which may be never.
+RETRY_AFTER_SECONDS = 30
 
-#: The executor's wording of a time limit: stopped (``_timed_out``) or left running in its
-#: thread (``_abandoned``).
-_TIMED_OUT = re.compile(
-    r"The tool '[^']*' (timed out after \S+ seconds\."
-    r"|did not finish within \S+ seconds and could not be stopped: .*)"
-)
 _FULL = "sync tool calls of this organization are still running past their time limit"
 _FULL_MESSAGE = re.compile(r"\d+ " + _FULL + r", .*")
 
@@ -59,8 +57,58 @@ class BulkheadFullError(AptixError):
     def __init__(self, held: int) -> None:
         super().__init__(
             f"{held} {_FULL}, which is as many as it may have; the call was not started. "
-            f"Retry when they end (in about {RETRY_AFTER_SECONDS} s)."
+            "Each holds its thread until its tool returns, which may take any time: retry "
+            "later."
         )
+
+
+class _DaemonPool:
+    """Up to ``size`` daemon threads (``ThreadPoolExecutor`` waits for its threads at exit)."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self._size = size
+        self._name = name
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._threads = 0
+        self._idle = 0  # threads that finished a job and wait for the next, not yet claimed
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """Queue ``fn``; a queued call that is cancelled never runs."""
+        future: Future[T] = Future()
+
+        def job() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn()
+            except BaseException as exc:  # the caller reads it from the future
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        with self._lock:
+            self._jobs.put(job)
+            if self._idle:
+                self._idle -= 1
+            elif self._threads < self._size:
+                self._threads += 1
+                name = f"{self._name}_{self._threads}"
+                threading.Thread(target=self._work, name=name, daemon=True).start()
+        return future
+
+    def shutdown(self) -> None:
+        """Let each thread end once the jobs queued before this call are done."""
+        with self._lock:
+            for _ in range(self._threads):
+                self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()
+            del job  # its future and result are not kept alive while the thread waits
+            with self._lock:
+                self._idle += 1
 
 
 class Bulkheads:
@@ -68,7 +116,7 @@ class Bulkheads:
 
     def __init__(self, threads_per_org: int = 8) -> None:
         self._threads = threads_per_org
-        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._pools: dict[str, _DaemonPool] = {}
         self._abandoned: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -85,7 +133,7 @@ class Bulkheads:
             self._threads = threads_per_org
             pools, self._pools = self._pools, {}
         for pool in pools.values():
-            pool.shutdown(wait=False)
+            pool.shutdown()
 
     def abandoned(self, org: str) -> int:
         """Calls of ``org`` left running after their time limit that have not ended yet."""
@@ -99,9 +147,7 @@ class Bulkheads:
                 raise BulkheadFullError(held)
             pool = self._pools.get(org)
             if pool is None:
-                pool = self._pools[org] = ThreadPoolExecutor(
-                    self._threads, thread_name_prefix="aptix-tools"
-                )
+                pool = self._pools[org] = _DaemonPool(self._threads, "aptix-tools")
         call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
         future = pool.submit(call)
         try:
@@ -144,14 +190,15 @@ async def run_builtin(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) 
     return await asyncio.wrap_future(_BUILTIN.submit(call))
 
 
-def http_refusal(message: str) -> tuple[int, str, dict[str, str]] | None:
+def http_refusal(outcome: InvokeResult[Any]) -> tuple[int, str, dict[str, str]] | None:
     """Status, code and headers for a call that failed by timing out or being refused here.
 
-    A time limit is 504 ``timeout``; a full bulkhead is 503 ``overloaded`` with
-    ``Retry-After``. Any other failure is the tool's own: None.
+    A call its time limit stopped or left running (whatever the wording) is 504 ``timeout``;
+    a full bulkhead is 503 ``overloaded`` with ``Retry-After``. Any other failure is the
+    tool's own: None.
     """
-    if _TIMED_OUT.fullmatch(message):
+    if any(e.outcome in ("timed_out", "abandoned") for e in outcome.errors):
         return 504, "timeout", {}
-    if _FULL_MESSAGE.fullmatch(message):
+    if _FULL_MESSAGE.fullmatch(outcome.error_message or ""):
         return 503, "overloaded", {"Retry-After": str(RETRY_AFTER_SECONDS)}
     return None

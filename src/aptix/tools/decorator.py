@@ -8,12 +8,13 @@ See docs/writing-a-tool.md.
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar, overload
 
 import pydantic_core
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from aptix.errors import ToolContractError, ToolError
 from aptix.logger import AdminLogger
@@ -45,6 +46,7 @@ class FunctionTool(AgentTool):
         self._validate = sig.args_model.model_validate_json
         self._fields = sig.fields
         self._context_param = sig.context_param
+        self._returns = sig.returns
         self._is_async = inspect.iscoroutinefunction(self.function)
 
     @classmethod
@@ -79,7 +81,7 @@ class FunctionTool(AgentTool):
                 value = await self.function(**kwargs)
             else:
                 value = await BULKHEADS.run(context.org, self.function, **kwargs)
-            return InvokeResult.create(pydantic_core.to_json(value, by_alias=True).decode())
+            return InvokeResult.create(_json_text(value, self._returns))
         except ToolError as exc:
             return InvokeResult.from_error(str(exc) or f"The tool '{self.TOOL_NAME}' failed.")
         except BulkheadFullError as exc:
@@ -89,6 +91,28 @@ class FunctionTool(AgentTool):
                 f"[{self.TOOL_NAME}_ExecuteAsync__Exception]", exc, *context.log_pairs()
             )
             return InvokeResult.from_error(GENERIC_FAILURE.format(name=self.TOOL_NAME))
+
+
+def _json_text(value: Any, returns: TypeAdapter[Any] | None) -> str:
+    """``value`` as JSON text, through the return annotation when there is one.
+
+    A value that does not fit the annotation raises ``ValidationError`` (the tool broke its
+    own advertised ``outputSchema``). Infinity and NaN, which JSON lacks, become ``null``.
+    """
+    try:
+        if returns is None:
+            return pydantic_core.to_json(value, by_alias=True, inf_nan_mode="null").decode()
+        value = returns.validate_python(value)
+        return returns.dump_json(value, by_alias=True).decode()
+    except pydantic_core.PydanticSerializationError:
+        # UTF-8 cannot hold a lone surrogate: written as text here, the executor then puts
+        # U+FFFD in its place, as for any tool's text. Anything else fails here again.
+        adapter = returns or _ANY
+        data = adapter.dump_python(value, mode="json", by_alias=True)
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
 
 @overload
@@ -153,6 +177,12 @@ def _make_tool_class(
     who = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
     if not callable(fn):
         raise ToolContractError(f"@aptix.tool needs a function, not {type(fn).__name__}.")
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        # Its items would be produced outside the time limit (or not at all): one answer.
+        raise ToolContractError(
+            f"Tool {tool_name!r} ({who}) is a generator function; a tool returns one result: "
+            "return a list of the items instead."
+        )
     if not isinstance(usage, str) or not usage.strip():
         raise ToolContractError(f"Tool {tool_name!r} ({who}): usage must be a non-empty str.")
     try:

@@ -13,14 +13,13 @@ from aptix.db.outage import DATABASE_UNAVAILABLE, is_database_outage
 from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger
 from aptix.nul import storable
-from aptix.results import InvokeResult, as_json_text
+from aptix.results import ErrorMessage, InvokeResult, as_json_text
 from aptix.tools.base import AgentTool
 from aptix.tools.bulkhead import BULKHEADS
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
 from aptix.tools.registry import AgentToolRegistry
 from aptix.tools.stepping import (
     ABANDONED,
-    ESCAPES,
     STOP_GRACE,
     Raised,
     Resumed,
@@ -29,10 +28,24 @@ from aptix.tools.stepping import (
     forget,
 )
 
-__all__ = ["GENERIC_FAILURE", "AgentToolExecutor", "CallEndedError", "CallGuard", "CallOutcome"]
+__all__ = [
+    "GENERIC_FAILURE",
+    "MAX_RESULT_BYTES",
+    "AgentToolExecutor",
+    "CallEndedError",
+    "CallGuard",
+    "CallOutcome",
+]
 
 GENERIC_FAILURE = "The tool '{name}' failed unexpectedly. The error has been logged."
 BUILD_FAILURE = "The tool '{name}' could not be started. The error has been logged."
+TOO_BIG = (
+    "The tool '{name}' returned {size} bytes, over the limit of {limit} bytes "
+    "(APTIX_TOOL_MAX_RESULT_BYTES); nothing of it was kept."
+)
+
+#: The largest result a tool may return, in bytes of JSON text (``APTIX_TOOL_MAX_RESULT_BYTES``).
+MAX_RESULT_BYTES = 1_048_576
 
 #: Decides whether a call may run in this context; returns a refusal message or None.
 CallGuard = Callable[[AgentTool, AgentToolExecutionContext], str | None]
@@ -59,13 +72,15 @@ class AgentToolExecutor:
     """Resolves tool calls against a registry and runs them safely.
 
     Nothing escapes but a cancellation of the caller: unknown tools, failures, exceptions
-    (``SystemExit``, ``KeyboardInterrupt`` and a ``CancelledError`` the tool raised itself
-    included) and timeouts all come back as an ``AgentToolCall`` with ``error_message`` and
-    ``outcome`` set. A tool whose ``execute`` is a plain function runs in a worker thread.
-    The time limit holds even for a tool that swallows cancellation or runs in a thread:
-    it is left behind and reported ``abandoned`` (it may still complete), while a tool that
-    stopped at its limit is ``timed_out``. A tool that blocks the event loop past its limit
-    is reported as timed out, never as a success.
+    (every ``BaseException``: ``SystemExit``, ``KeyboardInterrupt``, a library's own, and a
+    ``CancelledError`` the tool raised itself included) and timeouts all come back as an
+    ``AgentToolCall`` with ``error_message`` and ``outcome`` set. A tool whose ``execute``
+    is a plain function runs in a worker thread. The time limit holds even for a tool that
+    swallows cancellation or runs in a thread: it is left behind and reported ``abandoned``
+    (it may still complete), while a tool that stopped at its limit is ``timed_out``. A tool
+    that blocks the event loop past its limit is reported as timed out, never as a success.
+    A result over ``max_result_bytes`` is a failed call: one oversized answer would
+    otherwise fill the model's whole context.
     """
 
     def __init__(
@@ -76,8 +91,10 @@ class AgentToolExecutor:
         timeout_seconds: float | None = 30.0,
         timeouts: dict[str, float] | None = None,
         guard: CallGuard | None = None,
+        max_result_bytes: int = MAX_RESULT_BYTES,
     ) -> None:
         self._registry = registry
+        self._max_result_bytes = max_result_bytes
         self._logger = logger
         self._timeout = timeout_seconds
         self._timeouts = {k.casefold(): v for k, v in (timeouts or {}).items()}
@@ -182,9 +199,15 @@ class AgentToolExecutor:
                 outcome="failed",
             )
         result = as_json_text(outcome.result)
+        size = len(result)
         # Text that cannot be encoded (a lone surrogate) would poison every later read.
         if not result.isascii():
             result = storable(result)
+            size = len(result.encode())
+        if size > self._max_result_bytes:
+            limit = self._max_result_bytes
+            message = TOO_BIG.format(name=tool.TOOL_NAME, size=size, limit=limit)
+            return replace(call, is_server_tool=True, error_message=message, outcome="failed")
         # Built directly: dataclasses.replace costs more than the rest of the dispatch.
         return AgentToolCall(
             call.call_id,
@@ -209,12 +232,17 @@ class AgentToolExecutor:
     async def invoke(
         self, name: str, arguments_json: str, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
-        """Run a tool outside a model turn (CLI, HTTP, MCP) and return its ``InvokeResult``."""
+        """Run a tool outside a model turn (CLI, HTTP, MCP) and return its ``InvokeResult``.
+
+        A call stopped by its time limit says so in its error's ``outcome``.
+        """
         with log_ids(context.session_id, context.conversation_id):
             done = await self.execute(AgentToolCall("direct", name, arguments_json), context)
         if done.was_executed and done.result_json is not None:
             return InvokeResult.create(done.result_json)
-        return InvokeResult.from_error(done.error_message or "The tool did not run.")
+        message = done.error_message or "The tool did not run."
+        stopped = done.outcome if done.outcome in ("timed_out", "abandoned") else None
+        return InvokeResult(errors=(ErrorMessage(message, stopped),))
 
     def _refused(self, tool: AgentTool, call: AgentToolCall, reason: str) -> None:
         """Called when the guard refuses ``call`` (a traced executor records an event)."""
@@ -232,9 +260,9 @@ class AgentToolExecutor:
             return Resumed(coro, coro.send(None))
         except StopIteration as stop:
             return stop.value
-        except (Exception, asyncio.CancelledError, *ESCAPES) as exc:
+        except BaseException as exc:
             # No cancellation reaches a coroutine between two suspensions: a CancelledError
-            # here is the tool's own.
+            # here is the tool's own, and so is anything else it raised.
             return self._crashed(tool, exc, context)
 
     async def _finish(
@@ -247,7 +275,8 @@ class AgentToolExecutor:
         in_thread: bool = False,
     ) -> Any:
         # A task of its own, so the limit holds even when the tool swallows cancellation;
-        # ``contained`` keeps SystemExit out of the task (asyncio re-raises it from the loop).
+        # ``contained`` keeps SystemExit and the like out of the task (asyncio re-raises some
+        # from the loop).
         task = asyncio.ensure_future(contained(work))
         try:
             done, _ = await asyncio.wait((task,), timeout=limit)
@@ -302,7 +331,7 @@ class AgentToolExecutor:
             if cancel_requested():
                 raise  # the caller's cancellation (a cancelled turn) goes on
             return self._crashed(tool, exc, context)
-        except (Exception, *ESCAPES) as exc:
+        except BaseException as exc:  # whatever the tool raised is its failure, not ours
             return self._crashed(tool, exc, context)
         if value is ABANDONED:
             return self._abandoned(tool, context, limit)

@@ -36,10 +36,20 @@ class LoadedTool:
 
 
 def load_tool_modules(entries: Iterable[str]) -> list[LoadedTool]:
-    """Import each file or module and collect the tools defined in it, in source order."""
+    """Import each file or module and collect the tools defined in it, in source order.
+
+    A file named twice (``APTIX_TOOL_MODULES`` and ``--tools``, two spellings of one path, a
+    module and its file) is loaded once.
+    """
     found: list[LoadedTool] = []
+    seen: set[str] = set()
     for entry in entries:
         module = _import(entry)
+        origin = getattr(module, "__file__", None)
+        key = str(Path(origin).resolve()) if origin else module.__name__
+        if key in seen:
+            continue
+        seen.add(key)
         tools = [
             LoadedTool(entry, obj)
             for obj in vars(module).values()
@@ -58,15 +68,23 @@ def load_tool_modules(entries: Iterable[str]) -> list[LoadedTool]:
 
 
 def register_tool_modules(registry: AgentToolRegistry, tools: Iterable[LoadedTool]) -> list[str]:
-    """Register the tools :func:`load_tool_modules` found; return their names."""
+    """Register and build the tools :func:`load_tool_modules` found; return their names.
+
+    A refusal or a constructor that raises is a :class:`PluginLoadError` naming the class and
+    its file.
+    """
     names: list[str] = []
     for loaded in tools:
+        where = f"Tool {loaded.tool_cls.__name__} in {loaded.source}"
         try:
             registry.register(loaded.tool_cls)
         except ToolContractError as exc:
+            raise PluginLoadError(f"{where} breaks the tool contract: {exc}") from exc
+        try:
+            registry.get_tool(loaded.tool_cls.TOOL_NAME)
+        except Exception as exc:
             raise PluginLoadError(
-                f"Tool {loaded.tool_cls.__name__} in {loaded.source} breaks the tool "
-                f"contract: {exc}"
+                f"{where} could not be built: {type(exc).__name__}: {exc}"
             ) from exc
         names.append(loaded.tool_cls.TOOL_NAME)
     return names
@@ -80,10 +98,8 @@ def _import(entry: str) -> ModuleType:
     if not _is_path(entry):
         try:
             return importlib.import_module(entry)
-        except Exception as exc:
-            raise PluginLoadError(
-                f"Could not import tool module {entry}: {type(exc).__name__}: {exc}"
-            ) from exc
+        except BaseException as exc:  # sys.exit() at import too: one line naming the module
+            raise PluginLoadError(f"Could not import tool module {entry}: {_why(exc)}") from exc
     path = Path(entry).expanduser().resolve()
     if not path.is_file():
         raise PluginLoadError(f"Tool file {entry} does not exist.")
@@ -99,9 +115,11 @@ def _import(entry: str) -> ModuleType:
     sys.modules[name] = module  # dataclasses and pydantic look their module up while it runs
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except BaseException as exc:  # sys.exit() at import too: one line naming the file
         del sys.modules[name]
-        raise PluginLoadError(
-            f"Could not load tool file {entry}: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise PluginLoadError(f"Could not load tool file {entry}: {_why(exc)}") from exc
     return module
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

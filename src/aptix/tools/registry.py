@@ -16,6 +16,8 @@ from aptix.tools.base import AgentTool
 __all__ = ["AgentToolRegistry", "ToolFactory"]
 
 TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")
+#: The longest function name OpenAI-style APIs accept: a longer one fails every model call.
+MAX_TOOL_NAME = 64
 _LOG_TAG = "[AgentToolRegistry_Register]"
 
 ToolFactory = Callable[[], AgentTool]
@@ -75,9 +77,10 @@ class AgentToolRegistry:
         listed: dict[str, str] = {}  # casefolded name -> the name as the client first wrote it
         for tool_cls in tools:
             name = tool_cls.TOOL_NAME
-            if not TOOL_NAME_PATTERN.fullmatch(name):
+            if not TOOL_NAME_PATTERN.fullmatch(name) or len(name) > MAX_TOOL_NAME:
                 raise ToolContractError(
-                    f"The client tool name {name!r} must match {TOOL_NAME_PATTERN.pattern}."
+                    f"The client tool name {name!r} must match {TOOL_NAME_PATTERN.pattern} "
+                    f"and be at most {MAX_TOOL_NAME} characters long."
                 )
             if (first := listed.get(name.casefold())) is not None:
                 same = "" if first == name else f" (as {first!r} and {name!r})"
@@ -133,6 +136,11 @@ class AgentToolRegistry:
         if not TOOL_NAME_PATTERN.fullmatch(name):
             raise ToolContractError(
                 f"{who}: TOOL_NAME {name!r} must match {TOOL_NAME_PATTERN.pattern}."
+            )
+        if len(name) > MAX_TOOL_NAME:
+            raise ToolContractError(
+                f"{who}: TOOL_NAME {name!r} is {len(name)} characters long; model APIs accept "
+                f"at most {MAX_TOOL_NAME}."
             )
         schema = _check_schema(tool_cls, name)
         usage = getattr(tool_cls, "TOOL_USAGE_METADATA", None)
@@ -245,6 +253,9 @@ def schema_problem(schema: Any) -> str | None:
     unknown = [r for r in required if r not in props]
     if unknown:
         return f"lists required properties that are not defined: {unknown}."
+    twice = sorted({r for r in required if required.count(r) > 1})
+    if twice:
+        return f"lists required properties more than once: {twice}."
     return None
 
 

@@ -34,6 +34,9 @@ class FunctionSignature:
     context_param: str | None
     parameters: dict[str, Any]
     output_schema: dict[str, Any] | None
+    #: The return annotation, through which results are validated and serialized (None
+    #: when there is none, or it is ``Any``, or pydantic cannot handle it).
+    returns: TypeAdapter[Any] | None
 
 
 def read_signature(fn: Callable[..., Any], tool_name: str) -> FunctionSignature:
@@ -52,6 +55,7 @@ def read_signature(fn: Callable[..., Any], tool_name: str) -> FunctionSignature:
         raise ValueError(f"{where}: its type hints cannot be resolved ({exc}).") from exc
     context_param: str | None = None
     definitions: dict[str, Any] = {}
+    wire_names: dict[str, str] = {}  # camelCase name on the wire -> the parameter
     for name, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ValueError(f"{where}: *args and **kwargs cannot be tool arguments.")
@@ -63,6 +67,11 @@ def read_signature(fn: Callable[..., Any], tool_name: str) -> FunctionSignature:
             continue
         if hint is None:
             raise ValueError(f"{where}: parameter '{name}' needs a type hint.")
+        if (other := wire_names.setdefault(to_camel(name), name)) != name:
+            raise ValueError(
+                f"{where}: parameters '{other}' and '{name}' are both '{to_camel(name)}' on the "
+                "wire (arguments are camelCase); rename one."
+            )
         definitions[name] = (hint, _field(param, documented.get(name)))
     try:
         model = create_model(
@@ -87,7 +96,17 @@ def read_signature(fn: Callable[..., Any], tool_name: str) -> FunctionSignature:
         context_param=context_param,
         parameters=parameters,
         output_schema=output_schema_of(hints.get("return")),
+        returns=_return_adapter(hints.get("return")),
     )
+
+
+def _return_adapter(hint: Any) -> TypeAdapter[Any] | None:
+    if hint is None or hint is Any:
+        return None
+    try:
+        return TypeAdapter(hint)
+    except Exception:  # an unusual return type is serialized as it comes
+        return None
 
 
 def _field(param: inspect.Parameter, described: str | None) -> Any:

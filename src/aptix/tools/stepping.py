@@ -13,7 +13,6 @@ from typing import Any
 
 __all__ = [
     "ABANDONED",
-    "ESCAPES",
     "STOP_GRACE",
     "Raised",
     "Resumed",
@@ -21,9 +20,6 @@ __all__ = [
     "contained",
     "forget",
 ]
-
-#: Raised by a tool, these are the tool's failure, not the server's: they never escape.
-ESCAPES = (SystemExit, KeyboardInterrupt, GeneratorExit)
 
 #: What a continuation returns when its tool ignored the time limit and was left running.
 ABANDONED = object()
@@ -33,7 +29,7 @@ STOP_GRACE = 0.05
 
 
 class Raised:
-    """A ``SystemExit``-like exception a tool raised, carried out of its task as a value."""
+    """A ``BaseException`` a tool raised, carried out of its task as a value."""
 
     __slots__ = ("error",)
 
@@ -42,10 +38,16 @@ class Raised:
 
 
 async def contained(work: Awaitable[Any]) -> Any:
-    """Await ``work``, returning a ``SystemExit``-like exception as a :class:`Raised`."""
+    """Await ``work``, returning any exception but a cancellation as a :class:`Raised`.
+
+    Whatever a tool raises (``SystemExit``, a library's own ``BaseException``) is the tool's
+    failure, not the server's; asyncio would re-raise some of them from the event loop.
+    """
     try:
         return await work
-    except ESCAPES as exc:
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
         return Raised(exc)
 
 

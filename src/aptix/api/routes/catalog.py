@@ -47,7 +47,7 @@ async def _registry(runtime: Runtime, caller: Caller, arguments: dict[str, Any])
     )
     if outcome.result is None:
         message = outcome.error_message or "The workflow registry failed."
-        if (refusal := http_refusal(message)) is not None:
+        if (refusal := http_refusal(outcome)) is not None:
             status, code, headers = refusal
             raise ApiError(status, message, code, headers=headers)
         status, code = _status(message)

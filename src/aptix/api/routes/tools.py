@@ -80,7 +80,7 @@ async def invoke_tool(
     outcome = await runtime.executor.invoke(name, arguments, context)
     if outcome.error_message == DATABASE_UNAVAILABLE:
         raise DatabaseUnavailable(DATABASE_UNAVAILABLE)  # 503, logged once per outage
-    if outcome.error_message and (refusal := http_refusal(outcome.error_message)):
+    if outcome.error_message and (refusal := http_refusal(outcome)):
         # Not the tool's own answer: it ran out of time, or was never started.
         status, code, headers = refusal
         raise ApiError(status, outcome.error_message, code, headers=headers)
