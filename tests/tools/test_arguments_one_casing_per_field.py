@@ -136,3 +136,29 @@ async def test_every_built_in_tool_refuses_a_field_given_twice(
             f"'{to_camel(field)}' is given twice ('{first}' and '{second}'): "
             "use one casing per field."
         ), (tool.TOOL_NAME, field, outcome)
+
+
+async def test_a_function_tool_refuses_one_parameter_in_two_casings() -> None:
+    import aptix
+    from aptix.testing import RecordingLogger
+    from aptix.tools.context import AgentToolExecutionContext
+
+    @aptix.tool(usage="Sends a message to one user.")
+    async def notify(user_id: str, text: str) -> str:
+        """Sends a message.
+
+        Args:
+            user_id: Who gets it.
+            text: What it says.
+        """
+        return f"{user_id}: {text}"
+
+    tool = notify(RecordingLogger())
+    context = AgentToolExecutionContext(org="acme", user="ann")
+    told = await tool.execute(
+        json.dumps({"user_id": "ann", "userId": "bob", "text": "hi"}), context
+    )
+    assert told.result is None
+    assert "'userId' is given twice" in (told.error_message or "")
+    fine = await tool.execute(json.dumps({"UserId": "ann", "text": "hi"}), context)
+    assert fine.result == '"ann: hi"'

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from aptix.casing import any_case, match_documented_keys
+from aptix.casing import any_case, match_documented_keys, repeated_field
 from aptix.results import InvokeResult
 
 __all__ = ["ToolArgs", "ToolResult", "function_schema", "parse_arguments"]
@@ -65,6 +67,15 @@ def parse_arguments(model: type[A], arguments_json: str | None) -> InvokeResult[
         return InvokeResult.create(model.model_validate_json(text))
     except ValidationError as exc:
         return InvokeResult.from_error(describe_validation_error(exc))
+
+
+def repeated_argument(arguments_json: str | None, names: Iterable[str]) -> str | None:
+    """Why ``arguments_json`` gives one of ``names`` in two casings (one value would be lost)."""
+    try:
+        data = json.loads(arguments_json) if arguments_json else None
+    except (ValueError, RecursionError):
+        return None  # the parse that follows says why
+    return repeated_field(data, names)
 
 
 def describe_validation_error(exc: ValidationError) -> str:

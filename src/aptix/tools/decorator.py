@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from aptix.errors import ToolContractError, ToolError
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
-from aptix.tools.args import describe_validation_error
+from aptix.tools.args import describe_validation_error, repeated_argument
 from aptix.tools.base import AgentTool
 from aptix.tools.bulkhead import BULKHEADS, BulkheadFullError
 from aptix.tools.context import AgentToolExecutionContext
@@ -69,6 +69,8 @@ class FunctionTool(AgentTool):
     ) -> InvokeResult[str]:
         """Validate the arguments, call the function and serialize what it returns."""
         text = arguments_json if arguments_json and not arguments_json.isspace() else "{}"
+        if (repeated := repeated_argument(text, self._fields)) is not None:
+            return InvokeResult.from_error(repeated)
         try:
             args = self._validate(text)
         except ValidationError as exc:

@@ -18,11 +18,16 @@ from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
 from pydantic import Field
 
-from aptix.casing import repeated_field
 from aptix.db.outage import is_database_outage
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
-from aptix.tools.args import ToolArgs, ToolResult, function_schema, parse_arguments
+from aptix.tools.args import (
+    ToolArgs,
+    ToolResult,
+    function_schema,
+    parse_arguments,
+    repeated_argument,
+)
 from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.executor import GENERIC_FAILURE
@@ -119,7 +124,7 @@ class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
         self, arguments_json: str, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
         """Parse, run and serialise; expected failures are returned, never raised."""
-        repeated = repeated_field(_json_object(arguments_json), self._args_model.model_fields)
+        repeated = repeated_argument(arguments_json, self._args_model.model_fields)
         if repeated is not None:
             return self.invalid(repeated)
         parsed = parse_arguments(self._args_model, arguments_json)
@@ -148,14 +153,6 @@ class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
         if isinstance(outcome, ToolResult):
             return InvokeResult.create(outcome.to_json())
         return InvokeResult.create(compact_json(outcome))
-
-
-def _json_object(arguments_json: str) -> Any:
-    """The parsed arguments, or None when they do not parse (``parse_arguments`` says why)."""
-    try:
-        return json.loads(arguments_json) if arguments_json else None
-    except (ValueError, RecursionError):
-        return None
 
 
 def compact_json(payload: Mapping[str, Any]) -> str:
