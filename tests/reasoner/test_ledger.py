@@ -26,28 +26,10 @@ from aptix.reasoner.tables import TurnRow
 from aptix.testing import FunctionModel, ScriptedModel, call, reply
 from aptix.tools import AgentToolExecutionContext, function_schema
 from aptix.tools.args import ToolArgs
-from aptix.tools.executor import AgentToolExecutor
-from tests.reasoner.conftest import Harness
+from tests.reasoner.conftest import Died, Harness
 
 RUNS: list[str] = []
 KEYS: list[str | None] = []
-
-
-class Died(BaseException):
-    """Stands in for kill -9: nothing after it runs in this process."""
-
-
-@pytest.fixture(autouse=True)
-def _died_kills_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A tool raising ``Died`` is the process dying: the executor contains any other raise."""
-    crashed = AgentToolExecutor._crashed
-
-    def dying(self: AgentToolExecutor, tool: Any, exc: BaseException, context: Any) -> Any:
-        if isinstance(exc, Died):
-            raise exc
-        return crashed(self, tool, exc, context)
-
-    monkeypatch.setattr(AgentToolExecutor, "_crashed", dying)
 
 
 class _Args(ToolArgs):

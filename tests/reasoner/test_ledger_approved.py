@@ -27,16 +27,12 @@ from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel, call, reply
 from aptix.tools import AgentToolExecutionContext, function_schema
 from aptix.tools.args import ToolArgs
-from tests.reasoner.conftest import Harness
+from tests.reasoner.conftest import Died, Harness
 
 RUNS: list[str] = []
 STARTED = asyncio.Event()
 APPROVE = '{"approved": true}'
 REQUEST = '{"kind": "approval_request", "prompt": "Destroy?"}'
-
-
-class Died(BaseException):
-    """Stands in for kill -9: nothing after it runs in this process."""
 
 
 class _Args(ToolArgs):

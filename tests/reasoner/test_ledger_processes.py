@@ -11,7 +11,6 @@ import json
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import update
@@ -25,29 +24,11 @@ from aptix.reasoner.tables import TurnRow
 from aptix.runtime import Runtime
 from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel, call, reply
-from aptix.tools.executor import AgentToolExecutor
-from tests.reasoner.conftest import Harness
+from tests.reasoner.conftest import Died, Harness
 
 RUNS: list[str] = []
 STARTED = asyncio.Event()
 RELEASE = asyncio.Event()
-
-
-class Died(BaseException):
-    """Stands in for kill -9: nothing after it runs in this process."""
-
-
-@pytest.fixture(autouse=True)
-def _died_kills_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A tool raising ``Died`` is the process dying: the executor contains any other raise."""
-    crashed = AgentToolExecutor._crashed
-
-    def dying(self: AgentToolExecutor, tool: Any, exc: BaseException, context: Any) -> Any:
-        if isinstance(exc, Died):
-            raise exc
-        return crashed(self, tool, exc, context)
-
-    monkeypatch.setattr(AgentToolExecutor, "_crashed", dying)
 
 
 @aptix.tool(usage="Wires money; not safe to run twice.")
