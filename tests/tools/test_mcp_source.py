@@ -204,6 +204,42 @@ async def test_over_http_approval_always_waits_for_the_client_then_runs_once_app
     model.assert_complete()
 
 
+async def test_over_the_openai_endpoint_a_denied_approval_is_not_handed_over_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The resumed answer lists the denied call with its outcome; handed over as a tool
+    # call again, the client would answer it and be refused (nothing waits for it).
+    async with _approval_runtime(tmp_path, monkeypatch, tmp_path / "calls.log") as runtime:
+        model = ScriptedModel()
+        model.add(
+            reply(None, call("time_get_current_time", {"timezone": "UTC"}, id="t1")),
+            reply("Understood, I will not check the time."),
+        )
+        transport = httpx.ASGITransport(app=create_app(runtime=runtime, model=model))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as api:
+            ask = {"role": "user", "content": "time?"}
+            first = await api.post(
+                "/v1/chat/completions", json={"model": "aptix-general", "messages": [ask]}
+            )
+            [handed] = first.json()["choices"][0]["message"]["tool_calls"]
+            answer = {"role": "tool", "tool_call_id": handed["id"], "content": "no"}
+            done = await api.post(
+                "/v1/chat/completions",
+                headers={"X-Aptix-Session": first.headers["X-Aptix-Session"]},
+                json={
+                    "model": "aptix-general",
+                    "messages": [ask, first.json()["choices"][0]["message"], answer],
+                },
+            )
+    assert done.status_code == 200, done.text
+    [choice] = done.json()["choices"]
+    assert choice["finish_reason"] == "stop"
+    assert not choice["message"].get("tool_calls")
+    assert choice["message"]["content"].endswith("Understood, I will not check the time.")
+    [listed] = done.json()["aptix"]["toolCalls"]
+    assert (listed["callId"], listed["outcome"]) == ("t1", "denied")
+
+
 async def test_an_approved_call_runs_and_the_model_sees_its_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,8 +40,17 @@ def mode_of_model(model: str, modes: Sequence[str]) -> str | None:
 
 
 def handed_over(result: TurnResult) -> list[dict[str, Any]]:
-    """The calls the turn hands to the client (client-final calls waiting for results)."""
-    return [c for c in result.tool_calls if c.get("requiresClientExecution")]
+    """The calls the turn hands to the client (client-final calls waiting for results).
+
+    A client-final call the turn already settled (an approval denied on resume, say) is
+    listed with its outcome, but nothing waits for it: handed over again, its answer would
+    be refused.
+    """
+    return [
+        c
+        for c in result.tool_calls
+        if c.get("requiresClientExecution") and c.get("outcome", "pending") == "pending"
+    ]
 
 
 def openai_tool_calls(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
