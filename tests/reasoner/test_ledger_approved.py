@@ -169,8 +169,7 @@ async def test_a_crash_between_two_approved_calls_keeps_the_first_ones_outcome(
         '{"destroyed": true}',
     )
     assert shown["d1"]["wasExecuted"] is True
-    # Its approved run started: it may have taken effect, so it reads executed.
-    assert (shown["d2"]["outcome"], shown["d2"]["wasExecuted"]) == ("unknown", True)
+    assert (shown["d2"]["outcome"], shown["d2"]["wasExecuted"]) == ("unknown", False)
     told = {
         m["tool_call_id"]: m["content"] for m in again.requests[-1].messages if m["role"] == "tool"
     }
@@ -202,12 +201,12 @@ async def test_a_gated_call_reads_not_executed_until_its_approved_run(harness: H
     assert RUNS == ["destroy"]
 
 
-async def test_a_gated_call_whose_approved_run_was_cut_short_reads_executed_and_unknown(
+async def test_a_gated_call_whose_approved_run_was_cut_short_reads_unknown(
     harness: Harness,
 ) -> None:
     # Approved and on record as started, then the process died: unknown, and never run
-    # again (not idempotent). Whether it ran is not known, so it must not read "not run": a
-    # client would run it again by hand.
+    # again (not idempotent). It did not complete (wasExecuted, AGN-005); its outcome says
+    # it may have taken effect.
     model = ScriptedModel()
     model.add(reply(None, call("destroy", {}, id="d1")))
     await _execute(harness.runtime, harness, model, instruction="destroy")
@@ -222,8 +221,8 @@ async def test_a_gated_call_whose_approved_run_was_cut_short_reads_executed_and_
     turn = await _turn(harness.runtime, harness)
     [entry] = turn.tool_calls
     [shown] = turn_to_json(turn)["toolCalls"]  # GET /v1/sessions/{id}
-    assert (entry["outcome"], entry["wasExecuted"]) == ("unknown", True)
-    assert (shown["outcome"], shown["wasExecuted"]) == ("unknown", True)
+    assert (entry["outcome"], entry["wasExecuted"]) == ("unknown", False)
+    assert (shown["outcome"], shown["wasExecuted"]) == ("unknown", False)
     assert RUNS == []
 
 

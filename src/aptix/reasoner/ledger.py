@@ -65,9 +65,6 @@ CallState = Literal[
 ]
 #: States that are a call's last word.
 FINAL = frozenset({"succeeded", "failed", "timed_out", "abandoned", "unknown", "denied"})
-#: States only a call whose tool was invoked reaches: it reads ``wasExecuted``, since it may
-#: have taken effect.
-_INVOKED = frozenset({"started", "timed_out", "abandoned", "unknown"})
 
 UNKNOWN = (
     "The server stopped while this call ran, so its outcome is unknown. It was not run "
@@ -151,8 +148,6 @@ def record_outcome(entry: dict[str, Any], done: AgentToolCall, approval: bool = 
         return
     state = done.outcome or ("succeeded" if done.was_executed else "failed")
     entry["state"] = entry["outcome"] = state
-    if state in _INVOKED:  # stopped by its time limit, it ran all the same
-        entry["wasExecuted"] = True
 
 
 def tool_content(entry: dict[str, Any]) -> str:
@@ -177,18 +172,15 @@ _INTERNAL = frozenset({"lost"})
 def wire(entry: dict[str, Any]) -> dict[str, Any]:
     """A ledger entry as clients see it (a copy, so later changes do not show through).
 
-    ``wasExecuted`` says whether the tool was invoked: a client keys on it to decide whether
-    running the call again by hand could do it twice.
+    ``wasExecuted`` is AGN-005's: the tool completed successfully (a client-final call: it
+    was handed over). A call stopped part-way reads false with ``outcome`` ``unknown``,
+    ``timed_out`` or ``abandoned`` and a message that it may have taken effect.
     """
     shown = {k: v for k, v in entry.items() if k not in _INTERNAL}
     state = entry.get("state")
     if state in ("awaiting_approval", "denied"):
         # Never ran; turns stored by earlier versions said otherwise.
         shown["wasExecuted"] = False
-    elif state in _INVOKED:
-        # Cut short or stopped, with no result to show for it, but it ran (for a gated call:
-        # its approved run started).
-        shown["wasExecuted"] = True
     return shown
 
 
@@ -329,7 +321,6 @@ def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", 
         if state in ("started", "approved"):
             entry["state"] = "unknown"
             entry["lost"] = True
-            entry["wasExecuted"] = True
             entry["errorMessage"] = CANCELLED_ELSEWHERE if why == "cancelled" else UNKNOWN
         elif state == "awaiting_approval":
             entry["state"] = "denied"
@@ -395,7 +386,6 @@ def stopped_by_cancel(
     for entry in record.tool_calls:
         if entry["state"] != "started":
             continue
-        entry["wasExecuted"] = True
         if in_thread(entry["name"]):
             entry["state"] = entry["outcome"] = "abandoned"
             entry["errorMessage"] = SHUT_DOWN_THREAD if shutdown else CANCELLED_THREAD

@@ -1,8 +1,9 @@
-"""``wasExecuted`` says whether a call's tool was invoked (it reached ``started``).
+"""``wasExecuted`` is AGN-005's: the tool completed successfully; ``outcome`` says the rest.
 
-A call cut off by a crash (``unknown``) may have taken effect: it must not read as never run,
-or a client keying on ``wasExecuted`` runs it again by hand. A call that never started
-(refused, not answered, denied) reads false. On SQLite and on PostgreSQL.
+A call cut off by a crash did not complete: it reads ``wasExecuted: false`` with ``outcome:
+unknown`` and a message that it may have taken effect and was not run again (DESIGN §14
+added ``outcome`` for exactly this). A call refused before it started reads ``failed``. On
+SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def settings(tmp_path: Path, database_url: str) -> AptixSettings:
     return AptixSettings(data_dir=tmp_path, database_url=database_url, load_plugins=False)
 
 
-async def test_a_call_a_crash_cut_off_reads_executed_with_its_outcome_unknown(
+async def test_a_call_a_crash_cut_off_reads_not_completed_and_its_outcome_unknown(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     global STARTED
@@ -82,7 +83,8 @@ async def test_a_call_a_crash_cut_off_reads_executed_with_its_outcome_unknown(
     assert first.status == "interrupted"
     shown = {c["callId"]: c for c in turn_to_json(first)["toolCalls"]}  # GET /v1/sessions/{id}
     assert (shown["c1"]["outcome"], shown["c1"]["wasExecuted"]) == ("succeeded", True)
-    assert (shown["s1"]["outcome"], shown["s1"]["wasExecuted"]) == ("unknown", True)
+    assert (shown["s1"]["outcome"], shown["s1"]["wasExecuted"]) == ("unknown", False)
+    assert "check whether it took effect" in shown["s1"]["errorMessage"]
 
 
 async def test_a_call_refused_before_it_started_reads_not_executed(harness: Harness) -> None:
