@@ -11,6 +11,7 @@ import asyncio
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,14 +19,23 @@ from sqlalchemy import text
 
 from aptix.db.engine import open_database
 from aptix.db.migrate import current_revision, upgrade_to_head
+from tests.databases import create_pg_database, drop_pg_database
 
 FUTURE = "0099_from_a_newer_aptix"
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL database of this test's own: the stamp would stop every later test."""
+    url = create_pg_database()
+    yield url
+    drop_pg_database(url)
 
 
 async def _stamp_future(url: str) -> None:
     database = await open_database(url, migrate=False)
     try:
-        if await current_revision(database.engine) != FUTURE:  # the PostgreSQL one is shared
+        if await current_revision(database.engine) != FUTURE:
             await upgrade_to_head(database.engine)
         async with database.transaction() as session:
             await session.execute(

@@ -30,6 +30,8 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "APTIX_LLM_MODEL": "scripted",
             "APTIX_LLM_BASE_URL": llm.base_url,
             "APTIX_LLM_MAX_RETRIES": "0",
+            # The 2 MB result the console shortens is over the default 1 MiB tool result limit.
+            "APTIX_TOOL_MAX_RESULT_BYTES": str(4 * 1024 * 1024),
         }
         with aptix_serve(tmp_path_factory.mktemp("console"), **env) as served:
             yield served

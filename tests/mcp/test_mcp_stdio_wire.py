@@ -39,7 +39,9 @@ def test_stdout_carries_only_json_rpc_and_bad_lines_are_refused_in_words(
         f'{{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {{"x": {deep}}}}}'.encode(),
         b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}',
     ]
-    process = subprocess.run(
+    # Stdin stays open until the three answers are in: a client closing it asks the server
+    # to stop, and a request still in flight then need not be answered.
+    with subprocess.Popen(
         [sys.executable, "-m", "aptix", "mcp"],
         env={
             **os.environ,
@@ -47,14 +49,24 @@ def test_stdout_carries_only_json_rpc_and_bad_lines_are_refused_in_words(
             "APTIX_SEMANTIC_MATCHING": "false",
             "APTIX_TOOL_MODULES": str(module),
         },
-        input=b"\n".join(lines) + b"\n",
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    out = process.stdout.decode()
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        try:
+            process.stdin.write(b"\n".join(lines) + b"\n")
+            process.stdin.flush()
+            read = [process.stdout.readline() for _ in range(3)]
+        finally:
+            process.stdin.close()
+            process.wait(timeout=120)
+        err = process.stderr.read()
+    out = b"".join(read).decode()
     answers = [json.loads(line) for line in out.splitlines()]  # each line is JSON-RPC
-    assert "printed while the tool module is imported" in process.stderr.decode()
+    assert "printed while the tool module is imported" in err.decode()
     assert len(answers) == 3, out
     assert answers[0]["error"] == {
         "code": -32700,
