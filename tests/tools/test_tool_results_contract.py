@@ -66,6 +66,20 @@ async def forecast(how: str) -> Weather:
     return {"city": "Oslo", "temp": temps[how]}  # type: ignore[return-value]
 
 
+class Readings(BaseModel):
+    """Values whose annotations allow null where a float is not finite."""
+
+    loose: dict[str, Any]
+    optional: float | None
+    numbers: list[float]
+
+
+@aptix.tool(usage="Reads the gauges.")
+async def readings() -> Readings:
+    """Reads the gauges, one of them broken."""
+    return Readings(loose={"v": float("nan")}, optional=float("inf"), numbers=[1.0])
+
+
 @aptix.tool(usage="Blocks the event loop.")
 async def blocker() -> str:
     """Sleeps without awaiting, holding the event loop."""
@@ -99,7 +113,7 @@ class InfText(AgentTool):
 @pytest.fixture
 def executor(logger: RecordingLogger) -> AgentToolExecutor:
     registry = AgentToolRegistry(logger)
-    for tool in (returns, forecast, InfText):
+    for tool in (returns, forecast, readings, InfText):
         registry.register(tool)
     return AgentToolExecutor(registry, logger, max_result_bytes=1_000)
 
@@ -137,11 +151,30 @@ async def test_a_class_tool_s_infinity_is_null_too(executor: AgentToolExecutor) 
     assert done.result_json == '{"v":null,"w":[null]}'
 
 
-async def test_a_model_result_with_infinity_is_null_as_for_a_dict(
+async def test_an_infinity_where_the_annotation_promises_a_number_fails_the_call(
+    executor: AgentToolExecutor, logger: RecordingLogger
+) -> None:
+    # null would break the advertised outputSchema ("temp": number) that MCP clients check.
+    done = await _run(executor, "forecast", {"how": "inf"})
+    assert (done.outcome, done.result_json) == ("failed", None)
+    assert done.error_message == (
+        "The tool 'forecast' failed unexpectedly. The error has been logged."
+    )
+    [record] = logger.of_kind("exception")
+    assert record.tag == "[forecast_ExecuteAsync__Exception]"
+    assert "inf at temp" in str(record.exception)
+
+
+async def test_an_infinity_where_the_annotation_allows_null_is_null(
     executor: AgentToolExecutor,
 ) -> None:
-    done = await _run(executor, "forecast", {"how": "inf"})
-    assert json.loads(done.result_json or "") == {"city": "Oslo", "temp": None}
+    done = await _run(executor, "readings", {})
+    assert done.outcome == "succeeded", done.error_message
+    assert json.loads(done.result_json or "") == {
+        "loose": {"v": None},
+        "optional": None,
+        "numbers": [1.0],
+    }
 
 
 async def test_a_lone_surrogate_in_a_function_tool_s_result_becomes_a_replacement(

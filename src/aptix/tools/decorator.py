@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar, overload
@@ -99,13 +100,28 @@ def _json_text(value: Any, returns: TypeAdapter[Any] | None) -> str:
     """``value`` as JSON text, through the return annotation when there is one.
 
     A value that does not fit the annotation raises ``ValidationError`` (the tool broke its
-    own advertised ``outputSchema``). Infinity and NaN, which JSON lacks, become ``null``.
+    own advertised ``outputSchema``). Infinity and NaN, which JSON lacks, become ``null``
+    where the annotation allows it; where it promises a number they raise ``ValueError``,
+    since ``null`` there would break that ``outputSchema`` too.
     """
     try:
         if returns is None:
             return pydantic_core.to_json(value, by_alias=True, inf_nan_mode="null").decode()
         value = returns.validate_python(value)
-        return returns.dump_json(value, by_alias=True).decode()
+        text = returns.dump_json(value, by_alias=True).decode()
+        # Only a null can stand for a non-finite float: most results skip the walk.
+        found = "null" in text and _non_finite(
+            returns.dump_python(value, mode="json", by_alias=True)
+        )
+        if found:
+            try:
+                returns.validate_json(text)
+            except ValidationError:
+                raise ValueError(
+                    f"the result holds {found[1]} at {found[0] or 'its top level'}, which JSON "
+                    "cannot carry and the return annotation does not allow as null"
+                ) from None
+        return text
     except pydantic_core.PydanticSerializationError:
         # UTF-8 cannot hold a lone surrogate: written as text here, the executor then puts
         # U+FFFD in its place, as for any tool's text. Anything else fails here again.
@@ -115,6 +131,22 @@ def _json_text(value: Any, returns: TypeAdapter[Any] | None) -> str:
 
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
+
+
+def _non_finite(data: Any, path: str = "") -> tuple[str, float] | None:
+    """The first Infinity or NaN in JSON-shaped ``data``, as (its path, the value), or None."""
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (path, data)
+    if isinstance(data, dict):
+        items: Any = ((f"{path}.{key}" if path else str(key), item) for key, item in data.items())
+    elif isinstance(data, list):
+        items = ((f"{path}[{i}]", item) for i, item in enumerate(data))
+    else:
+        return None
+    for where, item in items:
+        if (found := _non_finite(item, where)) is not None:
+            return found
+    return None
 
 
 @overload
