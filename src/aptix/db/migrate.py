@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from functools import cache
 from importlib.resources import files
 
-from alembic import command
 from alembic.config import Config
+from alembic.runtime.environment import EnvironmentContext
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
@@ -26,9 +27,15 @@ def _config() -> Config:
     return cfg
 
 
+@cache
+def _script() -> ScriptDirectory:
+    """The shipped migrations, read once a process: every runtime opened checks its database."""
+    return ScriptDirectory.from_config(_config())
+
+
 def head_revision() -> str:
     """The newest revision shipped with this version of Aptix."""
-    head = ScriptDirectory.from_config(_config()).get_current_head()
+    head = _script().get_current_head()
     assert head is not None
     return head
 
@@ -40,18 +47,27 @@ def _upgrade(connection: Connection) -> None:
     current = MigrationContext.configure(connection).get_current_revision()
     if current == head_revision():
         return
+    _refuse_unknown(current)
     cfg = _config()
-    _refuse_unknown(cfg, current)
     cfg.attributes["connection"] = connection
-    command.upgrade(cfg, "head")
+    script = _script()
+    # What ``alembic.command.upgrade(cfg, "head")`` does, on the script read once instead of
+    # a fresh read of every migration file (0.1 s a runtime on a new database).
+    with EnvironmentContext(
+        cfg,
+        script,
+        fn=lambda revision, _context: script._upgrade_revs("head", revision),
+        destination_rev="head",
+    ):
+        script.run_env()
 
 
-def _refuse_unknown(cfg: Config, current: str | None) -> None:
+def _refuse_unknown(current: str | None) -> None:
     """Refuse a database at a revision this Aptix does not ship: a newer Aptix wrote it."""
     if current is None:
         return
     try:
-        ScriptDirectory.from_config(cfg).get_revision(current)
+        _script().get_revision(current)
     except CommandError:
         raise ConfigurationError(
             f"The database is at revision {current!r}, which this Aptix does not know: a newer "
