@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 
@@ -54,26 +53,50 @@ def _calls(log: Path, text: str) -> list[str]:
     return [line.split()[0] for line in lines if line.endswith(f" {text}")]
 
 
+async def _started(log: Path, text: str) -> None:
+    """Wait until the server behind recorded the start of the call for ``text``."""
+    with anyio.fail_after(30):
+        while not _calls(log, text):  # noqa: ASYNC110 - another process writes the log
+            await anyio.sleep(0.05)
+
+
+#: How long each call would run upstream if nothing stopped it.
+SLOW = 3
+
+
 async def test_a_client_cancel_or_hang_up_cancels_the_upstream_call(tmp_path: Path) -> None:
     log = tmp_path / "flaky.log"
     servers = {"flaky": flaky_server(log, approval="never")}
     with serve(
         tmp_path, APTIX_SEMANTIC_MATCHING="false", APTIX_MCP_SERVERS=json.dumps(servers)
     ) as base:
-        async with Client(f"{base}/mcp") as client:
-            with anyio.move_on_after(2):
-                await client.call_tool("flaky_slow", {"text": "cancelled", "seconds": 6})
+        async with Client(f"{base}/mcp") as client, anyio.create_task_group() as group:
+
+            async def cancelled() -> None:
+                await client.call_tool("flaky_slow", {"text": "cancelled", "seconds": SLOW})
+
+            group.start_soon(cancelled)
+            await _started(log, "cancelled")
+            group.cancel_scope.cancel()  # the SDK client sends notifications/cancelled
         call = {
             "jsonrpc": "2.0",
             "id": 9,
             "method": "tools/call",
-            "params": {"name": "flaky_slow", "arguments": {"text": "dropped", "seconds": 6}},
+            "params": {"name": "flaky_slow", "arguments": {"text": "dropped", "seconds": SLOW}},
         }
-        async with httpx.AsyncClient(timeout=2) as http:
-            with contextlib.suppress(httpx.ReadTimeout):  # the client hangs up
+        async with httpx.AsyncClient(timeout=30) as http, anyio.create_task_group() as group:
+
+            async def dropped() -> None:
                 await http.post(f"{base}/mcp", json=call, headers=HEADERS)
+
+            group.start_soon(dropped)
+            await _started(log, "dropped")
+            group.cancel_scope.cancel()  # the client hangs up
         notified = {**call, "id": 10}
-        notified["params"] = {"name": "flaky_slow", "arguments": {"text": "notified", "seconds": 6}}
+        notified["params"] = {
+            "name": "flaky_slow",
+            "arguments": {"text": "notified", "seconds": SLOW},
+        }
         cancel = {
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
@@ -86,9 +109,9 @@ async def test_a_client_cancel_or_hang_up_cancels_the_upstream_call(tmp_path: Pa
                 answers.append(await http.post(f"{base}/mcp", json=notified, headers=HEADERS))
 
             group.start_soon(post)
-            await anyio.sleep(2)
+            await _started(log, "notified")
             accepted = await http.post(f"{base}/mcp", json=cancel, headers=HEADERS)
-        await anyio.sleep(7)  # past the end of any call left running
+        await anyio.sleep(SLOW + 1)  # past the end of any call left running
     # Each started, and the server behind was told to stop: none ran to its end.
     assert _calls(log, "cancelled") == ["slow-start"]
     assert _calls(log, "dropped") == ["slow-start"]
