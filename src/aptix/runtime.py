@@ -7,6 +7,7 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from aptix.db.engine import Database, open_database
 from aptix.errors import ConfigurationError
@@ -44,7 +45,6 @@ from aptix.tools.builtin.workflow_run import WorkflowRunTool
 from aptix.tools.bulkhead import BULKHEADS
 from aptix.tools.context import AgentToolExecutionContext, context_for
 from aptix.tools.executor import AgentToolExecutor
-from aptix.tools.mcp_source.source import McpToolSource
 from aptix.tools.modules import LoadedTool, load_tool_modules, register_tool_modules
 from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
@@ -58,6 +58,9 @@ from aptix.workflows.services import (
     semantic_available,
 )
 from aptix.workflows.sql_store import SqlWorkflowStore
+
+if TYPE_CHECKING:
+    from aptix.tools.mcp_source.source import McpToolSource
 
 __all__ = ["BUILTIN_TOOLS", "Runtime", "Services", "build_registry", "open_runtime"]
 
@@ -335,7 +338,12 @@ async def open_runtime(
     tracing = tracing or open_tracing(settings)
     modes = load_mode_catalog(settings.modes_path)
     database = await open_database(settings.effective_database_url)
-    mcp = McpToolSource(settings.mcp_servers, logger) if settings.mcp_servers else None
+    mcp: McpToolSource | None = None
+    if settings.mcp_servers:
+        # The MCP SDK takes a third of the import time: only a runtime with servers loads it.
+        from aptix.tools.mcp_source.source import McpToolSource
+
+        mcp = McpToolSource(settings.mcp_servers, logger)
     try:
         workflows = build_workflow_services(
             SqlWorkflowStore(database),
