@@ -194,8 +194,10 @@ class AptixSettings(BaseSettings):
     api_keys: SecretStr | None = Field(
         None,
         description="Bearer keys and who they are: 'key1=org:user[:role],key2=org2:user2'; "
-        "role user (default), author or admin; each key once. Without keys the server runs as "
-        "one local admin user on 127.0.0.1 only.",
+        "role user (default), author or admin; each key once. A key ends at its entry's last "
+        "'=' (so base64 padding is part of it); spaces around each part are not; org and user "
+        "names are at most 200 characters. Without keys the server runs as one local admin "
+        "user on 127.0.0.1 only.",
     )
     max_body_bytes: int = Field(
         1_048_576,

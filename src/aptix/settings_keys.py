@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["ROLES", "KeyOwner", "parse_api_keys"]
+__all__ = ["MAX_OWNER_NAME", "ROLES", "KeyOwner", "owner_name_problem", "parse_api_keys"]
 
 #: API key roles, weakest first: ``user`` runs tools, ``author`` also drafts, updates and
 #: validates workflows, ``admin`` also publishes, deprecates, disables and removes them.
 ROLES = ("user", "author", "admin")
+
+#: Longest org or user name: the columns that hold them (``sessions.org``, ``turns.user_id``,
+#: ``mode_history.changed_by``, ...) are ``VARCHAR(200)``. PostgreSQL refuses a longer value
+#: where SQLite would keep it, so every surface that takes a name refuses it first.
+MAX_OWNER_NAME = 200
 
 
 class KeyOwner(NamedTuple):
@@ -19,22 +24,43 @@ class KeyOwner(NamedTuple):
     role: str = "user"
 
 
+def owner_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an org or user name (``"is empty"``, ...), or None when it can.
+
+    The surfaces that take names (``APTIX_API_KEYS``, the CLI's ``--org`` and ``--user``) put
+    the answer after the name's label: ``f"--user {problem}."``.
+    """
+    if not name.strip():
+        return "is empty"
+    if len(name) > MAX_OWNER_NAME:
+        return f"is {len(name)} characters long; the most is {MAX_OWNER_NAME}"
+    return None
+
+
 def parse_api_keys(text: str) -> dict[str, KeyOwner]:
-    """``key=org:user[:role],...`` parsed into key -> owner; ValueError when malformed."""
+    """``key=org:user[:role],...`` parsed into key -> owner; ValueError when malformed.
+
+    The key is everything before the entry's last ``=``, so a key may contain ``=`` (base64
+    padding) and an org, user or role may not. Spaces around each part are not part of it.
+    """
     if not text.strip():
         return {}
     keys: dict[str, KeyOwner] = {}
     positions: dict[str, int] = {}
     for index, item in enumerate(text.split(","), 1):
-        key, _, who = item.strip().partition("=")
+        key, _, who = item.rpartition("=")
         org, _, rest = who.partition(":")
         user, _, role = rest.partition(":")
+        key, org, user, role = key.strip(), org.strip(), user.strip(), role.strip()
         if not key or not org or not user:
             raise ValueError(
                 f"APTIX_API_KEYS entry #{index} must look like 'key=org:user' or "
                 "'key=org:user:role'."
             )
-        role = role.strip() or "user"
+        for label, name in (("org", org), ("user", user)):
+            if (problem := owner_name_problem(name)) is not None:
+                raise ValueError(f"APTIX_API_KEYS entry #{index}: the {label} name {problem}.")
+        role = role or "user"
         if role not in ROLES:
             raise ValueError(
                 f"APTIX_API_KEYS entry #{index} has the unknown role '{role}'; "
