@@ -10,6 +10,7 @@ import pytest
 from aptix.errors import LlmError
 from aptix.llm.openai_client import OpenAiLlmClient
 from aptix.llm.types import LlmRequest
+from aptix.reasoner.result import TurnEvent
 from aptix.runtime import Runtime
 from aptix.testing import call, reply
 from aptix.testing.server import Fail, Hold, Raw, ScriptedOpenAIServer
@@ -182,3 +183,55 @@ async def test_an_unreadable_answer_is_a_model_error(
 
     with pytest.raises(LlmError, match="sent a response Aptix cannot read"):
         await client.complete(REQUEST, sink if stream else None)
+
+
+_CUT = (
+    b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m",'
+    b'"choices":[{"index":0,"delta":{"content":"Transfer to account "},"finish_reason":null}]}\n\n'
+    b'data: {"id":"x","object":"chat.compl'
+)
+
+
+@pytest.mark.parametrize("body", [_CUT, b""], ids=["cut-mid-event", "no-chunk"])
+async def test_a_stream_ending_without_a_finish_reason_is_a_model_error(
+    server: ScriptedOpenAIServer, body: bytes
+) -> None:
+    server.add(Raw(body))
+    pieces: list[str] = []
+
+    async def sink(text: str) -> None:
+        pieces.append(text)
+
+    with pytest.raises(LlmError, match="stream ended before the answer was finished"):
+        await _client(server, max_retries=0).complete(REQUEST, sink)
+
+
+async def test_a_streamed_turn_cut_short_ends_in_error_not_with_the_fragment(
+    server: ScriptedOpenAIServer, runtime: Runtime
+) -> None:
+    server.add(Raw(_CUT))
+    session = await runtime.services.sessions.create_session(org="acme", user="ann")
+    assert session.result is not None
+    events: list[TurnEvent] = []
+
+    async def on_event(event: TurnEvent) -> None:
+        events.append(event)
+
+    result = await runtime.reasoner(_client(server, max_retries=0)).execute(
+        session_id=session.result.id,
+        org="acme",
+        user="ann",
+        instruction="Pay the bill.",
+        on_event=on_event,
+    )
+    assert (result.kind, result.text) == ("error", None)
+    assert "stream ended before the answer was finished" in (result.error or "")
+    kinds = [e.type for e in events]
+    # The fragment was streamed as it came, but it is never given as the answer.
+    assert (kinds[0], kinds[-1], "text" in kinds) == ("text_delta", "turn_finished", False)
+    [turn] = await runtime.turns.list_turns(session.result.id, "acme")
+    assert (turn.status, turn.text, turn.result and turn.result["errorCode"]) == (
+        "error",
+        None,
+        "model_error",
+    )

@@ -189,6 +189,17 @@ class OpenAiLlmClient:
                     if part.function is not None:
                         call["name"] = part.function.name or call["name"]
                         call["arguments"] += part.function.arguments or ""
+        if finish is None:
+            # Every Chat Completions stream ends its answer with a finish_reason ("stop",
+            # "tool_calls", "length", ...). A stream that closes without one was broken off
+            # (the connection dropped, or its last event was cut mid-JSON, which the openai
+            # package skips without a word): what arrived is a fragment, not the model's
+            # answer, so it fails like the unreadable body it would be without streaming.
+            raise LlmError(
+                "The model endpoint's stream ended before the answer was finished "
+                "(no finish_reason; the connection dropped or the endpoint broke off); "
+                "the partial answer was not kept."
+            )
         return LlmResponse(
             text="".join(text) or None,
             tool_calls=tuple(
