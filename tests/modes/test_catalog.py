@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from aptix.errors import ConfigurationError, NotFoundError
-from aptix.modes.catalog import ALWAYS_OFFERED_TOOLS, load_mode_catalog
+from aptix.modes.catalog import ALWAYS_OFFERED_TOOLS, MAX_MODE_KEY, load_mode_catalog
 from aptix.runtime import BUILTIN_TOOLS, open_runtime
 from aptix.settings import AptixSettings
 
@@ -150,3 +150,16 @@ async def test_runtime_uses_the_deployment_catalog(tmp_path: Path) -> None:
     settings = AptixSettings(data_dir=tmp_path, modes_path=path, load_plugins=False)
     async with open_runtime(settings) as runtime:
         assert runtime.services.modes.keys == ("alpha",)
+
+
+def test_a_key_longer_than_the_mode_column_is_refused(tmp_path: Path) -> None:
+    # sessions.mode is VARCHAR(100): PostgreSQL would refuse the first session in this mode.
+    longest, too_long = "k" * MAX_MODE_KEY, "k" * (MAX_MODE_KEY + 1)
+    assert load_mode_catalog(_catalog(tmp_path, _mode(key=longest))).keys == (longest,)
+    path = _catalog(tmp_path, _mode(key="alpha"), _mode(id=ID_B, key=too_long, default=False))
+    with pytest.raises(ConfigurationError) as raised:
+        load_mode_catalog(path)
+    assert str(raised.value) == (
+        f"Mode catalog {path}, mode '{'k' * 40}...': the key is 101 characters long; "
+        "the most is 100."
+    )

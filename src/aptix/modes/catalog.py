@@ -17,6 +17,7 @@ from aptix.tool_names import is_known
 __all__ = [
     "ALWAYS_OFFERED_TOOLS",
     "BUILTIN_CATALOG",
+    "MAX_MODE_KEY",
     "ModeCatalog",
     "YamlModeCatalog",
     "check_mode_tools",
@@ -27,6 +28,11 @@ __all__ = [
 ALWAYS_OFFERED_TOOLS = ("agent_change_mode", "agent_list_modes", "agent_workflow_registry")
 
 BUILTIN_CATALOG = "built-in catalog aptix/modes/catalog.yaml"
+
+#: Longest mode key: ``sessions.mode`` and ``mode_history.mode`` are ``VARCHAR(100)``, which
+#: PostgreSQL enforces (SQLite does not), so a longer key is refused when the catalog loads
+#: rather than failing the first session that enters the mode.
+MAX_MODE_KEY = 100
 
 
 class ModeCatalog(Protocol):
@@ -212,6 +218,11 @@ def _check_catalog(modes: list[ModeDefinition], source: str) -> None:
     seen_ids: dict[str, str] = {}
     seen_keys: set[str] = set()
     for mode in modes:
+        if len(mode.key) > MAX_MODE_KEY:
+            raise ConfigurationError(
+                f"Mode catalog {source}, mode '{mode.key[:40]}...': the key is "
+                f"{len(mode.key)} characters long; the most is {MAX_MODE_KEY}."
+            )
         if mode.key in seen_keys:
             raise ConfigurationError(f"Mode catalog {source}: duplicate mode key '{mode.key}'.")
         seen_keys.add(mode.key)
