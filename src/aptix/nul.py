@@ -22,6 +22,7 @@ __all__ = [
     "find_nul_in_json",
     "find_surrogate",
     "find_surrogate_in_json",
+    "not_utf8",
     "storable",
     "storable_json",
     "storable_value",
@@ -44,6 +45,9 @@ _ESCAPED_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 # Once decoded, a valid pair is one code point: any surrogate left in a str is lone.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# Python decodes argv and standard input with ``surrogateescape``: a byte 0x80-0xFF that is not
+# part of valid UTF-8 becomes U+DC80-U+DCFF. Such a code point in typed text is that byte.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 def find_nul(value: Any, where: str = "") -> str | None:
@@ -98,6 +102,18 @@ def find_surrogate(value: Any, where: str = "") -> str | None:
             if (found := find_surrogate(item, f"{where}[{index}]")) is not None:
                 return found
     return None
+
+
+def not_utf8(text: str) -> str | None:
+    """What to tell a person whose typed ``text`` held a byte that is not UTF-8, else None.
+
+    For text that came as bytes (argv, a terminal or pipe): there a lone surrogate is always a
+    byte Python could not decode, and "lone surrogate" would name Python's stand-in for it, not
+    what the person sent. The first such byte is named (as hex: the byte itself is not text).
+    """
+    if text.isascii() or (found := _ESCAPED_BYTE.search(text)) is None:
+        return None
+    return f"The byte 0x{ord(found.group()) - 0xDC00:02x} is not valid UTF-8; text must be UTF-8"
 
 
 def find_surrogate_in_json(text: str) -> str | None:

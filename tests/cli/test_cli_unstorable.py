@@ -25,6 +25,8 @@ SURROGATE = (
 )
 # What a shell passes for the byte 0xff: not UTF-8, so Python keeps it as a lone surrogate.
 BAD_BYTE = b"\xff".decode("utf-8", "surrogateescape")
+# What the person is told about it: the byte they sent, not Python's stand-in for it.
+NOT_UTF8 = "The byte 0xff is not valid UTF-8; text must be UTF-8"
 
 
 @pytest.fixture(autouse=True)
@@ -35,32 +37,52 @@ def _isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("command", "refused"),
     [
-        (["sessions", "create", "--org", f"o{BAD_BYTE}"], f"{SURROGATE} (found in --org)."),
+        (["sessions", "create", "--org", f"o{BAD_BYTE}"], f"{NOT_UTF8} (found in --org)."),
         (["sessions", "create", "--title", "a\x00b"], f"{NUL} (found in --title)."),
-        (["sessions", "create", "--mode", f"m{BAD_BYTE}"], f"{SURROGATE} (found in --mode)."),
+        (["sessions", "create", "--mode", f"m{BAD_BYTE}"], f"{NOT_UTF8} (found in --mode)."),
+        (
+            ["sessions", "create", "--title", "caf\udce9"],
+            NOT_UTF8.replace("ff", "e9") + " (found in --title).",
+        ),
+        # Only an in-process caller can pass a real lone surrogate (argv is bytes).
+        (["sessions", "create", "--title", "a\ud800"], f"{SURROGATE} (found in --title)."),
         (["sessions", "list", "--user", "u\x00"], f"{NUL} (found in --user)."),
-        (["sessions", "show", f"s{BAD_BYTE}"], f"{SURROGATE} (found in SESSION_ID)."),
+        (["sessions", "show", f"s{BAD_BYTE}"], f"{NOT_UTF8} (found in SESSION_ID)."),
         (
             ["tools", "call", "agent_calculator", '{"expression": "1"}', "--user", f"u{BAD_BYTE}"],
-            f"{SURROGATE} (found in --user).",
+            f"{NOT_UTF8} (found in --user).",
         ),
         (
             ["tools", "call", "agent_calculator", "--session-id", "s\x00"],
             f"{NUL} (found in --session-id).",
         ),
-        (["chat", "--session-id", f"s{BAD_BYTE}"], f"{SURROGATE} (found in --session-id)."),
+        (["chat", "--session-id", f"s{BAD_BYTE}"], f"{NOT_UTF8} (found in --session-id)."),
         (["chat", "--mode", "m\x00"], f"{NUL} (found in --mode)."),
+        (["workflows", "match", f"hello {BAD_BYTE}"], f"{NOT_UTF8} (found in MESSAGE)."),
+        (["workflows", "match", "hello \x00"], f"{NUL} (found in MESSAGE)."),
+        (["workflows", "match", "hi", "--org", f"o{BAD_BYTE}"], f"{NOT_UTF8} (found in --org)."),
+        (["workflows", "list", "--org", f"o{BAD_BYTE}"], f"{NOT_UTF8} (found in --org)."),
+        (["workflows", "show", f"w{BAD_BYTE}"], f"{NOT_UTF8} (found in WORKFLOW_ID)."),
+        (["workflows", "show", "w", "--org", "o\x00"], f"{NUL} (found in --org)."),
     ],
     ids=[
         "create-org",
         "create-title",
         "create-mode",
+        "create-title-latin1",
+        "create-title-lone-surrogate",
         "list-user",
         "show-id",
         "call-user",
         "call-session",
         "chat-session",
         "chat-mode",
+        "match-message",
+        "match-message-nul",
+        "match-org",
+        "workflows-list-org",
+        "workflows-show-id",
+        "workflows-show-org",
     ],
 )
 def test_an_unstorable_option_is_one_line_and_exit_2(
@@ -98,7 +120,7 @@ def test_piped_chat_lines_with_nul_or_a_bad_byte_are_refused_and_the_chat_goes_o
         assert done.returncode == 0, out + err
         assert "Traceback" not in out + err
         assert f"error: {NUL}; the line was not sent." in out
-        assert f"error: {SURROGATE}; the line was not sent." in out
+        assert f"error: {NOT_UTF8}; the line was not sent." in out
         assert "Hello back." in out
         server.assert_complete()
         assert server.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}
@@ -124,7 +146,7 @@ def test_a_bad_byte_typed_at_the_chat_prompt_is_refused_and_the_chat_goes_on(
             child.close()
         shown = all_shown(child)
         assert "Traceback" not in shown
-        assert f"{SURROGATE}" in shown
+        assert NOT_UTF8 in shown
         assert child.exitstatus == 0, shown
         server.assert_complete()
         assert server.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}

@@ -116,8 +116,10 @@ def test_the_installed_script_runs(tmp_path: Path) -> None:
     [
         ("a\\u0000b", "NUL characters (\\u0000) are not accepted in text (found in 'reason')."),
         ("a\\ud800b", "Lone surrogate characters (\\ud800-\\udfff without their pair) are not"),
+        # A byte that is not UTF-8 in argv: named as such, not as Python's stand-in for it.
+        ("caf\udce9", "The byte 0xe9 is not valid UTF-8; text must be UTF-8 (found in ARGUMENTS)."),
     ],
-    ids=["nul", "lone-surrogate"],
+    ids=["nul", "lone-surrogate", "not-utf8"],
 )
 def test_tools_call_refuses_unstorable_text_as_http_and_mcp_do(
     reason: str, refused: str, database_url: str, monkeypatch: pytest.MonkeyPatch

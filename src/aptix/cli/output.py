@@ -120,13 +120,16 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def unstorable(text: str) -> str | None:
-    """Why ``text`` is refused when it holds a NUL or a lone surrogate, else None."""
-    from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
+    """Why typed ``text`` is refused when it holds a NUL or a byte that is not UTF-8, else None."""
+    from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate, not_utf8
 
-    # The policy HTTP and MCP apply: PostgreSQL cannot store NUL, and a lone surrogate (a
-    # byte that is not UTF-8, as the terminal's decoding keeps it) cannot even be printed.
+    # The policy HTTP and MCP apply: PostgreSQL cannot store NUL, and a lone surrogate cannot
+    # even be printed. Typed text comes as bytes, so its surrogates are bytes that are not
+    # UTF-8 (Python's surrogateescape): the person is told about the byte they sent.
     if find_nul(text) is not None:
         return NUL_REFUSED
+    if (byte := not_utf8(text)) is not None:
+        return byte
     if find_surrogate(text) is not None:
         return SURROGATE_REFUSED
     return None

@@ -124,8 +124,18 @@ def call_tool(
 
 def _refuse_unstorable(arguments: str) -> None:
     """End the command when ``arguments`` hold a NUL or a lone surrogate, as HTTP and MCP do."""
-    from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul_in_json, find_surrogate_in_json
+    from aptix.nul import (
+        NUL_REFUSED,
+        SURROGATE_REFUSED,
+        find_nul_in_json,
+        find_surrogate_in_json,
+        not_utf8,
+    )
 
+    # A byte that is not UTF-8 is named as such; a "\\ud800" escape the person wrote in the
+    # JSON is a real lone surrogate, and is named as one.
+    if (byte := not_utf8(arguments)) is not None:
+        fail(f"{byte} (found in ARGUMENTS).")
     # Before the tool runs: what it stores would fail on PostgreSQL and succeed on SQLite.
     for found, refused in (
         (find_nul_in_json(arguments), NUL_REFUSED),
@@ -173,5 +183,4 @@ def _held_logs() -> Iterator[list[logging.LogRecord]]:
 
 
 def _server_final(runtime: Runtime, name: str) -> bool:
-    tool_cls = runtime.registry.get_tool_type(name)
-    return bool(tool_cls and tool_cls.is_fully_executed_on_server)
+    return runtime.registry.server_final(name) is True

@@ -9,10 +9,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from aptix.cli.output import add_row, console, fail, new_table, print_json, say, warn
+from aptix.cli.output import (
+    add_row,
+    console,
+    fail,
+    new_table,
+    print_json,
+    refuse_unstorable,
+    say,
+    warn,
+)
 from aptix.cli.runtime import config_failed, run_with_runtime, settings_or_exit
 from aptix.errors import ConfigurationError
-from aptix.tool_names import matches
+from aptix.tool_names import is_pattern, matches
 
 if TYPE_CHECKING:
     from aptix.results import InvokeResult
@@ -47,6 +56,7 @@ def list_workflows(
     org: OrgOption = "local",
 ) -> None:
     """List the workflows the model can discover (public and experimental, runnable)."""
+    refuse_unstorable({"--org": org})
 
     async def work(runtime: Runtime) -> list[dict[str, Any]]:
         registry = runtime.workflows.registry
@@ -81,6 +91,7 @@ def show_workflow(
     org: OrgOption = "local",
 ) -> None:
     """Print one workflow's manifest; hidden workflows are shown only this way, by id."""
+    refuse_unstorable({"WORKFLOW_ID": workflow_id, "--org": org})
     from aptix.workflows.registry import status_note
 
     async def work(runtime: Runtime) -> dict[str, Any] | None:
@@ -122,6 +133,9 @@ def match_workflows(
     org: OrgOption = "local",
 ) -> None:
     """Rank the workflows that fit a user message (as match_workflow does)."""
+    # Before anything else: the message goes to the registry tool as JSON, whose parser would
+    # blame "Arguments" for a byte the person typed.
+    refuse_unstorable({"MESSAGE": message, "--org": org})
     from aptix.tools.builtin.base import too_long
     from aptix.tools.builtin.workflow_registry import MAX_MESSAGE_LENGTH
 
@@ -202,7 +216,9 @@ def validate_workflows(
         # No server is started, so a tool under a server's prefix is taken to be one of its own.
         first, _ = collect_catalog([*known, *patterns], target)
         listed = {t for item in first for t in item.manifest.permitted_tools}
-        known = (*known, *patterns, *(t for t in listed if any(matches(t, p) for p in patterns)))
+        # A listed pattern is not lent: only the servers' own `<prefix>_*` are, as at start-up.
+        under = (t for t in listed if not is_pattern(t) and any(matches(t, p) for p in patterns))
+        known = (*known, *patterns, *under)
         note = (
             f"MCP servers are not started: tools under {', '.join(patterns)} "
             "are checked by prefix only."
