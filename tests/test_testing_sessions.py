@@ -18,6 +18,10 @@ async def test_in_memory_sessions_follow_the_store_rules() -> None:
     active = await manager.set_active_workflow(session_id, "w", "acme", "ann")
     assert active.result is not None
     assert active.result.active_workflow_id == "w"
+    # The same compare-and-set as the SQL store: nothing changes when it is not "expected".
+    lost = await manager.set_active_workflow(session_id, None, "acme", "ann", expected="v")
+    assert (lost.error_message or "").startswith("The session's active workflow changed")
+    assert (await manager.get_session(session_id, "acme")).active_workflow_id == "w"
     assert [s.id for s in await manager.list_sessions("acme", "ann")] == [session_id]
     orphan = await manager.create_session(org="acme", user="ann", parent_session_id="x" * 32)
     assert orphan.error_message == f"Unknown session '{'x' * 32}'."

@@ -130,6 +130,23 @@ async def test_active_workflow_is_set_and_cleared(manager: SqlSessionManager) ->
     assert cleared.result.version == 3
 
 
+async def test_active_workflow_compare_and_set_changes_nothing_on_a_mismatch(
+    manager: SqlSessionManager,
+) -> None:
+    session_id = await _create(manager)
+    started = await manager.set_active_workflow(session_id, "a", "acme", "ann", expected=None)
+    assert started.successful
+    lost = await manager.set_active_workflow(session_id, "b", "acme", "ann", expected=None)
+    assert lost.error_message == (
+        "The session's active workflow changed meanwhile (it is 'a', not none): nothing was "
+        "changed."
+    )
+    swapped = await manager.set_active_workflow(session_id, "b", "acme", "ann", expected="a")
+    assert swapped.result is not None
+    assert swapped.result.active_workflow_id == "b"
+    assert swapped.result.version == 3  # the refused write did not touch the row
+
+
 async def test_fifty_concurrent_mode_changes_lose_no_history_entry(
     manager: SqlSessionManager,
 ) -> None:

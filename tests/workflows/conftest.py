@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from aptix.results import InvokeResult
+from aptix.sessions.manager import Unchecked, workflow_changed_message
 from aptix.sessions.models import AgentSession
 from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.registry import WorkflowRegistry
@@ -135,11 +136,21 @@ class FakeSessionManager:
         raise NotImplementedError
 
     async def set_active_workflow(
-        self, session_id: str, workflow_id: str | None, org: str, user: str
+        self,
+        session_id: str,
+        workflow_id: str | None,
+        org: str,
+        user: str,
+        *,
+        expected: str | Unchecked | None = Unchecked.ANY,
     ) -> InvokeResult[AgentSession]:
         session = await self.get_session(session_id, org)
         if session is None:
             return InvokeResult.from_error(f"Session '{session_id}' was not found.")
+        if not isinstance(expected, Unchecked) and session.active_workflow_id != expected:
+            return InvokeResult.from_error(
+                workflow_changed_message(session.active_workflow_id, expected)
+            )
         self.calls.append((session_id, workflow_id))
         changed = dataclasses.replace(
             session, active_workflow_id=workflow_id, version=session.version + 1

@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Protocol
 
 from aptix.results import InvokeResult
 from aptix.sessions.models import AgentSession
 
-__all__ = ["SessionManager"]
+__all__ = ["SessionManager", "Unchecked", "workflow_changed_message"]
+
+
+class Unchecked(Enum):
+    """``set_active_workflow``'s ``expected`` when it compares nothing: set it whatever it is."""
+
+    ANY = "any"
+
+
+def workflow_changed_message(active: str | None, expected: str | None) -> str:
+    """The refusal of a compare-and-set on a session's active workflow that lost a race."""
+
+    def name(workflow_id: str | None) -> str:
+        return f"'{workflow_id}'" if workflow_id else "none"
+
+    return (
+        f"The session's active workflow changed meanwhile (it is {name(active)}, not "
+        f"{name(expected)}): nothing was changed."
+    )
 
 
 class SessionManager(Protocol):
@@ -58,7 +77,17 @@ class SessionManager(Protocol):
         ...
 
     async def set_active_workflow(
-        self, session_id: str, workflow_id: str | None, org: str, user: str
+        self,
+        session_id: str,
+        workflow_id: str | None,
+        org: str,
+        user: str,
+        *,
+        expected: str | Unchecked | None = Unchecked.ANY,
     ) -> InvokeResult[AgentSession]:
-        """Set (or clear, with None) the session's active workflow."""
+        """Set (or clear, with None) the session's active workflow.
+
+        A compare-and-set when ``expected`` is given: only while the active workflow is still
+        ``expected`` (None: none is active), else a failed result and nothing changes.
+        """
         ...

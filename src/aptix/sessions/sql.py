@@ -15,6 +15,7 @@ from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.modes.catalog import ModeCatalog
 from aptix.results import InvokeResult
+from aptix.sessions.manager import Unchecked, workflow_changed_message
 from aptix.sessions.models import AgentSession, ModeHistoryEntry
 from aptix.sessions.tables import ModeHistoryRow, SessionRow
 
@@ -150,13 +151,25 @@ class SqlSessionManager:
             return InvokeResult.create(_to_session(child))
 
     async def set_active_workflow(
-        self, session_id: str, workflow_id: str | None, org: str, user: str
+        self,
+        session_id: str,
+        workflow_id: str | None,
+        org: str,
+        user: str,
+        *,
+        expected: str | Unchecked | None = Unchecked.ANY,
     ) -> InvokeResult[AgentSession]:
-        """Set, or clear with None, the session's active workflow."""
+        """Set, or clear with None, the session's active workflow (if still ``expected``)."""
         async with self._db.transaction() as tx:
             row = await self._row(tx, session_id, org, lock=True)
             if row is None:
                 return InvokeResult.from_error(f"Unknown session '{session_id}'.")
+            # Compared under the row's lock: a start decided on what another caller has just
+            # replaced must not overwrite it (two starts would both report "active").
+            if not isinstance(expected, Unchecked) and row.active_workflow_id != expected:
+                return InvokeResult.from_error(
+                    workflow_changed_message(row.active_workflow_id, expected)
+                )
             row.active_workflow_id = workflow_id
             _touch(row, utc_now())
             await tx.flush()

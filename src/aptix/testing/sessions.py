@@ -9,6 +9,7 @@ from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.modes.catalog import ModeCatalog
 from aptix.results import InvokeResult
+from aptix.sessions.manager import Unchecked, workflow_changed_message
 from aptix.sessions.models import AgentSession, ModeHistoryEntry
 
 __all__ = ["InMemorySessionManager"]
@@ -98,12 +99,22 @@ class InMemorySessionManager:
         )
 
     async def set_active_workflow(
-        self, session_id: str, workflow_id: str | None, org: str, user: str
+        self,
+        session_id: str,
+        workflow_id: str | None,
+        org: str,
+        user: str,
+        *,
+        expected: str | Unchecked | None = Unchecked.ANY,
     ) -> InvokeResult[AgentSession]:
-        """Set, or clear with None, the active workflow."""
+        """Set, or clear with None, the active workflow (if it is still ``expected``)."""
         session = await self.get_session(session_id, org)
         if session is None:
             return InvokeResult.from_error(f"Unknown session '{session_id}'.")
+        if not isinstance(expected, Unchecked) and session.active_workflow_id != expected:
+            return InvokeResult.from_error(
+                workflow_changed_message(session.active_workflow_id, expected)
+            )
         updated = replace(
             session,
             active_workflow_id=workflow_id,

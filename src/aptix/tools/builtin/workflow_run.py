@@ -3,6 +3,11 @@
 The only way a workflow becomes active or stops being active (DESIGN §4, §6), so that
 ``agent_workflow_registry`` stays read-only. A second workflow cannot start while one is
 active unless the active manifest's ``allowedTransitions`` names it (or ``"*"``).
+
+Each operation decides on the session as read, then writes with a compare-and-set on the
+active workflow it read: two callers (two HTTP requests, MCP and a model turn) cannot both
+start a workflow on one session. The loser decides again on the session as it is now, and is
+refused (or, where the winner's manifest allows it, transitions) like any later call.
 """
 
 from __future__ import annotations
@@ -34,6 +39,12 @@ __all__ = ["WorkflowRunTool"]
 
 OPERATIONS = ("start_workflow", "complete_workflow", "cancel_workflow")
 MAX_SUMMARY_LENGTH = 4_000
+#: Decisions taken on one call before giving up on a session whose workflow keeps changing.
+ATTEMPTS = 3
+
+
+class _Raced(Exception):
+    """The session's active workflow changed between the call reading it and writing it."""
 
 
 class _Args(OperationArgs):
@@ -91,9 +102,27 @@ class WorkflowRunTool(BuiltinTool[_Args, dict[str, Any]]):
             return InvokeResult.from_error(
                 "agent_workflow_run needs a session: this call has no session id."
             )
-        session = await self._sessions.get_session(context.session_id, context.org)
-        if session is None:
-            return InvokeResult.from_error(f"Session '{context.session_id}' was not found.")
+        for _ in range(ATTEMPTS):
+            session = await self._sessions.get_session(context.session_id, context.org)
+            if session is None:
+                return InvokeResult.from_error(f"Session '{context.session_id}' was not found.")
+            try:
+                return await self._operate(operation, session, workflow_id, args, context)
+            except _Raced:
+                continue  # decide again on the session as another caller has left it
+        return InvokeResult.from_error(
+            "The session's active workflow kept changing while this call ran: nothing was "
+            "changed. Read the session again and retry."
+        )
+
+    async def _operate(
+        self,
+        operation: str,
+        session: AgentSession,
+        workflow_id: str,
+        args: _Args,
+        context: AgentToolExecutionContext,
+    ) -> Payload:
         if operation == "start_workflow":
             return await self._start(session, workflow_id, context)
         if operation == "complete_workflow":
@@ -117,10 +146,8 @@ class WorkflowRunTool(BuiltinTool[_Args, dict[str, Any]]):
                 f"Workflow '{active}' is active; complete or cancel it before starting "
                 f"'{wid}' (its manifest does not allow that transition)."
             )
-        changed = await self._sessions.set_active_workflow(
-            session.id, wid, context.org, context.user
-        )
-        if not changed.successful:
+        changed = await self._swap(session, wid, context)
+        if changed is not None:
             return changed
         payload: dict[str, Any] = {
             "workflowId": wid,
@@ -186,10 +213,26 @@ class WorkflowRunTool(BuiltinTool[_Args, dict[str, Any]]):
         refusal = _not_active(session, workflow_id)
         if refusal:
             return InvokeResult.from_error(refusal)
-        cleared = await self._sessions.set_active_workflow(
-            session.id, None, context.org, context.user
+        return await self._swap(session, None, context)
+
+    async def _swap(
+        self, session: AgentSession, workflow_id: str | None, context: AgentToolExecutionContext
+    ) -> InvokeResult[Any] | None:
+        """Make ``workflow_id`` active if the session's is still what ``session`` says.
+
+        Raises :class:`_Raced` when another caller changed it since; a failed result says
+        why it could not be written otherwise.
+        """
+        read = session.active_workflow_id
+        changed = await self._sessions.set_active_workflow(
+            session.id, workflow_id, context.org, context.user, expected=read
         )
-        return None if cleared.successful else cleared
+        if changed.successful:
+            return None
+        now = await self._sessions.get_session(session.id, context.org)
+        if now is not None and now.active_workflow_id != read:
+            raise _Raced
+        return changed
 
 
 def _allows(active: WorkflowManifest | None, target: str) -> bool:
