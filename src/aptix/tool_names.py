@@ -1,8 +1,8 @@
 """Tool names and ``<prefix>_*`` patterns, as modes and workflows may list them (DESIGN §9).
 
-A pattern is matched by name. An MCP server's ``<prefix>_*`` still names exactly that
-server's tools: start-up refuses a prefix under which other tools would fall
-(``McpToolSource.check_prefixes``).
+The only valid pattern is a configured MCP server's ``<prefix>_*`` (``is_known``), and it
+names exactly that server's tools: start-up refuses a prefix under which other tools would
+fall (``McpToolSource.check_prefixes``). A pattern is matched by name.
 """
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ def expand_names(names: Iterable[str], registered: Iterable[str]) -> list[str]:
 
 
 def is_known(name: str, known: Iterable[str]) -> bool:
-    """Whether ``name`` (a tool or a pattern) names something in ``known`` (tools or patterns)."""
+    """Whether ``name`` (a tool or a pattern) is one of ``known`` (tools and server patterns).
+
+    A pattern is known only as itself: the ``<prefix>_*`` of a configured MCP server, which
+    start-up adds to ``known``. Matching it against the tools instead would let ``*`` or
+    ``agent_*`` stand for built-in tools and lift a workflow's or a mode's limits entirely.
+    """
     folded = name.casefold()
-    for item in known:
-        if item.casefold() == folded or (is_pattern(name) and matches(item, name)):
-            return True
-    return False
+    return any(item.casefold() == folded for item in known)

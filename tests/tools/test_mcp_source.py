@@ -498,9 +498,12 @@ def test_prefix_patterns_expand_and_validate() -> None:
         "time_get_current_time",
         "time_convert_time",
     ]
-    assert is_known("time_*", [*registered])
+    assert is_known("time_*", [*registered, "time_*"])  # start-up lends each server's
     assert is_known("git_*", ["git_*"])  # a configured server that is down
     assert not is_known("nope_*", registered)
+    # Only a server's own pattern is known: not one that merely matches registered tools.
+    assert not is_known("time_*", registered)
+    assert not is_known("*", [*registered, "time_*"])
 
 
 async def test_workflow_permitted_tools_take_a_prefix_pattern(time_runtime: Runtime) -> None:

@@ -79,6 +79,7 @@ async def test_start_up_leaves_out_a_revision_whose_mcp_server_was_removed(
     assert _warnings(logged) == [
         "Workflow 'annotate' from store (org acme) revision 3 no longer validates and is not "
         "served: permittedTools.0: permittedTools names an unknown tool 'annot_*' "
+        "(a name ending in '*' must be a configured MCP server's <prefix>_*) "
         "(run `aptix workflows validate`)."
     ]
 
@@ -149,6 +150,7 @@ def test_validate_reports_stored_revisions_that_are_left_out(
             "source": "store (org acme) revision 3",
             "workflowId": "annotate",
             "field": "permittedTools.0",
-            "message": "permittedTools names an unknown tool 'annot_*'.",
+            "message": "permittedTools names an unknown tool 'annot_*' "
+            "(a name ending in '*' must be a configured MCP server's <prefix>_*).",
         }
     ]

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
-from aptix.tool_names import is_known
+from aptix.tool_names import is_known, is_pattern
 from aptix.workflows.manifest import WorkflowManifest, WorkflowVisibility
 
 __all__ = [
@@ -279,9 +279,13 @@ def _tool_problems(tools: tuple[str, ...], known_tools: Collection[str]) -> list
     seen: set[str] = set()
     for i, tool in enumerate(tools):
         if not is_known(tool, known):
+            # `*` or `agent_*` would take every built-in tool and switch the guard off.
+            hint = " (a name ending in '*' must be a configured MCP server's <prefix>_*)"
             problems.append(
                 FieldProblem(
-                    f"permittedTools.{i}", f"permittedTools names an unknown tool '{tool}'."
+                    f"permittedTools.{i}",
+                    f"permittedTools names an unknown tool '{tool}'"
+                    f"{hint if is_pattern(tool) else ''}.",
                 )
             )
         elif tool.casefold() in seen:
