@@ -236,3 +236,27 @@ async def test_a_named_session_shows_its_last_turns_first(runtime: Runtime) -> N
     with output.console.capture() as captured:
         assert await open_session(runtime, None, None, resume_last=True) == state.session_id
     assert "you> First question" in captured.get()
+
+
+async def test_another_users_session_of_the_org_is_unknown_to_the_chat(runtime: Runtime) -> None:
+    from aptix.errors import AptixError
+    from aptix.testing import ScriptedModel, reply
+
+    created = await runtime.services.sessions.create_session(org="local", user="bob")
+    assert created.result is not None
+    bobs = created.result.id
+    reasoner = runtime.reasoner(ScriptedModel.of(reply("Bob's answer.")))
+    prepared = await reasoner.prepare(
+        session_id=bobs, org="local", user="bob", instruction="bob private note"
+    )
+    await reasoner.run(prepared)
+    with output.console.capture() as captured, pytest.raises(AptixError) as refused:
+        await open_session(runtime, bobs, None)
+    assert str(refused.value) == f"Unknown session '{bobs}'."
+    assert "bob private note" not in captured.get()  # his turns are not shown
+    with output.console.capture():
+        mine = await open_session(runtime, None, None, resume_last=True)
+    assert mine != bobs  # --continue starts the chat's own session, never his
+    session = await runtime.services.sessions.get_session(bobs, "local")
+    assert session is not None
+    assert (session.mode, session.mode_history) == (created.result.mode, ())

@@ -138,3 +138,14 @@ def test_cancel_workflow_through_the_cli() -> None:
     unknown = runner.invoke(app, ["sessions", "cancel-workflow", "nosuch"])
     assert unknown.exit_code == 1
     assert "Unknown session 'nosuch'" in unknown.stderr
+
+
+def test_show_is_the_users_own_session_only() -> None:
+    created = runner.invoke(app, ["sessions", "create", "--user", "bob", "--json"])
+    bobs = json.loads(created.stdout)["sessionId"]
+    refused = runner.invoke(app, ["sessions", "show", bobs])  # as user local, of the same org
+    assert refused.exit_code == 1
+    assert refused.stderr == f"error: Unknown session '{bobs}'.\n"
+    shown = runner.invoke(app, ["sessions", "show", bobs, "--user", "bob", "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["user"] == "bob"

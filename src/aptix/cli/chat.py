@@ -22,6 +22,8 @@ import typer
 
 from aptix.cli.chat_commands import (
     COMMANDS,
+    ORG,
+    USER,
     ChatState,
     help_line,
     open_session,
@@ -183,7 +185,7 @@ async def _answer_waiting_turn(
     """
     from aptix.errors import AptixError
 
-    latest = await runtime.turns.list_turns(state.session_id, "local", limit=1)
+    latest = await runtime.turns.list_turns(state.session_id, ORG, limit=1)
     if not latest or latest[0].status != "pending" or not latest[0].pending_calls:
         return True
     turn, calls = latest[0], latest[0].pending_calls
@@ -203,7 +205,7 @@ async def _answer_waiting_turn(
         return False
     if answer.startswith("y"):
         with contextlib.suppress(AptixError):  # already ended meanwhile
-            await runtime.turns.cancel(state.session_id, "local", turn.id)
+            await runtime.turns.cancel(state.session_id, ORG, turn.id)
         say(("Turn cancelled.", "yellow"))
     else:
         say(("The session waits for that client until the turn is answered or cancelled.", "dim"))
@@ -300,8 +302,8 @@ async def _run(
 
     prepared = await reasoner.prepare(
         session_id=session_id,
-        org="local",
-        user="local",
+        org=ORG,
+        user=USER,
         instruction=None if results else instruction,
         tool_results=results,
     )
@@ -319,7 +321,7 @@ async def _run(
         return await task
     except asyncio.CancelledError:
         with contextlib.suppress(AptixError):  # already closed
-            await runtime.turns.cancel(session_id, "local", turn_id)
+            await runtime.turns.cancel(session_id, ORG, turn_id)
         return TurnResult(session_id, turn_id, "cancelled", prepared.turn.session.mode)
 
 
@@ -340,7 +342,7 @@ async def _client_results(
         if isinstance(exc, EOFError):
             console.print()  # end the question's line, as Ctrl-D at the prompt does
         with contextlib.suppress(AptixError):
-            await runtime.turns.cancel(session_id, "local", turn_id)
+            await runtime.turns.cancel(session_id, ORG, turn_id)
         say(("Turn cancelled.", "yellow"))
         return None
 

@@ -11,10 +11,22 @@ from aptix.cli.output import say
 if TYPE_CHECKING:
     from aptix.runtime import Runtime
 
-__all__ = ["COMMANDS", "RECENT_TURNS", "ChatState", "help_line", "open_session", "run_command"]
+__all__ = [
+    "COMMANDS",
+    "ORG",
+    "RECENT_TURNS",
+    "USER",
+    "ChatState",
+    "help_line",
+    "open_session",
+    "run_command",
+]
 
 #: Turns of a resumed session shown before its prompt.
 RECENT_TURNS = 5
+
+#: Who the chat acts as: the local CLI's org and user, as ``aptix sessions`` defaults to.
+ORG = USER = "local"
 
 #: Every command with what it does (shown by Tab completion and /help).
 COMMANDS: dict[str, str] = {
@@ -56,19 +68,22 @@ async def open_session(
     ``session_id`` names it; with ``resume_last`` it is the most recently used one.
     """
     from aptix.errors import AptixError
+    from aptix.sessions.access import owned_session
 
     sessions = runtime.services.sessions
     if resume_last and not session_id:
-        latest = await sessions.list_sessions("local", "local", limit=1)
+        latest = await sessions.list_sessions(ORG, USER, limit=1)
         if not latest:
             say(("No earlier session to continue: starting a new one.", "dim"))
         session_id = latest[0].id if latest else None
     if session_id:
-        if await sessions.get_session(session_id, "local") is None:
+        # The owner check every surface applies (org AND user): another user's session of the
+        # org looks missing, so its turns are never shown nor its mode changed from here.
+        if await owned_session(sessions, session_id, ORG, USER) is None:
             raise AptixError(f"Unknown session '{session_id}'.")
         await _show_recent(runtime, session_id)
         return session_id
-    created = await sessions.create_session(org="local", user="local", mode=mode)
+    created = await sessions.create_session(org=ORG, user=USER, mode=mode)
     if created.result is None:
         raise AptixError(created.error_message or "Could not create a session.")
     welcome = runtime.services.modes.get_mode(created.result.mode).welcome_message
@@ -96,15 +111,15 @@ async def run_command(runtime: Runtime, state: ChatState, line: str) -> bool:
         await _list_modes(runtime, state)
     elif command == "/mode":
         changed = await runtime.services.sessions.set_session_mode(
-            state.session_id, argument, "Changed by the user in aptix chat.", "local", "local"
+            state.session_id, argument, "Changed by the user in aptix chat.", ORG, USER
         )
         if changed.result is None:
             say((changed.error_message or "", "red"))
         else:
             say("Mode is now ", (changed.result.mode, "bold"), ".")
     elif command == "/workflows":
-        # The chat's org, "local": the list its model's list_workflows gives.
-        for w in runtime.workflows.registry.listed("local"):
+        # The chat's org: the list its model's list_workflows gives.
+        for w in runtime.workflows.registry.listed(ORG):
             say("  ", (w.workflow_id, "bold"), f" — {w.title}")
     elif command == "/details":
         state.toggle_details()
@@ -121,7 +136,7 @@ async def _show_recent(runtime: Runtime, session_id: str) -> None:
     """The session's last turns, so a resumed chat shows where it left off."""
     from aptix.cli.chat_view import LABEL
 
-    turns = await runtime.turns.list_turns(session_id, "local", limit=RECENT_TURNS)
+    turns = await runtime.turns.list_turns(session_id, ORG, limit=RECENT_TURNS)
     if not turns:
         return
     say((f"Last {len(turns)} turn(s) of this session:", "dim"))
@@ -135,7 +150,7 @@ async def _show_recent(runtime: Runtime, session_id: str) -> None:
 
 
 async def _list_modes(runtime: Runtime, state: ChatState) -> None:
-    session = await runtime.services.sessions.get_session(state.session_id, "local")
+    session = await runtime.services.sessions.get_session(state.session_id, ORG)
     current = session.mode if session is not None else None
     for m in await runtime.services.modes.get_all_modes():
         mark = "*" if m.key == current else " "

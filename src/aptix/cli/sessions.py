@@ -83,14 +83,17 @@ def list_sessions(
 def show(
     session_id: Annotated[str, typer.Argument(help="Session id.")],
     org: OrgOption = "local",
+    user: UserOption = "local",
     as_json: JsonFlag = False,
 ) -> None:
     """Show a session with its mode history and branched sessions."""
-    refuse_unstorable({"SESSION_ID": session_id, "--org": org})
+    refuse_unstorable({"SESSION_ID": session_id, "--org": org, "--user": user})
+    from aptix.sessions.access import owned_session
 
     async def work(runtime: Runtime) -> tuple[AgentSession | None, list[AgentSession]]:
         sessions = runtime.services.sessions
-        found = await sessions.get_session(session_id, org)
+        # The owner check of every surface: another user's session looks missing, as over HTTP.
+        found = await owned_session(sessions, session_id, org, user)
         children = await sessions.list_children(session_id, org) if found else []
         return found, children
 
