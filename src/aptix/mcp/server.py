@@ -19,6 +19,7 @@ from aptix.api.outage import OutageLog
 from aptix.db.outage import DATABASE_UNAVAILABLE, DatabaseUnavailable, is_database_outage
 from aptix.errors import NotFoundError
 from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
+from aptix.quotas import PAYER, Payer
 from aptix.runtime import Runtime
 from aptix.settings import AptixSettings
 from aptix.tools.base import AgentTool
@@ -107,6 +108,8 @@ def build_mcp_server(
         caller = caller_from_token(get_access_token()) or default_caller
         if (refusal := await runtime.quotas.request(caller.key_id)) is not None:
             return _error(refusal.message)  # a limit over MCP is a tool error
+        # The caller pays for model calls the tool makes (the match arbiter), as over HTTP.
+        PAYER.set(Payer(caller.org, caller.key_id, caller.user))
         # Serve what other processes published (stdio has no HTTP middleware to do it).
         await runtime.workflows.sync.check()
         arguments = dict(params.arguments or {})
