@@ -149,3 +149,49 @@ def test_show_is_the_users_own_session_only() -> None:
     shown = runner.invoke(app, ["sessions", "show", bobs, "--user", "bob", "--json"])
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["user"] == "bob"
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        (
+            ["sessions", "create", "--title", "t" * 501],
+            "--title is 501 characters long; the most is 500.",
+        ),
+        (["sessions", "create", "--org", ""], "--org is empty."),
+        (["sessions", "create", "--user", "  "], "--user is empty."),
+        (
+            ["sessions", "create", "--user", "u" * 201],
+            "--user is 201 characters long; the most is 200.",
+        ),
+        (["sessions", "list", "--org", ""], "--org is empty."),
+        (["sessions", "show", "0" * 32, "--user", ""], "--user is empty."),
+        (["tools", "call", "agent_list_modes", "--org", ""], "--org is empty."),
+        (["workflows", "list", "--org", ""], "--org is empty."),
+    ],
+    ids=["title", "org", "user-blank", "user-long", "list-org", "show-user", "call-org", "wf-org"],
+)
+def test_names_and_titles_http_refuses_are_refused_here_too(
+    command: list[str], refused: str
+) -> None:
+    result = runner.invoke(app, command)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"error: {refused}\n"
+    listed = runner.invoke(app, ["sessions", "list", "--json"])
+    assert json.loads(listed.stdout) == []  # nothing was stored
+
+
+def test_a_title_of_the_most_characters_is_kept() -> None:
+    created = runner.invoke(app, ["sessions", "create", "--title", "t" * 500, "--json"])
+    assert created.exit_code == 0, created.output
+    assert json.loads(created.stdout)["title"] == "t" * 500
+
+
+def test_list_offset_beyond_the_http_bound_is_a_usage_error_not_a_traceback() -> None:
+    result = runner.invoke(app, ["sessions", "list", "--offset", str(2**63)])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--offset'" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    at_bound = runner.invoke(app, ["sessions", "list", "--offset", "1000000", "--json"])
+    assert at_bound.exit_code == 0, at_bound.output
+    assert json.loads(at_bound.stdout) == []

@@ -17,6 +17,7 @@ from aptix.nul import (
     find_surrogate,
     find_surrogate_in_json,
 )
+from aptix.sessions.models import MAX_TITLE_LENGTH
 from aptix.tools.builtin.workflow_registry import MAX_MESSAGE_LENGTH
 
 __all__ = [
@@ -88,7 +89,7 @@ class SessionCreate(WireModel):
     """``POST /v1/sessions``."""
 
     mode: str | None = Field(None, max_length=100, description="Mode key; default mode if absent.")
-    title: str | None = Field(None, max_length=500)
+    title: str | None = Field(None, max_length=MAX_TITLE_LENGTH)
 
 
 class ToolResultBody(WireModel):
@@ -103,7 +104,12 @@ class ExecuteRequest(WireModel):
     """``POST /v1/agent/execute``: an instruction, or results for the pending client calls."""
 
     session_id: str | None = Field(None, max_length=64, description="None creates a session.")
-    mode: str | None = Field(None, max_length=100, description="Mode of a new session.")
+    mode: str | None = Field(
+        None,
+        max_length=100,
+        description="Mode of a new session; beside a sessionId with an instruction, the mode "
+        "the session switches to before the turn runs (recorded in its mode history).",
+    )
     instruction: str | None = Field(
         None, max_length=100_000, pattern=NOT_BLANK_PATTERN, description="Not blank."
     )

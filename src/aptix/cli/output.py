@@ -30,6 +30,7 @@ __all__ = [
     "inert",
     "new_table",
     "print_json",
+    "refuse_bad_names",
     "refuse_unstorable",
     "say",
     "styled",
@@ -144,3 +145,17 @@ def refuse_unstorable(values: dict[str, str | None]) -> None:
     for label, value in values.items():
         if value is not None and (refused := unstorable(value)) is not None:
             fail(f"{refused} (found in {label}).", code=2)
+
+
+def refuse_bad_names(values: dict[str, str]) -> None:
+    """Exit 2 with one line when an ``--org`` or ``--user`` is empty or too long to store.
+
+    The rule API keys follow (:func:`aptix.settings_keys.owner_name_problem`): a session of an
+    empty org or user would be no one's, and a name over the columns' width works on SQLite
+    but fails on PostgreSQL.
+    """
+    from aptix.settings_keys import owner_name_problem
+
+    for label, value in values.items():
+        if (problem := owner_name_problem(value)) is not None:
+            fail(f"{label} {problem}.", code=2)

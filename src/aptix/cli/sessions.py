@@ -12,6 +12,7 @@ from aptix.cli.output import (
     fail,
     new_table,
     print_json,
+    refuse_bad_names,
     refuse_unstorable,
     say,
 )
@@ -29,6 +30,10 @@ JsonFlag = Annotated[bool, typer.Option("--json/--no-json", metavar="", help="Pr
 OrgOption = Annotated[str, typer.Option(help="Organisation of the caller.")]
 UserOption = Annotated[str, typer.Option(help="User of the caller.")]
 
+#: Most rows ``sessions list`` skips, as ``GET /v1/sessions`` (a larger one overflowed SQLite's
+#: INTEGER into a traceback, and no one pages that far).
+MAX_OFFSET = 1_000_000
+
 
 @app.command("create")
 def create(
@@ -40,6 +45,12 @@ def create(
 ) -> None:
     """Create a session and print its id."""
     refuse_unstorable({"--mode": mode, "--title": title, "--org": org, "--user": user})
+    refuse_bad_names({"--org": org, "--user": user})
+    from aptix.sessions.models import MAX_TITLE_LENGTH
+
+    # The limits POST /v1/sessions applies, so a session the CLI made is one HTTP could make.
+    if title is not None and len(title) > MAX_TITLE_LENGTH:
+        fail(f"--title is {len(title)} characters long; the most is {MAX_TITLE_LENGTH}.", code=2)
 
     async def work(runtime: Runtime) -> InvokeResult[AgentSession]:
         return await runtime.services.sessions.create_session(
@@ -58,13 +69,14 @@ def create(
 @app.command("list")
 def list_sessions(
     limit: Annotated[int, typer.Option(min=1, max=200, help="Page size.")] = 50,
-    offset: Annotated[int, typer.Option(min=0, help="Rows to skip.")] = 0,
+    offset: Annotated[int, typer.Option(min=0, max=MAX_OFFSET, help="Rows to skip.")] = 0,
     org: OrgOption = "local",
     user: UserOption = "local",
     as_json: JsonFlag = False,
 ) -> None:
     """List your sessions, most recently updated first."""
     refuse_unstorable({"--org": org, "--user": user})
+    refuse_bad_names({"--org": org, "--user": user})
 
     async def work(runtime: Runtime) -> list[AgentSession]:
         return await runtime.services.sessions.list_sessions(org, user, limit=limit, offset=offset)
@@ -88,6 +100,7 @@ def show(
 ) -> None:
     """Show a session with its mode history and branched sessions."""
     refuse_unstorable({"SESSION_ID": session_id, "--org": org, "--user": user})
+    refuse_bad_names({"--org": org, "--user": user})
     from aptix.sessions.access import owned_session
 
     async def work(runtime: Runtime) -> tuple[AgentSession | None, list[AgentSession]]:
@@ -138,6 +151,7 @@ def cancel_workflow(
 ) -> None:
     """Cancel the session's active workflow, as the user."""
     refuse_unstorable({"SESSION_ID": session_id, "--org": org, "--user": user})
+    refuse_bad_names({"--org": org, "--user": user})
     from aptix.errors import NotFoundError
     from aptix.results import InvokeResult
 

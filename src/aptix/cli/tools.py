@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from aptix.cli.output import add_row, console, fail, new_table, print_json, refuse_unstorable
+from aptix.cli.output import (
+    add_row,
+    console,
+    fail,
+    new_table,
+    print_json,
+    refuse_bad_names,
+    refuse_unstorable,
+)
 from aptix.cli.runtime import run_with_runtime
 from aptix.results import InvokeResult, json_value
 
@@ -90,6 +98,7 @@ def call_tool(
     if role not in ROLES:
         fail(f"--role must be one of: {', '.join(ROLES)}.", code=2)
     refuse_unstorable({"NAME": name, "--session-id": session_id, "--org": org, "--user": user})
+    refuse_bad_names({"--org": org, "--user": user})
     _refuse_unstorable(arguments)
 
     async def work(runtime: Runtime) -> InvokeResult[str]:

@@ -15,6 +15,7 @@ from aptix.cli.output import (
     fail,
     new_table,
     print_json,
+    refuse_bad_names,
     refuse_unstorable,
     say,
     warn,
@@ -57,6 +58,7 @@ def list_workflows(
 ) -> None:
     """List the workflows the model can discover (public and experimental, runnable)."""
     refuse_unstorable({"--org": org})
+    refuse_bad_names({"--org": org})
 
     async def work(runtime: Runtime) -> list[dict[str, Any]]:
         registry = runtime.workflows.registry
@@ -92,6 +94,7 @@ def show_workflow(
 ) -> None:
     """Print one workflow's manifest; hidden workflows are shown only this way, by id."""
     refuse_unstorable({"WORKFLOW_ID": workflow_id, "--org": org})
+    refuse_bad_names({"--org": org})
     from aptix.workflows.registry import status_note
 
     async def work(runtime: Runtime) -> dict[str, Any] | None:
@@ -136,6 +139,7 @@ def match_workflows(
     # Before anything else: the message goes to the registry tool as JSON, whose parser would
     # blame "Arguments" for a byte the person typed.
     refuse_unstorable({"MESSAGE": message, "--org": org})
+    refuse_bad_names({"--org": org})
     from aptix.tools.builtin.base import too_long
     from aptix.tools.builtin.workflow_registry import MAX_MESSAGE_LENGTH
 

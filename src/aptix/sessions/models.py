@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["AgentSession", "ModeHistoryEntry"]
+__all__ = ["MAX_TITLE_LENGTH", "AgentSession", "ModeHistoryEntry"]
+
+#: Longest session title: the width of ``sessions.title`` (``VARCHAR(500)``). PostgreSQL refuses
+#: a longer one where SQLite keeps it, so HTTP and the CLI refuse it first.
+MAX_TITLE_LENGTH = 500
 
 
 @dataclass(frozen=True, slots=True)
