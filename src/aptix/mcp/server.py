@@ -96,7 +96,7 @@ def build_mcp_server(
         listed = []
         for schema in registry.schemas():
             tool_cls = registry.get_tool_type(schema["name"])
-            if tool_cls is None or not tool_cls.is_fully_executed_on_server:
+            if tool_cls is None or not registry.server_final(schema["name"]):
                 continue
             listed.append(_mcp_tool(schema, tool_cls))
         return listed
@@ -118,7 +118,7 @@ def build_mcp_server(
         if (lone := find_surrogate(arguments)) is not None:
             return _error(f"{SURROGATE_REFUSED} (found in '{lone}').")
         tool_cls = registry.get_tool_type(params.name)
-        if tool_cls is None or not tool_cls.is_fully_executed_on_server:
+        if tool_cls is None or not registry.server_final(params.name):
             return _error(f"Unknown tool '{params.name}'.")
         session_id = _session_id(params, arguments, tool_cls)
         if isinstance(session_id, _Refused):

@@ -19,6 +19,7 @@ from aptix.telemetry import REFUSAL_EVENT, Tracing, refusal_attributes
 from aptix.tools.base import is_idempotent
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext
 from aptix.tools.executor import AgentToolExecutor
+from aptix.tools.registry import AgentToolRegistry
 
 __all__ = ["SESSION_TOOLS", "ToolRunner"]
 
@@ -91,9 +92,7 @@ class ToolRunner:
             entry["isServerTool"] = tool_types[call.name] is not None
         # A client-final tool's run only prepares its hand-off: nothing to guard. The rest are
         # on record as started, in the checkpoint that stores the model's response.
-        ledger.start(
-            e for c, e in runnable if getattr(tool_types[c.name], "is_fully_executed_on_server", 1)
-        )
+        ledger.start(e for c, e in runnable if _server_final(registry, c.name))
         await save()
         turn.touched.extend(e["callId"] for e in entries)
         for call in calls:
@@ -261,3 +260,11 @@ class _Outcomes:
                 # batch's other calls running unwatched. The save at the batch's end meets the
                 # same condition and ends the turn as it should.
                 self._saving = False
+
+
+def _server_final(registry: AgentToolRegistry, name: str) -> bool:
+    """True unless ``name`` is known to be client-final; never raises (a turn must go on)."""
+    try:
+        return registry.server_final(name) is not False
+    except Exception:  # a tool that cannot be built is a failed call, reported by the executor
+        return True

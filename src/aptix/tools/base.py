@@ -23,6 +23,8 @@ class AgentTool(ABC):
     TOOL_USAGE_METADATA: ClassVar[str]
 
     #: True when the tool's result is final; False when a client performs the final step.
+    #: A subclass may declare it as a property (AGN-005's form); the registry reads it from the
+    #: built instance, so always ask ``AgentToolRegistry.server_final``, not the class.
     is_fully_executed_on_server: ClassVar[bool] = True
 
     #: MCP-style hints (``title``, ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,

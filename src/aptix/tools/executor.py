@@ -215,7 +215,7 @@ class AgentToolExecutor:
             call.arguments_json,
             True,  # is_server_tool
             True,  # was_executed
-            not tool.is_fully_executed_on_server,  # requires_client_execution
+            not self._registry.server_final(tool.TOOL_NAME),  # requires_client_execution
             result,  # result_json
             None,  # error_message
             "succeeded",

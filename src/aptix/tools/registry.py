@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable, Sequence
@@ -30,6 +31,8 @@ class _Entry:
     schema: dict[str, Any]
     in_thread: bool
     instance: AgentTool | None = None
+    #: ``is_fully_executed_on_server`` as the built instance answers it; None until built.
+    server_final: bool | None = None
 
 
 class AgentToolRegistry:
@@ -143,6 +146,7 @@ class AgentToolRegistry:
                 f"at most {MAX_TOOL_NAME}."
             )
         schema = _check_schema(tool_cls, name)
+        _check_server_final(tool_cls, name)
         usage = getattr(tool_cls, "TOOL_USAGE_METADATA", None)
         if usage is None:
             raise ToolContractError(f"Tool {name!r} does not declare TOOL_USAGE_METADATA.")
@@ -174,9 +178,26 @@ class AgentToolRegistry:
         if entry is None:
             return None
         if entry.instance is None:
-            entry.instance = entry.factory()
-            self._exact[entry.tool_cls.TOOL_NAME] = entry.instance
+            instance = entry.factory()
+            entry.server_final = _built_server_final(instance, entry.tool_cls.TOOL_NAME)
+            entry.instance = instance
+            self._exact[entry.tool_cls.TOOL_NAME] = instance
         return entry.instance
+
+    def server_final(self, name: str) -> bool | None:
+        """Whether ``name`` finishes on the server (AGN-005), or None when no tool has that name.
+
+        The one reading every surface uses (executor, reasoner, ``GET /v1/tools``, MCP, CLI).
+        It is the built instance's ``is_fully_executed_on_server``, read once when the tool is
+        built: AGN-005 declares it as an instance property, so a property works like a class
+        attribute, and a value that changed later could not make the surfaces disagree.
+        """
+        entry = self._entries.get(name.casefold())
+        if entry is None:
+            return None
+        if entry.server_final is None:
+            self.get_tool(entry.tool_cls.TOOL_NAME)  # builds it and reads the flag
+        return entry.server_final
 
     @property
     def registered_tools(self) -> tuple[str, ...]:
@@ -201,6 +222,39 @@ def _describe(tool_cls: Any) -> str:
     if inspect.isclass(tool_cls):
         return f"{tool_cls.__module__}.{tool_cls.__qualname__}"
     return repr(tool_cls)
+
+
+def _check_server_final(tool_cls: type[AgentTool], name: str) -> None:
+    """Refuse an ``is_fully_executed_on_server`` that no instance could answer with a bool.
+
+    A bool class attribute and a property (AGN-005 writes ``IsToolFullyExecutedOnServer`` as
+    one) are both fine; the instance's answer is checked again when the tool is built.
+    """
+    raw = inspect.getattr_static(tool_cls, "is_fully_executed_on_server")
+    if isinstance(raw, bool | property | functools.cached_property):
+        return
+    kind = "a method" if inspect.isfunction(raw) else type(raw).__name__
+    raise ToolContractError(
+        f"Tool {name!r}: is_fully_executed_on_server must be a bool, as a class attribute "
+        f"(is_fully_executed_on_server = False) or a property returning one, not {kind}."
+    )
+
+
+def _built_server_final(tool: AgentTool, name: str) -> bool:
+    """The built ``tool``'s ``is_fully_executed_on_server``; a non-bool answer is refused."""
+    try:
+        value = tool.is_fully_executed_on_server
+    except Exception as exc:
+        raise ToolContractError(
+            f"Tool {name!r}: reading is_fully_executed_on_server raised {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(value, bool):
+        # Truthiness would turn "false" or a forgotten call into server-final: refuse instead.
+        raise ToolContractError(
+            f"Tool {name!r}: is_fully_executed_on_server must be a bool, "
+            f"not {type(value).__name__}."
+        )
+    return value
 
 
 def _check_schema(tool_cls: type[AgentTool], name: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ async def list_tools(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
         rows.append(
             {
                 "name": schema["name"],
-                "serverFinal": tool_cls.is_fully_executed_on_server,
+                "serverFinal": registry.server_final(schema["name"]),
                 "usage": tool_cls.TOOL_USAGE_METADATA,
                 "annotations": tool_cls.TOOL_ANNOTATIONS,
                 "schema": schema,
