@@ -260,3 +260,25 @@ async def test_another_users_session_of_the_org_is_unknown_to_the_chat(runtime: 
     session = await runtime.services.sessions.get_session(bobs, "local")
     assert session is not None
     assert (session.mode, session.mode_history) == (created.result.mode, ())
+
+
+async def test_details_honours_on_and_off_and_commands_refuse_words_they_do_not_take(
+    runtime: Runtime,
+) -> None:
+    state = ChatState(await open_session(runtime, None, None))
+    _, shown = await _said(runtime, state, "/details off")
+    assert (state.details, shown) == (False, "tool details off\n")  # off stays off
+    _, shown = await _said(runtime, state, "/details on")
+    assert (state.details, shown) == (True, "tool details on\n")
+    _, shown = await _said(runtime, state, "/details on")
+    assert state.details  # set, not switched
+    _, shown = await _said(runtime, state, "/details")
+    assert (state.details, shown) == (False, "tool details off\n")
+    _, shown = await _said(runtime, state, "/details loud")
+    assert (state.details, shown) == (False, "/details takes on, off or nothing (to switch).\n")
+    for line in ("/workflows nonsense", "/modes x", "/help me", "/quit now", "/exit please"):
+        done, shown = await _said(runtime, state, line)
+        assert not done, line
+        command = line.split()[0]
+        assert shown.startswith(f"{command} takes no argument. Commands: /mode"), shown
+        assert "author_workflow" not in shown  # the list did not run with the word dropped

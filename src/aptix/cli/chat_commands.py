@@ -34,11 +34,13 @@ COMMANDS: dict[str, str] = {
     "/modes": "list the modes (* marks the current one)",
     "/workflows": "list the workflows",
     "/new": "start a new session: /new [MODE]",
-    "/details": "show tool calls in full, or on one line (also Ctrl-O)",
+    "/details": "show tool calls in full, or on one line: /details [on|off] (also Ctrl-O)",
     "/help": "list the commands",
     "/quit": "leave the chat (also Ctrl-D)",
 }
 QUIT = ("/quit", "/exit")
+#: Commands that take nothing after them: a word there is refused, not silently dropped.
+NO_ARGUMENT = ("/modes", "/workflows", "/help", *QUIT)
 
 
 def help_line() -> str:
@@ -54,9 +56,9 @@ class ChatState:
     details: bool = False
     mode_keys: tuple[str, ...] = ()
 
-    def toggle_details(self) -> None:
-        """Switch tool calls between one line and everything."""
-        self.details = not self.details
+    def toggle_details(self, on: bool | None = None) -> None:
+        """Switch tool calls between one line and everything (to ``on`` when it is given)."""
+        self.details = not self.details if on is None else on
         say(("tool details ", "dim"), ("on" if self.details else "off", "bold"))
 
 
@@ -98,6 +100,11 @@ async def run_command(runtime: Runtime, state: ChatState, line: str) -> bool:
 
     command, _, argument = line.partition(" ")
     argument = argument.strip()
+    if command in NO_ARGUMENT and argument:
+        # Dropping the word would run something other than what was typed (and /quit would
+        # end the chat on a line that may have been meant as a message).
+        say((f"{command} takes no argument.", "red"), f" {help_line()}")
+        return False
     if command in QUIT:
         return True
     if command == "/new":
@@ -122,7 +129,11 @@ async def run_command(runtime: Runtime, state: ChatState, line: str) -> bool:
         for w in runtime.workflows.registry.listed(ORG):
             say("  ", (w.workflow_id, "bold"), f" — {w.title}")
     elif command == "/details":
-        state.toggle_details()
+        # A switch, and also set explicitly: "/details off" must never turn them on.
+        if argument not in ("", "on", "off"):
+            say(("/details takes on, off or nothing (to switch).", "red"))
+        else:
+            state.toggle_details({"on": True, "off": False}.get(argument))
     elif command == "/help":
         say(help_line())
     else:
