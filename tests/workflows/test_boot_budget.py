@@ -31,8 +31,8 @@ def test_one_oversized_workflow_is_shortened_and_the_others_stay_whole() -> None
     text = build_boot_message(registry, "acme")
 
     assert len(text) <= MAX_BOOT_CHARS
-    assert "## create_report: Title of create_report\nSummary: Does create report.\n" in text
-    assert "## boot_big: Big description\nSummary: Plan things. Plan things." in text
+    assert '## create_report: "Title of create_report"\nSummary: Does create report.\n' in text
+    assert '## boot_big: "Big description"\nSummary: Plan things. Plan things.' in text
     summary = next(line for line in text.splitlines() if line.startswith("Summary: Plan"))
     assert summary.endswith("…")
     assert len(summary) < 250
@@ -84,7 +84,7 @@ async def test_a_turn_of_an_org_with_an_oversized_workflow_reaches_the_model(
 
     assert (result.kind, result.text) == ("ok", "Hello."), result.error
     system = str(model.requests[0].messages[0]["content"])
-    assert "## boot_big: Big description" in system
+    assert '## boot_big: "Big description"' in system
     assert len(system) < MAX_BOOT_CHARS + 10_000
     model.assert_complete()
 
