@@ -94,6 +94,20 @@ async def test_a_token_budget_spent_during_the_turn_is_a_429(tmp_path: Path) -> 
         assert response.headers[HEADER]
 
 
+async def test_a_turn_stopped_by_the_iteration_cap_is_a_422_not_retried(tmp_path: Path) -> None:
+    # Its tool ran: the turn's own limit stopped it, not the model endpoint, and a retry
+    # would run the tool again.
+    model = ScriptedModel([reply("Checking.", call("agent_calculator", {"expression": "1+1"}))])
+    async for http in _served(tmp_path, model, max_iterations=1):
+        with pytest.raises(openai.UnprocessableEntityError) as stopped:
+            await _sdk(http, retries=2).chat.completions.create(
+                model="aptix-calculation", messages=[{"role": "user", "content": "1+1"}]
+            )
+        assert stopped.value.code == "iteration_cap"
+        assert "Stopped after 1 model calls without a final answer" in stopped.value.message
+        assert len(model.requests) == 1
+
+
 async def test_a_failing_model_endpoint_is_a_502_without_its_address(
     tmp_path: Path, server: ScriptedOpenAIServer, llm_log: _Lines
 ) -> None:

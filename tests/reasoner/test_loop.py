@@ -307,30 +307,51 @@ async def test_a_failed_call_logs_no_user_text_above_debug(
     )
 
 
-async def test_the_iteration_cap_ends_the_turn_with_a_warning(harness: Harness) -> None:
+async def test_the_iteration_cap_ends_the_turn_without_a_final_answer(harness: Harness) -> None:
     loop = harness.runtime.reasoner(harness.model)
     for _ in range(10):
-        harness.model.add(reply(None, call("agent_calculator", {"expression": "1+1"})))
+        harness.model.add(
+            reply("Let me check again.", call("agent_calculator", {"expression": "1+1"}))
+        )
     result = await loop.execute(
         session_id=harness.session_id, org="acme", user="ann", instruction="loop forever"
     )
-    assert result.kind == "empty"
-    assert "Stopped after 10 model calls" in result.warnings[0]
+    # The text beside the last call is no answer: the ending says the turn was cut off.
+    reason = "Stopped after 10 model calls without a final answer (the iteration cap)."
+    assert (result.kind, result.error, result.warnings) == ("error", reason, (reason,))
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert (turn.status, turn.result and turn.result["errorCode"]) == ("error", "iteration_cap")
+    assert {e["outcome"] for e in turn.tool_calls} == {"succeeded"}
     harness.model.assert_complete()
+    # Replayed, the turn tells the model it ended without a final answer, and why.
+    harness.model.add(reply("Sorry, I could not finish."))
+    await loop.execute(session_id=harness.session_id, org="acme", user="ann", instruction="next")
+    before_next = harness.model.requests[-1].messages[-2]
+    assert before_next == {
+        "role": "assistant",
+        "content": f"[This turn ended without a final answer: it failed. {reason}]",
+    }
 
 
-async def test_the_token_budget_ends_the_turn_with_a_warning(harness: Harness) -> None:
+async def test_the_token_budget_ends_the_turn_without_a_final_answer(harness: Harness) -> None:
     settings = harness.runtime.settings.model_copy(update={"turn_token_budget": 20})
     from dataclasses import replace
 
     loop = replace(harness.runtime, settings=settings).reasoner(harness.model)
     for _ in range(2):
-        harness.model.add(reply(None, call("agent_calculator", {"expression": "1+1"})))
+        harness.model.add(reply("One moment.", call("agent_calculator", {"expression": "1+1"})))
     result = await loop.execute(
         session_id=harness.session_id, org="acme", user="ann", instruction="spend"
     )
-    assert "over its budget of 20" in result.warnings[0]
+    assert result.kind == "error"
+    assert "over its budget of 20, before a final answer" in result.warnings[0]
+    assert result.error == result.warnings[0]
     assert len(harness.model.requests) == 2
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert (turn.status, turn.result and turn.result["errorCode"]) == (
+        "error",
+        "turn_token_budget",
+    )
 
 
 async def test_model_failure_ends_the_turn_as_an_error(

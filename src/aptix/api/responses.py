@@ -107,8 +107,8 @@ class Turn(OutModel):
     context_dropped: ContextDropped | None
     error: ErrorDetail | None = Field(
         description="Why an `error` turn failed: code `model_error`, `context_overflow`, "
-        "`database_unavailable` or `internal_error` (`turn_failed` for turns stored before "
-        "the code); null for other turns."
+        "`iteration_cap`, `turn_token_budget`, `database_unavailable` or `internal_error` "
+        "(`turn_failed` for turns stored before the code); null for other turns."
     )
     created_at: str
     updated_at: str

@@ -401,6 +401,8 @@ def _show_result(result: TurnResult) -> None:
     elif result.kind == "cancelled":
         say(("Turn cancelled.", "yellow"), " The chat goes on; Ctrl-C again quits.")
     for warning in result.warnings:
+        if warning == result.error:
+            continue  # a limit's reason is both the error and a warning: said once
         if result.kind != "cancelled" or "Cancelled" not in warning:
             say(("warning:", "yellow"), f" {warning}")
     if result.branched_session_id:

@@ -28,8 +28,9 @@ __all__ = ["ERROR_CODE", "TurnEndings"]
 
 #: The key, in an ``error`` turn's stored answer (``TurnRecord.result``), of the code saying
 #: why it failed: ``model_error`` (the model endpoint), ``context_overflow`` (the context
-#: budget), ``database_unavailable`` or ``internal_error`` (unexpected), as the request that
-#: ran the turn was told. Turns stored before it have no code.
+#: budget), ``iteration_cap`` or ``turn_token_budget`` (stopped by the turn's limit before a
+#: final answer), ``database_unavailable`` or ``internal_error`` (unexpected), as the request
+#: that ran the turn was told. Turns stored before it have no code.
 ERROR_CODE = "errorCode"
 
 
@@ -64,6 +65,19 @@ class TurnEndings:
         ledger.end(turn.record, "completed")
         kind: TurnKind = "ok" if turn.record.text else "empty"
         return await self.close(turn, result_of(turn, kind), on_event)
+
+    async def stopped(
+        self, turn: RunningTurn, reason: str, code: str, on_event: EventSink | None
+    ) -> TurnResult:
+        """End the turn a limit stopped before the model gave a final answer."""
+        # Not ``completed`` with kind ``ok``: the last text, if any, came beside tool calls
+        # and is no answer. An ``error`` with its own code, so the answer, the stored turn and
+        # the note replayed to the model (context.ending_note) all say the turn was cut off;
+        # the reason stays a warning too (DESIGN §7). Final even for a resume: what ran is on
+        # record, and the same results retried would only hit the same limit.
+        ledger.end(turn.record, "error", reason)
+        result = result_of(turn, "error", error=reason)
+        return await self.close(turn, result, on_event, error_code=code)
 
     async def overflow(
         self, turn: RunningTurn, exc: ContextOverflowError, on_event: EventSink | None

@@ -286,11 +286,11 @@ class AgentReasoner:
             if stale:
                 await self._reread_session(turn, on_event)
             if self._token_budget is not None and turn.usage.total_tokens >= self._token_budget:
-                record.warnings.append(
+                reason = (
                     f"Stopped: the turn used {turn.usage.total_tokens} tokens, over its budget "
-                    f"of {self._token_budget}."
+                    f"of {self._token_budget}, before a final answer."
                 )
-                return await self._end.finish(turn, on_event)
+                return await self._end.stopped(turn, reason, "turn_token_budget", on_event)
             tool_names = self._tool_names(turn.session)
             tools = tuple(self._executor.registry.schemas(set(tool_names)))
             system = self._system(turn.session, tool_names, turn.notice)
@@ -343,11 +343,11 @@ class AgentReasoner:
             await self._end.checkpoint(turn)
             stale = True
         await self._reread_session(turn, on_event)
-        record.warnings.append(
+        reason = (
             f"Stopped after {self._max_iterations} model calls without a final answer "
             "(the iteration cap)."
         )
-        return await self._end.finish(turn, on_event)
+        return await self._end.stopped(turn, reason, "iteration_cap", on_event)
 
     async def _reread_session(self, turn: RunningTurn, on_event: EventSink | None) -> None:
         """Read the session's mode and active workflow again (DESIGN §6, §15).

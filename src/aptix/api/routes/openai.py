@@ -255,6 +255,11 @@ async def _failure(
     if stored.get(ERROR_CODE) == "context_overflow":
         # OpenAI's code for a request too long for the model: retrying it cannot succeed.
         return ApiError(400, message, "context_length_exceeded", headers=headers)
+    if stored.get(ERROR_CODE) in ("iteration_cap", "turn_token_budget"):
+        # The turn's own limit stopped it before a final answer, after its tools ran: not the
+        # model endpoint's fault, and a 4xx the openai SDK does not retry on its own (a retry
+        # would run the tools again).
+        return ApiError(422, message, str(stored[ERROR_CODE]), headers=headers)
     refusal = await runtime.quotas.tokens(caller.org)
     if refusal is not None:  # the org's token budget ran out during the turn
         return ApiError(
