@@ -338,6 +338,10 @@ class WorkflowAuthoring:
             refusal = state.stale(expected_revision)
             if refusal is not None:
                 return refusal
+            # Nothing of the caller's org (another org's, never drafted, removed): the answer
+            # get_workflow gives, not one that speaks as if the workflow existed.
+            if state.working_copy is None:
+                return _unknown(workflow_id)
             draft = state.draft
             if draft is None:
                 return AuthoringOutcome.fail(

@@ -40,6 +40,9 @@ async def change_status(
 ) -> AuthoringOutcome:
     """Deprecate, disable or re-publish the served version of ``state``'s workflow."""
     served = state.served
+    if served is None and state.draft is None:
+        # Another org's, never drafted or removed: no advice to publish what is not there.
+        return AuthoringOutcome.fail("workflowId", f"Unknown workflow '{state.workflow_id}'.")
     if served is None:
         return AuthoringOutcome.fail(
             "status",
