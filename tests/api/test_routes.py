@@ -193,7 +193,7 @@ async def test_execute_bad_inputs(client: httpx.AsyncClient) -> None:
     )
     _error(await client.post("/v1/agent/execute", json={"instruction": "x", "mode": "nope"}), 422)
     _error(await client.post("/v1/agent/execute", json={"toolResults": [{"callId": "a"}]}), 422)
-    # Beside an existing session the mode is not used, but an unknown one is still refused
+    # Beside an existing session the mode switches it, so an unknown one is refused there too
     # (schemathesis' stateful run sent mode "" with a real sessionId and got 200).
     session = await _session(client)
     for mode in ("", "nope"):

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from aptix.api import shutdown
+from aptix.api.auth import Caller
 from aptix.api.errors import ApiError, error_body, unexpected_error
 from aptix.api.responses import TurnResultBody
 from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
@@ -22,6 +23,8 @@ from aptix.errors import AptixError
 from aptix.modes.catalog import unknown_mode_message
 from aptix.reasoner import AgentReasoner, ToolResultInput, TurnEvent
 from aptix.reasoner.loop import PreparedTurn
+from aptix.runtime import Runtime
+from aptix.sessions.access import owned_session
 
 router = APIRouter(tags=["agent"])
 
@@ -79,8 +82,9 @@ async def execute(
     if not strip_blank(body.instruction or "") and not body.tool_results:
         raise ApiError(422, "Send a non-empty 'instruction' or 'toolResults'.")
     if body.mode is not None and body.mode not in runtime.services.modes.keys:
-        # Checked even beside a sessionId (where it is not used), as the schema's enum says.
         raise ApiError(422, unknown_mode_message(body.mode, runtime.services.modes.keys))
+    if body.mode is not None and body.session_id is not None and body.tool_results:
+        await _refuse_mode_change_on_resume(runtime, caller, body.session_id, body.mode)
     if body.session_id is None:
         if body.tool_results:
             raise ApiError(422, "'toolResults' need the 'sessionId' of the waiting session.")
@@ -106,10 +110,14 @@ async def execute(
         "instruction": body.instruction,
         "tool_results": results or None,
     }
+    # A new session was created in the mode; an existing one switches once its turn is claimed.
+    switch_to = body.mode if body.session_id is not None and body.instruction else None
     wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
     if wants_stream:
         # Claimed before streaming, so a busy session or a bad resume is a plain 4xx.
         prepared = await reasoner.prepare(**arguments)
+        if switch_to is not None:
+            await switch_claimed_mode(runtime, caller, prepared, switch_to, _asked(switch_to))
         stopping = anyio.Event()
         return EventSourceResponse(
             _stream(reasoner, prepared, stopping),
@@ -118,10 +126,52 @@ async def execute(
             shutdown_grace_period=shutdown.STREAM_GRACE_SECONDS,
         )
     with shutdown.answer_shutting_down():
-        result = await reasoner.execute(**arguments)
+        prepared = await reasoner.prepare(**arguments)
+        if switch_to is not None:
+            await switch_claimed_mode(runtime, caller, prepared, switch_to, _asked(switch_to))
+        result = await reasoner.run(prepared)
     # Already JSON values (the same body is stored for replays): FastAPI's generic encoder
     # walking it again cost a tenth of a turn.
     return StorableJSONResponse(result.to_wire())
+
+
+async def switch_claimed_mode(
+    runtime: Runtime, caller: Caller, prepared: PreparedTurn, mode: str, reason: str
+) -> None:
+    """Switch the session of a claimed turn to ``mode`` (recorded in its mode history).
+
+    Only once the turn is claimed: a request refused (another turn runs) switches nothing.
+    """
+    turn = prepared.turn
+    if turn is None or turn.session.mode == mode:
+        return
+    switched = await runtime.services.sessions.set_session_mode(
+        turn.session.id, mode, reason, caller.org, caller.user
+    )
+    if switched.result is not None:
+        turn.session = switched.result
+
+
+def _asked(mode: str) -> str:
+    """The mode history's reason when ``mode`` comes beside an existing ``sessionId``."""
+    return f"Mode {mode} picked by the client with the instruction."
+
+
+async def _refuse_mode_change_on_resume(
+    runtime: Runtime, caller: Caller, session_id: str, mode: str
+) -> None:
+    """422 when ``toolResults`` come with another ``mode`` than the waiting turn's.
+
+    The waiting turn resumes where it stopped, in its mode; a change belongs with the next
+    instruction. Another owner's or a missing session is left to the claim's 404.
+    """
+    session = await owned_session(runtime.services.sessions, session_id, caller.org, caller.user)
+    if session is not None and session.mode != mode:
+        raise ApiError(
+            422,
+            f"toolResults resume the waiting turn in its mode '{session.mode}'; 'mode' "
+            f"changes only with an instruction: send '{mode}' with the next one.",
+        )
 
 
 #: Turns whose client went away, kept referenced until their cancellation is recorded.

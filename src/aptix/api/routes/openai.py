@@ -38,7 +38,7 @@ from aptix.api.openai.wire import (
     model_of_mode,
     openai_tool_calls,
 )
-from aptix.api.routes.agent import NO_MODEL
+from aptix.api.routes.agent import NO_MODEL, switch_claimed_mode
 from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody
 from aptix.api.storable_json import StorableJSONResponse
@@ -385,12 +385,6 @@ async def _pick_mode(
     runtime: Runtime, caller: Caller, prepared: PreparedTurn, mode: str, model: str
 ) -> None:
     """Switch the session of the claimed turn to ``mode``, the model the client picked."""
-    # Only once the turn is claimed: a request refused (another turn runs) switches nothing.
-    turn = prepared.turn
-    if turn is None or turn.session.mode == mode:
-        return
-    switched = await runtime.services.sessions.set_session_mode(
-        turn.session.id, mode, f"Model {model} picked by the client.", caller.org, caller.user
+    await switch_claimed_mode(
+        runtime, caller, prepared, mode, f"Model {model} picked by the client."
     )
-    if switched.result is not None:
-        turn.session = switched.result
