@@ -17,6 +17,7 @@ from aptix.nul import (
     find_surrogate,
     find_surrogate_in_json,
 )
+from aptix.sessions.models import MAX_TITLE_LENGTH
 from aptix.tools.builtin.workflow_registry import MAX_MESSAGE_LENGTH
 
 __all__ = [
@@ -88,7 +89,7 @@ class SessionCreate(WireModel):
     """``POST /v1/sessions``."""
 
     mode: str | None = Field(None, max_length=100, description="Mode key; default mode if absent.")
-    title: str | None = Field(None, max_length=500)
+    title: str | None = Field(None, max_length=MAX_TITLE_LENGTH)
 
 
 class ToolResultBody(WireModel):
