@@ -9,6 +9,7 @@ import pytest
 
 from aptix import AgentTool, AgentToolExecutor, AgentToolRegistry, InvokeResult
 from aptix.reasoner.tool_batch import tool_message
+from aptix.results import ErrorMessage
 from aptix.testing import RecordingLogger
 from aptix.tools import AgentToolCall, AgentToolExecutionContext, function_schema
 from aptix.tools.args import ToolArgs
@@ -107,6 +108,48 @@ async def test_a_successful_result_is_always_json_text(
     assert tool_message(done)["content"] == result_json
     invoked = await executor.invoke("odd_result", arguments, context)
     assert (invoked.successful, invoked.result) == (True, result_json)
+
+
+class SilentFailureTool(_TestTool):
+    TOOL_NAME = "silent_failure"
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        messages = json.loads(arguments_json)["messages"]
+        return InvokeResult(errors=tuple(ErrorMessage(m) for m in messages))
+
+
+SILENT = "The tool 'silent_failure' failed without saying why. This has been logged."
+
+
+@pytest.mark.parametrize(
+    ("messages", "told"),
+    [
+        ([""], SILENT),
+        ([" \n\u3000"], SILENT),
+        (["", "The disk is full.", "  "], "The disk is full."),
+        ([None], SILENT),  # not text: a breach of the contract like a blank one
+    ],
+)
+async def test_a_failure_without_a_message_says_so_on_every_path(
+    logger: RecordingLogger,
+    context: AgentToolExecutionContext,
+    messages: list[str | None],
+    told: str,
+) -> None:
+    registry = AgentToolRegistry(logger)
+    registry.register(SilentFailureTool)
+    executor = AgentToolExecutor(registry, logger)
+    arguments = json.dumps({"messages": messages})
+    done = await executor.execute(_call("silent_failure", arguments), context)
+    # The turn stores what the model is told, and neither says the tool did not run.
+    assert (done.outcome, done.error_message) == ("failed", told)
+    assert json.loads(tool_message(done)["content"]) == {"error": told}
+    invoked = await executor.invoke("silent_failure", arguments, context)
+    assert (invoked.successful, invoked.error_message) == (False, told)
+    tags = {e.tag for e in logger.errors}
+    assert tags == {"[silent_failure_ExecuteAsync__Contract]"}
 
 
 @pytest.fixture

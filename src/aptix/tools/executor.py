@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from aptix.blank import strip_blank
 from aptix.db.outage import DATABASE_UNAVAILABLE, is_database_outage
 from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger
@@ -39,6 +40,8 @@ __all__ = [
 
 GENERIC_FAILURE = "The tool '{name}' failed unexpectedly. The error has been logged."
 BUILD_FAILURE = "The tool '{name}' could not be started. The error has been logged."
+#: A tool that ran and failed without a message: it ran, so "did not run" would be untrue.
+SILENT_FAILURE = "The tool '{name}' failed without saying why. This has been logged."
 TOO_BIG = (
     "The tool '{name}' returned {size} bytes, over the limit of {limit} bytes "
     "(APTIX_TOOL_MAX_RESULT_BYTES); nothing of it was kept."
@@ -195,7 +198,7 @@ class AgentToolExecutor:
             return replace(
                 call,
                 is_server_tool=True,
-                error_message=storable(outcome.error_message or ""),
+                error_message=storable(outcome.error_message or ""),  # never blank: _said
                 outcome="failed",
             )
         result = as_json_text(outcome.result)
@@ -406,13 +409,39 @@ class AgentToolExecutor:
         if type(outcome) is InvokeResult and (
             outcome.result is None or type(outcome.result) is str
         ):
-            return outcome
+            return self._said(tool, outcome, context) if outcome.errors else outcome
         self._logger.add_error(
             f"[{tool.TOOL_NAME}_ExecuteAsync__Contract]",
             f"execute() returned {type(outcome).__name__}, not InvokeResult[str]",
             *context.log_pairs(),
         )
         return InvokeResult.from_error(GENERIC_FAILURE.format(name=tool.TOOL_NAME))
+
+    def _said(
+        self, tool: AgentTool, failed: InvokeResult[str], context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        """``failed`` with only the error messages that say something (TUL-011 §3).
+
+        A blank message (or an entry that is no ``ErrorMessage`` of text) would reach the
+        model, the stored turn and every surface as nothing, or as a fallback saying the
+        tool did not run; a failure with no message left says truthfully that it said none.
+        """
+        said = tuple(
+            e
+            for e in failed.errors
+            if type(e) is ErrorMessage and type(e.message) is str and strip_blank(e.message)
+        )
+        if len(said) == len(failed.errors):
+            return failed
+        self._logger.add_error(
+            f"[{tool.TOOL_NAME}_ExecuteAsync__Contract]",
+            f"execute() returned a failed InvokeResult with {len(failed.errors) - len(said)} "
+            f"of {len(failed.errors)} error messages blank or not text",
+            *context.log_pairs(),
+        )
+        if said:
+            return InvokeResult(errors=said)
+        return InvokeResult.from_error(SILENT_FAILURE.format(name=tool.TOOL_NAME))
 
 
 class _Stopped:
