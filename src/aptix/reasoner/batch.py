@@ -8,11 +8,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aptix.llm.types import LlmResponse
 from aptix.logger import AdminLogger, LogLevel
 from aptix.reasoner import ledger
 from aptix.reasoner.result import EventSink
 from aptix.reasoner.running import RunningTurn, emit
+from aptix.reasoner.stopping import process_stopping
 from aptix.reasoner.tool_batch import MODE_CHANGE_TOOL, WORKFLOW_RUN_TOOL, branched_id, not_offered
 from aptix.sessions.models import AgentSession
 from aptix.telemetry import REFUSAL_EVENT, Tracing, refusal_attributes
@@ -25,6 +25,11 @@ __all__ = ["SESSION_TOOLS", "ToolRunner"]
 
 #: Tools that change the session itself: they run in call order, never concurrently.
 SESSION_TOOLS = frozenset({MODE_CHANGE_TOOL, WORKFLOW_RUN_TOOL})
+
+
+def _session_tool(name: str) -> bool:
+    """Whether ``name`` (in any casing) is one of :data:`SESSION_TOOLS`."""
+    return name.casefold() in SESSION_TOOLS
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,29 +62,25 @@ class ToolRunner:
     async def run_response(
         self,
         turn: RunningTurn,
-        response: LlmResponse,
-        renamed: dict[str, str],
-        iteration: int,
+        entries: list[dict[str, Any]],
         context: AgentToolExecutionContext,
         save: Callable[[], Awaitable[None]],
         on_event: EventSink | None,
     ) -> list[dict[str, Any]]:
-        """Run every call of ``response``; return the entries handed to the client."""
+        """Run the calls put on record by :func:`ledger.take_response`; return the hand-offs."""
         record = turn.record
         session = turn.session
         registry = self.executor.registry
-        calls = [AgentToolCall(c.id, c.name, c.arguments) for c in response.tool_calls]
-        entries = ledger.propose(record, calls, iteration, self.idempotent)
-        for entry in entries:
-            if entry["callId"] in renamed:
-                entry["modelCallId"] = renamed[entry["callId"]]
-        offered = set(self.tool_names(session))
+        calls = [AgentToolCall(e["callId"], e["name"], e["argumentsJson"]) for e in entries]
+        # Tool names are case-insensitive on every surface (the registry's rule): a call
+        # naming an offered tool in another casing is that tool.
+        offered = {name.casefold() for name in self.tool_names(session)}
         runnable: list[tuple[AgentToolCall, dict[str, Any]]] = []
         for call, entry in zip(calls, entries, strict=True):
             # While a workflow is active the executor's guard refuses what it does not
             # permit, with the workflow error the model must see (TUL-006 §7.2).
             if (
-                call.name in offered
+                call.name.casefold() in offered
                 or not registry.has_tool(call.name)
                 or (session.active_workflow_id and self.executor.guarded)
             ):
@@ -93,18 +94,25 @@ class ToolRunner:
         # A client-final tool's run only prepares its hand-off: nothing to guard. The rest are
         # on record as started, in the checkpoint that stores the model's response.
         ledger.start(e for c, e in runnable if _server_final(registry, c.name))
-        await save()
-        turn.touched.extend(e["callId"] for e in entries)
-        for call in calls:
-            await emit(on_event, "tool_call_started", {"callId": call.call_id, "name": call.name})
+        try:
+            await save()
+            for call in calls:
+                await emit(
+                    on_event, "tool_call_started", {"callId": call.call_id, "name": call.name}
+                )
+        except asyncio.CancelledError:
+            # Cancelled (a client hung up) or shut down before any call was dispatched: the
+            # turn's ending must not read them as stopped mid-run.
+            ledger.not_run(entries, shutdown=process_stopping())
+            raise
         started = time.perf_counter()
         kept = _Outcomes(len(runnable), save)
         # Calls that change the session are not independent: they run one after another, in
         # the model's order, so the last mode change of a response is the one that holds.
         await self._run_all(
-            [(c, e) for c, e in runnable if c.name not in SESSION_TOOLS], context, record.id, kept
+            [(c, e) for c, e in runnable if not _session_tool(c.name)], context, record.id, kept
         )
-        for pair in [(c, e) for c, e in runnable if c.name in SESSION_TOOLS]:
+        for pair in [(c, e) for c, e in runnable if _session_tool(c.name)]:
             await self._run_one(*pair, context, record.id, kept)
         seconds = time.perf_counter() - started
         return await self._told(turn, entries, seconds, on_event)
@@ -205,7 +213,7 @@ class ToolRunner:
                     "content": ledger.tool_content(entry),
                 }
             )
-            if entry["wasExecuted"] and entry["name"] == MODE_CHANGE_TOOL:
+            if entry["wasExecuted"] and entry["name"].casefold() == MODE_CHANGE_TOOL:
                 # The session's new mode is read again by the loop before it goes on.
                 turn.branched_session_id = (
                     branched_id(entry.get("resultJson")) or turn.branched_session_id

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from aptix.llm.types import LlmResponse, Message, ToolCallRequest
 from aptix.reasoner.record import TurnRecord, TurnStatus
 from aptix.reasoner.result import ToolResultInput
-from aptix.reasoner.tool_batch import wire_call
+from aptix.reasoner.tool_batch import assistant_message, wire_call
 from aptix.tools.context import AgentToolCall
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "fresh_ids",
     "is_approval",
     "merge_closed",
+    "not_run",
     "propose",
     "record_outcome",
     "recover",
@@ -46,6 +47,7 @@ __all__ = [
     "settle_client_results",
     "start",
     "stopped_by_cancel",
+    "take_response",
     "tool_content",
     "wire",
 ]
@@ -93,6 +95,8 @@ CANCELLED_ELSEWHERE = (
     "It was not run again: check whether it took effect before retrying it."
 )
 NOT_STARTED = "The turn was closed before this call started; it was not run."
+CANCELLED_BEFORE_START = "The turn was cancelled before this call started; it was not run."
+SHUT_DOWN_BEFORE_START = "The server shut down before this call started; it was not run."
 NOT_ANSWERED = "The turn ended before the client answered this call; it was not run."
 NOT_APPROVED = "The turn ended before the user approved '{name}'; it was not run."
 DENIED = "The user did not approve '{name}'; it was not run."
@@ -126,10 +130,45 @@ def propose(
     return entries
 
 
+def take_response(
+    record: TurnRecord,
+    response: LlmResponse,
+    renamed: dict[str, str],
+    iteration: int,
+    idempotent: Callable[[str], bool],
+) -> list[dict[str, Any]]:
+    """Keep the model's response in the transcript and its calls in the ledger, together.
+
+    Nothing awaits between the two, so a cancel (a client hanging up) cannot keep the
+    message without its calls on record: the turn's ending then gives each a true state.
+    """
+    record.messages.append(assistant_message(response))
+    calls = [AgentToolCall(c.id, c.name, c.arguments) for c in response.tool_calls]
+    entries = propose(record, calls, iteration, idempotent)
+    for entry in entries:
+        if entry["callId"] in renamed:
+            entry["modelCallId"] = renamed[entry["callId"]]
+    return entries
+
+
 def start(entries: Iterable[dict[str, Any]]) -> None:
     """Mark calls ``started``: the next save must land before any of them runs."""
     for entry in entries:
         entry["state"] = "started"
+
+
+def not_run(entries: Iterable[dict[str, Any]], *, shutdown: bool) -> None:
+    """Calls on record as ``started`` that this process stopped before it ran any of them.
+
+    Their ``started`` may be stored, but none reached its tool: they failed, not run,
+    rather than reading as stopped mid-run (``unknown``).
+    """
+    for entry in entries:
+        if entry["state"] != "started":
+            continue
+        entry["state"] = entry["outcome"] = "failed"
+        entry["errorMessage"] = SHUT_DOWN_BEFORE_START if shutdown else CANCELLED_BEFORE_START
+        entry["wasExecuted"] = False
 
 
 def record_outcome(entry: dict[str, Any], done: AgentToolCall, approval: bool = False) -> None:
@@ -325,7 +364,11 @@ def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", 
         elif state == "awaiting_approval":
             entry["state"] = "denied"
             entry["errorMessage"] = NOT_APPROVED.format(name=entry["name"])
-        else:  # proposed, awaiting_client
+        elif state == "proposed":  # on record, but never started nor handed to the client
+            entry["state"] = "failed"
+            entry["errorMessage"] = CANCELLED_BEFORE_START if why == "cancelled" else NOT_STARTED
+            entry["wasExecuted"] = False
+        else:  # awaiting_client
             entry["state"] = "failed"
             entry["errorMessage"] = NOT_ANSWERED
             entry["wasExecuted"] = False  # the client never ran it
@@ -334,6 +377,7 @@ def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", 
 
 
 def _answer_every_call(record: TurnRecord) -> None:
+    """Give each call of each model message its tool message, as its ledger entry says."""
     by_id = {e["callId"]: e for e in record.tool_calls}
     answered = {m.get("tool_call_id") for m in record.messages if m.get("role") == "tool"}
     closed: list[Message] = []
@@ -345,8 +389,14 @@ def _answer_every_call(record: TurnRecord) -> None:
             if call["id"] in answered:
                 continue
             entry = by_id.get(call["id"])
-            content = tool_content(entry) if entry else json.dumps({"error": UNKNOWN})
-            closed.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+            if entry is None:
+                # Kept without its ledger entry by an earlier version (a cancel landed between
+                # the two): a call is on record before it can run, so this one never ran.
+                entry = by_id[call["id"]] = _never_recorded(call)
+                record.tool_calls.append(entry)
+            closed.append(
+                {"role": "tool", "tool_call_id": call["id"], "content": tool_content(entry)}
+            )
     if len(closed) != len(record.messages):
         # The missing results go right after their model message (before any real results of
         # the same batch), where the model expects them and the context budget keeps them.
@@ -439,6 +489,18 @@ def _endings_into(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
             entry.update({k: mine[k] for k in _ENDING_KEYS if k in mine})
             entry.pop("lost", None)
     return stored
+
+
+def _never_recorded(call: dict[str, Any]) -> dict[str, Any]:
+    """The ledger entry of a model's call that was never put on record: failed, not run."""
+    function = call.get("function") or {}
+    done = AgentToolCall(
+        call["id"],
+        str(function.get("name") or ""),
+        str(function.get("arguments") or "{}"),
+        error_message=NOT_STARTED,
+    )
+    return {**wire_call(done), "state": "failed", "outcome": "failed", "idempotent": False}
 
 
 def _legacy(record: TurnRecord) -> None:

@@ -42,7 +42,6 @@ from aptix.reasoner.running import (
 )
 from aptix.reasoner.spanned import SpannedModel
 from aptix.reasoner.stopping import TurnTasks, process_stopping
-from aptix.reasoner.tool_batch import assistant_message
 from aptix.reasoner.turns import TurnStore
 from aptix.sessions.manager import SessionManager
 from aptix.sessions.models import AgentSession
@@ -317,7 +316,11 @@ class AgentReasoner:
                 return await self._end.fail(turn, exc, on_event)
             self._note_model_call(turn, response, time.perf_counter() - started)
             response, renamed = ledger.fresh_ids(record, self._capped(turn, response))
-            record.messages.append(assistant_message(response))
+            # The response and its calls go on record at once, before anything can be cut short.
+            entries = ledger.take_response(
+                record, response, renamed, iteration, self._tools.idempotent
+            )
+            turn.touched.extend(e["callId"] for e in entries)
             if response.text:
                 record.text = response.text  # text beside tool calls is shown too
                 await emit(on_event, "text", {"text": response.text})
@@ -328,13 +331,7 @@ class AgentReasoner:
             # One checkpoint stores the model's response and its calls as started, before
             # any of them runs; a second stores their outcomes.
             pending = await self._tools.run_response(
-                turn,
-                response,
-                renamed,
-                iteration,
-                self._tool_context(turn),
-                checkpoint,
-                on_event,
+                turn, entries, self._tool_context(turn), checkpoint, on_event
             )
             if pending:
                 await self._reread_session(turn, on_event)

@@ -130,18 +130,27 @@ def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
         "toolCalls": [ledger.wire(_stated(e, turn.status)) for e in turn.tool_calls],
         "modelCalls": turn.model_calls,
         "warnings": turn.warnings,
-        # Kept while a resume runs (a failed attempt waits for the same results again), but
-        # nothing waits for the client until the turn is pending once more.
-        "pendingCalls": (
-            [_stated(c, turn.status) for c in turn.pending_calls]
-            if turn.status == "pending"
-            else []
-        ),
+        "pendingCalls": _pending(turn),
         "contextDropped": _context_dropped(turn),
         "error": _failure(turn),
         "createdAt": turn.created_at.isoformat(),
         "updatedAt": turn.updated_at.isoformat(),
     }
+
+
+def _pending(turn: TurnRecord) -> list[dict[str, Any]]:
+    """The calls a pending turn waits on, each in the state its ledger entry holds."""
+    # Kept while a resume runs (a failed attempt waits for the same results again), but
+    # nothing waits for the client until the turn is pending once more.
+    if turn.status != "pending":
+        return []
+    # The stored list is the hand-off's snapshot (the claims and aptix chat read it as
+    # such); the call's state is its ledger entry's. After a resume whose model call
+    # failed, the result stored for it then reads the same here as in toolCalls.
+    ledger_of = {e["callId"]: e for e in turn.tool_calls}
+    return [
+        ledger.wire(_stated(ledger_of.get(c["callId"], c), turn.status)) for c in turn.pending_calls
+    ]
 
 
 def _context_dropped(turn: TurnRecord) -> dict[str, Any] | None:
