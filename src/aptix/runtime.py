@@ -50,6 +50,7 @@ from aptix.tools.plugins import register_plugins
 from aptix.tools.registry import AgentToolRegistry
 from aptix.tools.session_context import session_tool_context
 from aptix.tools.traced import tool_executor
+from aptix.workflows.active import active_workflow_lines, ended_note, running_manifest
 from aptix.workflows.boot import boot_chars, build_boot_message
 from aptix.workflows.guard import offered_tools, session_guard
 from aptix.workflows.services import (
@@ -162,6 +163,7 @@ class Runtime:
             turns=self.turns,
             logger=self.logger,
             boot_message=lambda org: build_boot_message(registry, org, max_chars=boot_room),
+            active_workflow=lambda workflow, org: active_workflow_lines(registry, workflow, org),
             offered_tools=lambda workflow, tools, org: offered_tools(
                 registry, workflow, tools, self.registry.registered_tools, org
             ),
@@ -184,29 +186,27 @@ class Runtime:
     async def _release_unserved_workflow(
         self, session: AgentSession
     ) -> tuple[AgentSession, str | None]:
-        """Clear an active workflow that is no longer served (removed, or no longer valid).
+        """Clear an active workflow that is no longer served, or disabled, with a note why.
 
-        Kept, its rules would be neither applied nor shown: the guard would allow only the
-        always-offered tools, and the model could not read the workflow. The note tells the
-        model why it is gone.
+        Not served: removed, or no longer valid; disabled: stopped by an admin. Kept, its
+        rules would be neither applied nor shown: the guard allows only the always-offered
+        tools, and the model could not read the workflow. The note tells the model why.
         """
         active, registry = session.active_workflow_id, self.workflows.registry
-        if not active or registry.get(active, session.org) is not None:
+        if not active or running_manifest(registry, active, session.org) is not None:
             return session, None
-        # Published by another process since this one last looked? Then it is served.
+        # Published or enabled by another process since this one last looked? Then it runs.
         await self.workflows.sync.check(force=True)
-        if registry.get(active, session.org) is not None:
+        if running_manifest(registry, active, session.org) is not None:
             return session, None
-        cleared = await self.services.sessions.set_active_workflow(
-            session.id, None, session.org, session.user
+        sessions = self.services.sessions
+        # Only if it is still the one decided on: a workflow started meanwhile stays.
+        cleared = await sessions.set_active_workflow(
+            session.id, None, session.org, session.user, expected=active
         )
         if cleared.result is None:
-            return session, None
-        return cleared.result, (
-            f"Note: workflow '{active}' was active in this session but is no longer served "
-            "(it was removed or no longer validates), so it has ended and its rules no longer "
-            "apply. Tell the user if they were relying on it."
-        )
+            return await sessions.get_session(session.id, session.org) or session, None
+        return cleared.result, ended_note(active, registry.get(active, session.org))
 
     def default_model(self) -> LlmClient:
         """The configured model client; :class:`ConfigurationError` when none is configured.

@@ -72,6 +72,7 @@ class AgentReasoner:
         turns: TurnStore,
         logger: AdminLogger,
         boot_message: Callable[[str], str] = lambda _org: "",
+        active_workflow: Callable[[str | None, str], str] = lambda _workflow, _org: "",
         offered_tools: OfferedTools | None = None,
         max_iterations: int = 10,
         token_budget: int | None = None,
@@ -96,6 +97,8 @@ class AgentReasoner:
         self._logger = logger
         self._end = TurnEndings(turns, logger)
         self._boot_message = boot_message
+        #: The system message's lines on the session's active workflow: (its id, org) -> text.
+        self._active_workflow = active_workflow
         self._offered = offered_tools or (lambda _workflow, tools, _org: list(tools))
         self._max_iterations = max_iterations
         self._token_budget = token_budget
@@ -381,7 +384,11 @@ class AgentReasoner:
         mode = self._modes.get_mode(session.mode)
         boot = self._boot_message(session.org)
         return system_message(
-            mode, tool_names, self._executor.registry, f"{notice}\n\n{boot}" if notice else boot
+            mode,
+            tool_names,
+            self._executor.registry,
+            f"{notice}\n\n{boot}" if notice else boot,
+            self._active_workflow(session.active_workflow_id, session.org),
         )
 
     def _capped(self, turn: RunningTurn, response: LlmResponse) -> LlmResponse:

@@ -1,4 +1,4 @@
-"""Building the system message: mode instructions, tool usage guidance and the boot message."""
+"""The system message: mode instructions, active workflow, tool usage and boot message."""
 
 from __future__ import annotations
 
@@ -10,10 +10,21 @@ __all__ = ["system_message"]
 
 
 def system_message(
-    mode: ModeDefinition, tool_names: list[str], registry: AgentToolRegistry, boot_message: str
+    mode: ModeDefinition,
+    tool_names: list[str],
+    registry: AgentToolRegistry,
+    boot_message: str,
+    active_workflow: str = "",
 ) -> Message:
-    """The system message for one model request."""
+    """The system message for one model request.
+
+    ``active_workflow`` states the session's workflow (or that none is active) beside its
+    mode: each request carries the session's state, which can change outside the model's
+    own calls (TUL-006 §6.4).
+    """
     lines = [mode.instructions.strip(), "", f"Current mode: {mode.key} ({mode.display_name})."]
+    if active_workflow:
+        lines.append(active_workflow.strip())
     usage = [
         f"- {name}: {registry.usage_metadata(name)}"
         for name in tool_names

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from aptix.errors import NotFoundError
 from aptix.tool_names import expand_names, matches
+from aptix.workflows.active import running_manifest
 from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.validation import ALWAYS_OFFERED_TOOLS
 
@@ -57,12 +58,13 @@ def permitted_tools(
 ) -> frozenset[str]:
     """Tool names allowed while ``org``'s ``active_workflow_id`` runs; empty with none active.
 
-    When the active workflow is no longer served only the always-offered tools remain, so it
-    can still be cancelled; the session's next model turn ends it (``Runtime``).
+    When the active workflow is no longer served, or no longer runnable (disabled), only the
+    always-offered tools remain, so it can still be cancelled; the session's next model turn
+    ends it (``Runtime``).
     """
     if not active_workflow_id:
         return frozenset()
-    manifest = registry.get(active_workflow_id, org)
+    manifest = running_manifest(registry, active_workflow_id, org)
     extra = manifest.permitted_tools if manifest is not None else ()
     return ALWAYS_OFFERED_TOOLS | frozenset(extra)
 
@@ -105,6 +107,13 @@ def workflow_guard(registry: WorkflowRegistry) -> Callable[[_Tool, _Call], str |
         if any(matches(tool.name, t) for t in allowed):
             return None
         listed = ", ".join(sorted(allowed))
+        if running_manifest(registry, active, context.org) is None:
+            return (
+                f"Workflow error: the tool '{tool.name}' is not permitted: workflow '{active}' "
+                "is still active in this session but is disabled or no longer served, so it "
+                f"grants nothing more than {listed}. The session's next turn ends it, or "
+                "cancel it with agent_workflow_run."
+            )
         return (
             f"Workflow error: the tool '{tool.name}' is not permitted while workflow "
             f"'{active}' is active. Permitted tools: {listed}. Ask the user, or complete or "

@@ -236,8 +236,9 @@ class WorkflowRunTool(BuiltinTool[_Args, dict[str, Any]]):
 
 
 def _allows(active: WorkflowManifest | None, target: str) -> bool:
-    # A vanished active workflow (removed while running) must not trap the session.
-    if active is None:
+    # A vanished or disabled active workflow (its next turn releases it) must not trap the
+    # session.
+    if active is None or not active.runnable:
         return True
     return "*" in active.allowed_transitions or target in active.allowed_transitions
 
