@@ -404,6 +404,39 @@ def test_a_revoked_key_mid_use_returns_to_sign_in_and_keeps_the_typed_text(
     expect(page.get_by_label("Message")).to_have_value("a long message I typed")
 
 
+def _sign_in(page: Page, key: str) -> None:
+    page.get_by_label("API key").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+def test_after_sign_out_the_next_key_sees_nothing_the_previous_one_fetched(
+    url: str, open_page: PageFactory
+) -> None:
+    page = open_page()
+    page.goto(f"{url}/console/#/chat")
+    _sign_in(page, "key-a")  # acme
+    page.get_by_label("Message").fill("ACME-PRIVATE-NOTE")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".msg.assistant").last).to_contain_text("Echo: ACME-PRIVATE-NOTE")
+    assert re.search(r"#/chat/[0-9a-f]{32}$", page.url)
+    page.get_by_role("button", name="Sign out").click()
+    _sign_in(page, "key-b")  # globex
+    expect(page.locator("#chat-session")).to_have_text("new")
+    expect(page.locator("#main")).not_to_contain_text("ACME-PRIVATE-NOTE")
+    assert page.url.endswith("#/chat")  # the address no longer names acme's session
+    # The same on a page other than the chat: globex's admin sees globex's usage.
+    spent = httpx.post(f"{url}/v1/agent/execute", json={"instruction": "hello"}, headers=B)
+    assert spent.status_code == 200, spent.text
+    page.goto(f"{url}/console/#/usage")
+    rows = page.get_by_role("table", name="Model tokens per API key").locator("tbody tr")
+    expect(rows.first).to_contain_text("bob")
+    page.get_by_role("button", name="Sign out").click()
+    _sign_in(page, "key-a")
+    expect(rows.first).to_contain_text("ann")
+    expect(page.locator("#main")).not_to_contain_text("bob")
+
+
 PAGES = ("chat", "sessions", "modes", "workflows", "authoring")
 
 UNNAMED_CONTROLS = """() => [

@@ -25,9 +25,11 @@ const VIEWS = {
 let chat = null;
 let started = false;
 let navigating = false;
+// The key whose answers #main shows ("" when the server needs none); null when it shows none.
+let shownFor = null;
 
 function showSignIn(message) {
-  main.hidden = true; // hidden, not cleared: nothing typed is lost
+  main.hidden = true; // hidden, not cleared: a revoked key re-entered loses nothing typed
   signIn.hidden = false;
   signOut.hidden = true;
   replace(keyError, message || "");
@@ -37,6 +39,9 @@ function showSignIn(message) {
 }
 
 function showApp() {
+  const key = storedKey() || "";
+  // Another key may belong to another org: it must not see what the previous one fetched.
+  if (shownFor !== null && shownFor !== key) forget();
   signIn.hidden = true;
   main.hidden = false;
   signOut.hidden = !storedKey();
@@ -46,8 +51,20 @@ function showApp() {
   if (!started) {
     started = true;
     listenToNavigation();
-    route(false);
   }
+  if (shownFor === null) route(false);
+  shownFor = key;
+}
+
+/** Drop everything the previous key fetched: the chat (a running turn's stream is closed, as
+ * closing the tab would), the page shown, and the session or workflow id in the address. */
+function forget() {
+  if (chat) chat.reset(false);
+  chat = null;
+  replace(main);
+  shownFor = null;
+  const [name] = location.hash.replace(/^#\/?/, "").split("/");
+  history.replaceState(null, "", `#/${name || "chat"}`);
 }
 
 function listenToNavigation() {
@@ -153,6 +170,7 @@ async function start() {
   document.getElementById("sign-in-form").addEventListener("submit", submitKey);
   signOut.addEventListener("click", () => {
     storeKey(null);
+    forget();
     showSignIn("");
   });
   onUnauthorized(() =>

@@ -256,8 +256,11 @@ export class Chat {
     this.message.value = "";
     const said = this.say("user", text);
     if (!this.sessionId) {
+      const generation = this.generation;
       try {
         const created = await api("/v1/sessions", { method: "POST", body: {} });
+        // Reset meanwhile (new session, or signed out): the session is not this chat's any more.
+        if (this.generation !== generation) return;
         this.sessionId = created.sessionId;
         // A reload (or a shared link) opens this session again.
         history.replaceState(null, "", `#/chat/${encodeURIComponent(created.sessionId)}`);
