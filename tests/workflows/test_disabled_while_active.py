@@ -191,3 +191,15 @@ async def test_re_enabled_before_the_next_turn_the_workflow_keeps_running(
     assert "has been disabled" not in str(model.requests[0].messages[0]["content"])
     assert "agent_hello_world" in model.offered_tools(0)
     assert await _active(api, session_id) == "risky"
+
+
+async def test_a_disabled_workflow_does_not_hold_the_session_by_its_transitions(
+    api: httpx.AsyncClient,
+) -> None:
+    session_id = await _risky_running(api)  # risky allows no transition
+    started = await _invoke(
+        api, RUN, session_id, operation="start_workflow", workflowId="guided_calculation"
+    )
+    assert started["successful"], started
+    assert started["result"]["previousWorkflowId"] == "risky"
+    assert await _active(api, session_id) == "guided_calculation"
