@@ -63,7 +63,30 @@ async def test_a_field_aptix_cannot_honour_is_a_400_naming_it(
     body = refused.value.body
     assert isinstance(body, dict)
     assert str(body["message"]).startswith(f"{field}: ")
+    assert refused.value.param == field  # what OpenAI clients read to point at the field
     assert model.requests == []  # refused before any turn
+
+
+async def test_a_message_aptix_cannot_read_is_named_in_param(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    image = {"type": "image_url", "image_url": {"url": "http://x"}}
+    unreadable = [
+        *ASK,
+        {"role": "assistant", "content": "hi"},
+        {"role": "user", "content": [image]},
+    ]
+    cases: list[tuple[list[Any], str]] = [
+        (unreadable, "messages[2]"),  # a content part that is not text
+        ([{"role": "user", "content": " "}], "messages[0]"),  # the request is blank
+        ([{"role": "user", "content": 5}], "messages[0]"),  # malformed: pydantic refuses it
+        ([*ASK, {"role": "assistant", "content": "hi"}], "messages[1]"),  # asks nothing
+    ]
+    for messages, param in cases:
+        with pytest.raises(openai.BadRequestError) as refused:
+            await client.chat.completions.create(model="aptix-general", messages=messages)
+        assert refused.value.param == param, refused.value.body
+    assert model.requests == []
 
 
 async def test_structured_output_parsing_is_refused_up_front(client: AsyncOpenAI) -> None:
@@ -100,3 +123,4 @@ async def test_a_model_is_retrieved_by_its_name(client: AsyncOpenAI) -> None:
     body = missing.value.body
     assert isinstance(body, dict)
     assert body["type"] == "not_found_error"
+    assert body["param"] is None  # about no field of a request

@@ -61,12 +61,15 @@ class ApiError(Exception):
         code: str | None = None,
         *,
         headers: dict[str, str] | None = None,
+        param: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code or _CODES.get(status, "error")
         self.message = message
         self.headers = headers
+        #: The request field the error is about (``messages[0]``), OpenAI's ``param``.
+        self.param = param
 
 
 #: Routes whose clients (OpenAI SDKs, chat UIs) read OpenAI's error shape: the envelope
@@ -105,10 +108,16 @@ def unexpected_error(exc: Exception) -> tuple[int, str, str]:
     return 500, "internal_error", UNEXPECTED
 
 
-def openai_error_body(status: int, code: str, message: str) -> dict[str, Any]:
-    """The envelope in OpenAI's shape: ``code`` and ``message`` plus ``type`` and ``param``."""
+def openai_error_body(
+    status: int, code: str, message: str, param: str | None = None
+) -> dict[str, Any]:
+    """The envelope in OpenAI's shape: ``code`` and ``message`` plus ``type`` and ``param``.
+
+    ``param`` names the request field the error is about (``n``, ``messages[0]``), null when
+    it is about none.
+    """
     kind = _OPENAI_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
-    return {"error": {"code": code, "message": message, "type": kind, "param": None}}
+    return {"error": {"code": code, "message": message, "type": kind, "param": param}}
 
 
 def _response(
@@ -118,9 +127,10 @@ def _response(
     headers: dict[str, str] | None = None,
     *,
     path: str = "",
+    param: str | None = None,
 ) -> JSONResponse:
     if _is_openai(path):
-        body = openai_error_body(status, code, message)
+        body = openai_error_body(status, code, message, param)
     else:
         body = error_body(code, message)
     # A message may quote stored text: it must render even with a lone surrogate in it.
@@ -146,6 +156,23 @@ def _describe(exc: RequestValidationError) -> str:
     return "Invalid request: " + "; ".join(problems) + "."
 
 
+def _param(exc: RequestValidationError) -> str | None:
+    """The body field the first problem is in, as OpenAI names it: ``messages[0]``, ``n``.
+
+    Deeper parts of the location are left out: pydantic adds union members and type names
+    (``messages.0.user.content.str``) that are no field of the request.
+    """
+    for err in exc.errors():
+        # ("body", field, ...), or ("header" | "path" | "query", name): the part after it.
+        loc = list(err.get("loc", ()))[1:]
+        if not loc or not isinstance(loc[0], str):
+            return None
+        if len(loc) > 1 and isinstance(loc[1], int):
+            return f"{loc[0]}[{loc[1]}]"
+        return loc[0]
+    return None
+
+
 def _allowed_methods(request: Request) -> str | None:
     # Starlette names only the first route matching the path, and FastAPI has one route per
     # method: the OpenAPI paths know every method of a path.
@@ -167,7 +194,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def _api(request: Request, exc: ApiError) -> JSONResponse:
-        return _response(exc.status, exc.code, exc.message, exc.headers, path=request.url.path)
+        return _response(
+            exc.status, exc.code, exc.message, exc.headers, path=request.url.path, param=exc.param
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -175,7 +204,8 @@ def install_error_handlers(app: FastAPI) -> None:
         # OpenAI answers an invalid request 400 with code invalid_request_error, as this
         # endpoint's other refusals do; its clients expect that.
         if _is_openai(path):
-            return _response(400, "invalid_request_error", _describe(exc), path=path)
+            message = _describe(exc)
+            return _response(400, "invalid_request_error", message, path=path, param=_param(exc))
         return _response(422, "invalid_request", _describe(exc), path=path)
 
     @app.exception_handler(StarletteHTTPException)

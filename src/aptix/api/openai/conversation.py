@@ -25,7 +25,15 @@ from aptix.api.openai.schemas import (
 from aptix.blank import strip_blank
 from aptix.reasoner import ToolResultInput
 
-__all__ = ["Ask", "answer_message", "fingerprint", "read_ask", "starting_context"]
+__all__ = ["Ask", "AskError", "answer_message", "fingerprint", "read_ask", "starting_context"]
+
+
+class AskError(ValueError):
+    """A conversation Aptix cannot read; ``param`` names the message (``messages[2]``)."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +48,8 @@ class Ask:
 def read_ask(messages: Sequence[ChatMessage]) -> Ask:
     """Split ``messages`` into the earlier conversation and the request.
 
-    Raises ``ValueError`` with a readable message when the conversation does not end with a
-    user message or with tool results, or when a message's content is not text.
+    Raises :class:`AskError` with a readable message when the conversation does not end with
+    a user message or with tool results, or when a message's content is not text.
     """
     for index, message in enumerate(messages):
         # Earlier messages are read too (fingerprint, starting context): a part Aptix cannot
@@ -49,12 +57,12 @@ def read_ask(messages: Sequence[ChatMessage]) -> Ask:
         try:
             message_text(message.content)
         except ValueError as exc:
-            raise ValueError(f"messages[{index}]: {exc}") from None
-    last = messages[-1]
+            raise AskError(f"messages[{index}]: {exc}", f"messages[{index}]") from None
+    last, last_param = messages[-1], f"messages[{len(messages) - 1}]"
     if isinstance(last, UserMessage):
         text = message_text(last.content)
         if not strip_blank(text):  # blank as the reasoner reads it: refused before any write
-            raise ValueError("The last user message is empty.")
+            raise AskError("The last user message is empty.", last_param)
         return Ask(tuple(messages[:-1]), instruction=text)
     if isinstance(last, ToolMessage):
         start = len(messages)
@@ -62,16 +70,19 @@ def read_ask(messages: Sequence[ChatMessage]) -> Ask:
             start -= 1
         results = []
         seen: set[str] = set()
-        for message in messages[start:]:
+        for index, message in enumerate(messages[start:], start):
             assert isinstance(message, ToolMessage)
             if message.tool_call_id in seen:
-                raise ValueError(f"Tool call '{message.tool_call_id}' is answered twice.")
+                raise AskError(
+                    f"Tool call '{message.tool_call_id}' is answered twice.", f"messages[{index}]"
+                )
             seen.add(message.tool_call_id)
             results.append(ToolResultInput(message.tool_call_id, message_text(message.content)))
         return Ask(tuple(messages[:start]), tool_results=tuple(results))
-    raise ValueError(
+    raise AskError(
         "The last message must be a user message (a new request) or tool messages "
-        f"(results for the calls handed over), not '{last.role}'."
+        f"(results for the calls handed over), not '{last.role}'.",
+        last_param,
     )
 
 

@@ -137,17 +137,17 @@ class ChatCompletionRequest(_Body):
     response_format: dict[str, Any] | None = None
     tool_choice: str | dict[str, Any] | None = None
 
-    def unsupported(self) -> str | None:
-        """Why Aptix cannot answer the way a field asks, or None when it can."""
+    def unsupported(self) -> tuple[str, str] | None:
+        """The field Aptix cannot answer the way it asks, and why; None when it can."""
         if self.n not in (None, 1):
-            return "n: only 1 is supported; a request runs one turn, which has one answer."
+            return "n", "n: only 1 is supported; a request runs one turn, which has one answer."
         if self.response_format not in (None, {"type": "text"}):
-            return (
+            return "response_format", (
                 'response_format: only {"type": "text"} is supported; the agent answers in '
                 "free text (ask for JSON in the message instead)."
             )
         if self.tool_choice not in (None, "auto"):
-            return (
+            return "tool_choice", (
                 'tool_choice: only "auto" is supported; the session\'s mode and workflow '
                 "decide which tools the model may call."
             )

@@ -126,7 +126,7 @@ async def _final_chunks(
     model = model_of_mode(result.mode)
     if result.kind == "error":
         error = await failed(result)
-        body = openai_error_body(error.status, error.code, error.message)
+        body = openai_error_body(error.status, error.code, error.message, error.param)
         yield ServerSentEvent(data=_json(body))
         return
     calls = openai_tool_calls(handed_over(result))

@@ -24,6 +24,7 @@ from aptix.api.errors import ApiError
 from aptix.api.openai.answer import said_in
 from aptix.api.openai.conversation import (
     Ask,
+    AskError,
     answer_message,
     fingerprint,
     read_ask,
@@ -153,11 +154,12 @@ async def create_chat_completion(
     if mode is None:
         raise _unknown_model(body.model)
     if (unsupported := body.unsupported()) is not None:
-        raise ApiError(400, unsupported, "invalid_request_error")
+        field, why = unsupported
+        raise ApiError(400, why, "invalid_request_error", param=field)
     try:
         ask = read_ask(body.messages)
-    except ValueError as exc:
-        raise ApiError(400, str(exc), "invalid_request_error") from exc
+    except AskError as exc:
+        raise ApiError(400, str(exc), "invalid_request_error", param=exc.param) from exc
     reasoner = _with_client_tools(reasoner, body, runtime)
     target = await _session_for(runtime, caller, fingerprints, body, ask, mode, x_aptix_session)
     headers = {SESSION_HEADER: target.session_id}
@@ -254,7 +256,7 @@ async def _failure(
     stored = (prepared.turn.record.result if prepared.turn is not None else None) or {}
     if stored.get(ERROR_CODE) == "context_overflow":
         # OpenAI's code for a request too long for the model: retrying it cannot succeed.
-        return ApiError(400, message, "context_length_exceeded", headers=headers)
+        return ApiError(400, message, "context_length_exceeded", headers=headers, param="messages")
     if stored.get(ERROR_CODE) in ("iteration_cap", "turn_token_budget"):
         # The turn's own limit stopped it before a final answer, after its tools ran: not the
         # model endpoint's fault, and a 4xx the openai SDK does not retry on its own (a retry
@@ -280,7 +282,7 @@ def _with_client_tools(
     for server, config in runtime.settings.mcp_servers.items():
         # `<prefix>_*` in a mode or workflow names that server's tools and no others.
         pattern = f"{tool_prefix(server, config)}_*"
-        for t in body.tools:
+        for index, t in enumerate(body.tools):
             if matches(t.function.name, pattern):
                 raise ApiError(
                     400,
@@ -288,6 +290,7 @@ def _with_client_tools(
                     f"names of the MCP server {server!r} (compared case-insensitively); "
                     "rename it.",
                     "invalid_request_error",
+                    param=f"tools[{index}]",
                 )
     specs = [
         ClientToolSpec(
@@ -300,7 +303,7 @@ def _with_client_tools(
     try:
         return reasoner.with_client_tools(client_tool_classes(specs))
     except ToolContractError as exc:
-        raise ApiError(400, str(exc), "invalid_request_error") from exc
+        raise ApiError(400, str(exc), "invalid_request_error", param="tools") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +341,7 @@ async def _session_for(
             "No session is waiting for these tool results: send the conversation as it "
             f"was answered, or the {SESSION_HEADER} header of its session.",
             "invalid_request_error",
+            param="messages",
         )
     assert ask.instruction is not None
     created = await sessions.create_session(org=caller.org, user=caller.user, mode=mode)
