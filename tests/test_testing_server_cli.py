@@ -11,7 +11,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from aptix.testing.server import Fail
+from aptix.testing.server import Fail, ScriptedOpenAIServer
 from aptix.testing.server_cli import read_script
 
 
@@ -57,3 +57,19 @@ def test_a_malformed_script_step_is_named(tmp_path: Path) -> None:
         read_script(script)
     script.write_text(json.dumps([{"fail": 503, "message": "down"}]))
     assert read_script(script) == [Fail(503, "down")]
+
+
+def test_a_client_hanging_up_prints_no_traceback_and_a_real_failure_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with ScriptedOpenAIServer() as scripted:
+        server = scripted._server
+        assert server is not None
+        for raised in (BrokenPipeError(32, "Broken pipe"), ValueError("a real failure")):
+            try:
+                raise raised
+            except Exception:
+                server.handle_error(None, ("127.0.0.1", 1))
+    printed = capsys.readouterr().err
+    assert "BrokenPipeError" not in printed
+    assert "ValueError: a real failure" in printed
