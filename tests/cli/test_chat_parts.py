@@ -270,8 +270,8 @@ async def test_details_honours_on_and_off_and_commands_refuse_words_they_do_not_
     assert (state.details, shown) == (False, "tool details off\n")  # off stays off
     _, shown = await _said(runtime, state, "/details on")
     assert (state.details, shown) == (True, "tool details on\n")
-    _, shown = await _said(runtime, state, "/details on")
-    assert state.details  # set, not switched
+    _, shown = await _said(runtime, state, "/details ON")
+    assert state.details  # set, not switched, in any casing
     _, shown = await _said(runtime, state, "/details")
     assert (state.details, shown) == (False, "tool details off\n")
     _, shown = await _said(runtime, state, "/details loud")

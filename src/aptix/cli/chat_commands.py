@@ -130,10 +130,10 @@ async def run_command(runtime: Runtime, state: ChatState, line: str) -> bool:
             say("  ", (w.workflow_id, "bold"), f" — {w.title}")
     elif command == "/details":
         # A switch, and also set explicitly: "/details off" must never turn them on.
-        if argument not in ("", "on", "off"):
+        if argument.lower() not in ("", "on", "off"):
             say(("/details takes on, off or nothing (to switch).", "red"))
         else:
-            state.toggle_details({"on": True, "off": False}.get(argument))
+            state.toggle_details({"on": True, "off": False}.get(argument.lower()))
     elif command == "/help":
         say(help_line())
     else:
