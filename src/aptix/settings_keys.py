@@ -32,6 +32,9 @@ def owner_name_problem(name: str) -> str | None:
     """
     if not name.strip():
         return "is empty"
+    if name != name.strip():
+        # Keys strip them; a typed " acme" would otherwise be an org of its own.
+        return "has spaces around it"
     if len(name) > MAX_OWNER_NAME:
         return f"is {len(name)} characters long; the most is {MAX_OWNER_NAME}"
     return None

@@ -168,8 +168,19 @@ def test_show_is_the_users_own_session_only() -> None:
         (["sessions", "show", "0" * 32, "--user", ""], "--user is empty."),
         (["tools", "call", "agent_list_modes", "--org", ""], "--org is empty."),
         (["workflows", "list", "--org", ""], "--org is empty."),
+        (["sessions", "create", "--org", " acme"], "--org has spaces around it."),
     ],
-    ids=["title", "org", "user-blank", "user-long", "list-org", "show-user", "call-org", "wf-org"],
+    ids=[
+        "title",
+        "org",
+        "user-blank",
+        "user-long",
+        "list-org",
+        "show-user",
+        "call-org",
+        "wf-org",
+        "org-spaced",
+    ],
 )
 def test_names_and_titles_http_refuses_are_refused_here_too(
     command: list[str], refused: str

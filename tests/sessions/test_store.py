@@ -6,6 +6,8 @@ import asyncio
 import itertools
 import re
 
+import pytest
+
 from aptix.sessions.sql import SqlSessionManager
 
 
@@ -37,6 +39,24 @@ async def test_create_in_an_unknown_mode_is_refused_listing_valid_modes(
     assert created.error_message == (
         "Unknown mode 'nope'. Valid modes: general, workflow_authoring, calculation."
     )
+
+
+@pytest.mark.parametrize(
+    ("org", "user", "refused"),
+    [
+        ("o" * 201, "ann", "The org name is 201 characters long; the most is 200."),
+        ("acme", "", "The user name is empty."),
+        ("acme", " ann", "The user name has spaces around it."),
+    ],
+    ids=["org-long", "user-empty", "user-spaced"],
+)
+async def test_an_owner_name_its_column_cannot_hold_is_refused_on_every_backend(
+    manager: SqlSessionManager, org: str, user: str, refused: str
+) -> None:
+    # PostgreSQL raised on the INSERT where SQLite kept the name: both now refuse it first.
+    created = await manager.create_session(org=org, user=user)
+    assert (created.result, created.error_message) == (None, refused)
+    assert await manager.list_sessions(org=org, user=user) == []
 
 
 async def test_mode_change_appends_history_with_previous_mode(manager: SqlSessionManager) -> None:

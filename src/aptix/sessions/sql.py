@@ -18,6 +18,7 @@ from aptix.results import InvokeResult
 from aptix.sessions.manager import Unchecked, workflow_changed_message
 from aptix.sessions.models import AgentSession, ModeHistoryEntry
 from aptix.sessions.tables import ModeHistoryRow, SessionRow
+from aptix.settings_keys import owner_name_problem
 
 __all__ = ["SqlSessionManager", "new_session_id", "session_of"]
 
@@ -57,6 +58,10 @@ class SqlSessionManager:
         parent_session_id: str | None = None,
     ) -> InvokeResult[AgentSession]:
         """Create a session in ``mode`` (the catalog's default when None)."""
+        for label, name in (("org", org), ("user", user)):
+            # Wider than its column, a name works on SQLite and fails on PostgreSQL.
+            if (why := owner_name_problem(name)) is not None:
+                return InvokeResult.from_error(f"The {label} name {why}.")
         key = mode if mode is not None else self._modes.default_mode.key
         problem = self._mode_problem(key)
         if problem:
