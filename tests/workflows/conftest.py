@@ -1,8 +1,10 @@
-"""Fixtures for the workflow tests: manifests in every state, a registry, a session fake."""
+"""Fixtures for the workflow tests: manifests in every state, a registry, a session fake,
+an authoring tool over an in-memory store."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -12,8 +14,14 @@ import pytest
 from aptix.results import InvokeResult
 from aptix.sessions.manager import Unchecked, workflow_changed_message
 from aptix.sessions.models import AgentSession
+from aptix.testing import RecordingLogger
+from aptix.tools.base import AgentTool
+from aptix.tools.builtin.workflow_authoring import WorkflowAuthoringTool
+from aptix.tools.context import AgentToolExecutionContext
+from aptix.workflows.authoring import WorkflowAuthoring
 from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.registry import WorkflowRegistry
+from aptix.workflows.store import InMemoryWorkflowStore
 
 KNOWN_TOOLS = (
     "agent_hello_world",
@@ -176,3 +184,24 @@ def context() -> Any:
         user="ann",
         role="admin",
     )
+
+
+@pytest.fixture
+def store() -> InMemoryWorkflowStore:
+    return InMemoryWorkflowStore()
+
+
+@pytest.fixture
+def tool(
+    store: InMemoryWorkflowStore, registry: WorkflowRegistry, logger: RecordingLogger
+) -> AgentTool:
+    """The authoring tool over ``store`` (modules testing another tool define their own)."""
+    return WorkflowAuthoringTool(WorkflowAuthoring(store, registry), logger)
+
+
+async def succeeded(tool: AgentTool, context: AgentToolExecutionContext, **args: Any) -> Any:
+    """``tool``'s result for ``args``, parsed; fails the test when the call failed."""
+    outcome = await tool.execute(json.dumps(args), context)
+    assert outcome.successful, outcome.error_message
+    assert outcome.result is not None
+    return json.loads(outcome.result)

@@ -5,13 +5,12 @@ from typing import Any
 
 import pytest
 
-from aptix.testing import RecordingLogger
 from aptix.tools import AgentToolExecutionContext
 from aptix.tools.builtin.workflow_authoring import WorkflowAuthoringTool
 from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
 from aptix.workflows.authoring import WorkflowAuthoring
-from aptix.workflows.registry import WorkflowRegistry
-from aptix.workflows.store import InMemoryWorkflowStore, RevisionAction
+from aptix.workflows.store import RevisionAction
+from tests.workflows.conftest import succeeded
 
 COMPLETE = {
     "UserIntentPatterns": ["onboard a new employee", "a new hire starts monday"],
@@ -22,25 +21,8 @@ COMPLETE = {
 }
 
 
-@pytest.fixture
-def store() -> InMemoryWorkflowStore:
-    return InMemoryWorkflowStore()
-
-
-@pytest.fixture
-def tool(store, registry: WorkflowRegistry, logger: RecordingLogger) -> WorkflowAuthoringTool:
-    return WorkflowAuthoringTool(WorkflowAuthoring(store, registry), logger)
-
-
-async def run(tool: WorkflowAuthoringTool, context: AgentToolExecutionContext, **args: Any) -> Any:
-    outcome = await tool.execute(json.dumps(args), context)
-    assert outcome.successful, outcome.error_message
-    assert outcome.result is not None
-    return json.loads(outcome.result)
-
-
 async def draft(tool, context, workflow_id: str = "onboard_hire") -> Any:
-    return await run(
+    return await succeeded(
         tool,
         context,
         operation="draft_workflow",
@@ -57,7 +39,7 @@ async def update(
     workflow_id: str = "onboard_hire",
 ) -> Any:
     """``update_workflow`` with ``fields``."""
-    return await run(
+    return await succeeded(
         tool, context, operation="update_workflow", workflowId=workflow_id, fields=fields
     )
 
@@ -68,7 +50,7 @@ async def publish(
     workflow_id: str = "onboard_hire",
 ) -> Any:
     """``publish_workflow``."""
-    return await run(tool, context, operation="publish_workflow", workflowId=workflow_id)
+    return await succeeded(tool, context, operation="publish_workflow", workflowId=workflow_id)
 
 
 async def test_round_trip_draft_update_validate_publish_and_serve(
@@ -81,7 +63,9 @@ async def test_round_trip_draft_update_validate_publish_and_serve(
     assert set(drafted) == {"ok", "workflow", "messages", "revision"}
     assert registry.get("onboard_hire", "acme") is None  # drafts are not served
 
-    failing = await run(tool, context, operation="validate_workflow", workflowId="onboard_hire")
+    failing = await succeeded(
+        tool, context, operation="validate_workflow", workflowId="onboard_hire"
+    )
     assert failing["ok"] is False
     fields = {e["field"] for e in failing["errors"]}
     assert {"instructionText", "userIntentPatterns", "completionCriteria"} <= fields
@@ -97,7 +81,9 @@ async def test_round_trip_draft_update_validate_publish_and_serve(
     assert updated["ok"] is True
     assert updated["workflow"]["userIntentPatterns"] == COMPLETE["UserIntentPatterns"]
 
-    passing = await run(tool, context, operation="validate_workflow", workflowId="onboard_hire")
+    passing = await succeeded(
+        tool, context, operation="validate_workflow", workflowId="onboard_hire"
+    )
     assert passing == {
         "ok": True,
         "workflow": passing["workflow"],
@@ -140,9 +126,9 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
     assert served is not None
     assert served.title == "Onboard a new hire"
 
-    fetched = await run(tool, context, operation="get_workflow", workflowId="onboard_hire")
+    fetched = await succeeded(tool, context, operation="get_workflow", workflowId="onboard_hire")
     assert fetched["workflow"]["title"] == "Onboard a new colleague"
-    listed = await run(tool, context, operation="list_authoring_workflows")
+    listed = await succeeded(tool, context, operation="list_authoring_workflows")
     row = next(r for r in listed["workflows"] if r["workflowId"] == "onboard_hire")
     assert row == {
         "workflowId": "onboard_hire",
@@ -199,9 +185,9 @@ async def test_a_built_in_workflow_is_read_only_to_authoring(tool, registry, con
         edited = await update(tool, context, fields, workflow_id="create_report")
         assert edited == {"ok": False, "errors": [{"field": "workflowId", "message": READ_ONLY}]}
     assert registry.get("create_report", "acme") is before
-    readable = await run(tool, context, operation="get_workflow", workflowId="create_report")
+    readable = await succeeded(tool, context, operation="get_workflow", workflowId="create_report")
     assert readable["workflow"]["workflowId"] == "create_report"
-    listed = await run(tool, context, operation="list_authoring_workflows")
+    listed = await succeeded(tool, context, operation="list_authoring_workflows")
     row = next(r for r in listed["workflows"] if r["workflowId"] == "create_report")
     assert row["readOnly"] is True
 
@@ -248,7 +234,9 @@ async def test_validation_reports_unknown_tools_invalid_patterns_and_inconsisten
             "autoStart": True,
         },
     )
-    result = await run(tool, context, operation="validate_workflow", workflowId="onboard_hire")
+    result = await succeeded(
+        tool, context, operation="validate_workflow", workflowId="onboard_hire"
+    )
     messages = {e["field"]: e["message"] for e in result["errors"]}
     assert messages["userIntentPatterns.0"] == "Intent pattern 'ok' is too short to match anything."
     assert messages["userIntentPatterns.2"] == "Intent pattern 'Onboard  someone' is repeated."
@@ -307,7 +295,7 @@ async def test_validation_reports_unknown_tools_invalid_patterns_and_inconsisten
     ],
 )
 async def test_refusals_use_the_error_envelope(tool, context, args, field, message) -> None:
-    result = await run(tool, context, **args)
+    result = await succeeded(tool, context, **args)
     assert result["ok"] is False
     assert result["errors"][0]["field"] == field
     assert message in result["errors"][0]["message"]
@@ -325,7 +313,7 @@ async def test_deprecate_then_disable_then_remove(tool, registry, store, context
     await update(tool, context, COMPLETE)
     await publish(tool, context)
 
-    not_yet = await run(tool, context, operation="remove_workflow", workflowId="onboard_hire")
+    not_yet = await succeeded(tool, context, operation="remove_workflow", workflowId="onboard_hire")
     assert not_yet["errors"] == [
         {
             "field": "status",
@@ -340,7 +328,7 @@ async def test_deprecate_then_disable_then_remove(tool, registry, store, context
     assert served is not None
     assert served.status.value == "deprecated"
     await update(tool, context, {"status": "disabled"})
-    removed = await run(tool, context, operation="remove_workflow", workflowId="onboard_hire")
+    removed = await succeeded(tool, context, operation="remove_workflow", workflowId="onboard_hire")
     assert removed == {
         "ok": True,
         "messages": ["Workflow 'onboard_hire' was removed; its history is kept."],
@@ -355,7 +343,7 @@ async def test_deprecate_then_disable_then_remove(tool, registry, store, context
 
 
 async def test_workflows_from_files_cannot_be_removed(tool, context) -> None:
-    result = await run(tool, context, operation="remove_workflow", workflowId="create_report")
+    result = await succeeded(tool, context, operation="remove_workflow", workflowId="create_report")
     assert result["errors"][0]["message"] == READ_ONLY
 
 
@@ -364,14 +352,14 @@ async def test_re_publishing_after_removal_needs_a_greater_version(tool, context
     await update(tool, context, COMPLETE)
     await publish(tool, context)
     await update(tool, context, {"status": "disabled"})
-    await run(tool, context, operation="remove_workflow", workflowId="onboard_hire")
+    await succeeded(tool, context, operation="remove_workflow", workflowId="onboard_hire")
     again = await draft(tool, context)
     assert again["workflow"]["version"] == "0.2.0"
 
 
 async def test_list_authoring_workflows_has_shallow_rows(tool, context) -> None:
     await draft(tool, context)
-    listed = await run(tool, context, operation="list_authoring_workflows")
+    listed = await succeeded(tool, context, operation="list_authoring_workflows")
     assert set(listed) == {"ok", "workflows"}
     row = next(r for r in listed["workflows"] if r["workflowId"] == "onboard_hire")
     assert row == {

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from aptix.testing import RecordingLogger
-from aptix.tools import AgentToolExecutionContext
-from aptix.tools.builtin.workflow_authoring import WorkflowAuthoringTool
-from aptix.workflows.authoring import WorkflowAuthoring
-from aptix.workflows.registry import WorkflowRegistry
 from aptix.workflows.store import InMemoryWorkflowStore
+from tests.workflows.conftest import succeeded
 
 FIELDS = {
     "userIntentPatterns": ["plan a team offsite"],
@@ -22,24 +17,8 @@ FIELDS = {
 }
 
 
-@pytest.fixture
-def store() -> InMemoryWorkflowStore:
-    return InMemoryWorkflowStore()
-
-
-@pytest.fixture
-def tool(store, registry: WorkflowRegistry, logger: RecordingLogger) -> WorkflowAuthoringTool:
-    return WorkflowAuthoringTool(WorkflowAuthoring(store, registry), logger)
-
-
-async def _run(tool: WorkflowAuthoringTool, context: AgentToolExecutionContext, **args: Any) -> Any:
-    outcome = await tool.execute(json.dumps(args), context)
-    assert outcome.successful, outcome.error_message
-    return json.loads(outcome.result or "")
-
-
 async def _update(tool, context, fields: Any) -> Any:
-    return await _run(
+    return await succeeded(
         tool, context, operation="update_workflow", workflowId="offsite", fields=fields
     )
 
@@ -48,9 +27,11 @@ async def _update(tool, context, fields: Any) -> Any:
 async def published(tool, context) -> None:
     """``offsite`` published at revision 3."""
     args = {"workflowId": "offsite", "title": "Offsite", "description": "Plans it."}
-    assert (await _run(tool, context, operation="draft_workflow", **args))["ok"]
+    assert (await succeeded(tool, context, operation="draft_workflow", **args))["ok"]
     assert (await _update(tool, context, FIELDS))["ok"]
-    assert (await _run(tool, context, operation="publish_workflow", workflowId="offsite"))["ok"]
+    assert (await succeeded(tool, context, operation="publish_workflow", workflowId="offsite"))[
+        "ok"
+    ]
 
 
 @pytest.mark.parametrize(
