@@ -49,7 +49,7 @@ async def _per_turn_us(runtime: Runtime, k: int, persistent: bool) -> float:
             modes=runtime.services.modes,
             turns=InMemoryTurnStore(memory),
             logger=runtime.logger,
-            boot_message=lambda: "",
+            boot_message=lambda _org: "",
         )
     n = TURNS[k] if not persistent else max(20, TURNS[k] // 10)
     ids = []

@@ -23,6 +23,16 @@ async def blob(n: int) -> str:
         n: how many characters
     """
     return "START " + "x" * n + " END"
+
+
+@aptix.tool(usage="Repeat the text given.")
+async def echo(text: str) -> str:
+    """Repeat a text.
+
+    Args:
+        text: what to repeat
+    """
+    return text
 '''
 
 
@@ -110,7 +120,32 @@ async def test_results_that_cannot_fit_even_clipped_are_named_in_the_overflow_er
         )
     assert result.kind == "error"
     assert result.error is not None
-    assert "The results of its tool calls take about" in result.error
+    assert "Its tool calls (their arguments and results) take about" in result.error
     assert "by tool: 'blob' (about" in result.error
     assert "Shorten the instruction" not in result.error
     assert len(model.requests) == 1  # the model is not sent what does not fit
+
+
+async def test_a_call_whose_own_arguments_fill_the_room_is_named_not_the_instruction(
+    tmp_path: Path,
+) -> None:
+    limit = await _fixed_tokens(tmp_path) + 600
+    async with open_runtime(_settings(tmp_path, limit)) as runtime:
+        created = await runtime.services.sessions.create_session(org="acme", user="ann")
+        assert created.result is not None
+
+        def answer(request: LlmRequest) -> LlmResponse:
+            if request.messages[-1]["role"] == "user":
+                return reply(None, call("echo", {"text": "y" * 20_000}))
+            return reply("done")
+
+        model = FunctionModel(answer)
+        result = await runtime.reasoner(model).execute(
+            session_id=created.result.id, org="acme", user="ann", instruction="big"
+        )
+    assert result.kind == "error"
+    assert result.error is not None
+    assert "Its tool calls (their arguments and results) take about" in result.error
+    assert "by tool: 'echo' (about" in result.error
+    assert "Shorten the instruction" not in result.error
+    assert len(model.requests) == 1

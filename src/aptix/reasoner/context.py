@@ -139,22 +139,22 @@ class ContextBudget:
     def _overflow_message(
         self, fixed: int, tools: Sequence[dict[str, Any]], current: Sequence[Message] = ()
     ) -> str:
-        """Why the turn does not fit, naming the tool schemas or tool results taking the room."""
+        """Why the turn does not fit, naming the tool schemas or tool calls taking the room."""
         head = (
             f"The current turn needs about {fixed} tokens with the system message and tool "
             f"schemas, more than the context budget of {self.limit} tokens "
             "(APTIX_LLM_CONTEXT_TOKENS)."
         )
         schemas = self._tools_tokens(tools)
-        results = _result_costs(self, current)
-        taken = sum(results.values())
+        calls = _call_costs(self, current)
+        taken = sum(calls.values())
         if schemas * 2 < fixed and taken * 2 >= fixed:
-            by_size = sorted(results.items(), key=lambda item: item[1], reverse=True)
+            by_size = sorted(calls.items(), key=lambda item: item[1], reverse=True)
             largest = ", ".join(f"'{name}' (about {cost})" for name, cost in by_size[:3])
             return (
-                f"{head} The results of its tool calls take about {taken} tokens and do not "
-                f"fit even when clipped; by tool: {largest}. Ask for fewer or smaller results "
-                "at a time, or raise the budget."
+                f"{head} Its tool calls (their arguments and results) take about {taken} "
+                f"tokens and do not fit even with the results clipped; by tool: {largest}. "
+                "Ask for fewer or smaller calls at a time, or raise the budget."
             )
         if schemas * 2 < fixed:
             return f"{head} Shorten the instruction or raise the budget."
@@ -379,11 +379,17 @@ def _call_names(messages: Sequence[Message]) -> dict[str, str]:
     }
 
 
-def _result_costs(budget: ContextBudget, messages: Sequence[Message]) -> dict[str, int]:
-    """The tokens the tool results of ``messages`` take, per tool name."""
+def _call_costs(budget: ContextBudget, messages: Sequence[Message]) -> dict[str, int]:
+    """The tokens the tool calls of ``messages`` take, arguments and results, per tool name."""
     names = _call_names(messages)
     costs: dict[str, int] = {}
     for message in messages:
+        # Arguments cannot be clipped as results are, so a call's own arguments can fill the
+        # room: count them with its result, not against the instruction.
+        for call in message.get("tool_calls") or ():
+            name = str(call["function"]["name"])
+            args = json.dumps(call, ensure_ascii=False)
+            costs[name] = costs.get(name, 0) + budget.counter.count(args)
         if message.get("role") == "tool":
             name = names.get(str(message.get("tool_call_id")), "?")
             costs[name] = costs.get(name, 0) + budget.message_tokens(message)
