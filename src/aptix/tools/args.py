@@ -87,10 +87,22 @@ def describe_validation_error(exc: ValidationError) -> str:
             detail = err["msg"].removeprefix("Invalid JSON: ")
             return f"Arguments must be a valid JSON object ({detail})."
         where = ".".join(str(p) for p in err["loc"])
-        if not where or kind == "model_type":
+        if not where:  # only an error at the root means the arguments are not an object
             return "Arguments must be a JSON object."
-        problems.append(f"'{where}': {err['msg'].lower()}")
+        problems.append(f"'{where}': {_field_message(kind, err['msg'])}")
     return "Invalid arguments: " + "; ".join(problems) + "."
+
+
+def _field_message(kind: str, msg: str) -> str:
+    """Pydantic's message for one field, in JSON terms, starting in lower case."""
+    if kind in _OBJECT_EXPECTED:
+        # Pydantic says "a valid dictionary or instance of Address": Python words for JSON.
+        return "input should be a JSON object"
+    # Only the first letter: a pattern or an allowed value quoted later keeps its case.
+    return msg[:1].lower() + msg[1:]
+
+
+_OBJECT_EXPECTED = frozenset({"model_type", "model_attributes_type", "dict_type"})
 
 
 def function_schema(
