@@ -129,8 +129,7 @@ def mark_dead(turn: TurnRecord, now: datetime) -> bool:
         return False
     ended = ledger.ENDED_HERE.get(turn.id) if turn.owner == OWNER else None
     if ended is not None:
-        warning, turn.result = ended
-        ledger.end(turn, "error", warning)
+        ledger.adopt_ending(turn, ended)
     else:
         ledger.end(turn, "interrupted", INTERRUPTED)
     return True

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +25,7 @@ from aptix.reasoner.running import RunningTurn, TurnLost, emit, result_of
 from aptix.reasoner.turns import TurnStore
 from aptix.urls import mask_credentials
 
-__all__ = ["ERROR_CODE", "TurnEndings"]
+__all__ = ["ERROR_CODE", "SAVE_RETRY_SECONDS", "TurnEndings"]
 
 #: The key, in an ``error`` turn's stored answer (``TurnRecord.result``), of the code saying
 #: why it failed: ``model_error`` (the model endpoint), ``context_overflow`` (the context
@@ -32,6 +33,10 @@ __all__ = ["ERROR_CODE", "TurnEndings"]
 #: final answer), ``database_unavailable`` or ``internal_error`` (unexpected), as the request
 #: that ran the turn was told. Turns stored before it have no code.
 ERROR_CODE = "errorCode"
+
+#: Pauses between the attempts to store the ending of a turn a database outage broke (3.5 s
+#: in all): the request that ran it answers after them.
+SAVE_RETRY_SECONDS = (0.5, 1.0, 2.0)
 
 
 class TurnEndings:
@@ -176,8 +181,10 @@ class TurnEndings:
     async def broken(self, turn: RunningTurn, exc: BaseException) -> None:
         """End at once a turn whose run failed unexpectedly (a database outage, a bug).
 
-        Its status says so truthfully. If even that cannot be stored, the claims of this
-        process treat the turn as ended with the same words (no waiting for its lease).
+        Its status says so truthfully. A database outage gets the save retried for a few
+        seconds (:data:`SAVE_RETRY_SECONDS`); if even then it cannot be stored, the claims and
+        reads of this process treat the turn as ended as it ended here, its calls with the
+        outcomes they had here (no waiting for its lease).
         """
         self._logger.add_exception(
             "[AgentReasoner_ExecuteAsync__Exception]",
@@ -195,11 +202,17 @@ class TurnEndings:
             **result_of(turn, "error", error=warning).to_wire(),
             ERROR_CODE: "database_unavailable" if is_database_outage(exc) else "internal_error",
         }
-        try:
-            if not await self._turns.save(turn.record):
-                await self._turns.settle(turn.record)
-        except Exception:
-            ledger.ENDED_HERE[turn.record.id] = (warning, turn.record.result)
+        for pause in (*SAVE_RETRY_SECONDS, None):
+            try:
+                if not await self._turns.save(turn.record):
+                    await self._turns.settle(turn.record)
+                return
+            except Exception as failed:
+                if pause is None or not is_database_outage(failed):
+                    break
+            # The calls' outcomes are known only here: a short outage should not lose them.
+            await asyncio.sleep(pause)
+        ledger.ENDED_HERE[turn.record.id] = copy.deepcopy(turn.record)
 
     async def close(
         self,

@@ -32,6 +32,7 @@ __all__ = [
     "ENDED_HERE",
     "FINAL",
     "CallState",
+    "adopt_ending",
     "calls_to_run",
     "close_dangling",
     "end",
@@ -101,10 +102,11 @@ NOT_ANSWERED = "The turn ended before the client answered this call; it was not 
 NOT_APPROVED = "The turn ended before the user approved '{name}'; it was not run."
 DENIED = "The user did not approve '{name}'; it was not run."
 
-#: Turns this process ended but could not store (the database was down): id -> the
-#: warning and the stored answer (with its error code). A claim finds them ended at once,
-#: with both, instead of waiting for the lease.
-ENDED_HERE: dict[str, tuple[str, dict[str, Any]]] = {}
+#: Turns this process ended but could not store (the database was down): id -> the turn as
+#: this process ended it (its calls' outcomes, its warning, its answer with the error code).
+#: A claim or a read finds it ended at once, as it ended here (:func:`adopt_ending`), instead
+#: of waiting for the lease and reading the calls that ran here as lost.
+ENDED_HERE: dict[str, TurnRecord] = {}
 
 _YES = frozenset({"approve", "approved", "yes", "y", "true", "ok", "allow"})
 
@@ -478,6 +480,21 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
     ours.warnings.extend(w for w in stored.warnings if w not in ours.warnings)
     close_dangling(ours, "ended")
     return ours
+
+
+def adopt_ending(stored: TurnRecord, ours: TurnRecord) -> None:
+    """Give ``stored`` the ending ``ours`` (this process's copy, in ENDED_HERE) could not store.
+
+    ``stored`` is the last checkpoint of the same run: each call that ended here keeps the
+    outcome it had here (a call that ran and succeeded reads so, with its result, never as
+    lost); a call ``stored`` does not hold as started never ran, and closes as not run.
+    """
+    _endings_into(stored, ours)
+    if len(ours.model_calls) > len(stored.model_calls):
+        stored.model_calls = list(ours.model_calls)
+    stored.result = ours.result
+    end(stored, ours.status)
+    stored.warnings.extend(w for w in ours.warnings if w not in stored.warnings)
 
 
 def _endings_into(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
