@@ -112,12 +112,13 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(SyncWorkflows, state=app.state)
     app.add_middleware(RefuseNulInUrl)
-    app.add_middleware(ObserveMiddleware, metrics=app.state.metrics)
-    # Added last, so outermost: refused requests never reach a route, /mcp or /console.
+    # Added late, so outside: refused requests never reach a route, /mcp or /console.
     if not verifier.enabled:
         app.add_middleware(LoopbackOnly)
     elif not settings.public_metrics:
         app.add_middleware(RequireKeyForOperations, verifier=verifier)
+    # Outermost of these, so that the refusals above are counted too (route "unmatched").
+    app.add_middleware(ObserveMiddleware, metrics=app.state.metrics)
     for router in (
         health.router,
         tools.router,
