@@ -1,10 +1,19 @@
 """How log lines look and what they carry: one configuration for Aptix's and uvicorn's loggers.
 
 Every record gets ``request_id`` (from the ``X-Request-ID`` header, or one made up, by
-``asgi-correlation-id``'s middleware) and ``session_id`` and ``conversation_id`` where they
-are known (bound with :func:`log_ids` around a turn or a tool call). Plain text by default;
-with ``json_lines`` every line, uvicorn's access and error lines included, is one JSON object
-written by ``python-json-logger``.
+``asgi-correlation-id``'s middleware) and ``session_id``, ``turn_id`` and ``conversation_id``
+(the turn's id, as tools see it) where they are known (bound with :func:`log_ids` around a
+turn or a tool call). Plain text by default; with ``json_lines`` every line, uvicorn's access
+and error lines included, is one JSON object written by ``python-json-logger``.
+
+In Aptix's own process (the ``aptix`` command, :func:`claim_process`) the root logger writes
+in the same format too, so other libraries' records and Python warnings
+(:func:`logging.captureWarnings`) do, and so do the command's own error lines
+(:func:`stderr_line`).
+
+Every text field of a line, and every line of a traceback, is cut to :data:`FIELD_LIMIT`
+characters; outside text is cut shorter where it is logged
+(:data:`aptix.logger.OUTSIDE_TEXT_LIMIT`).
 
 Logged text comes from outside (tool names a model chose, request paths), so no field can
 start a line of its own: plain text shows control characters escaped (a newline as a
@@ -18,27 +27,50 @@ from __future__ import annotations
 import logging
 import logging.config
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TextIO
 
 from asgi_correlation_id.context import correlation_id
 from pythonjsonlogger.json import JsonFormatter
 
+from aptix.logger import bounded
+
 __all__ = [
+    "FIELD_LIMIT",
     "JsonLinesFormatter",
     "LogContextFilter",
     "PlainFormatter",
+    "claim_process",
     "configure_logging",
     "escape_controls",
     "log_ids",
     "logging_config",
+    "process_handler",
+    "stderr_line",
 ]
 
 _ids: ContextVar[tuple[str | None, str | None]] = ContextVar("aptix_log_ids", default=(None, None))
 
-PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+#: ``ids`` is `` session_id=… turn_id=…`` for a record of a turn or a tool call, else empty.
+PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s]%(ids)s %(message)s"
+
+#: Most characters of any text field of a log line (the message, a key/value pair, the tag)
+#: and of each line of a traceback, as OpenTelemetry's attribute limit bounds a span's.
+FIELD_LIMIT = 4096
+
+#: Python warnings and other libraries' records through the root logger: WARNING and above.
+ROOT_LEVEL = "WARNING"
+
+
+class _Process:
+    """What :func:`claim_process` and the last :func:`configure_logging` of it chose."""
+
+    claimed = False
+    json_lines = False
+
 
 # C0, DEL and C1 controls, the Unicode line and paragraph separators, and the bidirectional
 # controls, which reorder what a terminal shows around them ("Trojan Source").
@@ -77,9 +109,11 @@ def log_ids(session_id: str | None, conversation_id: str | None = None) -> Itera
 
 
 class LogContextFilter(logging.Filter):
-    """Adds ``request_id``, ``session_id`` and ``conversation_id`` to every record.
+    """Adds ``request_id``, ``session_id``, ``turn_id`` and ``conversation_id`` to every record.
 
-    An id that is not known is ``missing`` (None for JSON, ``-`` in plain text).
+    ``conversation_id`` is the turn's id (what a tool's context calls the conversation), so
+    it equals ``turn_id``: the name traces use for it is ``aptix.turn.id``. An id that is not
+    known is ``missing`` (None for JSON, ``-`` in plain text).
     """
 
     def __init__(self, missing: str | None = None) -> None:
@@ -92,25 +126,44 @@ class LogContextFilter(logging.Filter):
         fields = getattr(record, "aptix_fields", None) or {}
         record.request_id = correlation_id.get() or self.missing
         record.session_id = session_id or fields.get("SessionId") or self.missing
-        record.conversation_id = conversation_id or fields.get("ConversationId") or self.missing
+        turn_id = conversation_id or fields.get("ConversationId") or self.missing
+        record.conversation_id = record.turn_id = turn_id
         return True
 
 
+def _known(value: object) -> str | None:
+    return value if isinstance(value, str) and value not in ("", "-") else None
+
+
 class PlainFormatter(logging.Formatter):
-    """``time level logger [request id] message``; a record no filter annotated shows ``-``."""
+    """``time level logger [request id] session_id=… turn_id=… message``.
+
+    The ids show when the record belongs to a turn or a tool call; a record no filter
+    annotated shows ``-`` for the request id.
+    """
 
     def __init__(self) -> None:
-        super().__init__(PLAIN_FORMAT, defaults={"request_id": "-"})
+        super().__init__(PLAIN_FORMAT, defaults={"request_id": "-", "ids": ""})
 
     def format(self, record: logging.LogRecord) -> str:
         """One line per record; a traceback's lines follow, indented."""
         clean = logging.makeLogRecord(record.__dict__)
         clean.msg, clean.args, clean.exc_text = record.getMessage(), None, None
+        ids = [
+            f" {name}={value}"
+            for name in ("session_id", "turn_id")
+            if (value := _known(getattr(record, name, None)))
+        ]
+        clean.ids = "".join(ids)
         for name, value in vars(clean).items():
             if isinstance(value, str) and name != "stack_info":
-                setattr(clean, name, escape_controls(value))
+                setattr(clean, name, bounded(escape_controls(value), FIELD_LIMIT))
         first, *rest = super().format(clean).split("\n")
-        return "\n".join([first, *("  " + escape_controls(line) for line in rest)])
+        return "\n".join([first, *("  " + _line(line) for line in rest)])
+
+
+def _line(text: str) -> str:
+    return bounded(escape_controls(text), FIELD_LIMIT)
 
 
 class JsonLinesFormatter(JsonFormatter):
@@ -131,7 +184,7 @@ class JsonLinesFormatter(JsonFormatter):
         super().add_fields(log_data, record, message_dict)
         log_data.pop("color_message", None)  # uvicorn's coloured copy of the message
         log_data["level"] = record.levelname.lower()
-        for name in ("request_id", "session_id", "conversation_id"):
+        for name in ("request_id", "session_id", "turn_id", "conversation_id"):
             log_data[name] = getattr(record, name, None)
         tag = log_data.pop("aptix_tag", None)
         if tag:
@@ -139,6 +192,10 @@ class JsonLinesFormatter(JsonFormatter):
         log_data.update(log_data.pop("aptix_fields", None) or {})
         if record.name == "uvicorn.access" and isinstance(record.args, tuple):
             log_data.update(zip(_ACCESS_FIELDS, record.args, strict=False))
+        for name, value in log_data.items():
+            if isinstance(value, str):
+                lines = value.split("\n") if name == "exception" else [value]
+                log_data[name] = "\n".join(bounded(line, FIELD_LIMIT) for line in lines)
 
     def jsonify_log_record(self, log_data: dict[str, Any]) -> str:
         """The JSON line; controls JSON leaves raw (C1, U+2028, U+2029, bidi) are escaped too."""
@@ -149,25 +206,24 @@ def logging_config(level: str = "INFO", *, json_lines: bool = False) -> dict[str
     """A :func:`logging.config.dictConfig` for the ``aptix`` and the ``uvicorn`` loggers.
 
     ``aptix`` logs at ``level``; uvicorn's loggers log at INFO (or DEBUG, when ``level`` is),
-    so that ``aptix serve`` shows its start-up and an access line per request.
+    so that ``aptix serve`` shows its start-up and an access line per request. In Aptix's own
+    process (:func:`claim_process`) the root logger and Python warnings are configured too.
     """
     aptix_level = level.upper()
     server_level = "DEBUG" if aptix_level == "DEBUG" else "INFO"
     formatter: dict[str, Any] = {"()": JsonLinesFormatter} if json_lines else {"()": PlainFormatter}
     handler = {"handlers": ["stderr"], "propagate": False}
-    return {
+    stderr: dict[str, Any] = {"formatter": "aptix", "filters": ["ids"]}
+    if _Process.claimed:  # made in uvicorn's --reload child too, which only applies this
+        stderr["()"] = process_handler
+    else:
+        stderr.update({"class": "logging.StreamHandler", "stream": "ext://sys.stderr"})
+    config: dict[str, Any] = {
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {"ids": {"()": LogContextFilter, "missing": None if json_lines else "-"}},
         "formatters": {"aptix": formatter},
-        "handlers": {
-            "stderr": {
-                "class": "logging.StreamHandler",
-                "stream": "ext://sys.stderr",
-                "formatter": "aptix",
-                "filters": ["ids"],
-            }
-        },
+        "handlers": {"stderr": stderr},
         "loggers": {
             "aptix": {**handler, "level": aptix_level},
             # `aptix serve`'s own start-up notices, shown like uvicorn's.
@@ -180,6 +236,9 @@ def logging_config(level: str = "INFO", *, json_lines: bool = False) -> dict[str
             "uvicorn.access": {**handler, "level": server_level},
         },
     }
+    if _Process.claimed:
+        config["root"] = {"handlers": ["stderr"], "level": ROOT_LEVEL}
+    return config
 
 
 def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
@@ -192,7 +251,7 @@ def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
     log of an application that runs uvicorn with ``access_log=False``.
     """
     config = logging_config(level, json_lines=json_lines)
-    handler = logging.StreamHandler()
+    handler = process_handler() if _Process.claimed else logging.StreamHandler()
     handler.setFormatter(JsonLinesFormatter() if json_lines else PlainFormatter())
     handler.addFilter(LogContextFilter(config["filters"]["ids"]["missing"]))
     for name, wanted in config["loggers"].items():
@@ -203,3 +262,53 @@ def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
         if "handlers" in wanted:
             logger.handlers[:] = [handler]
             logger.propagate = False
+    if _Process.claimed:
+        _Process.json_lines = json_lines
+        root = logging.getLogger()
+        # Only an earlier Aptix handler is replaced: one a test or a debugger added stays.
+        kept = [h for h in root.handlers if not isinstance(h, _ProcessHandler)]
+        root.handlers[:] = [*kept, handler]
+        root.setLevel(ROOT_LEVEL)
+
+
+class _ProcessHandler(logging.StreamHandler[TextIO]):
+    """The stderr handler of Aptix's own process (recognised when logging is set up again)."""
+
+
+def process_handler() -> logging.Handler:
+    """A stderr handler for Aptix's own process; Python warnings are logged from now on.
+
+    A factory for :func:`logging.config.dictConfig` (``"()"``), so that uvicorn's ``--reload``
+    child, which only applies :func:`logging_config`, logs its warnings too.
+    """
+    logging.captureWarnings(True)
+    return _ProcessHandler(sys.stderr)
+
+
+def claim_process() -> None:
+    """Let :func:`configure_logging` set up the whole process: the ``aptix`` command's own.
+
+    The root logger then writes other libraries' records in Aptix's format, Python warnings
+    are logged (:func:`logging.captureWarnings`), and :func:`stderr_line` writes JSON when
+    the logs are JSON. An application embedding Aptix keeps its own set-up: it never claims.
+    """
+    _Process.claimed = True
+
+
+def stderr_line(level: int, message: str) -> bool:
+    """Write ``message`` to stderr as one JSON log line when this process logs JSON lines.
+
+    False (and nothing written) otherwise: the caller prints its own line. The record goes
+    straight to stderr, past levels and handlers: it is a command's last word (``aptix chat``
+    sends the ``aptix`` logger to a file).
+    """
+    if not (_Process.claimed and _Process.json_lines):
+        return False
+    record = logging.makeLogRecord(
+        {"name": "aptix.cli", "levelno": level, "levelname": logging.getLevelName(level)}
+    )
+    record.msg = message
+    LogContextFilter().filter(record)
+    sys.stderr.write(JsonLinesFormatter().format(record) + "\n")
+    sys.stderr.flush()
+    return True

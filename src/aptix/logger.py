@@ -15,14 +15,25 @@ from typing import Any, Protocol, runtime_checkable
 from aptix.urls import mask_credentials
 
 __all__ = [
+    "OUTSIDE_TEXT_LIMIT",
     "AdminLogger",
     "LogLevel",
     "StdlibAdminLogger",
     "already_logged",
+    "bounded",
     "mark_logged",
 ]
 
 Pair = tuple[str, str]
+
+#: Most characters of a text from outside (an exception's message, a tool name a model wrote)
+#: that a log record or a span carries: such text can be of any size.
+OUTSIDE_TEXT_LIMIT = 500
+
+
+def bounded(text: str, limit: int = OUTSIDE_TEXT_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, its last one ``…`` when it was cut."""
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 class LogLevel(StrEnum):
@@ -75,7 +86,7 @@ class StdlibAdminLogger:
             "%s %s: %s",
             tag,
             type(exc).__name__,
-            mask_credentials(str(exc)),
+            bounded(mask_credentials(str(exc))),
             exc_info=(type(exc), exc, exc.__traceback__),
             extra=_extra(tag, pairs),
         )

@@ -224,6 +224,10 @@ def _log_to_file(path: Path) -> None:
         handler.setFormatter(configured.formatter)
         for log_filter in configured.filters:
             handler.addFilter(log_filter)
+        # The `aptix` command's root logger shares it: other libraries' lines and Python
+        # warnings go to the file too, not over the chat.
+        process = logging.getLogger()
+        process.handlers[:] = [handler if h is configured else h for h in process.handlers]
     root.handlers[:] = [handler]
 
 

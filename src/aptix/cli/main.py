@@ -54,4 +54,8 @@ app.add_typer(workflows.app, name="workflows")
 
 def main() -> None:
     """Entry point of the ``aptix`` script."""
+    from aptix.log_setup import claim_process
+
+    # This process is Aptix's own: every line on stderr, other libraries' too, is in its format.
+    claim_process()
     app()

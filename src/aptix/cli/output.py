@@ -12,6 +12,7 @@ as typed. The consoles themselves have markup off too.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sys
 from typing import Any, NoReturn
@@ -89,8 +90,14 @@ def say(*parts: Part, to: Console | None = None) -> None:
 
 
 def warn(message: str) -> None:
-    """Print a notice on stderr (kept out of stdout so pipes see only results)."""
-    say(message, to=err_console)
+    """Print a notice on stderr (kept out of stdout so pipes see only results).
+
+    With ``APTIX_LOG_JSON`` it is a JSON log line at WARNING, like every other stderr line.
+    """
+    from aptix.log_setup import stderr_line
+
+    if not stderr_line(logging.WARNING, message):
+        say(message, to=err_console)
 
 
 def new_table(title: str, *columns: str, bold_first: bool = False) -> Table:
@@ -115,8 +122,15 @@ def print_json(data: Any) -> None:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    """Print ``error: <message>`` on one stderr line and exit with ``code``."""
-    say(("error:", "bold red"), " ", " ".join(message.split("\n")), to=err_console)
+    """Print ``error: <message>`` on one stderr line and exit with ``code``.
+
+    With ``APTIX_LOG_JSON`` the line is a JSON log line at ERROR, so a log pipeline reads it.
+    """
+    from aptix.log_setup import stderr_line
+
+    line = " ".join(message.split("\n"))
+    if not stderr_line(logging.ERROR, line):
+        say(("error:", "bold red"), " ", line, to=err_console)
     raise typer.Exit(code)
 
 

@@ -63,6 +63,9 @@ def serve(
         paths = [str(p.expanduser().resolve()) for p in tools]
         os.environ["APTIX_TOOL_MODULES"] = json.dumps([*settings.tool_modules, *paths])
         settings = settings_or_exit()
+    # Before anything else can fail: with APTIX_LOG_JSON the line saying why start-up stopped
+    # is JSON too (the settings themselves must be read first to know that).
+    configure_logging(settings.log_level, json_lines=settings.log_json)
     keys = _keys_or_exit(settings)
     bind = host or settings.host
     if not keys and not is_loopback(bind):
@@ -123,7 +126,6 @@ def _notices(settings: AptixSettings) -> Callable[..., None]:
     """Print start-up notices on stderr: as log lines with APTIX_LOG_JSON, so all is JSON."""
     if not settings.log_json:
         return lambda message, level=logging.WARNING: warn(message)
-    configure_logging(settings.log_level, json_lines=True)
     log = logging.getLogger("aptix.serve")
     return lambda message, level=logging.WARNING: log.log(level, "%s", message)
 

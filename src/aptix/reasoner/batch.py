@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aptix.logger import AdminLogger, LogLevel
+from aptix.logger import AdminLogger, LogLevel, bounded
 from aptix.reasoner import ledger
 from aptix.reasoner.result import EventSink
 from aptix.reasoner.running import RunningTurn, emit
@@ -229,7 +229,8 @@ class ToolRunner:
         if not entry.get("errorMessage"):
             return
         ids = (("SessionId", turn.session.id), ("ConversationId", turn.record.id))
-        name, call_id = entry["name"], entry["callId"]
+        # The name is the model's text, of any size: cut as a span cuts it.
+        name, call_id = bounded(entry["name"]), bounded(entry["callId"])
         # A tool's message often quotes the user's input: only DEBUG may carry user text.
         self.logger.add_custom_event(
             LogLevel.WARNING,

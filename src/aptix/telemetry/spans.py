@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from aptix.log_setup import escape_controls
+from aptix.logger import OUTSIDE_TEXT_LIMIT
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
@@ -110,8 +111,15 @@ REFUSAL_EVENT = "aptix.tool_call.refused"
 #: Event for each cut of a model response (too many tool calls, a repeated call id, long text).
 CAPPED_EVENT = "aptix.response.capped"
 #: Most characters of a text from outside (a model's tool name, an endpoint's error message)
-#: that a span name, attribute or status carries: such text can be of any size.
-_TEXT_LIMIT = 500
+#: that a span name, attribute or status carries: such text can be of any size (as in logs).
+_TEXT_LIMIT = OUTSIDE_TEXT_LIMIT
+#: ``error.type`` of a tool call that failed, by how the executor's run ended; a timed-out or
+#: abandoned call is told from a failed one by this (and by ``aptix.tool.outcome``).
+_TOOL_ERRORS = {
+    "timed_out": "aptix.tool_timed_out",
+    "abandoned": "aptix.tool_abandoned",
+    "unknown": "aptix.tool_unknown",
+}
 #: ``error.type`` (and ``aptix.turn.kind``) of a span whose operation was cancelled.
 _CANCELLED = "cancelled"
 
@@ -133,8 +141,14 @@ class SpanHandle:
     def turn_result(self, result: TracedResult) -> None:
         """Record how a turn ended."""
 
-    def tool_outcome(self, *, handed_off: bool, error: str | None) -> None:
-        """Record how a tool call ended (handed to the client, or failed with ``error``)."""
+    def tool_outcome(
+        self, *, handed_off: bool, error: str | None, outcome: str | None = None
+    ) -> None:
+        """Record how a tool call ended: handed to the client, or ``outcome`` with ``error``.
+
+        ``outcome`` is the executor's (``succeeded``, ``failed``, ``timed_out``, ``abandoned``
+        or ``unknown``).
+        """
 
     def event(self, name: str, attributes: dict[str, Any]) -> None:
         """Add an event to the span."""
@@ -218,11 +232,15 @@ class _OtelSpan(SpanHandle):
         if result.error:
             self._error("aptix.turn_error", result.error)
 
-    def tool_outcome(self, *, handed_off: bool, error: str | None) -> None:
+    def tool_outcome(
+        self, *, handed_off: bool, error: str | None, outcome: str | None = None
+    ) -> None:
         if handed_off:
             self.span.set_attribute("aptix.tool.handed_off", True)
+        if outcome:
+            self.span.set_attribute("aptix.tool.outcome", outcome)
         if error:
-            self._error("aptix.tool_error", error)
+            self._error(_TOOL_ERRORS.get(outcome or "", "aptix.tool_error"), error)
 
     def event(self, name: str, attributes: dict[str, Any]) -> None:
         self.span.add_event(name, attributes)

@@ -39,6 +39,7 @@ class TracedToolExecutor(AgentToolExecutor):
             span.tool_outcome(
                 handed_off=done.requires_client_execution and done.was_executed,
                 error=done.error_message,
+                outcome=done.outcome,
             )
             return done
 
