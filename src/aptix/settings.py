@@ -9,8 +9,9 @@ import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
+from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote, urlsplit
 
 import platformdirs
@@ -24,6 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from aptix.config_files import UnusableFile, file_kind, read_text
 from aptix.errors import ConfigurationError
 from aptix.settings_keys import ROLES, KeyOwner, parse_api_keys
 from aptix.settings_mcp import McpServerConfig
@@ -332,7 +334,16 @@ class AptixSettings(BaseSettings):
         if Path(path).is_file():
             other = "or point APTIX_CONFIG_FILE at another file"
             try:
-                toml = TomlConfigSettingsSource(settings_cls, toml_file=path)
+                toml = _TomlFile(settings_cls, toml_file=path)
+            except UnusableFile as exc:
+                raise ConfigurationError(
+                    f"{path} {exc}.", hint=f"keep {path} a regular file of at most 1 MiB, {other}"
+                ) from None
+            except RecursionError:
+                raise ConfigurationError(
+                    f"{path} nests too deeply for Aptix to read.",
+                    hint=f"fix {path}, {other}",
+                ) from None
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigurationError(
                     f"{path} is not valid TOML ({exc}).", hint=f"fix the syntax in {path}, {other}"
@@ -352,6 +363,12 @@ class AptixSettings(BaseSettings):
         elif os.environ.get("APTIX_CONFIG_FILE") and Path(path).is_dir():
             raise ConfigurationError(
                 f"APTIX_CONFIG_FILE names a directory, not a file: {path}.",
+                hint="point APTIX_CONFIG_FILE at a TOML file, or unset it",
+            )
+        elif os.environ.get("APTIX_CONFIG_FILE") and os.path.exists(path):
+            raise ConfigurationError(
+                f"APTIX_CONFIG_FILE names {file_kind(os.stat(path).st_mode)}, "
+                f"not a regular file: {path}.",
                 hint="point APTIX_CONFIG_FILE at a TOML file, or unset it",
             )
         elif os.environ.get("APTIX_CONFIG_FILE"):
@@ -441,6 +458,13 @@ def _check_redis_url(url: str) -> None:
 def _nearest(name: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
     return f" Did you mean {close[0]}?" if close else ""
+
+
+class _TomlFile(TomlConfigSettingsSource):
+    """The settings file, read as every configured file is (regular, at most 1 MiB)."""
+
+    def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
+        return tomllib.loads(read_text(Path(str(file_path))))
 
 
 def _refuse_unknown_keys(path: str, data: Mapping[str, object], fields: Iterable[str]) -> None:

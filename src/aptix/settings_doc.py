@@ -51,7 +51,8 @@ an MCP server's tools bring in are fixed ([using MCP servers](mcp-servers.md)).
 | Variable | Type | Default | Description |
 |---|---|---|---|
 | `APTIX_CONFIG_FILE` | path | `aptix.toml` | TOML file with the same settings (keys without \
-the prefix, in lower case). A name that does not exist is an error. |
+the prefix, in lower case). It is read only when it is a regular file (symlinks resolved) of at \
+most 1 MiB; a name that does not exist, or names a directory, a FIFO or a device, is an error. |
 """
 
 FOOTER = """

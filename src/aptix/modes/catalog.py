@@ -7,9 +7,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
 from pydantic import ValidationError
 
+from aptix.config_files import UnusableFile, parse_yaml, read_text
 from aptix.errors import ConfigurationError, NotFoundError
 from aptix.modes.models import ModeDefinition
 from aptix.tool_names import is_known
@@ -145,7 +145,12 @@ def load_mode_catalog(
     else:
         source = str(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = read_text(Path(path))
+        except UnusableFile as exc:
+            raise ConfigurationError(
+                f"Mode catalog {source}: {exc}.",
+                hint="point APTIX_MODES_PATH at a YAML file, or unset it for the built-in modes",
+            ) from None
         except OSError as exc:
             raise ConfigurationError(
                 f"Mode catalog {source}: cannot read the file ({exc}).",
@@ -183,9 +188,9 @@ def check_mode_tools(catalog: YamlModeCatalog, registered_tools: Iterable[str]) 
 
 def _parse(text: str, source: str) -> list[ModeDefinition]:
     try:
-        document: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigurationError(f"Mode catalog {source}: not valid YAML ({exc}).") from exc
+        document: Any = parse_yaml(text)
+    except UnusableFile as exc:
+        raise ConfigurationError(f"Mode catalog {source}: {exc}.") from None
     if not isinstance(document, dict) or not isinstance(document.get("modes"), list):
         raise ConfigurationError(
             f"Mode catalog {source}: expected a top-level 'modes' key holding a list of modes."

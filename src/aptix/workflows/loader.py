@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
+from aptix.config_files import UnusableFile, parse_yaml, read_text
 from aptix.errors import ConfigurationError
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus
 from aptix.workflows.validation import (
@@ -77,12 +76,23 @@ def load_folder(path: Path) -> tuple[list[LoadedManifest], list[ManifestProblem]
     texts: list[tuple[str, str]] = []
     problems: list[ManifestProblem] = []
     for file in sorted(path.glob("*.yaml")):
-        try:
-            texts.append((str(file), file.read_text("utf-8")))
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(ManifestProblem(str(file), None, "", f"cannot be read ({exc})."))
+        text, problem = _read(file)
+        if problem is not None:
+            problems.append(problem)
+        else:
+            texts.append((str(file), text))
     loaded, more = _load_texts(texts)
     return loaded, problems + more
+
+
+def _read(file: Path) -> tuple[str, ManifestProblem | None]:
+    """A workflow file's text, or why it is not read (not a regular file, too large...)."""
+    try:
+        return read_text(file), None
+    except UnusableFile as exc:
+        return "", ManifestProblem(str(file), None, "", f"{exc}.")
+    except (OSError, UnicodeDecodeError) as exc:
+        return "", ManifestProblem(str(file), None, "", f"cannot be read ({exc}).")
 
 
 def _load_texts(
@@ -92,9 +102,9 @@ def _load_texts(
     problems: list[ManifestProblem] = []
     for source, text in texts:
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            problems.append(ManifestProblem(source, None, "", f"is not valid YAML ({exc})."))
+            data = parse_yaml(text)
+        except UnusableFile as exc:
+            problems.append(ManifestProblem(source, None, "", f"{exc}."))
             continue
         manifest, found = parse_manifest(data)
         guess = data.get("workflowId") or data.get("WorkflowId") if isinstance(data, dict) else None
@@ -159,7 +169,9 @@ def collect_catalog(
     problems += check_catalog(builtin, known_tools, reported=list(problems))
     by_id = {item.manifest.workflow_id: item for item in builtin if item.complete}
     if path is not None:
-        own, found = load_file(path) if path.is_file() else load_folder(path)
+        # A path that is neither a folder nor missing is read as one file, which says what
+        # it is when it is not a regular one (a FIFO, a device).
+        own, found = load_folder(path) if path.is_dir() or not path.exists() else load_file(path)
         problems += found
         problems += check_catalog(own, known_tools, reported=found)
         by_id.update({item.manifest.workflow_id: item for item in own if item.complete})
@@ -176,10 +188,10 @@ def load_catalog(known_tools: Collection[str], folder: Path | None = None) -> li
 
 def load_file(path: Path) -> tuple[list[LoadedManifest], list[ManifestProblem]]:
     """One workflow file."""
-    try:
-        return _load_texts([(str(path), path.read_text("utf-8"))])
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [ManifestProblem(str(path), None, "", f"cannot be read ({exc}).")]
+    text, problem = _read(path)
+    if problem is not None:
+        return [], [problem]
+    return _load_texts([(str(path), text)])
 
 
 VALIDATE_HINT = "run `aptix workflows validate` and fix the manifests it names"
