@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
+from aptix.casing import any_case
 from aptix.tool_names import is_known, is_pattern
 from aptix.workflows.manifest import WorkflowManifest, WorkflowVisibility
 
@@ -83,10 +84,43 @@ def parse_manifest(data: Any) -> tuple[WorkflowManifest | None, list[FieldProble
     """Build a manifest from a mapping (YAML, JSON); type errors become field problems."""
     if not isinstance(data, Mapping):
         return None, [FieldProblem("", "A workflow manifest must be a mapping of fields.")]
+    repeated = _repeated_spellings(data)
     try:
-        return WorkflowManifest.model_validate(dict(data)), []
+        manifest = WorkflowManifest.model_validate(dict(data))
     except ValidationError as exc:
-        return None, [_describe(err) for err in exc.errors(include_url=False)]
+        # A field's other spellings are reported once, as given twice, not as unknown fields.
+        spare = {(key,) for given in repeated.values() for key in given[1:]}
+        problems = [
+            _describe(err)
+            for err in exc.errors(include_url=False)
+            if not (err["type"] == "extra_forbidden" and tuple(err["loc"]) in spare)
+        ]
+        return None, [*_repeated_problems(repeated), *problems]
+    if repeated:
+        return None, _repeated_problems(repeated)
+    return manifest, []
+
+
+def _repeated_spellings(data: Mapping[Any, Any]) -> dict[str, list[str]]:
+    """Each field given in several spellings (``notes`` and ``Notes``): field -> the keys."""
+    found: dict[str, list[str]] = {}
+    for name in WorkflowManifest.model_fields:
+        spellings = dict.fromkeys(c for c in any_case(name).choices if isinstance(c, str))
+        given = [key for key in spellings if key in data]
+        if len(given) > 1:
+            found[to_camel(name)] = given
+    return found
+
+
+def _repeated_problems(repeated: Mapping[str, list[str]]) -> list[FieldProblem]:
+    problems = []
+    for field, given in repeated.items():
+        times = "twice" if len(given) == 2 else f"{len(given)} times"
+        keys = ", ".join(f"'{key}'" for key in given[:-1]) + f" and '{given[-1]}'"
+        # The wording update_workflow uses for the same mistake.
+        message = f"{field} is given {times} ({keys}); use one casing per field."
+        problems.append(FieldProblem(field, message))
+    return problems
 
 
 def parse_partial(data: Any, bad: list[FieldProblem]) -> WorkflowManifest | None:
@@ -94,7 +128,11 @@ def parse_partial(data: Any, bad: list[FieldProblem]) -> WorkflowManifest | None
     if not isinstance(data, Mapping):
         return None
     broken = {p.field.split(".")[0].casefold() for p in bad}
-    kept = {k: v for k, v in data.items() if str(k).casefold() not in broken}
+    kept = {
+        k: v
+        for k, v in data.items()
+        if str(k).casefold() not in broken and to_camel(str(k)).casefold() not in broken
+    }
     try:
         return WorkflowManifest.model_validate(kept)
     except ValidationError:
@@ -109,6 +147,8 @@ def _describe(err: Any) -> FieldProblem:
     if kind == "missing":
         return FieldProblem(field, f"{field} is missing.")
     if kind == "extra_forbidden":
+        # The key as the file spells it (the last part of ``loc``), so a search finds it.
+        where = ".".join([field, *loc[1:]]) if len(loc) > 1 else loc[0]
         return FieldProblem(where, f"'{where}' is not a workflow manifest field.")
     message = str(err["msg"]).removeprefix("Value error, ")
     return FieldProblem(field, f"{where}: {message}.")
