@@ -87,9 +87,13 @@ def test_plugin_that_fails_to_import_names_the_plugin() -> None:
     assert registry.registered_tools == ()
 
 
+class OtherCalculator(CalculatorTool):
+    """A plugin's own class with the built-in calculator's name (the same class is no clash)."""
+
+
 def test_plugin_clashing_with_a_builtin_is_refused() -> None:
     registry = AgentToolRegistry(RecordingLogger())
     registry.register(CalculatorTool)
-    clash = EntryPoint("calc", "aptix.tools.builtin.calculator:CalculatorTool", ENTRY_POINT_GROUP)
+    clash = EntryPoint("calc", f"{__name__}:OtherCalculator", ENTRY_POINT_GROUP)
     with pytest.raises(PluginLoadError, match="already registered"):
         register_plugins(registry, [clash])

@@ -23,6 +23,7 @@ from types import ModuleType
 from aptix.errors import PluginLoadError, ToolContractError
 from aptix.tools.base import AgentTool
 from aptix.tools.registry import AgentToolRegistry
+from aptix.tools.third_party import watching_sigint, why
 
 __all__ = ["LoadedTool", "load_tool_modules", "register_tool_modules"]
 
@@ -80,12 +81,13 @@ def register_tool_modules(registry: AgentToolRegistry, tools: Iterable[LoadedToo
             registry.register(loaded.tool_cls)
         except ToolContractError as exc:
             raise PluginLoadError(f"{where} breaks the tool contract: {exc}") from exc
-        try:
-            registry.get_tool(loaded.tool_cls.TOOL_NAME)
-        except Exception as exc:
-            raise PluginLoadError(
-                f"{where} could not be built: {type(exc).__name__}: {exc}"
-            ) from exc
+        with watching_sigint() as sigint:
+            try:
+                registry.get_tool(loaded.tool_cls.TOOL_NAME)
+            except BaseException as exc:  # sys.exit() in a constructor too
+                if sigint.is_real_interrupt(exc):
+                    raise
+                raise PluginLoadError(f"{where} could not be built: {why(exc)}") from exc
         names.append(loaded.tool_cls.TOOL_NAME)
     return names
 
@@ -96,10 +98,13 @@ def _is_path(entry: str) -> bool:
 
 def _import(entry: str) -> ModuleType:
     if not _is_path(entry):
-        try:
-            return importlib.import_module(entry)
-        except BaseException as exc:  # sys.exit() at import too: one line naming the module
-            raise PluginLoadError(f"Could not import tool module {entry}: {_why(exc)}") from exc
+        with watching_sigint() as sigint:
+            try:
+                return importlib.import_module(entry)
+            except BaseException as exc:  # sys.exit() at import too: one line naming the module
+                if sigint.is_real_interrupt(exc):
+                    raise
+                raise PluginLoadError(f"Could not import tool module {entry}: {why(exc)}") from exc
     path = Path(entry).expanduser().resolve()
     if not path.is_file():
         raise PluginLoadError(f"Tool file {entry} does not exist.")
@@ -113,13 +118,12 @@ def _import(entry: str) -> ModuleType:
         raise PluginLoadError(f"Tool file {entry} is not a Python module.")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pydantic look their module up while it runs
-    try:
-        spec.loader.exec_module(module)
-    except BaseException as exc:  # sys.exit() at import too: one line naming the file
-        del sys.modules[name]
-        raise PluginLoadError(f"Could not load tool file {entry}: {_why(exc)}") from exc
+    with watching_sigint() as sigint:
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # sys.exit() at import too: one line naming the file
+            del sys.modules[name]
+            if sigint.is_real_interrupt(exc):
+                raise
+            raise PluginLoadError(f"Could not load tool file {entry}: {why(exc)}") from exc
     return module
-
-
-def _why(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

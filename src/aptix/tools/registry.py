@@ -13,6 +13,7 @@ from aptix.errors import ToolContractError
 from aptix.logger import AdminLogger
 from aptix.tools.args import SIMPLE_TYPES
 from aptix.tools.base import AgentTool
+from aptix.tools.third_party import watching_sigint, why
 
 __all__ = ["AgentToolRegistry", "ToolFactory"]
 
@@ -48,18 +49,25 @@ class AgentToolRegistry:
 
         ``factory`` builds the instance with its services; by default the class is called
         with the registry's logger. On the first broken rule the problem is logged once and
-        :class:`ToolContractError` is raised; nothing is registered.
+        :class:`ToolContractError` is raised; nothing is registered. A class registered
+        already (one tool reached by two routes, a plugin and a tool module) is left as it
+        was, with its first factory; another class with the same name is refused.
         """
+        if any(entry.tool_cls is tool_cls for entry in self._entries.values()):
+            return
         try:
-            try:
-                name, schema = self._check(tool_cls)
-            except ToolContractError:
-                raise
-            except Exception as exc:  # a malformed class must not surface as a bare TypeError
-                raise ToolContractError(
-                    f"{_describe(tool_cls)} could not be checked against the tool contract: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
+            with watching_sigint() as sigint:
+                try:
+                    name, schema = self._check(tool_cls)
+                except ToolContractError:
+                    raise
+                except BaseException as exc:  # a malformed class (or sys.exit() in schema())
+                    if sigint.is_real_interrupt(exc):
+                        raise
+                    raise ToolContractError(
+                        f"{_describe(tool_cls)} could not be checked against the tool contract: "
+                        f"{why(exc)}"
+                    ) from exc
         except ToolContractError as exc:
             self._logger.add_error(_LOG_TAG, str(exc), ("Tool", _describe(tool_cls)))
             raise
@@ -113,12 +121,15 @@ class AgentToolRegistry:
         """
         for entry in self._entries.values():
             name = entry.tool_cls.TOOL_NAME
-            try:
-                self.get_tool(name)
-            except Exception as exc:
-                message = f"Tool {name!r} could not be built: {type(exc).__name__}: {exc}"
-                self._logger.add_error(_LOG_TAG, message, ("Tool", _describe(entry.tool_cls)))
-                raise ToolContractError(message) from exc
+            with watching_sigint() as sigint:
+                try:
+                    self.get_tool(name)
+                except BaseException as exc:  # sys.exit() in a constructor must not end serve
+                    if sigint.is_real_interrupt(exc):
+                        raise
+                    message = f"Tool {name!r} could not be built: {why(exc)}"
+                    self._logger.add_error(_LOG_TAG, message, ("Tool", _describe(entry.tool_cls)))
+                    raise ToolContractError(message) from exc
 
     def runs_in_thread(self, name: str) -> bool:
         """True when the tool's ``execute`` is a plain function, run in a worker thread."""
@@ -156,7 +167,8 @@ class AgentToolRegistry:
         if existing is not None:
             raise ToolContractError(
                 f"Tool {name!r} is already registered as {existing.tool_cls.TOOL_NAME!r} "
-                f"by {_describe(existing.tool_cls)} (names are compared case-insensitively)."
+                f"by {_describe(existing.tool_cls)} (names are compared case-insensitively)"
+                f"{_same_file_hint(existing.tool_cls, tool_cls)}."
             )
         return name, schema
 
@@ -222,6 +234,20 @@ def _describe(tool_cls: Any) -> str:
     if inspect.isclass(tool_cls):
         return f"{tool_cls.__module__}.{tool_cls.__qualname__}"
     return repr(tool_cls)
+
+
+def _same_file_hint(first: type[AgentTool], second: type[AgentTool]) -> str:
+    """Why one file's class is two classes: imported by its path and by its module name."""
+    try:
+        source = inspect.getsourcefile(first)
+        if source is None or source != inspect.getsourcefile(second):
+            return ""
+    except (TypeError, OSError):  # a class without a source file (built at run time)
+        return ""
+    return (
+        f"; both come from {source}, imported twice: name it by its module, "
+        f"{first.__module__}, or leave it out of APTIX_TOOL_MODULES if a plugin loads it"
+    )
 
 
 def _check_server_final(tool_cls: type[AgentTool], name: str) -> None:
