@@ -243,7 +243,8 @@ class AptixSettings(BaseSettings):
     limits_when_redis_down: Literal["open", "closed"] = Field(
         "open",
         description="While Redis cannot be reached: `open` lets requests through unlimited, "
-        "`closed` refuses them with 503 and `Retry-After` (logged once per outage either way).",
+        "`closed` refuses them with 503 and `Retry-After` (logged once per outage either way). "
+        "After a call to Redis fails, the limits do without it for 5 s, then try it again.",
     )
     public_metrics: bool = Field(
         False, description="With API keys: serve /metrics, /docs and /openapi.json without a key."

@@ -4,12 +4,12 @@ Requests and tokens are counted by the ``limits`` library (fixed windows); runni
 one entry each, with a deadline of their own. The storage is Redis when ``APTIX_REDIS_URL`` is
 set, so every process shares the counts, and memory otherwise. A Redis that stops answering
 is logged once and the limits then fail open (allow) or closed (refuse with 503), as
-``APTIX_LIMITS_WHEN_REDIS_DOWN`` says; a request never fails with a 500 for it.
+``APTIX_LIMITS_WHEN_REDIS_DOWN`` says; a request never fails with a 500 for it. During the
+cool-off after a failure (:mod:`aptix.quotas.breaker`) they do so without asking Redis.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 import uuid
@@ -24,11 +24,10 @@ from limits.aio.strategies import FixedWindowRateLimiter
 from aptix.errors import ConfigurationError
 from aptix.llm.types import Usage
 from aptix.log_setup import escape_controls
+from aptix.quotas.breaker import RedisBreaker
 from aptix.quotas.usage import UsageMeter
 
 __all__ = ["Quotas", "Refusal"]
-
-_log = logging.getLogger("aptix.quotas")
 
 #: A turn slot not given back (its process died) is freed after this long.
 _TURN_SLOT_SECONDS = 900
@@ -100,6 +99,7 @@ class Quotas:
         self.token_budget = token_budget
         self.shared = redis_url is not None
         self._fail_open = fail_open
+        self._breaker = RedisBreaker(fail_open=fail_open)
         self._rate: RateLimitItem | None = parse(rate_limit) if rate_limit else None
         self._budget: RateLimitItem | None = parse(token_budget) if token_budget else None
         self._storage: Storage
@@ -123,24 +123,25 @@ class Quotas:
             )
             self._enter_script = self._redis.register_script(_ENTER_TURN)
             url = redis_url if redis_url.startswith("async+") else f"async+{redis_url}"
+            # The same connections (and their 2 s timeouts), so aclose() closes them all.
             self._storage = RedisStorage(
                 url,
                 implementation="redispy",
                 key_prefix=f"{key_prefix}:limits",
-                socket_timeout=2,
-                socket_connect_timeout=2,
+                connection_pool=self._redis.connection_pool,
             )
         else:
             self._storage = MemoryStorage()
         self._limiter = FixedWindowRateLimiter(self._storage)
-        self.usage = UsageMeter(redis_url, key_prefix=key_prefix, on_error=self._failed)
-        self._down = False
+        self.usage = UsageMeter(redis_url, key_prefix=key_prefix, breaker=self._breaker)
 
     async def request(self, key_id: str) -> Refusal | None:
         """Count one request of the key ``key_id``; a refusal once its rate is spent."""
         item = self._rate
         if item is None:
             return None
+        if self._breaker.skip():
+            return self._unavailable()
         try:
             allowed = await self._limiter.hit(item, "key", key_id)
             if allowed:
@@ -170,9 +171,12 @@ class Quotas:
         limit = self.max_concurrent_turns
         slot = uuid.uuid4().hex
         try:
-            taken = await self._take_slot(org, slot, limit)
+            taken = None if self._breaker.skip() else await self._take_slot(org, slot, limit)
         except Exception as exc:
             refusal = self._failed(exc)
+        else:
+            refusal = self._unavailable() if taken is None else None
+        if taken is None:
             if refusal is None:
                 # Let in uncounted: its leave_turn has no slot to give back.
                 self._held.setdefault(org, deque()).append(None)
@@ -208,10 +212,14 @@ class Quotas:
             if not running:
                 self._running.pop(org, None)
             return
+        # Tried even during a cool-off: a slot taken on Redis is worth the wait to give back
+        # (else it stays counted for 15 minutes), and the answer has been sent already.
         try:
             await self._redis.zrem(f"{self._turns_key}:{org}", slot)
         except Exception as exc:
             self._failed(exc)
+        else:
+            self._up()
 
     async def _take_slot(self, org: str, slot: str, limit: int) -> bool:
         """Record ``slot`` as one of ``org``'s running turns, unless it runs ``limit`` already."""
@@ -233,6 +241,8 @@ class Quotas:
         item = self._budget
         if item is None:
             return None
+        if self._breaker.skip():
+            return self._unavailable()
         try:
             if await self._limiter.test(item, "tokens", org):
                 self._up()
@@ -255,11 +265,13 @@ class Quotas:
 
     async def spend(self, org: str, key_id: str, user: str, usage: Usage) -> None:
         """Record one model call's tokens against the org's budget and in the usage meter."""
-        if self._budget is not None and usage.total_tokens:
+        if self._budget is not None and usage.total_tokens and not self._breaker.skip():
             try:
                 await self._limiter.hit(self._budget, "tokens", org, cost=usage.total_tokens)
             except Exception as exc:
                 self._failed(exc)
+            else:
+                self._up()
         await self.usage.record(org, key_id, user, usage)
 
     async def budget_state(self, org: str) -> dict[str, Any] | None:
@@ -267,11 +279,15 @@ class Quotas:
         item = self._budget
         if item is None:
             return None
+        unknown = {"limit": self.token_budget, "remaining": None, "resetSeconds": None}
+        if self._breaker.skip():
+            return unknown
         try:
             stats = await self._limiter.get_window_stats(item, "tokens", org)
         except Exception as exc:
             self._failed(exc)
-            return {"limit": self.token_budget, "remaining": None, "resetSeconds": None}
+            return unknown
+        self._up()
         return {
             "limit": self.token_budget,
             "remaining": stats.remaining,
@@ -310,14 +326,11 @@ class Quotas:
 
     def _failed(self, exc: Exception) -> Refusal | None:
         """Redis did not answer: log once per outage, then allow or refuse as configured."""
-        if not self._down:
-            self._down = True
-            what = "allowing requests" if self._fail_open else "refusing requests with 503"
-            _log.error(
-                "[Quotas_Redis__Unavailable] limits cannot reach Redis (%s); %s until it answers",
-                type(exc).__name__,
-                what,
-            )
+        self._breaker.failed(exc)
+        return self._unavailable()
+
+    def _unavailable(self) -> Refusal | None:
+        """What a request gets while Redis is down: nothing (open) or a 503 (closed)."""
         if self._fail_open:
             return None
         return Refusal(
@@ -329,9 +342,7 @@ class Quotas:
         )
 
     def _up(self) -> None:
-        if self._down:
-            self._down = False
-            _log.warning("[Quotas_Redis__Recovered] limits reach Redis again")
+        self._breaker.answered()
 
 
 def _seconds_until(epoch: float) -> int:

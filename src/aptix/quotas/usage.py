@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aptix.llm.types import Usage
+from aptix.quotas.breaker import RedisBreaker
 
 __all__ = ["UsageMeter"]
 
@@ -29,10 +29,10 @@ class UsageMeter:
         redis_url: str | None,
         *,
         key_prefix: str = "aptix",
-        on_error: Callable[[Exception], object] | None = None,
+        breaker: RedisBreaker | None = None,
     ) -> None:
         self._prefix = f"{key_prefix}:usage"
-        self._on_error = on_error or (lambda exc: None)
+        self._breaker = breaker
         self._memory: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
         self._redis: Any = None
         if redis_url is not None:
@@ -61,6 +61,8 @@ class UsageMeter:
                 field = f"{who}|{name}"
                 day[field] = day.get(field, 0) + value
             return
+        if self._breaker is not None and self._breaker.skip():
+            return  # Redis is down: the call goes uncounted, as when it fails
         key = f"{self._prefix}:{org}:{today()}"
         try:
             async with self._redis.pipeline(transaction=False) as pipe:
@@ -69,7 +71,11 @@ class UsageMeter:
                 pipe.expire(key, _KEEP_SECONDS)
                 await pipe.execute()
         except Exception as exc:
-            self._on_error(exc)
+            if self._breaker is not None:
+                self._breaker.failed(exc)
+        else:
+            if self._breaker is not None:
+                self._breaker.answered()
 
     def _forget_old(self, now: str) -> None:
         """Keep in memory only the days Redis would keep (ISO days compare as text)."""
