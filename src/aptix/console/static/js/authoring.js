@@ -2,7 +2,7 @@
 // validate, publish after a confirmation that shows the version change, and its history.
 
 import { ApiError, invoke, Unauthorized } from "./api.js";
-import { append, field, h, notice, replace, table, when } from "./dom.js";
+import { append, field, h, notice, replace, table, visible, when } from "./dom.js";
 
 const TOOL = "agent_workflow_authoring";
 
@@ -45,6 +45,15 @@ const HINTS = {
   lines: "One per line.",
   inputs: "One per line: name: description; add [optional] at the end of an optional one.",
 };
+
+// Stored text is shown as every page shows outside text (dom.js visible()): a bidirectional
+// control would make "Invoice \u202Egnp.exe" read "Invoice exe.png" on the page where a person
+// reviews the workflow before publishing it.
+const CONTROLS_SHOWN = "Holds control characters, shown as ␛ or <U+XXXX> (they could make the text read otherwise).";
+const CONTROLS_KEPT = "They stay as stored unless you edit this field; an edit saves the text as shown.";
+
+// The statuses in which a workflow is served (DESIGN: runnable).
+const SERVED = new Set(["published", "deprecated"]);
 
 function authoring(args) {
   return invoke(TOOL, args);
@@ -190,11 +199,32 @@ function shown(kind, el) {
   return kind === "checkbox" ? String(el.checked) : el.value;
 }
 
+/** Show `value` in a control, its control characters made visible; true when it held some. */
 function write(kind, el, value) {
-  if (kind === "checkbox") el.checked = Boolean(value);
-  else if (kind === "lines") el.value = (value || []).map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join("\n");
-  else if (kind === "inputs") el.value = formatInputs(value || []);
-  else el.value = value ?? "";
+  if (kind === "checkbox") {
+    el.checked = Boolean(value);
+    return false;
+  }
+  let text;
+  if (kind === "lines") text = (value || []).map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join("\n");
+  else if (kind === "inputs") text = formatInputs(value || []);
+  else text = String(value ?? "");
+  const shownText = visible(text);
+  el.value = shownText;
+  return shownText !== text.replace(/\r\n/g, "\n");
+}
+
+/** The sentence under the heading: which version this is and what is served. */
+function statusLine(loaded, history, row) {
+  if (row && row.readOnly) {
+    const served = SERVED.has(loaded.status) && row.served !== false;
+    return (
+      `Version ${loaded.version} (${loaded.status}) comes from a deployment file and is read-only here: ` +
+      `it changes through its file and a review. ${served ? "It is served." : "It is not served."}`
+    );
+  }
+  const version = servedVersion(history);
+  return `Editing version ${loaded.version} (${loaded.status}). ${version ? `Version ${version} is served.` : "Nothing is published yet."}`;
 }
 
 function servedVersion(history) {
@@ -203,15 +233,19 @@ function servedVersion(history) {
 }
 
 async function editor(el, id) {
-  const [got, past] = await Promise.all([
+  const [got, past, listed] = await Promise.all([
     authoring({ operation: "get_workflow", workflowId: id }),
     authoring({ operation: "workflow_history", workflowId: id }),
+    authoring({ operation: "list_authoring_workflows" }),
   ]);
   if (!got.ok) {
     replace(el, h("h1", {}, "Authoring"), notice((got.errors || []).map((e) => e.message).join(" ")));
     return;
   }
   let loaded = got.workflow;
+  // A built-in or deployment-file workflow: shown, never offered for saving or publishing.
+  const row = (listed.workflows || []).find((w) => w.workflowId === loaded.workflowId);
+  const readOnly = Boolean(row && row.readOnly);
   // The revision this page shows: every change is based on it, so a change someone else made
   // meanwhile is refused (409/412) and shown, never overwritten.
   let revision = got.revision;
@@ -228,10 +262,14 @@ async function editor(el, id) {
   const saved = {};
   const status = h("div", { class: "status-area", tabindex: "-1" });
   const form = h("form", { class: "editor", "aria-labelledby": "editor-title" });
-  for (const [key, label, kind, options] of FIELDS) {
+  const hints = {};
+  for (const [key, , kind, options] of FIELDS) {
     controls[key] = control(kind, options);
-    write(kind, controls[key], loaded[key]);
+    const marked = write(kind, controls[key], loaded[key]);
     saved[key] = shown(kind, controls[key]);
+    hints[key] = [HINTS[kind], marked && CONTROLS_SHOWN, marked && !readOnly && CONTROLS_KEPT].filter(Boolean).join(" ");
+    if (readOnly && (kind === "select" || kind === "checkbox")) controls[key].disabled = true;
+    else if (readOnly) controls[key].readOnly = true;
   }
   /** Save the edited fields: the outcome, {unchanged: true}, or null when it failed. */
   const save = async () => {
@@ -260,6 +298,7 @@ async function editor(el, id) {
   const publishButton = h("button", { type: "button", class: "primary" }, "Publish…");
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    if (readOnly) return;
     act(async (saved) => {
       if (saved.unchanged) replace(status, notice("Nothing changed since the last save.", "ok"));
     });
@@ -276,9 +315,9 @@ async function editor(el, id) {
   );
   replace(
     form,
-    FIELDS.map(([key, label, kind]) => field(`wf-${key}`, label, controls[key], HINTS[kind])),
+    FIELDS.map(([key, label]) => field(`wf-${key}`, label, controls[key], hints[key])),
     status,
-    h("div", { class: "buttons sticky" }, saveButton, validateButton, publishButton),
+    readOnly ? null : h("div", { class: "buttons sticky" }, saveButton, validateButton, publishButton),
   );
   // Status is governance, not content: it changes the served version at once (admins only).
   const statusChoice = h(
@@ -296,7 +335,7 @@ async function editor(el, id) {
     if (!outcome) return;
     replace(statusNote, outcome.ok ? (outcome.messages || []).map((m) => notice(m, "ok")) : notice(problemsText(outcome)));
   });
-  const governance = servedVersion(history)
+  const governance = !readOnly && servedVersion(history)
     ? h(
         "section",
         { "aria-labelledby": "status-title" },
@@ -309,7 +348,7 @@ async function editor(el, id) {
     el,
     h("p", {}, h("a", { href: "#/authoring" }, "Back to authoring")),
     h("h1", { id: "editor-title" }, "Workflow ", h("code", {}, id)),
-    h("p", {}, `Editing version ${loaded.version} (${loaded.status}). `, servedVersion(history) ? `Version ${servedVersion(history)} is served.` : "Nothing is published yet."),
+    h("p", { id: "editor-status" }, statusLine(loaded, history, row)),
     (got.messages || []).map((m) => notice(m, "note")),
     form,
     governance,
