@@ -49,6 +49,10 @@ LogLevelName = Annotated[
 ]
 
 
+#: The longest time setting: a day. Larger values overflow the clocks they are added to
+#: (``timedelta``, socket timeouts) and ``inf`` would lift a limit the docs promise.
+MAX_SECONDS = 86_400.0
+
 #: RFC 9110 ``token`` characters, the only ones a header name may have.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
@@ -101,7 +105,9 @@ class AptixSettings(BaseSettings):
         description="HTTP headers added to every model request, as a JSON object "
         '(`{"api-key": "..."}`); values are masked by `aptix config show`.',
     )
-    llm_timeout_seconds: float = Field(60.0, gt=0, description="Time limit per model request.")
+    llm_timeout_seconds: float = Field(
+        60.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Time limit per model request."
+    )
     llm_max_retries: int = Field(2, ge=0, description="Retries on 429/5xx/connection errors.")
     max_iterations: int = Field(10, ge=1, description="Model calls per turn before stopping.")
     turn_token_budget: int | None = Field(
@@ -110,6 +116,8 @@ class AptixSettings(BaseSettings):
     turn_lease_seconds: float = Field(
         30.0,
         gt=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
         description="Lease of a running turn, renewed while its process lives; after it "
         "expires the turn is marked interrupted.",
     )
@@ -161,7 +169,13 @@ class AptixSettings(BaseSettings):
         "model call (about 300-600 prompt tokens, up to 10 s) per such match_workflow; answers "
         "are cached per catalog revision and message.",
     )
-    tool_timeout_seconds: float = Field(30.0, gt=0, description="Per-tool execution time limit.")
+    tool_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
+        description="Per-tool execution time limit.",
+    )
     tool_max_result_bytes: int = Field(
         1_048_576,
         gt=0,
