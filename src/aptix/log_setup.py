@@ -11,9 +11,10 @@ in the same format too, so other libraries' records and Python warnings
 (:func:`logging.captureWarnings`) do, and so do the command's own error lines
 (:func:`stderr_line`).
 
-Every text field of a line, and every line of a traceback, is cut to :data:`FIELD_LIMIT`
-characters; outside text is cut shorter where it is logged
-(:data:`aptix.logger.OUTSIDE_TEXT_LIMIT`).
+Every text field of a line, and every line of a traceback, has the credentials of the URLs
+in it masked (:func:`aptix.urls.mask_credentials`: a tool's exception often quotes its
+connection URL) and is cut to :data:`FIELD_LIMIT` characters; outside text is cut shorter
+where it is logged (:data:`aptix.logger.OUTSIDE_TEXT_LIMIT`).
 
 Logged text comes from outside (tool names a model chose, request paths), so no field can
 start a line of its own: plain text shows control characters escaped (a newline as a
@@ -37,6 +38,7 @@ from asgi_correlation_id.context import correlation_id
 from pythonjsonlogger.json import JsonFormatter
 
 from aptix.logger import bounded
+from aptix.urls import mask_credentials
 
 __all__ = [
     "FIELD_LIMIT",
@@ -157,13 +159,13 @@ class PlainFormatter(logging.Formatter):
         clean.ids = "".join(ids)
         for name, value in vars(clean).items():
             if isinstance(value, str) and name != "stack_info":
-                setattr(clean, name, bounded(escape_controls(value), FIELD_LIMIT))
+                setattr(clean, name, _line(value))
         first, *rest = super().format(clean).split("\n")
         return "\n".join([first, *("  " + _line(line) for line in rest)])
 
 
 def _line(text: str) -> str:
-    return bounded(escape_controls(text), FIELD_LIMIT)
+    return bounded(escape_controls(mask_credentials(text)), FIELD_LIMIT)
 
 
 class JsonLinesFormatter(JsonFormatter):
@@ -195,7 +197,9 @@ class JsonLinesFormatter(JsonFormatter):
         for name, value in log_data.items():
             if isinstance(value, str):
                 lines = value.split("\n") if name == "exception" else [value]
-                log_data[name] = "\n".join(bounded(line, FIELD_LIMIT) for line in lines)
+                log_data[name] = "\n".join(
+                    bounded(mask_credentials(line), FIELD_LIMIT) for line in lines
+                )
 
     def jsonify_log_record(self, log_data: dict[str, Any]) -> str:
         """The JSON line; controls JSON leaves raw (C1, U+2028, U+2029, bidi) are escaped too."""

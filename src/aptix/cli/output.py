@@ -22,6 +22,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from aptix.urls import mask_credentials
+
 __all__ = [
     "Part",
     "add_row",
@@ -96,6 +98,7 @@ def warn(message: str) -> None:
     """
     from aptix.log_setup import stderr_line
 
+    message = mask_credentials(message)
     if not stderr_line(logging.WARNING, message):
         say(message, to=err_console)
 
@@ -128,7 +131,8 @@ def fail(message: str, code: int = 1) -> NoReturn:
     """
     from aptix.log_setup import stderr_line
 
-    line = " ".join(message.split("\n"))
+    # A plugin's or a driver's error often quotes its connection URL.
+    line = mask_credentials(" ".join(message.split("\n")))
     if not stderr_line(logging.ERROR, line):
         say(("error:", "bold red"), " ", line, to=err_console)
     raise typer.Exit(code)
