@@ -86,6 +86,10 @@ class ToolError(AptixError):
 class LlmError(AptixError):
     """The model endpoint failed: unreachable, refused, timed out or answered nonsense."""
 
+    #: The code a turn this error ends is stored with; a model call refused by the limits
+    #: (no endpoint failed) has its own.
+    code = "model_error"
+
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
         from aptix.urls import mask_credentials
 

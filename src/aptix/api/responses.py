@@ -106,8 +106,9 @@ class Turn(OutModel):
     pending_calls: list[dict[str, Any]]
     context_dropped: ContextDropped | None
     error: ErrorDetail | None = Field(
-        description="Why an `error` turn failed: code `model_error`, `context_overflow`, "
-        "`iteration_cap`, `turn_token_budget`, `database_unavailable` or `internal_error` "
+        description="Why an `error` turn failed: code `model_error`, `token_budget_exhausted`, "
+        "`limits_unavailable`, `context_overflow`, `iteration_cap`, `turn_token_budget`, "
+        "`database_unavailable` or `internal_error` "
         "(`turn_failed` for turns stored before the code); null for other turns."
     )
     created_at: str

@@ -5,11 +5,18 @@ applies the token budget around the model, ``UsageMeter`` keeps the tokens each 
 """
 
 from aptix.quotas.limiter import Quotas, Refusal
-from aptix.quotas.metered import PAYER, MeteredModel, Payer, TokenBudgetError
+from aptix.quotas.metered import (
+    PAYER,
+    LimitsUnavailableError,
+    MeteredModel,
+    Payer,
+    TokenBudgetError,
+)
 from aptix.quotas.usage import UsageMeter
 
 __all__ = [
     "PAYER",
+    "LimitsUnavailableError",
     "MeteredModel",
     "Payer",
     "Quotas",

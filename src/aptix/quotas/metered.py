@@ -10,7 +10,7 @@ from aptix.errors import LlmError
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, TextSink
 from aptix.quotas.limiter import Quotas
 
-__all__ = ["PAYER", "MeteredModel", "Payer", "TokenBudgetError"]
+__all__ = ["PAYER", "LimitsUnavailableError", "MeteredModel", "Payer", "TokenBudgetError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +29,21 @@ PAYER: ContextVar[Payer | None] = ContextVar("aptix_payer", default=None)
 class TokenBudgetError(LlmError):
     """The org's model token budget is used up: the turn ends as a failed model call."""
 
+    code = "token_budget_exhausted"
+
+
+class LimitsUnavailableError(LlmError):
+    """The limits cannot be checked (Redis is down, ``closed``): the model call is refused."""
+
+    code = "limits_unavailable"
+
 
 class MeteredModel:
     """Wraps a model: refuses a call once the budget is spent, records each call's tokens.
 
-    A refusal is a :class:`TokenBudgetError`, an ``LlmError``, so a turn that reaches the budget
-    part-way ends like any failed model call: recorded with status ``error`` and the message.
+    A refusal is a :class:`TokenBudgetError` (or, while the limits cannot be checked, a
+    :class:`LimitsUnavailableError`), an ``LlmError``, so a turn refused part-way ends like
+    any failed model call: recorded with status ``error`` and the message, under its own code.
     """
 
     def __init__(self, model: LlmClient, quotas: Quotas) -> None:
@@ -57,7 +66,8 @@ class MeteredModel:
             return await self._model.complete(request, on_text)
         refusal = await self._quotas.tokens(payer.org)
         if refusal is not None:
-            raise TokenBudgetError(refusal.message)
+            unavailable = refusal.code == LimitsUnavailableError.code
+            raise (LimitsUnavailableError if unavailable else TokenBudgetError)(refusal.message)
         response = await self._model.complete(request, on_text)
         await self._quotas.spend(payer.org, payer.key_id, payer.user, response.usage)
         return response

@@ -28,10 +28,11 @@ from aptix.urls import mask_credentials
 __all__ = ["ERROR_CODE", "SAVE_RETRY_SECONDS", "TurnEndings"]
 
 #: The key, in an ``error`` turn's stored answer (``TurnRecord.result``), of the code saying
-#: why it failed: ``model_error`` (the model endpoint), ``context_overflow`` (the context
-#: budget), ``iteration_cap`` or ``turn_token_budget`` (stopped by the turn's limit before a
-#: final answer), ``database_unavailable`` or ``internal_error`` (unexpected), as the request
-#: that ran the turn was told. Turns stored before it have no code.
+#: why it failed: ``model_error`` (the model endpoint), ``token_budget_exhausted`` or
+#: ``limits_unavailable`` (a model call the org's limits refused), ``context_overflow`` (the
+#: context budget), ``iteration_cap`` or ``turn_token_budget`` (stopped by the turn's limit
+#: before a final answer), ``database_unavailable`` or ``internal_error`` (unexpected), as
+#: the request that ran the turn was told. Turns stored before it have no code.
 ERROR_CODE = "errorCode"
 
 #: Pauses between the attempts to store the ending of a turn a database outage broke (3.5 s
@@ -111,11 +112,12 @@ class TurnEndings:
             mask_credentials(str(exc)),
             ("SessionId", turn.session.id),
             ("ConversationId", turn.record.id),
+            ("ErrorCode", exc.code),  # model_error, or the limits that refused the call
         )
         result = result_of(turn, "error", error=str(exc))
         if turn.resume_key is None:
             ledger.end(turn.record, "error")
-            return await self.close(turn, result, on_event, error_code="model_error")
+            return await self.close(turn, result, on_event, error_code=exc.code)
         # A failed resume attempt is not the turn's answer: the turn waits again, with the
         # client's results already stored, so the same toolResults retried continue from them.
         ledger.end(turn.record, "pending")
