@@ -47,6 +47,7 @@ __all__ = [
     "run",
     "settle_client_results",
     "start",
+    "stated_calls",
     "stopped_by_cancel",
     "take_response",
     "tool_content",
@@ -101,6 +102,13 @@ SHUT_DOWN_BEFORE_START = "The server shut down before this call started; it was 
 NOT_ANSWERED = "The turn ended before the client answered this call; it was not run."
 NOT_APPROVED = "The turn ended before the user approved '{name}'; it was not run."
 DENIED = "The user did not approve '{name}'; it was not run."
+APPROVED_UNRECORDED = (
+    "The user approved this call before an upgrade, and the earlier Aptix that took the answer "
+    "kept no record of whether the call then ran. It was not run again: check whether it took "
+    "effect before retrying it."
+)
+#: The built-in client tool whose result is an approval request the client itself answers.
+APPROVAL_TOOL = "request_user_approval"
 
 #: Turns this process ended but could not store (the database was down): id -> the turn as
 #: this process ended it (its calls' outcomes, its warning, its answer with the error code).
@@ -522,17 +530,102 @@ def _never_recorded(call: dict[str, Any]) -> dict[str, Any]:
 
 def _legacy(record: TurnRecord) -> None:
     """Give a state to the calls of a turn stored before the ledger existed."""
-    for entry in record.tool_calls:
+    if any("state" not in e for e in record.tool_calls):
+        record.tool_calls = stated_calls(record.tool_calls, waiting=record.status == "pending")
+
+
+def stated_calls(calls: Sequence[dict[str, Any]], *, waiting: bool) -> list[dict[str, Any]]:
+    """A turn's ledger with a ``state`` and ``outcome`` for the calls stored before it existed.
+
+    Such a turn kept neither. The client's answer to a hand-off went into a second entry of
+    the call, which replaces the first here. A call gated by approval (an MCP tool under an
+    approval policy) was a hand-off whose result is its approval request, and its approved run
+    was kept beside the answer: it reads ``awaiting_approval`` while the turn waits, and never
+    ``succeeded`` without the tool's own result on record. ``waiting``: the turn is pending.
+    Entries with a state are returned as they are; the others are copies.
+    """
+    answers = {e["callId"]: e for e in calls if "state" not in e and "clientResult" in e}
+    placed: set[str] = set()
+    stated: list[dict[str, Any]] = []
+    for entry in calls:
         if "state" in entry:
+            stated.append(entry)
             continue
-        if "clientResult" in entry:
-            state = "failed" if entry.get("clientError") else "succeeded"
-        elif entry.get("wasExecuted"):
-            state = "awaiting_client" if entry.get("requiresClientExecution") else "succeeded"
+        entry = answers.get(entry["callId"], entry)
+        if entry["callId"] in placed:
+            continue  # the answer, already in its hand-off's place
+        placed.add(entry["callId"])
+        stated.append(_legacy_entry(entry, waiting))
+    return stated
+
+
+def _legacy_entry(entry: dict[str, Any], waiting: bool) -> dict[str, Any]:
+    """One call as a pre-ledger turn kept it, with the state that says what happened."""
+    entry = dict(entry)
+    name = str(entry.get("name") or "")
+    gated = "approved" in entry or _legacy_approval_request(entry)
+    if gated:
+        entry["wasExecuted"] = False  # until its approved run is on record
+    if "approved" in entry:  # the user answered, and that version settled the answer
+        if entry["approved"] is not True:
+            state: CallState = "denied"
+            entry["errorMessage"] = DENIED.format(name=name)
+        elif entry.get("approvedResultJson") is not None:
+            state = "succeeded"
+            entry["wasExecuted"] = True
         else:
             state = "failed"
-        entry["state"] = state
-        entry["outcome"] = state if state in FINAL else "pending"
+            entry["errorMessage"] = entry.get("approvedErrorMessage") or NOT_STARTED
+    elif gated and "clientResult" in entry:  # answered, but its run is not on record
+        answer = ToolResultInput(
+            entry["callId"], str(entry["clientResult"]), bool(entry.get("clientError"))
+        )
+        if is_approval(answer):
+            state = "unknown"
+            entry["errorMessage"] = APPROVED_UNRECORDED
+        else:
+            state = "denied"
+            entry["errorMessage"] = DENIED.format(name=name)
+    elif gated:
+        state = "awaiting_approval" if waiting else "denied"
+        if not waiting:
+            entry["errorMessage"] = NOT_APPROVED.format(name=name)
+    elif "clientResult" in entry:
+        state = "failed" if entry.get("clientError") else "succeeded"
+    elif entry.get("wasExecuted") and entry.get("requiresClientExecution"):
+        state = "awaiting_client" if waiting else "failed"
+        if not waiting:
+            entry["errorMessage"] = NOT_ANSWERED
+            entry["wasExecuted"] = False
+    elif entry.get("errorMessage") or not entry.get("wasExecuted"):
+        state = "failed"
+    else:
+        state = "succeeded"
+    entry["state"] = state
+    entry["outcome"] = "pending" if state in ("awaiting_client", "awaiting_approval") else state
+    return entry
+
+
+def _legacy_approval_request(entry: dict[str, Any]) -> bool:
+    """Whether a pre-ledger hand-off is an MCP tool's approval request (not the client's tool).
+
+    Its request names the call's own tool as the ``action`` (``request_user_approval``'s names
+    whatever the model asks about), as every version that gated calls wrote it.
+    """
+    if not (entry.get("wasExecuted") and entry.get("requiresClientExecution")):
+        return False
+    name = str(entry.get("name") or "")
+    if name.casefold() == APPROVAL_TOOL:
+        return False
+    try:
+        request = json.loads(entry.get("resultJson") or "")
+    except ValueError:
+        return False
+    return (
+        isinstance(request, dict)
+        and request.get("kind") == "approval_request"
+        and request.get("action") == name
+    )
 
 
 def _client_content(entry: dict[str, Any]) -> str:

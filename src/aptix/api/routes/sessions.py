@@ -121,16 +121,19 @@ async def cancel_turn(
 
 def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
     """A turn as the sessions API shows it."""
+    # Turns stored before the ledger kept no state per call: the ledger reads them as it
+    # does when it runs them, so GET and a resume agree (an old approval waits as one).
+    calls = ledger.stated_calls(turn.tool_calls, waiting=turn.status == "pending")
     return {
         "turnId": turn.id,
         "seq": turn.seq,
         "status": turn.status,
         "instruction": turn.instruction,
         "text": turn.text,
-        "toolCalls": [ledger.wire(_stated(e, turn.status)) for e in turn.tool_calls],
+        "toolCalls": [ledger.wire(e) for e in calls],
         "modelCalls": turn.model_calls,
         "warnings": turn.warnings,
-        "pendingCalls": _pending(turn),
+        "pendingCalls": _pending(turn, calls),
         "contextDropped": _context_dropped(turn),
         "error": _failure(turn),
         "createdAt": turn.created_at.isoformat(),
@@ -138,7 +141,7 @@ def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
     }
 
 
-def _pending(turn: TurnRecord) -> list[dict[str, Any]]:
+def _pending(turn: TurnRecord, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The calls a pending turn waits on, each in the state its ledger entry holds."""
     # Kept while a resume runs (a failed attempt waits for the same results again), but
     # nothing waits for the client until the turn is pending once more.
@@ -147,10 +150,9 @@ def _pending(turn: TurnRecord) -> list[dict[str, Any]]:
     # The stored list is the hand-off's snapshot (the claims and aptix chat read it as
     # such); the call's state is its ledger entry's. After a resume whose model call
     # failed, the result stored for it then reads the same here as in toolCalls.
-    ledger_of = {e["callId"]: e for e in turn.tool_calls}
-    return [
-        ledger.wire(_stated(ledger_of.get(c["callId"], c), turn.status)) for c in turn.pending_calls
-    ]
+    ledger_of = {e["callId"]: e for e in calls}
+    snapshot = ledger.stated_calls(turn.pending_calls, waiting=True)
+    return [ledger.wire(ledger_of.get(c["callId"], c)) for c in snapshot]
 
 
 def _context_dropped(turn: TurnRecord) -> dict[str, Any] | None:
@@ -159,21 +161,6 @@ def _context_dropped(turn: TurnRecord) -> dict[str, Any] | None:
         return None
     summary = turn.context_summary if turn.context_dropped.get("summarized") else None
     return {**turn.context_dropped, "summary": summary["text"] if summary else None}
-
-
-def _stated(call: dict[str, Any], status: str) -> dict[str, Any]:
-    """``call`` with a ``state`` and ``outcome``: turns stored before the ledger had neither."""
-    if "state" in call:
-        return call
-    if "clientResult" in call:
-        state = "failed" if call.get("clientError") else "succeeded"
-    elif call.get("requiresClientExecution") and status == "pending":
-        state = "awaiting_client"  # the call the turn still waits for
-    elif call.get("errorMessage") or not call.get("wasExecuted"):
-        state = "failed"
-    else:
-        state = "succeeded"
-    return {**call, "state": state, "outcome": "pending" if state == "awaiting_client" else state}
 
 
 def _failure(turn: TurnRecord) -> dict[str, str] | None:
