@@ -73,7 +73,11 @@ class AptixSettings(BaseSettings):
         "workflow catalog's encodings, which a restart reads instead of running the models.",
     )
     database_url: str | None = Field(
-        None, description="SQLAlchemy async URL; default: a SQLite file in data_dir."
+        None,
+        description="SQLAlchemy URL, `sqlite+aiosqlite:///PATH` or "
+        "`postgresql+asyncpg://USER:PASSWORD@HOST/DB`; `sqlite:///PATH` and other PostgreSQL "
+        "drivers (`postgresql://`) are taken with those two, another SQLite driver stops "
+        "start-up. Default: a SQLite file in data_dir.",
     )
     llm_base_url: str | None = Field(
         None,

@@ -136,6 +136,15 @@ def create_engine(url: str) -> AsyncEngine:
             f"APTIX_DATABASE_URL is not a database URL: {mask_credentials(url)!r}.", hint=URL_HINT
         ) from exc
     if parsed.get_backend_name() == "sqlite":
+        # sqlite:// (SQLAlchemy's usual form, the stdlib driver) means the same file through
+        # aiosqlite, as postgresql:// means asyncpg below; another driver is refused.
+        if parsed.get_driver_name() not in ("pysqlite", "aiosqlite"):
+            raise ConfigurationError(
+                f"APTIX_DATABASE_URL names the SQLite driver {parsed.get_driver_name()!r}, "
+                "which Aptix does not use.",
+                hint=URL_HINT,
+            )
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
         database = parsed.database or ""
         if database and database != ":memory:":
             folder = Path(database).expanduser().parent
