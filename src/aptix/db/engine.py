@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from aptix.db.hidden_values import hide_values_in_errors
+from aptix.db.sqlite_file import SqliteFile
 from aptix.errors import ConfigurationError
 from aptix.urls import mask_credentials
 
@@ -57,6 +58,7 @@ class Database:
         )
         self.sync_engine: Engine | None = None
         self._worker: ThreadPoolExecutor | None = None
+        self._file: SqliteFile | None = None
         database = engine.url.database or ""
         if self.is_sqlite and database and database != ":memory:":
             # The same file through the stdlib driver: a second engine, not a second database.
@@ -67,6 +69,8 @@ class Database:
             )
             _configure_sqlite(self.sync_engine)
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="aptix-sqlite")
+            self._file = SqliteFile(database)
+            self._file.check()
 
     @property
     def is_sqlite(self) -> bool:
@@ -99,12 +103,21 @@ class Database:
         with self.sync_engine.begin() as connection:
             return fn(connection)
 
+    async def ping(self) -> None:
+        """Raise unless the database answers (and, on SQLite, its file is still in place)."""
+        if self._file is not None:
+            self._file.check()
+        async with self.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+
     @asynccontextmanager
     async def _locked(self) -> AsyncIterator[None]:
         if self._write_lock is None:
             yield
             return
         async with self._write_lock:
+            if self._file is not None:
+                self._file.check()  # a unit of work on a removed file would be lost
             yield
 
     async def close(self) -> None:
@@ -219,6 +232,8 @@ async def open_database(url: str, *, migrate: bool = True) -> Database:
                 f"Cannot open the database at {safe}: {_driver_message(exc)}",
                 hint="check that the database server is running and APTIX_DATABASE_URL is right",
             ) from exc
+    if database._file is not None:
+        database._file.check()  # the file migrating just created is the one to keep using
     return database
 
 

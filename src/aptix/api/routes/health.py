@@ -6,7 +6,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
 
 from aptix.api.errors import ApiError
 from aptix.api.outage import RETRY_AFTER_SECONDS
@@ -20,8 +19,7 @@ router = APIRouter(tags=["operations"])
 async def healthz(runtime: RuntimeDep) -> dict[str, Any]:
     """Liveness and database reachability."""
     try:
-        async with runtime.database.engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
+        await runtime.database.ping()
     except Exception as exc:
         raise ApiError(
             503,
