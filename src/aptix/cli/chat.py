@@ -3,7 +3,8 @@
 Each line is a turn of :class:`~aptix.reasoner.AgentReasoner`, run as its own task: Ctrl-C
 while it runs cancels that task through :meth:`AgentReasoner.cancel`, the path the HTTP cancel
 endpoint takes, so the turn is stored ``cancelled`` and the chat goes on. Ctrl-C at an empty
-prompt right after (or twice in a row) quits, as does Ctrl-D.
+prompt right after (or twice in a row) quits, as does Ctrl-D. SIGTERM and SIGHUP end the chat
+with the terminal restored (see :mod:`aptix.cli.chat_signals`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import signal
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +30,7 @@ from aptix.cli.chat_commands import (
     run_command,
 )
 from aptix.cli.chat_input import LineReader, open_reader
+from aptix.cli.chat_signals import ChatSignals, cut_short, end_by, ending_note
 from aptix.cli.chat_view import TurnView
 from aptix.cli.output import console, fail, refuse_unstorable, say, unstorable
 from aptix.cli.runtime import config_failed
@@ -129,9 +130,23 @@ async def _main(session_id: str | None, mode: str | None, details: bool, resume:
         say(("Aptix chat", "bold"), f" — session {state.session_id}. {help_line()}")
         if is_demo(runtime.settings.llm_model, runtime.settings.llm_base_url):
             say(("Demo model:", "bold yellow"), f" offline and rule-based, not an LLM. {DEMO_TRY}")
-        with _Interrupts() as interrupts:
-            if await _answer_waiting_turn(runtime, reasoner, reader, state, interrupts):
-                await _converse(runtime, reasoner, reader, state, interrupts)
+        with ChatSignals() as interrupts:
+            try:
+                if await _answer_waiting_turn(runtime, reasoner, reader, state, interrupts):
+                    await _converse(runtime, reasoner, reader, state, interrupts)
+            except (asyncio.CancelledError, OSError):
+                # SIGTERM or SIGHUP: everything on the way out has restored the terminal
+                # (a hung-up one answers writes with OSError) and left the turn on record.
+                if interrupts.ended_by is None:
+                    raise
+                if (task := asyncio.current_task()) is not None:
+                    task.uncancel()  # closing the runtime below must not be cancelled too
+        if (ended_by := interrupts.ended_by) is not None:
+            note = await ending_note(runtime, state.session_id)
+            with contextlib.suppress(OSError):  # a hung-up terminal shows nothing more
+                say((f"Ended by {ended_by.name}.", "yellow"), f" {note}")
+    if (ended_by := interrupts.ended_by) is not None:  # also one that came on the way out
+        end_by(ended_by)
 
 
 async def _converse(
@@ -139,7 +154,7 @@ async def _converse(
     reasoner: AgentReasoner,
     reader: LineReader,
     state: ChatState,
-    interrupts: _Interrupts,
+    interrupts: ChatSignals,
 ) -> None:
     """Read and answer lines until /quit, Ctrl-D, or a second Ctrl-C at an empty prompt."""
     armed = False  # a Ctrl-C just happened: one more at an empty prompt quits
@@ -175,7 +190,7 @@ async def _answer_waiting_turn(
     reasoner: AgentReasoner,
     reader: LineReader,
     state: ChatState,
-    interrupts: _Interrupts,
+    interrupts: ChatSignals,
 ) -> bool:
     """Ask what the session's latest turn waits for, as the chat asks for its own turns.
 
@@ -231,36 +246,13 @@ def _log_to_file(path: Path) -> None:
     root.handlers[:] = [handler]
 
 
-class _Interrupts:
-    """SIGINT (Ctrl-C outside the prompt) sets :attr:`pressed` instead of raising.
-
-    At the prompt the terminal is raw, so Ctrl-C is a key the prompt handles; while a turn
-    runs it arrives as SIGINT and stops the turn; in between it does nothing.
-    """
-
-    def __init__(self) -> None:
-        self.pressed = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-        self._installed = False
-
-    def __enter__(self) -> _Interrupts:
-        with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals here
-            self._loop.add_signal_handler(signal.SIGINT, self.pressed.set)
-            self._installed = True
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._installed:
-            self._loop.remove_signal_handler(signal.SIGINT)
-
-
 async def _turn(
     runtime: Runtime,
     reasoner: AgentReasoner,
     reader: LineReader,
     state: ChatState,
     instruction: str,
-    interrupts: _Interrupts,
+    interrupts: ChatSignals,
     results: list[ToolResultInput] | None = None,
 ) -> bool:
     """Run one instruction (or resume with ``results``) to its end, answering approvals.
@@ -280,6 +272,9 @@ async def _turn(
             view.close()
             say(("error:", "bold red"), " ", str(exc))
             return False
+        except BaseException:  # SIGTERM or SIGHUP: the spinner gives the cursor back
+            view.close()
+            raise
         view.close()
         if result.kind != "tool-only":
             _show_result(result)
@@ -298,7 +293,7 @@ async def _run(
     instruction: str,
     results: list[ToolResultInput] | None,
     view: TurnView,
-    interrupts: _Interrupts,
+    interrupts: ChatSignals,
 ) -> TurnResult:
     """Claim and run one turn as a task; Ctrl-C cancels it, recorded ``cancelled``."""
     from aptix.errors import AptixError
@@ -313,7 +308,12 @@ async def _run(
     )
     task = asyncio.ensure_future(reasoner.run(prepared, view.on_event))
     pressed = asyncio.ensure_future(interrupts.pressed.wait())
-    await asyncio.wait({task, pressed}, return_when=asyncio.FIRST_COMPLETED)
+    try:
+        await asyncio.wait({task, pressed}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:  # SIGTERM or SIGHUP ends the chat
+        pressed.cancel()
+        await cut_short(task)
+        raise
     pressed.cancel()
     interrupts.pressed.clear()
     if task.done() or prepared.turn is None:
@@ -324,6 +324,8 @@ async def _run(
     try:
         return await task
     except asyncio.CancelledError:
+        if interrupts.ended_by is not None:  # SIGTERM or SIGHUP while the cancel went on
+            raise
         with contextlib.suppress(AptixError):  # already closed
             await runtime.turns.cancel(session_id, ORG, turn_id)
         return TurnResult(session_id, turn_id, "cancelled", prepared.turn.session.mode)
