@@ -2,7 +2,8 @@
 
 The only valid pattern is a configured MCP server's ``<prefix>_*`` (``is_known``), and it
 names exactly that server's tools: start-up refuses a prefix under which other tools would
-fall (``McpToolSource.check_prefixes``). A pattern is matched by name.
+fall (``McpToolSource.check_prefixes``). A pattern is matched by name. One of the server's
+tools may be named on its own, ``<prefix>_<tool>``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,20 @@ def is_known(name: str, known: Iterable[str]) -> bool:
     A pattern is known only as itself: the ``<prefix>_*`` of a configured MCP server, which
     start-up adds to ``known``. Matching it against the tools instead would let ``*`` or
     ``agent_*`` stand for built-in tools and lift a workflow's or a mode's limits entirely.
+    A single tool of such a server, ``<prefix>_<tool>``, is known once the server listed it;
+    while its tools are not listed (the server is not started, or down) it is taken to be
+    the server's own, as no other tool falls under its prefix.
     """
+    items = list(known)
     folded = name.casefold()
-    return any(item.casefold() == folded for item in known)
+    if any(item.casefold() == folded for item in items):
+        return True
+    if is_pattern(name):
+        return False
+    return any(
+        len(name) >= len(server)
+        and matches(name, server)
+        and not any(matches(tool, server) for tool in items if not is_pattern(tool))
+        for server in items
+        if is_pattern(server)
+    )

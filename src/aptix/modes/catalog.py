@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from aptix.config_files import UnusableFile, parse_yaml, read_text
 from aptix.errors import ConfigurationError, NotFoundError
 from aptix.modes.models import ModeDefinition
-from aptix.tool_names import is_known
+from aptix.tool_names import is_known, is_pattern, matches
 
 __all__ = [
     "ALWAYS_OFFERED_TOOLS",
@@ -179,11 +179,21 @@ def check_mode_tools(catalog: YamlModeCatalog, registered_tools: Iterable[str]) 
     for mode in catalog.modes:
         unknown = [t for t in mode.tools if t not in registered and not is_known(t, registered)]
         if unknown:
+            # A name under a server's <prefix>_* is unknown only once that server listed its
+            # tools (is_known): it does not have that one.
+            servers = sorted(p for p in registered if is_pattern(p) and _covers(p, unknown))
             raise ConfigurationError(
                 f"Mode catalog {catalog.source}, mode '{mode.key}': unknown tool(s) "
                 f"{', '.join(unknown)} (registered: {', '.join(sorted(registered))}).",
-                hint="list only registered tools, or install the plugin that provides them",
+                hint=f"the MCP server of {', '.join(servers)} does not list it: name its tools "
+                "as `aptix tools list` shows them, or all of them with the pattern"
+                if servers
+                else "list only registered tools, or install the plugin that provides them",
             )
+
+
+def _covers(pattern: str, names: Iterable[str]) -> bool:
+    return any(matches(name, pattern) for name in names)
 
 
 def _parse(text: str, source: str) -> list[ModeDefinition]:
