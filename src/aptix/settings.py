@@ -82,11 +82,15 @@ class AptixSettings(BaseSettings):
     llm_base_url: str | None = Field(
         None,
         description="OpenAI-compatible endpoint base URL: `http://` or `https://` with a host "
-        "(a malformed one stops start-up); its userinfo and query values (`?api-key=...`) are "
-        "masked wherever it is shown.",
+        "(a malformed one, a host with a space among them, stops start-up); its userinfo and "
+        "query values (`?api-key=...`) are masked wherever it is shown.",
     )
     llm_api_key: SecretStr | None = Field(None, description="API key for the model endpoint.")
-    llm_model: str | None = Field(None, description="Model name to request.")
+    llm_model: str | None = Field(
+        None,
+        description="Model name to request; spaces around it are dropped, and a blank one is "
+        "no model (as unset).",
+    )
     llm_api: Literal["chat", "responses"] = Field(
         "chat", description="Chat Completions (default) or the Responses API."
     )
@@ -209,7 +213,12 @@ class AptixSettings(BaseSettings):
         description="Emit OpenTelemetry traces of turns, model calls and tool calls, exported "
         "over OTLP/HTTP as the standard OTEL_* variables say (needs the 'otel' extra).",
     )
-    host: str = Field("127.0.0.1", min_length=1, description="Address `aptix serve` binds to.")
+    host: str = Field(
+        "127.0.0.1",
+        min_length=1,
+        description="Address `aptix serve` binds to; spaces around it are dropped, and a blank "
+        "one stops start-up.",
+    )
     port: int = Field(8000, ge=0, le=65535, description="Port `aptix serve` listens on.")
     api_keys: SecretStr | None = Field(
         None,
@@ -256,7 +265,10 @@ class AptixSettings(BaseSettings):
         "APTIX_LIMITS_WHEN_REDIS_DOWN).",
     )
     redis_key_prefix: str = Field(
-        "aptix", min_length=1, description="Prefix of every Redis key Aptix writes."
+        "aptix",
+        min_length=1,
+        description="Prefix of every Redis key Aptix writes; spaces around it are dropped, and "
+        "a blank one stops start-up.",
     )
     limits_when_redis_down: Literal["open", "closed"] = Field(
         "open",
@@ -282,6 +294,22 @@ class AptixSettings(BaseSettings):
             if any(c in text for c in "\r\n\0") or not text.isascii():
                 raise ValueError(f"the value of header {name!r} must be one line of ASCII")
         return value
+
+    @field_validator("host", "redis_key_prefix")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        # Stripped: a stray space from a shell or .env file is no part of an address or a key.
+        if not value.strip():
+            raise ValueError("must not be empty or only spaces")
+        return value.strip()
+
+    @field_validator("llm_model")
+    @classmethod
+    def _model_name(cls, value: str | None) -> str | None:
+        # Blank is no model, as unset is: a model named ' ' would count as configured.
+        if value is None or not value.strip():
+            return None
+        return value.strip()
 
     @field_validator("tool_modules", mode="before")
     @classmethod
@@ -424,6 +452,10 @@ OTHER_VARIABLES = frozenset(
 _warned: set[str] = set()
 
 
+#: A host name or IPv4 address as the model client reads it (letters of any script allowed).
+_HOST_NAME = re.compile(r"[\w.-]+")
+
+
 def _check_http_url(url: str) -> None:
     """Raise ``ValueError`` unless the model client can open ``url`` (scheme, host, port)."""
     import httpx2
@@ -442,6 +474,13 @@ def _check_http_url(url: str) -> None:
         raise ValueError(f"{shown} is not a valid URL ({reason}); {example}") from None
     if not host:
         raise ValueError(f"{shown} names no host; {example}")
+    # httpx2 percent-encodes what a host cannot hold ('a b' reads 'a%20b'); an IPv6 address
+    # (it has ':') may carry a zone id after '%'.
+    if ":" not in host and not _HOST_NAME.fullmatch(host):
+        raise ValueError(
+            f"{shown} names the host {unquote(host)!r}, which has characters no host name has; "
+            f"{example}"
+        )
     if port is not None and not 0 < port < 65536:
         raise ValueError(f"{shown} has port {port}, not one of 1-65535; {example}")
 

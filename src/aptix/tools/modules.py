@@ -107,6 +107,10 @@ def _import(entry: str) -> ModuleType:
                 raise PluginLoadError(f"Could not import tool module {entry}: {why(exc)}") from exc
     path = Path(entry).expanduser().resolve()
     if not path.is_file():
+        if path.is_dir():
+            raise PluginLoadError(f"Tool file {entry} is a directory; name a Python file in it.")
+        if path.exists():
+            raise PluginLoadError(f"Tool file {entry} is not a regular file.")
         raise PluginLoadError(f"Tool file {entry} does not exist.")
     # One module name per file, stable across imports of the same path.
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
