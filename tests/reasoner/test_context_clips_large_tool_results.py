@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.reasoner.context import ContextBudget, EstimatedTokens
@@ -107,45 +110,40 @@ async def test_a_result_over_the_budget_is_clipped_for_the_model_and_the_turn_fi
     assert any("'blob' was clipped to fit the context budget" in w for w in turn.warnings)
 
 
-async def test_results_that_cannot_fit_even_clipped_are_named_in_the_overflow_error(
-    tmp_path: Path,
+def _echoing(chars: int) -> FunctionModel:
+    """Calls ``echo`` once with ``chars`` characters of arguments, then answers."""
+
+    def answer(request: LlmRequest) -> LlmResponse:
+        if request.messages[-1]["role"] == "user":
+            return reply(None, call("echo", {"text": "y" * chars}))
+        return reply("done")
+
+    return FunctionModel(answer)
+
+
+@pytest.mark.parametrize(
+    ("tool", "model"),
+    [
+        # thirty results: each, clipped, still needs its marker
+        ("blob", lambda: _calling(*[5_000] * 30)),
+        # one call whose own arguments, which cannot be clipped, fill the room
+        ("echo", lambda: _echoing(20_000)),
+    ],
+)
+async def test_tool_calls_that_cannot_fit_are_named_in_the_overflow_error(
+    tmp_path: Path, tool: str, model: Callable[[], FunctionModel]
 ) -> None:
     limit = await _fixed_tokens(tmp_path) + 600
+    scripted = model()
     async with open_runtime(_settings(tmp_path, limit)) as runtime:
         created = await runtime.services.sessions.create_session(org="acme", user="ann")
         assert created.result is not None
-        model = _calling(*[5_000] * 30)  # thirty results, each clipped still needs its marker
-        result = await runtime.reasoner(model).execute(
-            session_id=created.result.id, org="acme", user="ann", instruction="read the blobs"
+        result = await runtime.reasoner(scripted).execute(
+            session_id=created.result.id, org="acme", user="ann", instruction="go"
         )
     assert result.kind == "error"
     assert result.error is not None
     assert "Its tool calls (their arguments and results) take about" in result.error
-    assert "by tool: 'blob' (about" in result.error
+    assert f"by tool: '{tool}' (about" in result.error
     assert "Shorten the instruction" not in result.error
-    assert len(model.requests) == 1  # the model is not sent what does not fit
-
-
-async def test_a_call_whose_own_arguments_fill_the_room_is_named_not_the_instruction(
-    tmp_path: Path,
-) -> None:
-    limit = await _fixed_tokens(tmp_path) + 600
-    async with open_runtime(_settings(tmp_path, limit)) as runtime:
-        created = await runtime.services.sessions.create_session(org="acme", user="ann")
-        assert created.result is not None
-
-        def answer(request: LlmRequest) -> LlmResponse:
-            if request.messages[-1]["role"] == "user":
-                return reply(None, call("echo", {"text": "y" * 20_000}))
-            return reply("done")
-
-        model = FunctionModel(answer)
-        result = await runtime.reasoner(model).execute(
-            session_id=created.result.id, org="acme", user="ann", instruction="big"
-        )
-    assert result.kind == "error"
-    assert result.error is not None
-    assert "Its tool calls (their arguments and results) take about" in result.error
-    assert "by tool: 'echo' (about" in result.error
-    assert "Shorten the instruction" not in result.error
-    assert len(model.requests) == 1
+    assert len(scripted.requests) == 1  # the model is not sent what does not fit
