@@ -6,14 +6,12 @@ the wrong dependency.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import redis
 
 from aptix.api import create_app
 from aptix.llm import LlmRequest, LlmResponse
@@ -24,19 +22,6 @@ from aptix.testing import FunctionModel, call, reply
 from tests.api.tcp_proxy import TcpProxy
 
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
-
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    """A Redis key prefix of this test's own; its keys are deleted afterwards."""
-    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT)
-    client.ping()  # the test needs the real Redis: fail, never skip
-    name = f"aptix-test-{uuid.uuid4().hex}"
-    yield name
-    keys = list(client.scan_iter(f"{name}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 @pytest.fixture

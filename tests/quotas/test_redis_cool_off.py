@@ -11,11 +11,9 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
-import redis
 
 from aptix.llm.types import Usage
 from aptix.quotas import breaker
@@ -75,19 +73,6 @@ class FreezableRedis:
         for task in (pipe(reader, up_writer), pipe(up_reader, writer)):
             made = asyncio.ensure_future(task)
             self._tasks.add(made)
-
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    """A key prefix of this test's own; its keys are deleted afterwards."""
-    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT)
-    client.ping()  # the test needs the real Redis: fail, never skip
-    name = f"aptix-test-{uuid.uuid4().hex}"
-    yield name
-    keys = list(client.scan_iter(f"{name}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 @pytest.fixture
