@@ -7,6 +7,9 @@ it has listed them, a name it does not have is refused, as any unknown tool is.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -73,3 +76,25 @@ def test_only_a_configured_server_lends_names(tmp_path: Path) -> None:
     other = load_mode_catalog(modes_offering(tmp_path, "agent_x"))
     with pytest.raises(ConfigurationError, match=r"unknown tool\(s\) agent_x \("):
         check_mode_tools(other, [*builtins, "time_*"])  # a prefix lends its own names only
+
+
+def test_serve_refuses_a_tool_the_started_server_lacks_in_one_line(tmp_path: Path) -> None:
+    environment = {
+        **os.environ,
+        "APTIX_DATA_DIR": str(tmp_path / "data"),
+        "APTIX_LOAD_PLUGINS": "false",
+        "APTIX_MCP_SERVERS": json.dumps({"time": time_server()}),
+        "APTIX_MODES_PATH": str(modes_offering(tmp_path, "time_no_such_tool")),
+    }
+    environment.pop("APTIX_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "aptix", "serve", "--port", "0"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = [x for x in done.stderr.splitlines() if "unknown tool(s) time_no_such_tool" in x]
+    assert "error: " in line

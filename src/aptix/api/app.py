@@ -12,7 +12,7 @@ from fastapi.routing import APIRoute
 from fastapi.telemetry import TelemetryConfig
 from pydantic.alias_generators import to_camel
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aptix import __version__
 from aptix.api.auth import ApiKeyVerifier
@@ -37,7 +37,12 @@ from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings, load_settings
 from aptix.telemetry import Tracing, open_tracing
 
-__all__ = ["create_app"]
+__all__ = ["STARTUP_REFUSALS", "create_app"]
+
+#: Why apps of this process refused to start, one line each: a configuration error found only
+#: once the app starts (a tool a mode names that its MCP server turns out not to have).
+#: ``aptix serve`` exits 2 on one, as for the configuration errors it finds before starting.
+STARTUP_REFUSALS: list[str] = []
 
 
 def create_app(
@@ -71,22 +76,31 @@ def create_app(
             _attach(app, runtime, model)
             yield
             return
-        async with open_runtime(settings, tracing=tracing) as opened:
-            _attach(app, opened, model)
-            from aptix.mcp.http import mcp_http_app
+        started = False
+        try:
+            async with open_runtime(settings, tracing=tracing) as opened:
+                _attach(app, opened, model)
+                from aptix.mcp.http import mcp_http_app
 
-            async with mcp_http_app(opened, verifier) as mcp_endpoint:
-                # Stateless: no event stream to GET and no session to DELETE, so POST only
-                # (Starlette answers the rest 405 with ``Allow``).
-                app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["POST"]))
-                # What start-up built (modules, catalogs, the embedding model) lives as long
-                # as the server: out of the collector's sight, a full collection under load
-                # scans only what requests made (p99 of POST /v1/agent/execute: 140 -> 50 ms).
-                gc.freeze()
-                try:
-                    yield
-                finally:
-                    gc.unfreeze()  # an app started again in this process starts afresh
+                async with mcp_http_app(opened, verifier) as mcp_endpoint:
+                    # Stateless: no event stream to GET and no session to DELETE, so POST
+                    # only (Starlette answers the rest 405 with ``Allow``).
+                    app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["POST"]))
+                    # What start-up built (modules, catalogs, the embedding model) lives as
+                    # long as the server: out of the collector's sight, a full collection
+                    # under load scans only what requests made (p99 of POST
+                    # /v1/agent/execute: 140 -> 50 ms).
+                    gc.freeze()
+                    started = True
+                    try:
+                        yield
+                    finally:
+                        gc.unfreeze()  # an app started again in this process starts afresh
+        except ConfigurationError as exc:
+            if not started:
+                app.state.startup_refusal = exc.one_line()
+                STARTUP_REFUSALS.append(app.state.startup_refusal)
+            raise
 
     app = _AptixApp(
         title="Aptix",
@@ -217,6 +231,22 @@ class _AptixApp(FastAPI):
                 schemas[body.__name__] = with_pascal_case_variant(schemas[body.__name__])
         _headers_are_strings(document)
         return document
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve; a start-up refused for its configuration is one line, not a traceback."""
+        if scope["type"] == "lifespan":
+            send = self._refusal_as_one_line(send)
+        await super().__call__(scope, receive, send)
+
+    def _refusal_as_one_line(self, send: Send) -> Send:
+        async def sending(message: Message) -> None:
+            refusal = getattr(self.state, "startup_refusal", None)
+            if message["type"] == "lifespan.startup.failed" and refusal is not None:
+                # Starlette sends the whole traceback, which the server logs as an error.
+                message = {**message, "message": f"error: {refusal}"}
+            await send(message)
+
+        return sending
 
     def build_middleware_stack(self) -> ASGIApp:
         """The usual stack inside :class:`EnvelopeErrors`."""

@@ -108,10 +108,18 @@ def serve(
         uvicorn.run("aptix.api.app:create_app", reload=True, **options)
         return
     server = StoppingServer(uvicorn.Config("aptix.api.app:create_app", **options))
-    with contextlib.suppress(KeyboardInterrupt):
-        server.run()
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run()
+    except SystemExit:
+        if server.started:
+            raise
+        # uvicorn exits 3 when the app cannot start: said below, with the code it deserves.
     if not server.started:
-        raise typer.Exit(STARTUP_FAILURE)  # as uvicorn.run exits when the app cannot start
+        from aptix.api.app import STARTUP_REFUSALS
+
+        # A configuration error found as the app started exits as one found before it did.
+        raise typer.Exit(2 if STARTUP_REFUSALS else STARTUP_FAILURE)
 
 
 def _keys_or_exit(settings: AptixSettings) -> dict[str, KeyOwner]:
