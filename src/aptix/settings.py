@@ -420,7 +420,8 @@ class AptixSettings(BaseSettings):
             )
         elif os.environ.get("APTIX_CONFIG_FILE"):
             raise ConfigurationError(
-                f"APTIX_CONFIG_FILE names a file that does not exist: {path}.",
+                # Quoted: a name of spaces alone would read as nothing at all.
+                f"APTIX_CONFIG_FILE names a file that does not exist: {str(path)!r}.",
                 hint="create the file, or unset APTIX_CONFIG_FILE",
             )
         return tuple(sources)

@@ -143,3 +143,10 @@ def test_config_show_refuses_a_role_that_serve_refuses(monkeypatch: pytest.Monke
         result = runner.invoke(app, command)
         assert result.exit_code == 2, command
         assert "entry #1 has the unknown role 'root'" in result.stderr
+
+
+def test_a_config_file_name_of_spaces_is_shown_quoted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APTIX_CONFIG_FILE", " ")
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 2
+    assert "APTIX_CONFIG_FILE names a file that does not exist: ' '." in result.stderr

@@ -96,6 +96,7 @@ async def test_a_short_outage_stores_the_ending_once_the_database_is_back(
     assert stored.id not in ledger.ENDED_HERE
     [turn] = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
     assert turn["error"]["code"] == "database_unavailable"
+    assert turn["error"]["message"].startswith("Ended because the database was unavailable (")
     _assert_ran(turn["toolCalls"][0])
 
 

@@ -195,14 +195,16 @@ class TurnEndings:
             ("ConversationId", turn.record.id),
         )
         mark_logged(exc)  # re-raised: the HTTP layer answers it without a second traceback
-        warning = f"Ended by an unexpected error ({type(exc).__name__}); see the server log."
+        outage = is_database_outage(exc)
+        cause = "the database was unavailable" if outage else "an unexpected error"
+        warning = f"Ended because {cause} ({type(exc).__name__}); see the server log."
         if turn.saving is not None:
             with contextlib.suppress(Exception):
                 await turn.saving
         ledger.end(turn.record, "error", warning)
         turn.record.result = {
             **result_of(turn, "error", error=warning).to_wire(),
-            ERROR_CODE: "database_unavailable" if is_database_outage(exc) else "internal_error",
+            ERROR_CODE: "database_unavailable" if outage else "internal_error",
         }
         for pause in (*SAVE_RETRY_SECONDS, None):
             try:
