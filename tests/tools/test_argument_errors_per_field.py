@@ -112,3 +112,42 @@ def test_class_tool_arguments_keep_the_case_of_quoted_values_and_say_json_object
         "Invalid arguments: 'kind': input should be 'Home' or 'Work'; "
         "'code': string should match pattern '^[A-Z]+$'; 'tags': input should be a JSON object."
     )
+
+
+class _Cat(BaseModel):
+    kind: Literal["cat"] = Field(description="Always cat.")
+    lives: int = Field(description="Lives left.")
+
+
+class _Dog(BaseModel):
+    kind: Literal["dog"] = Field(description="Always dog.")
+
+
+class _Pets(ToolArgs):
+    either: int | str = Field(0, description="A number or a name.")
+    pet: _Cat | _Dog | None = Field(None, description="A pet.")
+    first_name: int = Field(0, description="A field named in snake case.")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        # pydantic's path holds the union's members ("either.int", "pet.Cat.kind"): not sent
+        (
+            '{"either": [1]}',
+            "Invalid arguments: 'either': input should be a valid integer or "
+            "input should be a valid string.",
+        ),
+        (
+            '{"pet": {"kind": "cow"}}',
+            "Invalid arguments: 'pet.kind': input should be 'cat' or input should be 'dog'; "
+            "'pet.lives': field required.",
+        ),
+        ('{"firstName": "x"}', "Invalid arguments: 'firstName': input should be a valid integer"),
+        ('{"first_name": "x"}', "Invalid arguments: 'firstName': input should be a valid integer"),
+    ],
+)
+def test_a_union_fields_problems_name_only_what_was_sent(arguments: str, expected: str) -> None:
+    parsed = parse_arguments(_Pets, arguments)
+    assert parsed.error_message is not None
+    assert parsed.error_message.startswith(expected)

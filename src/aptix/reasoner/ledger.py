@@ -83,14 +83,15 @@ CANCELLED_THREAD = (
     "The turn was cancelled while this call ran in a thread that cannot be stopped: it may "
     "still complete. Check whether it took effect before retrying it."
 )
+# Said by a stopping server and by `aptix chat` ended by a signal alike (reasoner.stopping).
 SHUT_DOWN_RUNNING = (
-    "The server shut down while this call ran; it was stopped and may have partly taken "
-    "effect, so its outcome is unknown. It was not run again: check whether it took effect "
-    "before retrying it."
+    "The process running this turn stopped while this call ran; the call was stopped and may "
+    "have partly taken effect, so its outcome is unknown. It was not run again: check whether "
+    "it took effect before retrying it."
 )
 SHUT_DOWN_THREAD = (
-    "The server shut down while this call ran in a thread that cannot be stopped: it may "
-    "still complete. Check whether it took effect before retrying it."
+    "The process running this turn stopped while this call ran in a thread that cannot be "
+    "stopped: it may still complete. Check whether it took effect before retrying it."
 )
 CANCELLED_ELSEWHERE = (
     "The turn was cancelled while this call ran, and how the call ended is not known here. "
@@ -98,7 +99,9 @@ CANCELLED_ELSEWHERE = (
 )
 NOT_STARTED = "The turn was closed before this call started; it was not run."
 CANCELLED_BEFORE_START = "The turn was cancelled before this call started; it was not run."
-SHUT_DOWN_BEFORE_START = "The server shut down before this call started; it was not run."
+SHUT_DOWN_BEFORE_START = (
+    "The process running this turn stopped before this call started; it was not run."
+)
 NOT_ANSWERED = "The turn ended before the client answered this call; it was not run."
 NOT_APPROVED = "The turn ended before the user approved '{name}'; it was not run."
 DENIED = "The user did not approve '{name}'; it was not run."

@@ -66,7 +66,7 @@ def parse_arguments(model: type[A], arguments_json: str | None) -> InvokeResult[
     try:
         return InvokeResult.create(model.model_validate_json(text))
     except ValidationError as exc:
-        return InvokeResult.from_error(describe_validation_error(exc))
+        return InvokeResult.from_error(describe_validation_error(exc, text))
 
 
 def repeated_argument(arguments_json: str | None, names: Iterable[str]) -> str | None:
@@ -78,19 +78,71 @@ def repeated_argument(arguments_json: str | None, names: Iterable[str]) -> str |
     return repeated_field(data, names)
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """Turn a pydantic error into one sentence a model or a person can act on."""
-    problems: list[str] = []
+def describe_validation_error(exc: ValidationError, arguments_json: str | None = None) -> str:
+    """Turn a pydantic error into one sentence a model or a person can act on.
+
+    With the ``arguments_json`` that failed, a field's path names only what was sent: the
+    members of a union (``Cat``, ``int``) that pydantic puts in it are left out, and what
+    each member wanted is said once for the field, joined by "or".
+    """
+    sent = _sent(arguments_json)
+    problems: dict[str, list[str]] = {}
     for err in exc.errors(include_url=False):
         kind = err["type"]
         if kind == "json_invalid":
             detail = err["msg"].removeprefix("Invalid JSON: ")
             return f"Arguments must be a valid JSON object ({detail})."
-        where = ".".join(str(p) for p in err["loc"])
-        if not where:  # only an error at the root means the arguments are not an object
+        where = ".".join(_path(err["loc"], sent, missing=kind == "missing"))
+        if not err["loc"]:  # only an error at the root means the arguments are not an object
             return "Arguments must be a JSON object."
-        problems.append(f"'{where}': {_field_message(kind, err['msg'])}")
-    return "Invalid arguments: " + "; ".join(problems) + "."
+        said = problems.setdefault(where, [])
+        message = _field_message(kind, err["msg"])
+        if message not in said:
+            said.append(message)
+    return (
+        "Invalid arguments: "
+        + "; ".join(f"'{where}': {' or '.join(said)}" for where, said in problems.items())
+        + "."
+    )
+
+
+_UNKNOWN = object()
+
+
+def _sent(arguments_json: str | None) -> Any:
+    if arguments_json is None:
+        return _UNKNOWN
+    try:
+        return json.loads(arguments_json)
+    except (ValueError, RecursionError):
+        return _UNKNOWN
+
+
+def _path(loc: tuple[int | str, ...], sent: Any, *, missing: bool) -> list[str]:
+    """The parts of ``loc`` that are keys and indexes of what was sent."""
+    if sent is _UNKNOWN:
+        return [str(part) for part in loc]
+    parts: list[str] = []
+    node = sent
+    for index, part in enumerate(loc):
+        if isinstance(node, dict) and isinstance(part, str) and (key := _key(node, part)):
+            node = node[key]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif not (missing and index == len(loc) - 1):  # else: the field that was not sent
+            continue  # a union member's name: no part of the arguments
+        parts.append(str(part))
+    return parts
+
+
+def _key(node: dict[Any, Any], part: str) -> str | None:
+    """The key of ``node`` that ``part`` names, in any of the casings arguments accept."""
+    if part in node:
+        return part
+    wanted = part.replace("_", "").casefold()
+    return next(
+        (k for k in node if isinstance(k, str) and k.replace("_", "").casefold() == wanted), None
+    )
 
 
 def _field_message(kind: str, msg: str) -> str:

@@ -75,7 +75,7 @@ class FunctionTool(AgentTool):
         try:
             args = self._validate(text)
         except ValidationError as exc:
-            return InvokeResult.from_error(describe_validation_error(exc))
+            return InvokeResult.from_error(describe_validation_error(exc, text))
         kwargs = {name: getattr(args, name) for name in self._fields}
         if self._context_param is not None:
             kwargs[self._context_param] = context
