@@ -190,3 +190,32 @@ def test_the_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
     assert "[Quotas_Redis__Unavailable]" in messages[0]
     assert "refusing requests with 503" in messages[0]
     assert "[Quotas_Redis__Recovered]" in messages[1]
+
+
+@pytest.mark.parametrize("fail_open", [True, False])
+async def test_a_turn_slot_asked_of_a_hanging_redis_neither_fails_nor_stays_taken(
+    frozen_redis: FreezableRedis, prefix: str, fail_open: bool
+) -> None:
+    # No token budget: the slot is the turn's first call to Redis, the one that times out.
+    quotas = Quotas(
+        max_concurrent_turns=4, redis_url=frozen_redis.url, key_prefix=prefix, fail_open=fail_open
+    )
+    key = f"{quotas._turns_key}:acme"
+    try:
+        assert await quotas.enter_turn("acme") is None  # Redis answers
+        await quotas.leave_turn("acme")
+        frozen_redis.freeze()
+        entered = await quotas.enter_turn("acme")  # the first call of the outage times out
+        if fail_open:
+            assert entered is None
+        else:
+            assert entered is not None
+            assert (entered.status, entered.code) == (503, "limits_unavailable")
+        frozen_redis.thaw()
+        await asyncio.sleep(0.3)  # the held request reaches Redis now, and takes the slot
+        if fail_open:
+            await quotas.leave_turn("acme")  # gives back the slot its request may have taken
+            assert await quotas._redis.zcard(key) == 0
+    finally:
+        frozen_redis.thaw()
+        await quotas.aclose()

@@ -50,8 +50,9 @@ class SqliteFile:
         # Not reopened by itself: a file created anew at the path (as SQLite does on a new
         # connection) would hold none of the data, and writes there would look fine.
         self._lost = (
-            f"The SQLite database file {self.path} {what} while the server ran; restore it "
-            "and restart the server."
+            f"The SQLite database file {self.path} {what} while the server ran; stop the "
+            "server, remove its -wal and -shm files, restore the database file and start the "
+            "server (docs/deployment.md)."
         )
         StdlibAdminLogger().add_custom_event(
             LogLevel.ERROR,

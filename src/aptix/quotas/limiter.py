@@ -170,16 +170,21 @@ class Quotas:
             return refusal
         limit = self.max_concurrent_turns
         slot = uuid.uuid4().hex
+        taken: bool | None = None
+        failed = False
         try:
-            taken = None if self._breaker.skip() else await self._take_slot(org, slot, limit)
+            if not self._breaker.skip():
+                taken = await self._take_slot(org, slot, limit)
         except Exception as exc:
             refusal = self._failed(exc)
+            failed = True
         else:
             refusal = self._unavailable() if taken is None else None
         if taken is None:
             if refusal is None:
-                # Let in uncounted: its leave_turn has no slot to give back.
-                self._held.setdefault(org, deque()).append(None)
+                # Let in uncounted. A request that timed out may still reach Redis once it
+                # answers again, so its leave_turn gives the slot back all the same.
+                self._held.setdefault(org, deque()).append(slot if failed else None)
             return refusal
         self._up()
         if taken:
