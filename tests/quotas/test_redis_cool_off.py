@@ -194,8 +194,9 @@ def test_the_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
 
 @pytest.mark.parametrize("fail_open", [True, False])
 async def test_a_turn_slot_asked_of_a_hanging_redis_neither_fails_nor_stays_taken(
-    frozen_redis: FreezableRedis, prefix: str, fail_open: bool
+    frozen_redis: FreezableRedis, prefix: str, fail_open: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(breaker, "COOL_OFF_SECONDS", 0.5)
     # No token budget: the slot is the turn's first call to Redis, the one that times out.
     quotas = Quotas(
         max_concurrent_turns=4, redis_url=frozen_redis.url, key_prefix=prefix, fail_open=fail_open
@@ -215,7 +216,13 @@ async def test_a_turn_slot_asked_of_a_hanging_redis_neither_fails_nor_stays_take
         await asyncio.sleep(0.3)  # the held request reaches Redis now, and takes the slot
         if fail_open:
             await quotas.leave_turn("acme")  # gives back the slot its request may have taken
-            assert await quotas._redis.zcard(key) == 0
+        else:
+            assert await quotas._redis.zcard(key) == 1  # taken for a turn that was refused
+            await asyncio.sleep(0.5)  # the cool-off ends: the next turn asks Redis again
+            assert await quotas.enter_turn("acme") is None
+            assert await quotas._redis.zcard(key) == 1  # its own slot only
+            await quotas.leave_turn("acme")
+        assert await quotas._redis.zcard(key) == 0
     finally:
         frozen_redis.thaw()
         await quotas.aclose()

@@ -109,6 +109,9 @@ class Quotas:
         self._running: dict[str, dict[str, float]] = {}
         #: org -> the slots this process took and has not given back, oldest first.
         self._held: dict[str, deque[str | None]] = {}
+        # Slots asked of a Redis that did not answer, for turns that were then refused: Redis
+        # may still apply the request once it answers again, so they are given back then.
+        self._orphans: dict[str, set[str]] = {}
         if redis_url is not None:
             try:
                 import redis.asyncio
@@ -174,6 +177,7 @@ class Quotas:
         failed = False
         try:
             if not self._breaker.skip():
+                await self._give_back_orphans(org)
                 taken = await self._take_slot(org, slot, limit)
         except Exception as exc:
             refusal = self._failed(exc)
@@ -181,10 +185,12 @@ class Quotas:
         else:
             refusal = self._unavailable() if taken is None else None
         if taken is None:
+            # A request that timed out may still reach Redis once it answers again: the slot
+            # is given back when the turn ends, or, for a turn refused, at the next one.
             if refusal is None:
-                # Let in uncounted. A request that timed out may still reach Redis once it
-                # answers again, so its leave_turn gives the slot back all the same.
                 self._held.setdefault(org, deque()).append(slot if failed else None)
+            elif failed:
+                self._orphans.setdefault(org, set()).add(slot)
             return refusal
         self._up()
         if taken:
@@ -225,6 +231,12 @@ class Quotas:
             self._failed(exc)
         else:
             self._up()
+
+    async def _give_back_orphans(self, org: str) -> None:
+        orphans = self._orphans.get(org)
+        if orphans and self._redis is not None:
+            await self._redis.zrem(f"{self._turns_key}:{org}", *orphans)
+            del self._orphans[org]
 
     async def _take_slot(self, org: str, slot: str, limit: int) -> bool:
         """Record ``slot`` as one of ``org``'s running turns, unless it runs ``limit`` already."""
