@@ -177,16 +177,22 @@ def test_a_turns_lines_carry_its_session_and_turn_ids(
 
 
 @pytest.mark.usefixtures("own_process")
-def test_aptix_chat_sends_other_libraries_lines_to_its_log_file(
+def test_aptix_chat_sends_every_librarys_lines_to_its_log_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from aptix.cli.chat import _log_to_file
-
-    log_setup.configure_logging("WARNING", json_lines=True)
-    _log_to_file(tmp_path / "chat.log")
-    logging.getLogger("somelib").warning("not over the chat")
-    for handler in logging.getLogger("aptix").handlers:
-        handler.close()
+    log_setup.log_to_file(tmp_path / "data" / "chat.log")
+    try:
+        log_setup.configure_logging("INFO", json_lines=True)  # as the chat's runtime opens
+        logging.getLogger("aptix.workflows").info("loading the matching model")  # start-up
+        logging.getLogger("somelib").warning("not over the chat")
+        logging.getLogger("opentelemetry.exporter").warning("transient error")  # APTIX_OTEL
+    finally:
+        log_setup.log_to_file(None)
+        log_setup.configure_logging("WARNING")  # closes nothing of the test's, writes stderr
     assert capsys.readouterr().err == ""
-    [line] = (tmp_path / "chat.log").read_text(encoding="utf-8").splitlines()
-    assert json.loads(line)["message"] == "not over the chat"
+    lines = (tmp_path / "data" / "chat.log").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["message"] for line in lines] == [
+        "loading the matching model",
+        "not over the chat",
+        "transient error",
+    ]

@@ -32,6 +32,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, TextIO
 
 from asgi_correlation_id.context import correlation_id
@@ -72,6 +73,8 @@ class _Process:
 
     claimed = False
     json_lines = False
+    #: Where every configured logger writes instead of stderr (:func:`log_to_file`).
+    log_file: Path | None = None
 
 
 # C0, DEL and C1 controls, the Unicode line and paragraph separators, and the bidirectional
@@ -255,7 +258,9 @@ def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
     log of an application that runs uvicorn with ``access_log=False``.
     """
     config = logging_config(level, json_lines=json_lines)
-    handler = process_handler() if _Process.claimed else logging.StreamHandler()
+    handler = _file_handler() or (
+        process_handler() if _Process.claimed else logging.StreamHandler()
+    )
     handler.setFormatter(JsonLinesFormatter() if json_lines else PlainFormatter())
     handler.addFilter(LogContextFilter(config["filters"]["ids"]["missing"]))
     for name, wanted in config["loggers"].items():
@@ -264,19 +269,53 @@ def configure_logging(level: str = "INFO", *, json_lines: bool = False) -> None:
         logger = logging.getLogger(name)
         logger.setLevel(wanted["level"])
         if "handlers" in wanted:
+            _close_files(logger.handlers)
             logger.handlers[:] = [handler]
             logger.propagate = False
     if _Process.claimed:
         _Process.json_lines = json_lines
         root = logging.getLogger()
         # Only an earlier Aptix handler is replaced: one a test or a debugger added stays.
-        kept = [h for h in root.handlers if not isinstance(h, _ProcessHandler)]
+        kept = [h for h in root.handlers if not isinstance(h, _ProcessHandler | _FileHandler)]
+        _close_files(root.handlers)
         root.handlers[:] = [*kept, handler]
         root.setLevel(ROOT_LEVEL)
 
 
 class _ProcessHandler(logging.StreamHandler[TextIO]):
     """The stderr handler of Aptix's own process (recognised when logging is set up again)."""
+
+
+class _FileHandler(logging.FileHandler):
+    """The handler of :func:`log_to_file` (recognised when logging is set up again)."""
+
+
+def log_to_file(path: Path | None) -> None:
+    """Send every logger :func:`configure_logging` sets up to ``path`` from its next call.
+
+    ``aptix chat`` logs to a file, not over the conversation: its own lines and other
+    libraries' (a trace exporter's warnings), from start-up on. A path that cannot be
+    opened leaves the lines on stderr; None sends them to stderr again.
+    """
+    _Process.log_file = path
+
+
+def _close_files(handlers: list[logging.Handler]) -> None:
+    for handler in handlers:
+        if isinstance(handler, _FileHandler):
+            handler.close()
+
+
+def _file_handler() -> logging.Handler | None:
+    if _Process.log_file is None:
+        return None
+    if _Process.claimed:
+        logging.captureWarnings(True)
+    try:
+        _Process.log_file.parent.mkdir(parents=True, exist_ok=True)
+        return _FileHandler(_Process.log_file, encoding="utf-8")
+    except OSError:  # an unwritable data directory
+        return None
 
 
 def process_handler() -> logging.Handler:

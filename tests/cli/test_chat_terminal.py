@@ -113,6 +113,30 @@ def test_chat_history_survives_a_restart_and_tab_completes(tmp_path: Path) -> No
         assert _user_text(server.requests[1]) == "remember this line"
 
 
+def test_start_up_and_trace_exporter_lines_go_to_the_log_file(tmp_path: Path) -> None:
+    collector = _closed_port_url().removesuffix("/v1")  # nothing listens: the exporter warns
+    with ScriptedOpenAIServer([reply("Traced.")]) as server:
+        env = {
+            **_terminal_env(tmp_path, server.base_url),
+            "APTIX_LOG_LEVEL": "DEBUG",  # start-up lines too
+            "APTIX_OTEL": "true",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": collector,
+            "OTEL_BSP_SCHEDULE_DELAY": "50",
+        }
+        child = spawn_chat(env)
+        try:
+            one_exchange(child, "hello", "Traced.")
+        finally:
+            child.close()
+    shown = all_shown(child)
+    logged = (tmp_path / "chat.log").read_text(encoding="utf-8")
+    assert " DEBUG aptix" in logged  # the runtime's start-up
+    assert " opentelemetry" in logged  # the exporter's warning that it could not send
+    for level in (" DEBUG ", " INFO ", " WARNING "):
+        assert level not in shown
+    assert child.exitstatus == 0
+
+
 def _closed_port_url() -> str:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

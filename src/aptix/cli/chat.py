@@ -12,10 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import textwrap
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -39,6 +37,7 @@ from aptix.llm.demo import is_demo
 if TYPE_CHECKING:
     from aptix.reasoner import AgentReasoner, ToolResultInput, TurnResult
     from aptix.runtime import Runtime
+    from aptix.settings import AptixSettings
 
 APPROVAL_TOOL = "request_user_approval"
 DEMO_TRY = "Try: calculate 2*(3+4), list the modes, show the workflows, ask me for approval."
@@ -113,10 +112,24 @@ def chat(
 
 
 async def _main(session_id: str | None, mode: str | None, details: bool, resume: bool) -> None:
+    from aptix.log_setup import log_to_file
+    from aptix.settings import load_settings
+
+    settings = load_settings()
+    # From start-up on, and every library's lines (a trace exporter's), not over the chat.
+    log_to_file(settings.data_dir / LOG_FILE)
+    try:
+        await _chat(settings, session_id, mode, details, resume)
+    finally:
+        log_to_file(None)  # for whatever this process does next (a test's next command)
+
+
+async def _chat(
+    settings: AptixSettings, session_id: str | None, mode: str | None, details: bool, resume: bool
+) -> None:
     from aptix.runtime import open_runtime
 
-    async with open_runtime() as runtime:
-        _log_to_file(runtime.settings.data_dir / LOG_FILE)
+    async with open_runtime(settings) as runtime:
         reasoner = runtime.reasoner()
         modes = await runtime.services.modes.get_all_modes()
         state = ChatState(
@@ -225,25 +238,6 @@ async def _answer_waiting_turn(
     else:
         say(("The session waits for that client until the turn is answered or cancelled.", "dim"))
     return True
-
-
-def _log_to_file(path: Path) -> None:
-    """Send the ``aptix`` logger's lines to ``path``, formatted as configured."""
-    root = logging.getLogger("aptix")
-    try:
-        handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError:  # an unwritable data directory: the lines stay on stderr
-        return
-    if root.handlers:  # the configured format and the filters that fill its fields
-        configured = root.handlers[0]
-        handler.setFormatter(configured.formatter)
-        for log_filter in configured.filters:
-            handler.addFilter(log_filter)
-        # The `aptix` command's root logger shares it: other libraries' lines and Python
-        # warnings go to the file too, not over the chat.
-        process = logging.getLogger()
-        process.handlers[:] = [handler if h is configured else h for h in process.handlers]
-    root.handlers[:] = [handler]
 
 
 async def _turn(
