@@ -275,3 +275,19 @@ async def test_another_org_sees_none_of_the_sessions(
         404,
     )
     assert model.requests == []
+
+
+@pytest.mark.parametrize("arguments", [[1, 2], 5, True])
+async def test_invoke_arguments_that_are_no_object_are_refused_in_json_words(
+    client: httpx.AsyncClient, arguments: object
+) -> None:
+    refused = await client.post("/v1/tools/agent_hello_world/invoke", json={"arguments": arguments})
+    assert _error(refused, 422) == (
+        "Invalid request: arguments: must be a JSON object (or its text)."
+    )
+
+
+async def test_invoke_with_null_arguments_is_a_call_with_none(client: httpx.AsyncClient) -> None:
+    done = await client.post("/v1/tools/agent_list_modes/invoke", json={"arguments": None})
+    assert done.status_code == 200, done.text
+    assert done.json()["successful"] is True

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from aptix.blank import NOT_BLANK_PATTERN
 from aptix.casing import from_pascal_case
@@ -66,9 +67,20 @@ class InvokeRequest(WireModel):
     """``POST /v1/tools/{name}/invoke``."""
 
     arguments: dict[str, Any] | str = Field(
-        default_factory=dict, description="Tool arguments: a JSON object (or its text)."
+        default_factory=dict,
+        description="Tool arguments: a JSON object (or its text); null means none.",
     )
     session_id: str | None = Field(None, max_length=64, description="Session the tool runs in.")
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _an_object(cls, value: Any) -> Any:
+        """Null is no arguments; a list or a number is refused in JSON's words, not Python's."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict | str):
+            raise PydanticCustomError("arguments_type", "must be a JSON object (or its text)")
+        return value
 
 
 class ErrorItem(WireModel):
