@@ -118,7 +118,8 @@ async def test_a_turn_ended_unexpectedly_shows_what_its_request_was_told(
     assert told.json()["error"]["code"] == code
     assert turn["status"] == "error"
     assert turn["error"]["code"] == code
-    assert "unexpected error" in turn["error"]["message"]
+    said = {"internal_error": "an unexpected error", "database_unavailable": "the database"}
+    assert f"Ended because {said[code]}" in turn["error"]["message"]
 
 
 async def test_the_code_stays_out_of_the_turn_answer(
@@ -189,4 +190,4 @@ async def test_an_error_turn_whose_ending_could_not_be_stored_shows_its_real_cod
         [turn] = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
     assert turn["status"] == "error"
     assert turn["error"]["code"] == "database_unavailable"
-    assert "unexpected error" in turn["error"]["message"]
+    assert "Ended because the database was unavailable" in turn["error"]["message"]
