@@ -270,7 +270,20 @@ async def _failure(
             refusal.code,
             headers={**headers, **refusal.headers()},
         )
+    code = stored.get(ERROR_CODE)
+    if code in _LIMITS_REFUSED:
+        # The limits refused a model call and answer otherwise by now (Redis back): still
+        # not the model endpoint's fault, and worth a retry later.
+        status = _LIMITS_REFUSED[str(code)]
+        retry = {"Retry-After": str(LIMITS_RETRY_SECONDS)}
+        return ApiError(status, message, str(code), headers={**headers, **retry})
     return ApiError(502, message, "model_error", headers=headers)
+
+
+#: The status of a turn a model call refused by the limits ended, when they no longer refuse.
+_LIMITS_REFUSED = {"limits_unavailable": 503, "token_budget_exhausted": 429}
+#: How long a client is told to wait before retrying such a turn.
+LIMITS_RETRY_SECONDS = 5
 
 
 def _with_client_tools(
