@@ -103,7 +103,11 @@ def test_a_deployment_file_workflow_opens_read_only_and_says_it_is_served(
     url: str, open_page: PageFactory
 ) -> None:
     page = open_page()
-    page.goto(f"{url}/console/#/authoring/onboard")
+    page.goto(f"{url}/console/#/authoring")
+    row = page.get_by_role("row").filter(has=page.get_by_text("onboard", exact=True))
+    expect(row).to_contain_text("no: built in or from a deployment file")
+    row.get_by_role("link", name="Onboard a customer").click()  # listed, and it opens
+    expect(page).to_have_url(f"{url}/console/#/authoring/onboard")
     expect(page.locator("#editor-status")).to_have_text(
         "Version 1.0.0 (published) comes from a deployment file and is read-only here: it "
         "changes through its file and a review. It is served."

@@ -102,12 +102,13 @@ export async function authoringView(el, params) {
     table(
       "Workflows of this org, drafts included",
       [
-        ["Workflow", (w) => (w.readOnly ? w.title : h("a", { href: `#/authoring/${encodeURIComponent(w.workflowId)}` }, w.title))],
+        // Read-only ones open too: their page shows the served version and says why.
+        ["Workflow", (w) => h("a", { href: `#/authoring/${encodeURIComponent(w.workflowId)}` }, w.title)],
         ["Id", (w) => h("code", {}, w.workflowId)],
         ["Status", (w) => h("span", { class: `status ${w.status}` }, w.status)],
         ["Version", (w) => (w.publishedVersion ? `${w.version} (serving ${w.publishedVersion})` : w.version)],
         ["Visibility", (w) => w.visibility],
-        ["Editable", (w) => (w.readOnly ? "no: deployment file" : "yes")],
+        ["Editable", (w) => (w.readOnly ? "no: built in or from a deployment file" : "yes")],
       ],
       rows,
     ),
