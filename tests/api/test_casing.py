@@ -122,3 +122,14 @@ async def test_a_value_of_another_json_type_is_refused_not_coerced(
     answered = await client.post(path, json=body)
     assert answered.status_code == 422, answered.text
     assert answered.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("body", [{"arguments": None}, {"Arguments": None}])
+async def test_null_invoke_arguments_are_documented_as_they_are_accepted(
+    client: httpx.AsyncClient, body: dict[str, Any]
+) -> None:
+    # Schemathesis found the route taking a null the schema called invalid (ST201).
+    document = (await client.get("/openapi.json")).json()
+    assert _schema(document, "InvokeRequest").is_valid(body)
+    answered = await client.post("/v1/tools/agent_list_modes/invoke", json=body)
+    assert answered.status_code == 200, answered.text

@@ -66,7 +66,8 @@ class WireModel(BaseModel):
 class InvokeRequest(WireModel):
     """``POST /v1/tools/{name}/invoke``."""
 
-    arguments: dict[str, Any] | str = Field(
+    # ``None`` is in the type so the documented schema admits the null the validator takes.
+    arguments: dict[str, Any] | str | None = Field(
         default_factory=dict,
         description="Tool arguments: a JSON object (or its text); null means none.",
     )

@@ -70,7 +70,8 @@ async def invoke_tool(
     """
     if not runtime.registry.has_tool(name):
         raise ApiError(404, f"Unknown tool '{name}'.")
-    arguments = body.arguments if isinstance(body.arguments, str) else json.dumps(body.arguments)
+    sent = body.arguments
+    arguments = sent if isinstance(sent, str) else json.dumps(sent or {})
     conditional = is_conditional(runtime.registry, name)
     arguments = apply_if_match(name, conditional, arguments, if_match)
     # The session's mode and active workflow apply here exactly as in a model turn.
