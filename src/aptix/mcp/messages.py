@@ -1,17 +1,26 @@
-"""Whether a body or a line is one JSON-RPC 2.0 message Aptix can answer, alike on every transport.
+r"""Whether a body or a line is one JSON-RPC 2.0 message Aptix can answer, alike on every transport.
 
 The SDK reads a message whose ``id`` is neither a string nor an integer (an object, ``1.5``,
 ``true``, ``null``) as a notification and never answers it, so a client waiting for the
 answer waits forever; such a message is refused here as an invalid request instead.
+
+A lone surrogate escape (``"\ud800"``) is valid JSON that the SDK's parser cannot read. Text
+with one is refused on every surface (:data:`aptix.nul.SURROGATE_REFUSED`), so such a request
+is answered with its own id and invalid params (-32602) in the same words, never "not JSON".
 """
 
 from __future__ import annotations
+
+import json
+from typing import NamedTuple
 
 import pydantic_core
 from mcp import types
 from pydantic import ValidationError
 
-__all__ = ["INVALID", "NOT_UTF8", "TOO_DEEP", "error", "problem", "refusal"]
+from aptix.nul import SURROGATE_REFUSED, find_surrogate, storable, storable_value
+
+__all__ = ["INVALID", "NOT_UTF8", "TOO_DEEP", "Problem", "error", "problem", "refusal"]
 
 INVALID = "Invalid Request: not a JSON-RPC 2.0 message."
 #: Valid JSON the parser refuses to read (its recursion limit): saying "not JSON" would send
@@ -19,23 +28,28 @@ INVALID = "Invalid Request: not a JSON-RPC 2.0 message."
 TOO_DEEP = "Invalid Request: the JSON is nested too deeply (at most about 200 levels are read)."
 NOT_UTF8 = "Parse error: the message is not valid UTF-8."
 _NOT_JSON = "Parse error: the body is not JSON."
+# How much of the place of a lone surrogate is shown: a key can be as long as the body.
+_PLACE_SHOWN = 200
 
 
-def problem(body: bytes | str) -> tuple[int, str] | None:
-    """The JSON-RPC error code and message for a body that is not one message; None for one."""
+class Problem(NamedTuple):
+    """Why a body is not one message Aptix can answer, and the id to answer it with."""
+
+    code: int
+    message: str
+    #: The request's own id when it could be read (a lone surrogate), else None.
+    request_id: str | int | None = None
+
+
+def problem(body: bytes | str) -> Problem | None:
+    """The JSON-RPC error for a body that is not one message Aptix can answer; None for one."""
     try:
         raw = pydantic_core.from_json(body)
     except ValueError as exc:
         if "recursion limit" in str(exc):
-            return types.INVALID_REQUEST, TOO_DEEP
-        return types.PARSE_ERROR, _NOT_JSON
-    if isinstance(raw, dict) and "id" in raw and not _plain_id(raw["id"]):
-        return types.INVALID_REQUEST, INVALID
-    try:
-        types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
-    except ValidationError:
-        return types.INVALID_REQUEST, INVALID
-    return None
+            return Problem(types.INVALID_REQUEST, TOO_DEEP)
+        return _lone_surrogate(body)
+    return _shape_problem(raw)
 
 
 def refusal(body: bytes | str) -> dict[str, object] | None:
@@ -49,10 +63,47 @@ def refusal(body: bytes | str) -> dict[str, object] | None:
     return None if found is None else error(*found)
 
 
-def error(code: int, message: str) -> dict[str, object]:
-    """A JSON-RPC 2.0 error answer to a message whose id could not be read."""
+def error(code: int, message: str, request_id: str | int | None = None) -> dict[str, object]:
+    """A JSON-RPC 2.0 error answer; ``request_id`` is None when the id could not be read."""
     # The id of a message that could not be read is unknown: JSON-RPC 2.0 says null.
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _shape_problem(raw: object) -> Problem | None:
+    if isinstance(raw, dict) and "id" in raw and not _plain_id(raw["id"]):
+        return Problem(types.INVALID_REQUEST, INVALID)
+    try:
+        types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+    except ValidationError:
+        return Problem(types.INVALID_REQUEST, INVALID)
+    return None
+
+
+def _lone_surrogate(body: bytes | str) -> Problem:
+    """The answer to a body the SDK's parser refused: a lone surrogate's, or "not JSON"."""
+    try:
+        text = body.decode("utf-8") if isinstance(body, bytes) else body
+        # Python's parser reads a lone surrogate escape (into a str no encoder takes).
+        raw = json.loads(text)
+    except ValueError:
+        return Problem(types.PARSE_ERROR, _NOT_JSON)
+    except RecursionError:
+        return Problem(types.INVALID_REQUEST, TOO_DEEP)
+    place = find_surrogate(raw)
+    if place is None:  # something else the SDK's parser refuses (NaN, say)
+        return Problem(types.PARSE_ERROR, _NOT_JSON)
+    # Read with the surrogates replaced, it must still be a message: else it is refused as one.
+    if (shape := _shape_problem(storable_value(raw))) is not None:
+        return shape
+    if not isinstance(raw, dict):  # no JSON-RPC message is anything but an object
+        return Problem(types.INVALID_REQUEST, INVALID)
+    request_id = raw.get("id") if "method" in raw else None
+    if isinstance(request_id, str) and find_surrogate(request_id) is not None:
+        request_id = None  # an id that cannot be sent back as UTF-8 is not read
+    shown = storable(place)
+    if len(shown) > _PLACE_SHOWN:
+        shown = shown[:_PLACE_SHOWN] + "…"
+    return Problem(types.INVALID_PARAMS, f"{SURROGATE_REFUSED} (found in '{shown}').", request_id)
 
 
 def _plain_id(value: object) -> bool:

@@ -4,7 +4,8 @@ A line longer than the limit (``APTIX_MAX_BODY_BYTES``, as for an HTTP body) is 
 dropped piece by piece, never held whole, and answered with -32700 like unparsable JSON, as is
 a line that is not UTF-8 (never read with its bytes replaced). A message the SDK would drop
 unanswered (an ``id`` that is neither a string nor an integer) is answered -32600, as is JSON
-nested too deeply to be read, as over HTTP (:mod:`aptix.mcp.messages`).
+nested too deeply to be read, and a request with a lone surrogate escape is answered -32602
+with its own id, as over HTTP (:mod:`aptix.mcp.messages`).
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ __all__ = ["answering_bad_lines", "capped_lines"]
 _TOO_LONG = "\x00aptix: line too long"
 # Stands for a line that is not UTF-8: not JSON either, answered -32700 with its own words.
 _NOT_UTF8 = "\x00aptix: not UTF-8"
-# Stands for a message the SDK would drop: JSON but no JSON-RPC message, so the SDK hands it
-# on as a validation failure (-32600). The marker carries the words of the answer.
-_REFUSED = '{{"aptix": {message}}}\n'
+# Stands for a message the SDK would drop or cannot read: JSON but no JSON-RPC message, so the
+# SDK hands it on as a validation failure. The marker carries the answer's code, words and id.
+_REFUSED = '{{"aptix": {message}, "code": {code}, "id": {request_id}}}\n'
 
 
 async def capped_lines(source: BinaryIO, limit: int) -> AsyncIterator[str]:
@@ -50,8 +51,12 @@ async def capped_lines(source: BinaryIO, limit: int) -> AsyncIterator[str]:
             yield _NOT_UTF8
             continue
         found = problem(text)
-        if found is not None and found[0] == types.INVALID_REQUEST:
-            yield _REFUSED.format(message=json.dumps(found[1]))
+        if found is not None and found.code != types.PARSE_ERROR:
+            yield _REFUSED.format(
+                message=json.dumps(found.message),
+                code=found.code,
+                request_id=json.dumps(found.request_id),
+            )
         else:
             yield text
 
@@ -59,9 +64,12 @@ async def capped_lines(source: BinaryIO, limit: int) -> AsyncIterator[str]:
 def _error_for(exc: Exception, limit: int | None) -> types.JSONRPCError:
     errors = exc.errors() if isinstance(exc, ValidationError) else []
     inputs = [e.get("input") for e in errors]
-    # A refused message stands in as {"aptix": <the words of its answer>}.
-    words = [i["aptix"] for i in inputs if isinstance(i, dict) and isinstance(i.get("aptix"), str)]
-    code, message = types.INVALID_REQUEST, words[0] if words else INVALID
+    # A refused message stands in as {"aptix": <the words of its answer>, "code": .., "id": ..}.
+    marks = [i for i in inputs if isinstance(i, dict) and isinstance(i.get("aptix"), str)]
+    code, message = types.INVALID_REQUEST, marks[0]["aptix"] if marks else INVALID
+    request_id = None
+    if marks:
+        code, request_id = marks[0].get("code", code), marks[0].get("id")
     if _TOO_LONG in inputs:
         code, message = types.PARSE_ERROR, f"Parse error: the line is longer than {limit} bytes."
     elif _NOT_UTF8 in inputs:
@@ -70,7 +78,7 @@ def _error_for(exc: Exception, limit: int | None) -> types.JSONRPCError:
         code, message = types.PARSE_ERROR, "Parse error: the line is not JSON."
     error = types.ErrorData(code=code, message=message)
     # The id of a message that could not be read is unknown: JSON-RPC 2.0 says null.
-    return types.JSONRPCError(jsonrpc="2.0", id=None, error=error)
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
 
 
 @asynccontextmanager
