@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -308,6 +309,18 @@ def quotas_for(settings: AptixSettings) -> Quotas:
     )
 
 
+#: Start-up warnings already given: ``aptix serve`` opens a runtime to check the
+#: configuration, then the one it serves with, and an operator is told once.
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """Warn of a setting that does nothing, once per process (as a cascade without weights)."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logging.getLogger("aptix.workflows").warning("%s", message)
+
+
 def _semantic_matching(settings: AptixSettings) -> bool:
     if settings.semantic_matching is not None:
         return settings.semantic_matching
@@ -395,7 +408,13 @@ async def open_runtime(
             quotas_for(settings),
         )
         await runtime.quotas.check()  # a Redis that refuses the URL's database stops start-up
-        if settings.match_arbiter != "off" and settings.model_configured:
+        if settings.match_arbiter != "off" and not settings.model_configured:
+            _warn_once(
+                f"APTIX_MATCH_ARBITER={settings.match_arbiter} is off: no model is configured "
+                "(set APTIX_LLM_MODEL, and APTIX_LLM_BASE_URL for a server of your own); the "
+                "ranker and the gate decide alone."
+            )
+        elif settings.match_arbiter != "off":
             from aptix.reasoner.arbiter_model import LlmArbiterModel
             from aptix.workflows.matching.arbiter import MatchArbiter
 

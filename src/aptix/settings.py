@@ -175,7 +175,8 @@ class AptixSettings(BaseSettings):
         "'off', 'ambiguous' (only when the ranker or the gate is unsure, or the fit is weak) or "
         "'always'. Costs one "
         "model call (about 300-600 prompt tokens, up to 10 s) per such match_workflow; answers "
-        "are cached per catalog revision and message.",
+        "are cached per catalog revision and message. Without a model (APTIX_LLM_MODEL) it is "
+        "off, and start-up warns once.",
     )
     tool_timeout_seconds: float = Field(
         30.0,

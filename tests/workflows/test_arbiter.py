@@ -143,16 +143,18 @@ async def test_a_model_error_falls_back(server: ScriptedOpenAIServer) -> None:
     assert found[0].workflow_id == "create_report"
 
 
-async def test_an_invalid_id_is_ignored_and_logged_once(
+async def test_an_invalid_id_is_ignored_and_logged_once_per_message(
     server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    server.add(_choose("secret_audit"), _choose("secret_audit"))
+    server.add(*[_choose("secret_audit")] * 3)
     registry = _registry(server, UNSURE)
     with caplog.at_level(logging.WARNING, logger="aptix.workflows"):
         first = await registry.match_async("reports one", org="beta")
+        again = await registry.match_async("reports one", org="beta")
         second = await registry.match_async("reports two", org="beta")
-    assert first[0].workflow_id == second[0].workflow_id == "create_report"
-    assert len([r for r in caplog.records if "not a candidate" in r.getMessage()]) == 1
+    assert first[0].workflow_id == again[0].workflow_id == second[0].workflow_id
+    assert first[0].workflow_id == "create_report"
+    assert len([r for r in caplog.records if "not a candidate" in r.getMessage()]) == 2
 
 
 async def test_an_answer_nested_past_the_recursion_limit_falls_back(

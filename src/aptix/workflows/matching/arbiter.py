@@ -8,8 +8,11 @@ passes only what the org may run), and must answer by calling one tool whose onl
 is an enum of those ids plus ``none``.
 
 A timeout, a model error or an answer that is not one of the offered ids falls back to the
-ranker and the gate; an invalid id is logged once per id. Answers are cached by catalog
-revision and message, so a repeated message costs no second call.
+ranker and the gate. Answers are cached by catalog revision and message, so a repeated message
+costs no second call. A fallback is not cached (the next ask may succeed), so an answer that
+could not be read or named an id not offered is logged once per catalog revision, message and
+candidates (the cache's key, the last :data:`CACHE_SIZE` remembered), showing what the model
+sent, bounded and escaped: a model that never follows the tool shows on every new message.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ NONE = "none"
 TOOL_NAME = "choose_workflow"
 CACHE_SIZE = 1024
 DEFAULT_TIMEOUT = 10.0
+# How much of a model's answer a log line shows (before escaping).
+SHOWN_CHARS = 80
 
 _log = logging.getLogger("aptix.workflows")
 
@@ -107,7 +112,8 @@ class MatchArbiter:
         self._model = model
         self._timeout = timeout
         self._cache: OrderedDict[tuple[object, str, tuple[str, ...]], ArbiterAnswer] = OrderedDict()
-        self._logged: set[str] = set()
+        # The keys whose fallback was logged: a repeated message is not logged again.
+        self._logged: OrderedDict[tuple[object, str, tuple[str, ...]], None] = OrderedDict()
         #: How many model calls were made (cache hits make none).
         self.calls = 0
 
@@ -128,7 +134,7 @@ class MatchArbiter:
         if cached is not None:
             self._cache.move_to_end(key)
             return cached
-        answer = await self._ask(message, shown, ids)
+        answer = await self._ask(message, shown, ids, key)
         if answer.valid:
             self._cache[key] = answer
             if len(self._cache) > CACHE_SIZE:
@@ -136,7 +142,11 @@ class MatchArbiter:
         return answer
 
     async def _ask(
-        self, message: str, shown: Sequence[WorkflowManifest], ids: tuple[str, ...]
+        self,
+        message: str,
+        shown: Sequence[WorkflowManifest],
+        ids: tuple[str, ...],
+        key: tuple[object, str, tuple[str, ...]],
     ) -> ArbiterAnswer:
         catalog = [
             {
@@ -174,13 +184,30 @@ class MatchArbiter:
             return ArbiterAnswer(None, True)
         if chosen in ids:
             return ArbiterAnswer(chosen, True)
-        shown_id = repr(chosen)[:80]
-        if shown_id not in self._logged:
-            self._logged.add(shown_id)
-            _log.warning(
-                "The match arbiter answered %s, which is not a candidate; ignored.", shown_id
-            )
+        if self._first_fallback(key):
+            if chosen is None:
+                _log.warning(
+                    "The match arbiter's answer could not be read (%s); the ranker's choice "
+                    "stands.",
+                    _sent(response),
+                )
+            else:
+                _log.warning(
+                    "The match arbiter answered %s, which is not a candidate; the ranker's "
+                    "choice stands.",
+                    _escaped(chosen),
+                )
         return ArbiterAnswer(None, False)
+
+    def _first_fallback(self, key: tuple[object, str, tuple[str, ...]]) -> bool:
+        """Whether this is the first fallback for ``key`` (of the last few remembered)."""
+        if key in self._logged:
+            self._logged.move_to_end(key)
+            return False
+        self._logged[key] = None
+        if len(self._logged) > CACHE_SIZE:
+            self._logged.popitem(last=False)
+        return True
 
 
 def _answer_of(calls: Sequence[tuple[str, str]], text: str | None) -> str | None:
@@ -189,6 +216,25 @@ def _answer_of(calls: Sequence[tuple[str, str]], text: str | None) -> str | None
         if name == TOOL_NAME:
             return _workflow_id(arguments)
     return _workflow_id(text or "")
+
+
+def _sent(response: ModelAnswer) -> str:
+    """What the model sent instead of a readable choice, bounded and escaped for a log."""
+    for name, arguments in response.calls:
+        if name == TOOL_NAME:
+            return f"{TOOL_NAME} with arguments {_escaped(arguments)}"
+    if response.text:
+        return f"the text {_escaped(response.text)}"
+    if response.calls:
+        return f"a call to {_escaped(response.calls[0][0])}, not {TOOL_NAME}"
+    return "an empty answer"
+
+
+def _escaped(text: str) -> str:
+    """``text`` cut to :data:`SHOWN_CHARS` and quoted with control characters escaped."""
+    # repr escapes what a terminal would act on (control, bidi, lone surrogates).
+    cut = text[:SHOWN_CHARS]
+    return repr(cut) + ("…" if len(text) > SHOWN_CHARS else "")
 
 
 def _workflow_id(raw: str) -> str | None:
