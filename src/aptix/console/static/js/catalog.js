@@ -1,6 +1,6 @@
 // Modes and workflows: the catalogs, a manifest, and the match playground.
 
-import { api, invoke, Unauthorized } from "./api.js";
+import { api, ApiError, invoke, Unauthorized } from "./api.js";
 import { h, notice, pretty, replace, table } from "./dom.js";
 
 // MCP-style hints a tool declares, shown as badges (absent hints are not guessed).
@@ -126,13 +126,52 @@ const LIST_FIELDS = [
 ];
 
 async function manifestView(el, id) {
-  const found = await api(`/v1/workflows/${encodeURIComponent(id)}`);
-  const w = found.workflow;
+  let found;
+  try {
+    found = await api(`/v1/workflows/${encodeURIComponent(id)}`);
+  } catch (error) {
+    // 409: the workflow cannot be run (disabled, a draft, or no longer valid).
+    if (error instanceof ApiError && error.status === 409) return unrunnableView(el, id, error.message);
+    throw error;
+  }
+  showManifest(el, found.workflow, (found.warnings || []).map((text) => notice(text, "warning")));
+}
+
+// A disabled workflow still matches (runnable: false) and is listed, so its link shows its
+// manifest, read-only, from the authoring copy (reading it needs no role). Any other
+// workflow that cannot be run shows why, with the way to its authoring page.
+async function unrunnableView(el, id, why) {
+  const got = await invoke("agent_workflow_authoring", { operation: "get_workflow", workflowId: id }).catch((error) => {
+    if (error instanceof Unauthorized) throw error;
+    return null;
+  });
+  const w = got && got.ok ? got.workflow : null;
+  const authoringLink = h("a", { href: `#/authoring/${encodeURIComponent(id)}` }, "Open it in Authoring");
+  if (w && w.status === "disabled") {
+    showManifest(el, w, [
+      notice(
+        "This workflow is disabled: it is shown read-only, matches with runnable: false and cannot be run. " +
+          "An admin can change its status in Authoring.",
+        "warning",
+      ),
+    ], "disabled");
+    return;
+  }
   replace(
     el,
     h("p", {}, h("a", { href: "#/workflows" }, "All workflows")),
-    h("h1", {}, w.title),
-    (found.warnings || []).map((text) => notice(text, "warning")),
+    h("h1", {}, w ? w.title : id),
+    notice(why, "warning"),
+    h("p", {}, w ? `The authoring copy is a ${w.status} (version ${w.version}). ` : "", authoringLink, "."),
+  );
+}
+
+function showManifest(el, w, notes, badge = null) {
+  replace(
+    el,
+    h("p", {}, h("a", { href: "#/workflows" }, "All workflows")),
+    h("h1", {}, w.title, badge ? [" ", h("span", { class: `badge status ${badge}` }, badge)] : null),
+    notes,
     h("p", {}, w.description),
     h(
       "dl",
@@ -146,7 +185,7 @@ async function manifestView(el, id) {
     h("h2", {}, "Instructions"),
     h("pre", { class: "mono wrap" }, w.instructionText),
     h("h2", {}, "Required inputs"),
-    w.requiredInputs.length
+    (w.requiredInputs || []).length
       ? h("ul", {}, w.requiredInputs.map((i) => h("li", {}, h("code", {}, i.name), i.required ? "" : " (optional)", i.description ? ` — ${i.description}` : "")))
       : h("p", {}, "None."),
     LIST_FIELDS.filter(([key]) => (w[key] || []).length).map(([key, label]) => [
