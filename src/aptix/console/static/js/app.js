@@ -4,7 +4,7 @@ import { api, ApiError, keyProblem, onUnauthorized, storedKey, storeKey, Unautho
 import { authoringView } from "./authoring.js";
 import { modesView, workflowsView } from "./catalog.js";
 import { Chat } from "./chat.js";
-import { h, notice, replace } from "./dom.js";
+import { h, moveFocus, notice, replace } from "./dom.js";
 import { sessionsView } from "./sessions.js";
 import { usageView } from "./usage.js";
 
@@ -13,6 +13,7 @@ const signIn = document.getElementById("sign-in");
 const keyInput = document.getElementById("api-key");
 const keyError = document.getElementById("api-key-error");
 const signOut = document.getElementById("sign-out");
+const skip = document.querySelector("a.skip");
 
 const VIEWS = {
   sessions: sessionsView,
@@ -38,7 +39,8 @@ function showSignIn(message) {
   keyInput.focus();
 }
 
-function showApp() {
+/** Show the console; ``focus``: move focus into it (the control that had it is now hidden). */
+function showApp(focus = false) {
   const key = storedKey() || "";
   // Another key may belong to another org: it must not see what the previous one fetched.
   if (shownFor !== null && shownFor !== key) forget();
@@ -54,6 +56,7 @@ function showApp() {
   }
   if (shownFor === null) route(false);
   shownFor = key;
+  if (focus) moveFocus(main);
 }
 
 /** Drop everything the previous key fetched: the chat (a running turn's stream is closed, as
@@ -63,7 +66,7 @@ function forget() {
   chat = null;
   replace(main);
   shownFor = null;
-  const [name] = location.hash.replace(/^#\/?/, "").split("/");
+  const [name] = pagePath();
   history.replaceState(null, "", `#/${name || "chat"}`);
 }
 
@@ -87,26 +90,27 @@ function probeFailure(error) {
 }
 
 /** The probe failed for another reason than the key: say why, offer a retry, and let the
- * navigation work (the other pages may well answer). */
-function showStartFailure(error) {
+ * navigation work (the other pages may well answer). ``focus``: on the new Retry button. */
+function showStartFailure(error, focus = false) {
   signIn.hidden = true;
   main.hidden = false;
   signOut.hidden = !storedKey();
   const retry = h("button", { type: "button" }, "Retry");
   retry.addEventListener("click", () => {
     retry.disabled = true;
-    probeAndShow();
+    probeAndShow(true);
   });
   replace(main, h("div", { class: "view" }, h("h1", {}, "Aptix console"), notice(probeFailure(error)), retry));
   listenToNavigation();
+  if (focus) moveFocus(retry);
 }
 
-async function probeAndShow() {
+async function probeAndShow(focus = false) {
   try {
     await probe();
-    showApp();
+    showApp(focus);
   } catch (error) {
-    if (!(error instanceof Unauthorized)) showStartFailure(error);
+    if (!(error instanceof Unauthorized)) showStartFailure(error, focus);
   }
 }
 
@@ -130,7 +134,7 @@ async function submitKey(event) {
   storeKey(key);
   try {
     await probe();
-    showApp();
+    showApp(true);
   } catch (error) {
     storeKey(null);
     if (error instanceof Unauthorized) {
@@ -141,8 +145,20 @@ async function submitKey(event) {
   }
 }
 
+/** Whether the address names a page (#/name...) rather than a spot in this one (#main). */
+function namesPage(hash) {
+  return hash === "" || hash === "#" || hash.startsWith("#/");
+}
+
+/** The page the address names, as [name, ...params]; an in-page fragment names the chat. */
+function pagePath() {
+  return (namesPage(location.hash) ? location.hash : "").replace(/^#\/?/, "").split("/");
+}
+
 function route(moved) {
-  const [name = "", ...rest] = location.hash.replace(/^#\/?/, "").split("/");
+  // An in-page fragment is no page: on a hashchange the page shown (and any edit in it) stays.
+  if (moved && !namesPage(location.hash)) return;
+  const [name = "", ...rest] = pagePath();
   const view = name || "chat";
   const params = rest.filter(Boolean).map(decodeURIComponent);
   for (const link of document.querySelectorAll("nav a")) {
@@ -163,10 +179,17 @@ function route(moved) {
     replace(main, h("h1", {}, "Not found"), h("p", {}, "There is no such page."));
   }
   document.title = `${view[0].toUpperCase()}${view.slice(1)} · Aptix console`;
-  if (moved) main.focus();
+  if (moved) moveFocus(main);
+}
+
+/** "Skip to content" moves focus past the navigation; the address (the route) stays as it is. */
+function skipToContent(event) {
+  event.preventDefault();
+  moveFocus(main.hidden ? keyInput : main);
 }
 
 async function start() {
+  skip.addEventListener("click", skipToContent);
   document.getElementById("sign-in-form").addEventListener("submit", submitKey);
   signOut.addEventListener("click", () => {
     storeKey(null);

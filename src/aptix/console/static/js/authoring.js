@@ -2,7 +2,7 @@
 // validate, publish after a confirmation that shows the version change, and its history.
 
 import { ApiError, invoke, Unauthorized } from "./api.js";
-import { append, field, h, notice, replace, table, visible, when } from "./dom.js";
+import { append, field, h, moveFocus, notice, replace, table, visible, when } from "./dom.js";
 
 const TOOL = "agent_workflow_authoring";
 
@@ -399,7 +399,10 @@ function confirmPublish(el, id, version, served, revision) {
     }
     dialog.close();
     await editor(el, id);
-    el.querySelector(".status-area").append(...(outcome.messages || []).map((m) => notice(m, "ok")));
+    // The editor is drawn again, "Publish…" with it: focus goes to what the publish said.
+    const said = el.querySelector(".status-area");
+    said.append(...(outcome.messages || []).map((m) => notice(m, "ok")));
+    moveFocus(said);
   });
   document.body.append(dialog);
   dialog.showModal();

@@ -1,7 +1,7 @@
 // Chat: streamed turns, tool calls, approval cards, the mode and the active workflow.
 
 import { api, ApiError, streamTurn, Unauthorized } from "./api.js";
-import { append, callStatus, errorText, h, longText, notice, pretty, replace, shortId } from "./dom.js";
+import { append, callStatus, errorText, h, longText, moveFocus, notice, pretty, replace, shortId } from "./dom.js";
 import { markdownBlock, renderMarkdown } from "./markdown.js";
 
 const APPROVAL_TOOL = "request_user_approval";
@@ -48,7 +48,10 @@ export class Chat {
     this.workflowEl = h("strong", { id: "chat-workflow" }, "none");
     this.sessionEl = h("span", { id: "chat-session" }, "new");
     this.cancelButton = h("button", { type: "button", disabled: true }, "Cancel turn");
-    this.cancelButton.addEventListener("click", () => this.cancel());
+    this.cancelButton.addEventListener("click", () => {
+      moveFocus(this.message); // the button is disabled once the turn has ended
+      this.cancel();
+    });
     const newButton = h("button", { type: "button" }, "New session");
     newButton.addEventListener("click", () => this.startOver());
     this.banner = h("div");
@@ -77,6 +80,8 @@ export class Chat {
     );
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
+      // Send is disabled while the turn runs; the next message is typed in the box.
+      moveFocus(this.message);
       this.send();
     });
     this.root = h(
@@ -420,6 +425,8 @@ export class Chat {
     const answer = (result, label, isError = false, status = "answered") => {
       for (const button of card.querySelectorAll("button")) button.disabled = true;
       card.append(h("p", { class: "answer", role: "status" }, label));
+      // Its buttons are disabled: on to the next card still to answer, else the message box.
+      moveFocus(this.log.querySelector(".card button:not(:disabled)") || this.message);
       // The call's line in the transcript follows the answer; a run after it updates it again.
       const line = this.calls.get(call.callId)?.querySelector(".call-status");
       if (line) line.textContent = status;
@@ -482,6 +489,7 @@ export class Chat {
     const box = h("div", { class: "notice error resend", role: "alert" }, "The turn still waits for your answer. ", again);
     again.addEventListener("click", () => {
       box.remove();
+      moveFocus(this.message);
       if (this.pending === pending) this.resume(pending);
     });
     this.put(box);
@@ -521,6 +529,7 @@ export class Chat {
     this.log.append(box);
     retry.addEventListener("click", async () => {
       box.remove();
+      moveFocus(this.message);
       const session = await this.refresh();
       if (!session) {
         this.offerRetry(body, knownSeq);

@@ -110,18 +110,25 @@ export function longText(text, label = "text") {
   more.addEventListener("click", () => {
     replace(pre, full);
     more.remove();
+    moveFocus(pre); // the button is gone: the whole text it showed comes next
   });
   return h("div", {}, pre, h("p", { class: "muted" }, `Shortened to ${PREVIEW_CHARS} characters. `, more));
 }
 
 /** A table: columns [[heading, row => cell]], rows. */
 export function table(caption, columns, rows) {
+  // Below 640 px the rows stack and the headings are off screen (console.css): each cell
+  // shows its heading from data-label there, or its number would be unnamed.
   return h(
     "table",
-    {},
+    { class: "data" },
     h("caption", {}, caption),
     h("thead", {}, h("tr", {}, columns.map(([name]) => h("th", { scope: "col" }, name)))),
-    h("tbody", {}, rows.map((row) => h("tr", {}, columns.map(([, cell]) => h("td", {}, cell(row)))))),
+    h(
+      "tbody",
+      {},
+      rows.map((row) => h("tr", {}, columns.map(([name, cell]) => h("td", { "data-label": name }, cell(row))))),
+    ),
   );
 }
 
@@ -130,10 +137,23 @@ export function notice(text, kind = "error") {
   return h("p", { class: `notice ${kind}`, role: kind === "error" ? "alert" : "status" }, text);
 }
 
-/** A labelled field: {id, label, control}. */
+/** A labelled field: {id, label, control}, described by its hint (if any) and its error. */
 export function field(id, label, control, hint) {
   control.id = id;
   const error = h("p", { class: "field-error", id: `${id}-error` });
-  control.setAttribute("aria-describedby", `${id}-error`);
-  return h("div", { class: "field" }, h("label", { for: id }, label), hint ? h("p", { class: "hint" }, hint) : null, control, error);
+  const note = hint ? h("p", { class: "hint", id: `${id}-hint` }, hint) : null;
+  // The hint is read out with the control: it may warn that an edit changes stored text.
+  control.setAttribute("aria-describedby", note ? `${id}-hint ${id}-error` : `${id}-error`);
+  return h("div", { class: "field" }, h("label", { for: id }, label), note, control, error);
+}
+
+/**
+ * Move keyboard focus to ``el`` (made focusable from script when it is not). Called where an
+ * action removes, hides or disables the control that had focus, which would otherwise drop
+ * focus to the start of the page.
+ */
+export function moveFocus(el) {
+  if (!el || !el.isConnected) return;
+  if (!el.matches("a[href], button, input, select, textarea, [tabindex]")) el.setAttribute("tabindex", "-1");
+  el.focus();
 }

@@ -1,7 +1,7 @@
 // Sessions: a paged list, and one session's mode history, lineage, turns and refusals.
 
 import { api } from "./api.js";
-import { callStatus, errorText, h, longText, pretty, replace, shortId, table, when } from "./dom.js";
+import { callStatus, errorText, h, longText, moveFocus, pretty, replace, shortId, table, when } from "./dom.js";
 import { markdownBlock } from "./markdown.js";
 
 const PAGE = 20;
@@ -11,14 +11,23 @@ export async function sessionsView(el, params) {
   return sessionList(el, 0);
 }
 
+/** Load a page of the list or of a session's turns in place of the view, then focus `where`
+ * of the new view (the button that was pressed is gone with the old one). */
+async function showPage(show, where) {
+  await show();
+  moveFocus(where());
+}
+
 async function sessionList(el, offset) {
   const rows = await api(`/v1/sessions?limit=${PAGE + 1}&offset=${offset}`);
   const more = rows.length > PAGE;
   const shown = rows.slice(0, PAGE);
   const previous = h("button", { type: "button", disabled: offset === 0 }, "Previous page");
   const next = h("button", { type: "button", disabled: !more }, "Next page");
-  previous.addEventListener("click", () => sessionList(el, Math.max(0, offset - PAGE)));
-  next.addEventListener("click", () => sessionList(el, offset + PAGE));
+  // The new page's table (its caption says which sessions it shows), or the line saying none.
+  const listed = () => el.querySelector("table, .sessions-empty");
+  previous.addEventListener("click", () => showPage(() => sessionList(el, Math.max(0, offset - PAGE)), listed));
+  next.addEventListener("click", () => showPage(() => sessionList(el, offset + PAGE), listed));
   replace(
     el,
     h("h1", {}, "Sessions"),
@@ -34,7 +43,7 @@ async function sessionList(el, offset) {
           ],
           shown,
         )
-      : h("p", {}, offset ? "No more sessions." : "No sessions yet. Start one in Chat."),
+      : h("p", { class: "sessions-empty" }, offset ? "No more sessions." : "No sessions yet. Start one in Chat."),
     h("div", { class: "buttons" }, previous, next),
   );
 }
@@ -50,7 +59,7 @@ async function sessionPage(el, id, before) {
     turn.toolCalls.filter((c) => callStatus(c) === "refused" && c.errorMessage).map((c) => ({ turn, call: c })),
   );
   const older = h("button", { type: "button", disabled: s.turnsNextBefore === null }, "Older turns");
-  older.addEventListener("click", () => sessionPage(el, id, s.turnsNextBefore));
+  older.addEventListener("click", () => showPage(() => sessionPage(el, id, s.turnsNextBefore), () => el.querySelector("#turns-title")));
   replace(
     el,
     h("h1", {}, "Session ", shortId(s.sessionId)),
@@ -100,7 +109,7 @@ async function sessionPage(el, id, before) {
           refused,
         )
       : h("p", {}, "No call was refused in these turns."),
-    h("h2", {}, "Turns"),
+    h("h2", { id: "turns-title" }, "Turns"),
     s.turns.length ? s.turns.map(turnView) : h("p", {}, "No turns yet."),
     h("div", { class: "buttons" }, older),
   );
