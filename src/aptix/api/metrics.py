@@ -6,6 +6,7 @@ import time
 
 from asgi_correlation_id import CorrelationIdMiddleware
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.routing import Match, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["Metrics", "ObserveMiddleware", "with_request_ids"]
@@ -71,6 +72,44 @@ class ObserveMiddleware:
         try:
             await self.app(scope, receive, send_observed)
         finally:
-            route = getattr(scope.get("route"), "path", "unmatched")
+            route = _route(scope, status)
             self.metrics.latency.labels(route).observe(time.perf_counter() - started)
             self.metrics.requests.labels(scope["method"], route, str(status)).inc()
+
+
+def _route(scope: Scope, status: int) -> str:
+    """The path of the route that answered: a template, a mount's path, or ``unmatched``.
+
+    FastAPI puts its own routes in ``scope["route"]``, but not a mount (the console, the
+    docs' assets) nor a plain Starlette route (``/mcp``, ``/openapi.json``): those are found
+    by the ``endpoint`` the router chose, and the router's redirect that adds a trailing slash
+    (``/console`` to ``/console/``) by the one it redirects to. A request answered before any
+    route was chosen (a refusal at the edge, an unknown path) is ``unmatched``.
+    """
+    route = scope.get("route")
+    if route is not None:
+        return str(route.path)
+    router = scope.get("router")
+    if router is None:  # refused before the router
+        return "unmatched"
+    endpoint = scope.get("endpoint")
+    routes = [r for r in router.routes if isinstance(r, Mount | Route)]
+    if endpoint is not None:
+        found = next((r for r in routes if _serves(r, endpoint)), None)
+    elif status == 307:
+        toggled = _slash_toggled(scope)
+        found = next((r for r in routes if r.matches(toggled)[0] is not Match.NONE), None)
+    else:
+        found = None
+    return found.path if found is not None else "unmatched"
+
+
+def _serves(route: Mount | Route, endpoint: object) -> bool:
+    """Whether ``route`` is the one whose ``endpoint`` the router put in the scope."""
+    return (route.app if isinstance(route, Mount) else route.endpoint) is endpoint
+
+
+def _slash_toggled(scope: Scope) -> Scope:
+    """``scope`` for the path the router's slash redirect points to."""
+    path = scope["path"]
+    return {**scope, "path": path.rstrip("/") if path.endswith("/") else f"{path}/"}
