@@ -158,14 +158,18 @@ def _telemetry(tracing: Tracing) -> TelemetryConfig:
     """FastAPI's own OpenTelemetry: on with ``APTIX_OTEL``, through Aptix's tracer provider.
 
     Its server span continues an incoming ``traceparent`` (the global propagator,
-    ``OTEL_PROPAGATORS``) and is the parent of the turn's ``invoke_agent`` span. Its per-request
-    operation spans (dependencies, endpoint, serialization) and its log records are left out,
-    and so are the probes.
+    ``OTEL_PROPAGATORS``) and is the parent of the turn's ``invoke_agent`` span; the request's
+    text in it (``url.path``, ``url.query``, the ``Host``) is bounded as in Aptix's own spans.
+    Its per-request operation spans (dependencies, endpoint, serialization) and its log records
+    are left out, and so are the probes.
     """
     if not tracing.enabled:
         return {"tracing": False, "metrics": False, "logs": False}
+    from aptix.telemetry.server import outside_text_bounded  # OpenTelemetry is an extra
+
+    assert tracing.provider is not None  # enabled
     return {
-        "tracer_provider": tracing.provider,
+        "tracer_provider": outside_text_bounded(tracing.provider),
         "operation_spans": False,
         # Its log records carry the rejected input values; Aptix logs user input at DEBUG only.
         "logs": False,

@@ -8,6 +8,10 @@ from aptix.llm.types import LlmResponse, ToolCallRequest
 
 __all__ = ["ResponseCaps"]
 
+#: Most characters of each model-written call id a warning quotes: five of them and the rest
+#: of the warning stay within the 500 characters a span event or a log line keeps.
+_ID_SHOWN = 64
+
 
 @dataclass(frozen=True, slots=True)
 class ResponseCaps:
@@ -50,9 +54,18 @@ def _unique(calls: tuple[ToolCallRequest, ...], warnings: list[str]) -> list[Too
         seen.add(call.id)
         kept.append(call)
     if repeated:
-        shown = ", ".join(repr(i) for i in sorted(set(repeated))[:5])
+        shown = ", ".join(_quoted(i) for i in sorted(set(repeated))[:5])
         warnings.append(
             f"The model used the tool call id(s) {shown} more than once in one response; "
             f"{len(repeated)} repeated call(s) were refused and not run."
         )
     return kept
+
+
+def _quoted(call_id: str) -> str:
+    """A call id the model wrote, quoted with its control characters escaped, and cut."""
+    # Cut before repr: the id can be of any size, and repr grows it by escaping.
+    shown = repr(call_id[:_ID_SHOWN])
+    if len(call_id) <= _ID_SHOWN and len(shown) <= _ID_SHOWN + 2:
+        return shown
+    return f"{shown[: _ID_SHOWN + 1]}…"

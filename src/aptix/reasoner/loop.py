@@ -45,7 +45,15 @@ from aptix.reasoner.stopping import TurnTasks, process_stopping
 from aptix.reasoner.turns import TurnStore
 from aptix.sessions.manager import SessionManager
 from aptix.sessions.models import AgentSession
-from aptix.telemetry import CAPPED_EVENT, HAND_OFF_EVENT, NO_TRACING, Tracing
+from aptix.telemetry import (
+    CAPPED_EVENT,
+    DENIAL_EVENT,
+    HAND_OFF_EVENT,
+    NO_TRACING,
+    Tracing,
+    capped_attributes,
+    denial_attributes,
+)
 from aptix.telemetry import hand_off_attributes as _hand_off_attributes
 from aptix.tools.base import AgentTool
 from aptix.tools.context import AgentToolCall, AgentToolExecutionContext, context_for
@@ -274,6 +282,8 @@ class AgentReasoner:
         self, turn: RunningTurn, history: list[TurnRecord], on_event: EventSink | None
     ) -> TurnResult:
         record = turn.record
+        for denied in _denied(turn):  # settled by the claim: the trace's only record of them
+            self._tracing.event(DENIAL_EVENT, denial_attributes(denied))
         if self._release_workflow is not None:
             turn.session, turn.notice = await self._release_workflow(turn.session)
         # Calls on record as started but not run: approved by the client's answer (stored as
@@ -395,7 +405,7 @@ class AgentReasoner:
         capped, warnings = self._caps.apply(response)
         for warning in warnings:
             turn.record.warnings.append(warning)
-            self._tracing.event(CAPPED_EVENT, {"reason": warning})
+            self._tracing.event(CAPPED_EVENT, capped_attributes(warning))
             self._logger.add_custom_event(
                 LogLevel.WARNING,
                 "[AgentReasoner_ResponseCaps]",
@@ -450,3 +460,13 @@ class AgentReasoner:
 def _hand_offs(pending: list[dict[str, Any]]) -> dict[str, Any]:
     calls = [AgentToolCall(e["callId"], e["name"], e["argumentsJson"]) for e in pending]
     return _hand_off_attributes(calls)
+
+
+def _denied(turn: RunningTurn) -> list[AgentToolCall]:
+    """The calls held for approval that this resume's answer denied."""
+    touched = set(turn.touched)
+    return [
+        AgentToolCall(e["callId"], e["name"], e["argumentsJson"])
+        for e in turn.record.tool_calls
+        if e["callId"] in touched and e.get("approved") is False
+    ]

@@ -38,6 +38,9 @@ class PreparedTurn:
 class TurnLost(Exception):
     """The turn was closed by someone else (cancelled, or swept as interrupted)."""
 
+    #: The ``error.type`` of the turn's span: how the turn ended is whoever closed it's to say.
+    error_type = "aptix.turn_lost"
+
 
 @dataclass(slots=True)
 class RunningTurn:

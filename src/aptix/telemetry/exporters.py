@@ -8,7 +8,8 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from aptix.errors import ConfigurationError
-from aptix.telemetry.spans import NO_TRACING, OtelTracing, Tracing
+from aptix.telemetry.otel import OtelTracing
+from aptix.telemetry.spans import NO_TRACING, Tracing
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter

@@ -1,29 +1,32 @@
-"""The span handles and tracers of Aptix's OpenTelemetry traces (see :mod:`aptix.telemetry`)."""
+"""The span handles, the tracing interface and the span events of Aptix's traces.
+
+:class:`Tracing` and :data:`NO_TRACING` make no spans (tracing off); the OpenTelemetry ones
+are in :mod:`aptix.telemetry.otel` (see :mod:`aptix.telemetry`).
+"""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
-import importlib.metadata
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urlsplit
 
 from aptix.log_setup import escape_controls
 from aptix.logger import OUTSIDE_TEXT_LIMIT
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span, Tracer, TracerProvider
+    from opentelemetry.trace import TracerProvider
 
 __all__ = [
     "CAPPED_EVENT",
+    "DENIAL_EVENT",
     "HAND_OFF_EVENT",
     "NO_TRACING",
     "REFUSAL_EVENT",
-    "OtelTracing",
     "SpanHandle",
     "Tracing",
+    "bounded_text",
+    "capped_attributes",
+    "denial_attributes",
     "hand_off_attributes",
     "refusal_attributes",
 ]
@@ -33,7 +36,9 @@ __all__ = [
 # infrastructure and imports neither the reasoner nor the tools (docs/architecture.md).
 
 
-class _Usage(Protocol):
+class TracedUsage(Protocol):
+    """Tokens used (``aptix.llm.types.Usage``)."""
+
     @property
     def prompt_tokens(self) -> int: ...
     @property
@@ -48,7 +53,7 @@ class TracedResponse(Protocol):
     @property
     def finish_reason(self) -> str | None: ...
     @property
-    def usage(self) -> _Usage: ...
+    def usage(self) -> TracedUsage: ...
 
 
 class TracedResult(Protocol):
@@ -59,7 +64,7 @@ class TracedResult(Protocol):
     @property
     def mode(self) -> str: ...
     @property
-    def usage(self) -> _Usage: ...
+    def usage(self) -> TracedUsage: ...
     @property
     def model_id(self) -> str | None: ...
     @property
@@ -90,7 +95,7 @@ class TracedTurn(Protocol):
     @property
     def resume_key(self) -> object: ...
     @property
-    def usage(self) -> _Usage: ...
+    def usage(self) -> TracedUsage: ...
 
 
 class TracedCall(Protocol):
@@ -110,24 +115,22 @@ HAND_OFF_EVENT = "aptix.tool_call.handed_off"
 REFUSAL_EVENT = "aptix.tool_call.refused"
 #: Event for each cut of a model response (too many tool calls, a repeated call id, long text).
 CAPPED_EVENT = "aptix.response.capped"
+#: Event on a resumed turn's span for each call held for approval that the answer denied.
+DENIAL_EVENT = "aptix.tool_call.denied"
 #: Most characters of a text from outside (a model's tool name, an endpoint's error message)
 #: that a span name, attribute or status carries: such text can be of any size (as in logs).
 _TEXT_LIMIT = OUTSIDE_TEXT_LIMIT
-#: ``error.type`` of a tool call that failed, by how the executor's run ended; a timed-out or
-#: abandoned call is told from a failed one by this (and by ``aptix.tool.outcome``).
-_TOOL_ERRORS = {
-    "timed_out": "aptix.tool_timed_out",
-    "abandoned": "aptix.tool_abandoned",
-    "unknown": "aptix.tool_unknown",
-}
-#: ``error.type`` (and ``aptix.turn.kind``) of a span whose operation was cancelled.
-_CANCELLED = "cancelled"
 
 
 def _bounded(text: str, limit: int = _TEXT_LIMIT) -> str:
     """``text`` on one line (control characters escaped), cut to ``limit`` characters."""
     shown = escape_controls(text)
     return shown if len(shown) <= limit else f"{shown[: limit - 1]}…"
+
+
+def bounded_text(text: str) -> str:
+    """Text from outside as a span carries it: on one line, cut to 500 characters."""
+    return _bounded(text)
 
 
 class SpanHandle:
@@ -142,12 +145,19 @@ class SpanHandle:
         """Record how a turn ended."""
 
     def tool_outcome(
-        self, *, handed_off: bool, error: str | None, outcome: str | None = None
+        self,
+        *,
+        outcome: str | None,
+        error: str | None,
+        waiting: str | None = None,
+        approved: bool = False,
     ) -> None:
-        """Record how a tool call ended: handed to the client, or ``outcome`` with ``error``.
+        """Record how a tool call ended: ``outcome`` with ``error``, or handed off.
 
         ``outcome`` is the executor's (``succeeded``, ``failed``, ``timed_out``, ``abandoned``
-        or ``unknown``).
+        or ``unknown``). ``waiting``: the call did not run but was handed off, and this is
+        the ledger's state it now waits in (``awaiting_client`` or ``awaiting_approval``).
+        ``approved``: this is the run of a call the user approved.
         """
 
     def event(self, name: str, attributes: dict[str, Any]) -> None:
@@ -210,242 +220,6 @@ class Tracing:
 NO_TRACING = Tracing()
 
 
-class _OtelSpan(SpanHandle):
-    __slots__ = ("span",)
-
-    def __init__(self, span: Span) -> None:
-        self.span = span
-
-    def model_response(self, response: TracedResponse) -> None:
-        span = self.span
-        if response.model_id:
-            span.set_attribute("gen_ai.response.model", _bounded(response.model_id))
-        if response.finish_reason:
-            span.set_attribute("gen_ai.response.finish_reasons", [_bounded(response.finish_reason)])
-        span.set_attribute("gen_ai.usage.input_tokens", response.usage.prompt_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", response.usage.completion_tokens)
-
-    def turn_result(self, result: TracedResult) -> None:
-        self.ended_as(result.kind, result.mode, result.usage)
-        if result.model_id:
-            self.span.set_attribute("gen_ai.response.model", _bounded(result.model_id))
-        if result.error:
-            self._error("aptix.turn_error", result.error)
-
-    def tool_outcome(
-        self, *, handed_off: bool, error: str | None, outcome: str | None = None
-    ) -> None:
-        if handed_off:
-            self.span.set_attribute("aptix.tool.handed_off", True)
-        if outcome:
-            self.span.set_attribute("aptix.tool.outcome", outcome)
-        if error:
-            self._error(_TOOL_ERRORS.get(outcome or "", "aptix.tool_error"), error)
-
-    def event(self, name: str, attributes: dict[str, Any]) -> None:
-        self.span.add_event(name, attributes)
-
-    def ended_as(self, kind: str, mode: str, usage: _Usage) -> None:
-        """Record how a turn ended: its kind, its mode then and the tokens it used."""
-        span = self.span
-        span.set_attribute("aptix.turn.kind", kind)
-        span.set_attribute("aptix.mode", mode)
-        span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
-
-    def cancelled(self) -> None:
-        """Record that the operation was cancelled before it finished."""
-        self._error(_CANCELLED, "Cancelled before it finished.")
-
-    def raised(self, exc: Exception) -> None:
-        """Record the exception that ended the operation: its type and a bounded message."""
-        # Recorded here rather than by the SDK, whose exception event carries the whole
-        # chained traceback: a model endpoint's error body in it can be of any size.
-        kind = type(exc).__qualname__
-        message = _bounded(str(exc))
-        self.span.add_event("exception", {"exception.type": kind, "exception.message": message})
-        self._error(kind, f"{kind}: {message}" if message else kind)
-
-    def _error(self, kind: str, message: str) -> None:
-        from opentelemetry.trace import Status, StatusCode
-
-        self.span.set_attribute("error.type", kind)
-        self.span.set_status(Status(StatusCode.ERROR, _bounded(message)))
-
-
-def _version() -> str:
-    """The installed version, as ``aptix.__version__`` (read here: telemetry is below the root)."""
-    try:
-        return importlib.metadata.version("aptix")
-    except importlib.metadata.PackageNotFoundError:
-        return "0+unknown"
-
-
-#: The turn whose ``invoke_agent`` span is current: its ``chat`` and
-#: ``execute_tool`` spans carry the mode and workflow as they are when each span starts
-#: (a turn may change mode between two model calls).
-_TURN: contextvars.ContextVar[TracedTurn | None] = contextvars.ContextVar(
-    "aptix_turn", default=None
-)
-
-
-def _governance(attributes: dict[str, Any]) -> dict[str, Any]:
-    """``attributes`` with the current turn's mode and active workflow, when in a turn."""
-    turn = _TURN.get()
-    if turn is not None:
-        session = turn.session  # read now: a mode change replaces the turn's session
-        attributes["aptix.mode"] = session.mode
-        if session.active_workflow_id:
-            attributes["aptix.workflow.id"] = session.active_workflow_id
-    return attributes
-
-
-class OtelTracing(Tracing):
-    """Spans through an OpenTelemetry tracer (from ``provider``, or the global one).
-
-    ``owned``: :meth:`shutdown` shuts ``provider`` down (it was made for this object).
-    """
-
-    enabled = True
-
-    def __init__(self, provider: TracerProvider | None = None, *, owned: bool = False) -> None:
-        from opentelemetry import trace
-
-        self._trace = trace
-        self._provider = provider
-        self._owned = owned
-        self.tracer: Tracer = trace.get_tracer("aptix", _version(), tracer_provider=provider)
-
-    @property
-    def provider(self) -> TracerProvider:
-        """The tracer provider spans go through."""
-        return self._provider or self._trace.get_tracer_provider()
-
-    @contextlib.contextmanager
-    def _span(self, name: str, attributes: dict[str, Any], **options: Any) -> Iterator[_OtelSpan]:
-        """A current span that records how an exception or a cancellation ended it."""
-        with self.tracer.start_as_current_span(
-            name,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-            **options,
-        ) as span:
-            handle = _OtelSpan(span)
-            try:
-                yield handle
-            except asyncio.CancelledError:
-                handle.cancelled()
-                raise
-            except Exception as exc:
-                handle.raised(exc)
-                raise
-
-    @contextlib.contextmanager
-    def turn(self, turn: TracedTurn) -> Iterator[SpanHandle]:
-        """The ``invoke_agent`` span around one turn (a new instruction or a resume)."""
-        session = turn.session
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": AGENT_NAME,
-            # The conversation is the session: its turns (and their resumes) share the id.
-            "gen_ai.conversation.id": session.id,
-            "session.id": session.id,
-            "aptix.turn.id": turn.record.id,
-            "aptix.turn.resumed": turn.resume_key is not None,
-            "aptix.mode": session.mode,
-        }
-        if session.active_workflow_id:
-            attributes["aptix.workflow.id"] = session.active_workflow_id
-        token = _TURN.set(turn)
-        try:
-            with self._span(f"invoke_agent {AGENT_NAME}", attributes) as span:
-                try:
-                    yield span
-                except asyncio.CancelledError:
-                    span.ended_as(_CANCELLED, turn.session.mode, turn.usage)
-                    raise
-        finally:
-            _TURN.reset(token)
-
-    @contextlib.contextmanager
-    def model_call(self, model: object, request: object) -> Iterator[SpanHandle]:
-        """The ``chat`` span around one model call.
-
-        The model may name itself: ``model`` (the model requested; default its class name)
-        and ``provider`` (``gen_ai.provider.name``; default ``openai`` for a client of an
-        OpenAI-compatible endpoint, one with a ``base_url``, else none).
-        """
-        from opentelemetry.trace import SpanKind
-
-        model = getattr(model, "inner", model)  # a wrapper (the token meter) names its model
-        name = _bounded(getattr(model, "model", None) or type(model).__name__)
-        base_url = getattr(model, "base_url", None)
-        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat"}
-        provider = getattr(model, "provider", None) or ("openai" if base_url else None)
-        if provider:
-            attributes["gen_ai.provider.name"] = provider
-        attributes["gen_ai.request.model"] = name
-        for attribute, field in (
-            ("gen_ai.request.temperature", "temperature"),
-            ("gen_ai.request.max_tokens", "max_output_tokens"),
-        ):
-            value = getattr(model, field, None)
-            if value is not None:
-                attributes[attribute] = value
-        if isinstance(base_url, str):
-            where = urlsplit(base_url)
-            if where.hostname:
-                attributes["server.address"] = where.hostname
-            if where.port:
-                attributes["server.port"] = where.port
-        with self._span(f"chat {name}", _governance(attributes), kind=SpanKind.CLIENT) as span:
-            yield span
-
-    @contextlib.contextmanager
-    def tool_call(
-        self, call: TracedCall, *, session_id: str | None, turn_id: str | None
-    ) -> Iterator[SpanHandle]:
-        """The ``execute_tool`` span around one call of a registered tool.
-
-        A call of a name no tool has is model output, not a tool: it is a refusal event
-        (:func:`refusal_attributes`), never a span name.
-        """
-        name = _bounded(call.name)
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": _bounded(call.call_id),
-            "gen_ai.tool.type": "function",
-        }
-        if session_id:
-            attributes["session.id"] = session_id
-            attributes["gen_ai.conversation.id"] = session_id
-        if turn_id:
-            attributes["aptix.turn.id"] = turn_id
-        with self._span(f"execute_tool {name}", _governance(attributes)) as span:
-            yield span
-
-    def event(self, name: str, attributes: dict[str, Any]) -> None:
-        """Add an event to the current span."""
-        self._trace.get_current_span().add_event(name, attributes)
-
-    def flush(self) -> None:
-        """Export what is buffered (an SDK provider's ``force_flush``)."""
-        force_flush = getattr(self.provider, "force_flush", None)
-        if force_flush is not None:
-            force_flush()
-
-    def shutdown(self) -> None:
-        """Export what is buffered; stop the provider if this object made it."""
-        if not self._owned:
-            self.flush()
-            return
-        shutdown = getattr(self._provider, "shutdown", None)
-        if shutdown is not None:
-            shutdown()
-
-
 def refusal_attributes(call: TracedCall, reason: str) -> dict[str, Any]:
     """The attributes of a refusal event (the name may be any text the model wrote)."""
     return {
@@ -453,6 +227,20 @@ def refusal_attributes(call: TracedCall, reason: str) -> dict[str, Any]:
         "gen_ai.tool.call.id": _bounded(call.call_id),
         "reason": _bounded(reason),
     }
+
+
+def denial_attributes(call: TracedCall) -> dict[str, Any]:
+    """The attributes of a denial event: the call held for approval that was denied."""
+    return {
+        "gen_ai.tool.name": _bounded(call.name),
+        "gen_ai.tool.call.id": _bounded(call.call_id),
+        "aptix.tool.outcome": "denied",
+    }
+
+
+def capped_attributes(warning: str) -> dict[str, Any]:
+    """The attributes of a capped event (the warning may quote call ids the model wrote)."""
+    return {"reason": _bounded(warning)}
 
 
 def hand_off_attributes(calls: Sequence[TracedCall]) -> dict[str, Any]:

@@ -37,11 +37,21 @@ class TracedToolExecutor(AgentToolExecutor):
         ) as span:
             done = await super().execute(call, context, approved=approved)
             span.tool_outcome(
-                handed_off=done.requires_client_execution and done.was_executed,
-                error=done.error_message,
                 outcome=done.outcome,
+                error=done.error_message,
+                waiting=self._waiting(done),
+                approved=approved,
             )
             return done
+
+    def _waiting(self, done: AgentToolCall) -> str | None:
+        """The ledger state a handed-off call waits in; None for a call that ran."""
+        if not (done.requires_client_execution and done.was_executed):
+            return None
+        # As the ledger records it (ToolRunner._run_one): a tool with an approved run
+        # has only asked its question.
+        gated = hasattr(self.registry.get_tool_type(done.name), "run_approved")
+        return "awaiting_approval" if gated else "awaiting_client"
 
     def _refused(self, tool: AgentTool, call: AgentToolCall, reason: str) -> None:
         self.tracing.event(REFUSAL_EVENT, refusal_attributes(call, reason))
