@@ -24,6 +24,7 @@ from aptix.api.edge import (
     SyncWorkflows,
 )
 from aptix.api.errors import EnvelopeErrors, install_error_handlers
+from aptix.api.head import HeadAsGet
 from aptix.api.metrics import Metrics, ObserveMiddleware, with_request_ids
 from aptix.api.routes import agent, catalog, health, openai, sessions, tools, usage
 from aptix.api.schemas import ERROR_RESPONSES, REQUEST_BODIES
@@ -124,6 +125,8 @@ def create_app(
     if runtime is not None:
         _attach(app, runtime, model)
     install_error_handlers(app)
+    # Innermost, so every check outside it sees the request as the HEAD it is.
+    app.add_middleware(HeadAsGet)
     app.add_middleware(SyncWorkflows, state=app.state)
     app.add_middleware(RefuseNulInUrl)
     # Added late, so outside: refused requests never reach a route, /mcp or /console.

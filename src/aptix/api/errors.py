@@ -173,19 +173,27 @@ def _param(exc: RequestValidationError) -> str | None:
     return None
 
 
-def _allowed_methods(request: Request) -> str | None:
+def _allowed_methods(request: Request, named: str | None) -> str | None:
+    """The ``Allow`` of a 405: every method of the path, ``HEAD`` wherever ``GET`` is.
+
+    ``named`` is what the refusing route said (a route outside the OpenAPI document).
+    """
     # Starlette names only the first route matching the path, and FastAPI has one route per
     # method: the OpenAPI paths know every method of a path.
     path = request.scope["path"]
     # A literal path (``/v1/workflows/match``) wins over a template that also matches it.
     paths = sorted(request.app.openapi()["paths"].items(), key=lambda item: item[0].count("{"))
+    methods = {m.strip().upper() for m in named.split(",")} if named else set()
     for template, operations in paths:
         if compile_path(template)[0].match(path):
-            methods = {m.upper() for m in operations if m.upper() in _METHODS}
-            if "GET" in methods:
-                methods.add("HEAD")
-            return ", ".join(sorted(methods))
-    return None
+            methods = {m.upper() for m in operations}
+            break
+    methods &= _METHODS
+    if not methods:
+        return None
+    if "GET" in methods:
+        methods.add("HEAD")  # aptix.api.head answers it on every GET route
+    return ", ".join(sorted(methods))
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -216,7 +224,7 @@ def install_error_handlers(app: FastAPI) -> None:
         elif exc.status_code == 413:
             message = too_large(request.app.max_body_size)
         headers = dict(exc.headers or {})
-        if exc.status_code == 405 and (allowed := _allowed_methods(request)):
+        if exc.status_code == 405 and (allowed := _allowed_methods(request, headers.get("Allow"))):
             headers["Allow"] = allowed
         code = _CODES.get(exc.status_code, "error")
         return _response(exc.status_code, code, message, headers, path=request.url.path)
