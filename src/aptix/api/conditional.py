@@ -20,7 +20,13 @@ from aptix.casing import any_case
 from aptix.tools.base import AgentTool
 from aptix.tools.registry import AgentToolRegistry
 
-__all__ = ["EXPECTED_REVISION", "apply_if_match", "etag_headers", "is_conditional"]
+__all__ = [
+    "EXPECTED_REVISION",
+    "apply_if_match",
+    "etag_headers",
+    "if_match_field",
+    "is_conditional",
+]
 
 #: The argument a conditional tool takes.
 EXPECTED_REVISION = "expectedRevision"
@@ -43,6 +49,18 @@ def _takes_revision(tool: type[AgentTool]) -> bool:
     schema = tool.schema()
     properties = schema.get("parameters", schema).get("properties", {})
     return EXPECTED_REVISION in properties
+
+
+def if_match_field(lines: list[str]) -> str | None:
+    """The ``If-Match`` field from all its lines: one comma-separated list (RFC 9110 §5.3).
+
+    A second line is part of the precondition, so ``"1"`` and ``"9"`` sent as two lines are
+    the list ``"1", "9"``, which cannot match, exactly as when sent on one line. Empty lines
+    add nothing (RFC 9110 §5.6.1); None when there is no line at all.
+    """
+    if not lines:
+        return None
+    return ", ".join(line.strip() for line in lines if line.strip())
 
 
 def apply_if_match(name: str, conditional: bool, arguments: str, if_match: str | None) -> str:

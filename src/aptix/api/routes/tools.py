@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 
-from aptix.api.conditional import apply_if_match, etag_headers, is_conditional
+from aptix.api.conditional import apply_if_match, etag_headers, if_match_field, is_conditional
 from aptix.api.errors import ApiError
 from aptix.api.responses import ToolInfo
 from aptix.api.routes.deps import CallerDep, RuntimeDep
@@ -56,6 +56,8 @@ async def invoke_tool(
     body: InvokeRequest,
     runtime: RuntimeDep,
     caller: CallerDep,
+    request: Request,
+    # Declared for the document; the route reads every line of the field from the request.
     if_match: Annotated[
         str | None,
         Header(description='The revision a change is based on, as its ETag (`"7"`), or `*`.'),
@@ -73,6 +75,8 @@ async def invoke_tool(
     sent = body.arguments
     arguments = sent if isinstance(sent, str) else json.dumps(sent or {})
     conditional = is_conditional(runtime.registry, name)
+    # ``if_match`` is the first line only: a stale tag on a second line must fail too.
+    if_match = if_match_field(request.headers.getlist("if-match"))
     arguments = apply_if_match(name, conditional, arguments, if_match)
     # The session's mode and active workflow apply here exactly as in a model turn.
     context = await runtime.session_context(
