@@ -152,17 +152,29 @@ def _describe(exc: RequestValidationError) -> str:
         if err.get("ctx", {}).get("pattern") == NOT_BLANK_PATTERN:
             # The pattern spells out every blank character: unreadable, and says less.
             message = "must not be blank"
+        if not where and "param" in err.get("ctx", {}):
+            problems.append(message)  # a check of the whole body, whose message says where
+            continue
         problems.append(f"{where or 'body'}: {message}")
     return "Invalid request: " + "; ".join(problems) + "."
+
+
+def _named_param(err: Any) -> str | None:
+    # A check of the whole body (NUL anywhere in it) names the field in its context.
+    named = err.get("ctx", {}).get("param")
+    return named if isinstance(named, str) else None
 
 
 def _param(exc: RequestValidationError) -> str | None:
     """The body field the first problem is in, as OpenAI names it: ``messages[0]``, ``n``.
 
     Deeper parts of the location are left out: pydantic adds union members and type names
-    (``messages.0.user.content.str``) that are no field of the request.
+    (``messages.0.user.content.str``) that are no field of the request. A validator of the
+    whole body has no field in its location; it names one as ``param`` in its context.
     """
     for err in exc.errors():
+        if (named := _named_param(err)) is not None:
+            return named
         # ("body", field, ...), or ("header" | "path" | "query", name): the part after it.
         loc = list(err.get("loc", ()))[1:]
         if not loc or not isinstance(loc[0], str):

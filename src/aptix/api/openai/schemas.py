@@ -3,19 +3,22 @@
 Only what Aptix reads is modelled strictly. Sampling parameters a client sends out of habit
 (``temperature``, ``top_p``, ``seed``, ...) are accepted and ignored: the deployment's model
 settings apply, as they do to every other surface. Fields that would change the answer's
-shape (``n``, ``response_format``, ``tool_choice``) are read, and refused unless they ask for
-what Aptix answers anyway.
+shape (``n``, ``functions``, ``logprobs``, ... in :data:`SHAPE_FIELDS`) are read, and refused
+unless they ask for what Aptix answers anyway.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
 
 __all__ = [
+    "SHAPE_FIELDS",
     "AssistantMessage",
     "ChatCompletionRequest",
     "ChatMessage",
@@ -125,6 +128,66 @@ class StreamOptions(_Body):
     include_usage: bool = False
 
 
+#: The fields that would change the answer's shape: the values that ask for what Aptix answers
+#: anyway, and why any other is refused. Checked in this order, so a request is told about
+#: ``functions`` before the ``function_call`` that picks one of them.
+SHAPE_FIELDS: tuple[tuple[str, tuple[Any, ...], str], ...] = (
+    ("n", (None, 1), "only 1 is supported; a request runs one turn, which has one answer."),
+    (
+        "response_format",
+        (None, {"type": "text"}),
+        'only {"type": "text"} is supported; the agent answers in free text (ask for JSON in '
+        "the message instead).",
+    ),
+    (
+        "tool_choice",
+        (None, "auto"),
+        'only "auto" is supported; the session\'s mode and workflow decide which tools the '
+        "model may call.",
+    ),
+    (
+        "functions",
+        (None, []),
+        "the deprecated functions are not supported; offer client functions as tools "
+        '({"type": "function", "function": {...}}).',
+    ),
+    (
+        "function_call",
+        (None, "auto"),
+        'only "auto" is supported; the session\'s mode and workflow decide which tools the '
+        "model may call.",
+    ),
+    (
+        "parallel_tool_calls",
+        (None, True),
+        "only true is supported; an answer may hand over several tool calls at once.",
+    ),
+    ("modalities", (None, ["text"]), 'only ["text"] is supported; the agent answers in text.'),
+    ("audio", (None,), "audio answers are not supported; the agent answers in text."),
+    (
+        "logprobs",
+        (None, False),
+        "only false is supported; an answer is the text of the turn's model calls, without "
+        "log probabilities.",
+    ),
+    (
+        "top_logprobs",
+        (None, 0),
+        "only 0 is supported; an answer carries no log probabilities.",
+    ),
+    (
+        "web_search_options",
+        (None,),
+        "web search is not supported; the agent uses the tools its mode permits.",
+    ),
+    (
+        "moderation",
+        (None,),
+        "moderation is not supported; nothing is moderated and no moderation results come back.",
+    ),
+)
+
+
 class ChatCompletionRequest(_Body):
     """``POST /v1/chat/completions``: the model picks the mode; the last message is the ask."""
 
@@ -133,24 +196,25 @@ class ChatCompletionRequest(_Body):
     stream: bool = False
     stream_options: StreamOptions | None = None
     tools: list[ClientTool] | None = Field(None, max_length=100)
+    # Read only to refuse what Aptix cannot answer (SHAPE_FIELDS): the types are OpenAI's.
     n: int | None = None
     response_format: dict[str, Any] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    functions: list[Any] | None = None
+    function_call: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    modalities: list[str] | None = None
+    audio: dict[str, Any] | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    web_search_options: dict[str, Any] | None = None
+    moderation: dict[str, Any] | None = None
 
     def unsupported(self) -> tuple[str, str] | None:
         """The field Aptix cannot answer the way it asks, and why; None when it can."""
-        if self.n not in (None, 1):
-            return "n", "n: only 1 is supported; a request runs one turn, which has one answer."
-        if self.response_format not in (None, {"type": "text"}):
-            return "response_format", (
-                'response_format: only {"type": "text"} is supported; the agent answers in '
-                "free text (ask for JSON in the message instead)."
-            )
-        if self.tool_choice not in (None, "auto"):
-            return "tool_choice", (
-                'tool_choice: only "auto" is supported; the session\'s mode and workflow '
-                "decide which tools the model may call."
-            )
+        for field, accepted, why in SHAPE_FIELDS:
+            if getattr(self, field) not in accepted:
+                return field, f"{field}: {why}"
         return None
 
     @model_validator(mode="before")
@@ -158,11 +222,27 @@ class ChatCompletionRequest(_Body):
     def _refuse_unstorable(cls, data: Any) -> Any:
         # The same rule as every other body (aptix.api.schemas.WireModel): text that cannot
         # be stored is refused at the edge, never half-stored.
-        if (found := find_nul(data)) is not None:
-            raise ValueError(f"{NUL_REFUSED} (found in '{found}')")
-        if (lone := find_surrogate(data)) is not None:
-            raise ValueError(f"{SURROGATE_REFUSED} (found in '{lone}')")
+        for find, refused in ((find_nul, NUL_REFUSED), (find_surrogate, SURROGATE_REFUSED)):
+            if (found := find(data)) is not None:
+                # ``param`` names the field, as the other refusals do (aptix.api.errors);
+                # ``where`` goes last, so that text in it is never read as a placeholder.
+                context = {"param": _field_of(data, found), "where": found}
+                raise PydanticCustomError(
+                    "unstorable_text", f"{refused} (found in '{{where}}')", context
+                )
         return data
+
+
+#: A field as OpenAI's ``param`` names it: ``model``, ``messages[2]``.
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?")
+
+
+def _field_of(data: Any, where: str) -> str | None:
+    """The request field at the start of ``where`` (``messages[0].content`` → ``messages[0]``)."""
+    head = where.split(".", 1)[0]
+    if not isinstance(data, dict) or not _FIELD.fullmatch(head):
+        return None
+    return head if head.split("[", 1)[0] in data else None
 
 
 def message_text(content: str | list[TextPart | OtherPart] | None) -> str:

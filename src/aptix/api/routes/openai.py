@@ -114,9 +114,10 @@ async def retrieve_model(
         400: {
             "model": ErrorBody,
             "description": "The messages are not a Chat Completions conversation, a field asks "
-            "for what Aptix does not do (`n` > 1, `response_format`, `tool_choice`), or the "
-            "turn is over the context budget (`context_length_exceeded`). Errors on this "
-            "route add OpenAI's `type` and `param` to the envelope.",
+            "for what Aptix does not do (`n` > 1, `response_format`, `tool_choice`, "
+            "`functions`, `modalities`, `logprobs`, ...), or the turn is over the context "
+            "budget (`context_length_exceeded`). Errors on this route add OpenAI's `type` "
+            "and `param` (the field) to the envelope.",
         },
         409: {
             "model": ErrorBody,
