@@ -56,6 +56,12 @@ class Lease:
         """The lease's expiry if taken or renewed at ``now``."""
         return (now or utc_now()) + timedelta(seconds=self.seconds)
 
+    def holder(self) -> str:
+        """The owner recorded on one run of a turn: this process, and which of its runs."""
+        # Per run, not per process: a process that took over its own turn (its lease ran
+        # out, then the resume was retried here) must not take the old run's saves for its own.
+        return f"{self.owner}:{uuid.uuid4().hex[:8]}"
+
 
 @dataclass(slots=True)
 class Plan:
@@ -113,11 +119,16 @@ def _is_zombie(pid: int) -> bool:
     return fields[fields.rfind(b")") + 1 :].split()[:1] == [b"Z"]
 
 
+def _here(owner: str | None) -> bool:
+    """Whether ``owner`` is a run of this process (:meth:`Lease.holder`)."""
+    return owner is not None and (owner == OWNER or owner.startswith(f"{OWNER}:"))
+
+
 def is_dead(turn: TurnRecord, now: datetime) -> bool:
     """A running turn whose lease expired or whose process on this host is gone."""
     if turn.status != "running":
         return False
-    if turn.owner == OWNER and turn.id in ledger.ENDED_HERE:
+    if _here(turn.owner) and turn.id in ledger.ENDED_HERE:
         return True  # ended here by an error its own save could not record
     expired = turn.lease_until is None or turn.lease_until < now
     return expired or _owner_gone(turn.owner)
@@ -127,7 +138,7 @@ def mark_dead(turn: TurnRecord, now: datetime) -> bool:
     """Mark ``turn`` ``interrupted`` if its process is gone; True when it was."""
     if not is_dead(turn, now):
         return False
-    ended = ledger.ENDED_HERE.get(turn.id) if turn.owner == OWNER else None
+    ended = ledger.ENDED_HERE.get(turn.id) if _here(turn.owner) else None
     if ended is not None:
         ledger.adopt_ending(turn, ended)
     else:
@@ -177,7 +188,7 @@ def start_plan(
             instruction=instruction,
             messages=[{"role": "user", "content": instruction}],
             lease_until=lease.until(now),
-            owner=lease.owner,
+            owner=lease.holder(),
         )
         return Plan(run=record, new=True, closed=closed)
 
@@ -247,7 +258,7 @@ def cancel_turn(turn: TurnRecord) -> TurnRecord:
 
 
 def _run(turn: TurnRecord, lease: Lease, now: datetime, closed: TurnRecord | None) -> Plan:
-    ledger.run(turn, lease.until(now), lease.owner)
+    ledger.run(turn, lease.until(now), lease.holder())
     return Plan(run=turn, closed=None if closed is turn else closed)
 
 

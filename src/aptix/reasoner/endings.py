@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -20,12 +21,13 @@ from aptix.logger import AdminLogger, LogLevel, mark_logged
 from aptix.reasoner import ledger
 from aptix.reasoner.claims import CANCELLED
 from aptix.reasoner.context import ContextOverflowError
+from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.result import EventSink, TurnKind, TurnResult
 from aptix.reasoner.running import RunningTurn, TurnLost, emit, result_of
 from aptix.reasoner.turns import TurnStore
 from aptix.urls import mask_credentials
 
-__all__ = ["ERROR_CODE", "SAVE_RETRY_SECONDS", "TurnEndings"]
+__all__ = ["ERROR_CODE", "SAVE_RETRY_SECONDS", "TAKEN_OVER", "UNSETTLED", "TurnEndings"]
 
 #: The key, in an ``error`` turn's stored answer (``TurnRecord.result``), of the code saying
 #: why it failed: ``model_error`` (the model endpoint), ``token_budget_exhausted`` or
@@ -38,6 +40,18 @@ ERROR_CODE = "errorCode"
 #: Pauses between the attempts to store the ending of a turn a database outage broke (3.5 s
 #: in all): the request that ran it answers after them.
 SAVE_RETRY_SECONDS = (0.5, 1.0, 2.0)
+
+#: The answer of a request whose turn another process took over while it ran here.
+TAKEN_OVER = (
+    "Taken over: this turn's lease ran out while this process ran it, and another process now "
+    "runs it (its request was sent again there). The calls that ran here are recorded with the "
+    "outcomes listed; read the session for the turn's answer."
+)
+#: The answer of a request whose turn was closed elsewhere when what ran here was not recorded.
+UNSETTLED = (
+    "This turn was closed elsewhere while it ran here, and the outcomes of the calls that ran "
+    "here could not be recorded; they are listed here only. Check whether they took effect."
+)
 
 
 class TurnEndings:
@@ -162,23 +176,39 @@ class TurnEndings:
             await self._turns.save(record)
 
     async def lost(self, turn: RunningTurn) -> TurnResult:
-        """The turn was closed elsewhere while it ran here: keep what ran here on its record.
+        """The turn was closed or taken over elsewhere while it ran here: keep what ran here.
 
-        The answer is the turn as it now stands: another process's answer when it ran the
-        turn to its end, otherwise the ending whoever closed it gave (cancelled, or an error
-        saying it was interrupted), never a cancel nobody asked for.
+        The outcomes of the calls that ran here go on its record (:meth:`TurnStore.settle`),
+        also while another process runs it (it took the turn over: a resume retried after
+        this run's lease ran out). The answer is the turn as it now stands: another process's
+        answer when it ran the turn to its end, an error saying another process runs it now
+        (with the calls that ran here and their outcomes), or the ending whoever closed it
+        gave (cancelled, or an error saying it was interrupted); never a cancel nobody asked
+        for.
         """
-        merged = None
-        with contextlib.suppress(Exception):
-            merged = await self._turns.settle(turn.record)
-        if merged is None:  # not stored (or not closed after all): say only what is known here
-            return result_of(turn, "cancelled")
+        merged = await self._settle(turn.record)
+        if merged is None:  # not stored, or the database did not answer: nothing recorded
+            return result_of(turn, "error", error=UNSETTLED)
+        if merged.status == "running":  # another run holds it
+            return result_of(turn, "error", error=TAKEN_OVER)
         if merged.status in ("completed", "pending") and merged.result is not None:
             return TurnResult.from_wire(merged.result)
         turn.record = merged
         if merged.status == "cancelled":
             return result_of(turn, "cancelled")
         return result_of(turn, "error", error=merged.warnings[-1] if merged.warnings else None)
+
+    async def _settle(self, record: TurnRecord) -> TurnRecord | None:
+        """Settle ``record``, retried through a short database outage; None if it could not."""
+        for pause in (*SAVE_RETRY_SECONDS, None):
+            try:
+                return await self._turns.settle(record)
+            except Exception as failed:
+                if pause is None or not is_database_outage(failed):
+                    return None
+            # The outcomes are known only here: a short outage should not lose them.
+            await asyncio.sleep(pause)
+        return None
 
     async def broken(self, turn: RunningTurn, exc: BaseException) -> None:
         """End at once a turn whose run failed unexpectedly (a database outage, a bug).
@@ -235,6 +265,10 @@ class TurnEndings:
             record.answers[turn.resume_key] = record.result
             record.resume_key = None
         await self.checkpoint(turn)
+        # The save may have taken outcomes another process settled into the turn meanwhile
+        # (a call it ran before this run took the turn over): the answer says them too.
+        result = _as_recorded(record, result)
+        answer = result.to_wire()
         self._logger.trace(
             f"turn {record.id} {result.kind}",
             ("SessionId", turn.session.id),
@@ -242,3 +276,13 @@ class TurnEndings:
         )
         await emit(on_event, "turn_finished", answer)
         return result
+
+
+def _as_recorded(record: TurnRecord, result: TurnResult) -> TurnResult:
+    """``result`` with its calls as ``record``'s ledger has them now."""
+    entries = {e["callId"]: e for e in record.tool_calls}
+    calls = tuple(
+        ledger.wire(entries[c["callId"]]) if c.get("callId") in entries else c
+        for c in result.tool_calls
+    )
+    return result if calls == result.tool_calls else dataclasses.replace(result, tool_calls=calls)

@@ -34,6 +34,7 @@ __all__ = [
     "CallState",
     "adopt_ending",
     "calls_to_run",
+    "carry_endings",
     "close_dangling",
     "end",
     "fresh_ids",
@@ -459,7 +460,18 @@ def stopped_by_cancel(
 
 
 #: What a call's ending consists of, as :func:`merge_closed` carries it between two copies.
-_ENDING_KEYS = ("state", "outcome", "wasExecuted", "resultJson", "errorMessage", "isServerTool")
+_ENDING_KEYS = (
+    "state",
+    "outcome",
+    "wasExecuted",
+    "resultJson",
+    "errorMessage",
+    "isServerTool",
+    # An approved call's run: its result or error, and that it was no longer the client's.
+    "approvedResultJson",
+    "approvedErrorMessage",
+    "requiresClientExecution",
+)
 
 
 def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
@@ -472,7 +484,8 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
     how the calls it ran ended.
     """
     if stored.owner != ours.owner:
-        return _endings_into(stored, ours)
+        _answers_follow(stored, _endings_into(stored, ours))
+        return stored
     # A call runs only once its "started" is stored: one started here that the stored copy
     # never saw started was stopped by the failed save, before it ran.
     stored_started = {
@@ -508,15 +521,47 @@ def adopt_ending(stored: TurnRecord, ours: TurnRecord) -> None:
     stored.warnings.extend(w for w in ours.warnings if w not in stored.warnings)
 
 
-def _endings_into(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
-    """``stored`` with the calls it lost (``unknown``) given the endings seen here."""
+def carry_endings(into: TurnRecord, source: TurnRecord) -> bool:
+    """Give the calls ``into`` reads as lost the endings ``source`` knows; True if any changed.
+
+    For a turn that is still open under another run: only calls lost (``unknown`` after a
+    crash, a takeover or a cancel) take an ending, never one that run may be running now. Its
+    stored answers (its own, and those a retried resume replays) then list them so too.
+    """
+    changed = _endings_into(into, source, lost_only=True)
+    _answers_follow(into, changed)
+    return bool(changed)
+
+
+def _endings_into(stored: TurnRecord, ours: TurnRecord, *, lost_only: bool = False) -> set[str]:
+    """Give the calls ``stored`` lost (or never ended) the endings seen here; their ids."""
     ended = {e["callId"]: e for e in ours.tool_calls if e["state"] in FINAL and not e.get("lost")}
+    changed = set()
     for entry in stored.tool_calls:
         mine = ended.get(entry["callId"])
-        if mine is not None and (entry["state"] not in FINAL or entry.get("lost")):
+        open_here = entry["state"] not in FINAL and not lost_only
+        if mine is not None and (open_here or entry.get("lost")):
             entry.update({k: mine[k] for k in _ENDING_KEYS if k in mine})
             entry.pop("lost", None)
-    return stored
+            changed.add(entry["callId"])
+    return changed
+
+
+def _answers_follow(record: TurnRecord, ids: set[str]) -> None:
+    """The answers stored with ``record`` list the calls ``ids`` as its ledger now does."""
+    if not ids:
+        return
+    entries = {e["callId"]: e for e in record.tool_calls if e["callId"] in ids}
+    for answer in (record.result, *record.answers.values()):
+        calls = answer.get("toolCalls") if answer is not None else None
+        if answer is not None and isinstance(calls, list):
+            answer["toolCalls"] = [_as_now(c, entries) for c in calls]
+
+
+def _as_now(shown: Any, entries: dict[str, dict[str, Any]]) -> Any:
+    """A call as an answer listed it, or as ``entries`` (its ledger now) has it."""
+    call_id = shown.get("callId") if isinstance(shown, dict) else None
+    return wire(entries[call_id]) if call_id in entries else shown
 
 
 def _never_recorded(call: dict[str, Any]) -> dict[str, Any]:

@@ -248,17 +248,21 @@ class AgentReasoner:
         task = asyncio.current_task()
         assert task is not None
         self._running.add(turn_id, task)
-        heartbeat = Heartbeat(self._turns, turn.record, self._lease)
+        # A cancel recorded by another process stops the turn here as one sent here would.
+        stop = functools.partial(self._running.cancel, turn_id)
+        heartbeat = Heartbeat(self._turns, turn.record, self._lease, stop)
         try:
             with log_ids(turn.session.id, turn_id), self._tracing.turn(turn) as span:
                 result = await self._run(turn, history, on_event)
                 span.turn_result(result)
                 return result
         except TurnLost:
+            heartbeat.stop()  # before any ending: a beat must not cancel the ending itself
             result = await asyncio.shield(self._end.lost(turn))
             await emit(on_event, "turn_finished", result.to_wire())
             return result
         except asyncio.CancelledError:
+            heartbeat.stop()
             if process_stopping() and not self._running.stopping(turn_id):
                 # Cut short by the server's shutdown, not cancelled by anyone.
                 await asyncio.shield(self._end.shut_down(turn, self._tools.in_thread))
@@ -270,6 +274,7 @@ class AgentReasoner:
                 return result
             raise
         except Exception as exc:
+            heartbeat.stop()
             # A database outage or a bug: the turn ends now with a true status, rather than
             # holding the session until its lease runs out and then reading "interrupted".
             await asyncio.shield(self._end.broken(turn, exc))

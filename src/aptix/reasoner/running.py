@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,10 +84,23 @@ def result_of(turn: RunningTurn, kind: TurnKind, error: str | None = None) -> Tu
 
 
 class Heartbeat:
-    """Renews a running turn's lease every third of its length, off the turn's own path."""
+    """Renews a running turn's lease every third of its length, off the turn's own path.
 
-    def __init__(self, turns: TurnStore, record: TurnRecord, lease: Lease) -> None:
+    A renewal that finds the turn no longer running under this run stops renewing; if the
+    turn was cancelled (a cancel request another process answered), it calls ``on_cancel``,
+    which stops the run as a cancel in this process does. So a cancel from anywhere stops the
+    turn's running call within a third of the lease.
+    """
+
+    def __init__(
+        self,
+        turns: TurnStore,
+        record: TurnRecord,
+        lease: Lease,
+        on_cancel: Callable[[], object] | None = None,
+    ) -> None:
         self._turns, self._record, self._lease = turns, record, lease
+        self._on_cancel = on_cancel
         self._task: asyncio.Task[None] | None = None
         self._handle = asyncio.get_running_loop().call_later(lease.seconds / 3, self._fire)
 
@@ -95,8 +108,20 @@ class Heartbeat:
         self._task = asyncio.ensure_future(self._beat())
 
     async def _beat(self) -> None:
-        with contextlib.suppress(Exception):  # a missed beat only shortens the lease
-            await self._turns.heartbeat(self._record, self._lease.until())
+        try:
+            if await self._turns.heartbeat(self._record, self._lease.until()):
+                self._again()
+                return
+            status = await self._turns.status(self._record)
+        except Exception:  # a missed beat only shortens the lease
+            self._again()
+            return
+        # No longer this run's: nothing to renew. Nothing awaits between the read and the
+        # call, and the run stops its heartbeat before it begins any ending of its own.
+        if status == "cancelled" and self._on_cancel is not None:
+            self._on_cancel()
+
+    def _again(self) -> None:
         self._handle = asyncio.get_running_loop().call_later(self._lease.seconds / 3, self._fire)
 
     def stop(self) -> None:

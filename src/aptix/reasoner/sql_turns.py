@@ -34,8 +34,8 @@ from aptix.db.engine import Database
 from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
-from aptix.reasoner.ledger import merge_closed
-from aptix.reasoner.record import OPEN, TurnRecord
+from aptix.reasoner.ledger import carry_endings, merge_closed
+from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
 from aptix.reasoner.tables import TurnRow
 from aptix.sessions.access import is_owner
 from aptix.sessions.models import AgentSession
@@ -89,6 +89,11 @@ _INSERT = insert(_TURNS)
 _UPDATE = update(_TURNS).where(_C.id == bindparam("turn_id"))
 _CHECKPOINT = _UPDATE.where(_C.version == bindparam("held"), _C.status == "running")
 _HEARTBEAT = _UPDATE.where(_C.status == "running", _C.owner == bindparam("holder"))
+_BY_ID = select(_TURNS).where(_C.id == bindparam("turn_id"))
+_STATUS = select(_C.status).where(_C.id == bindparam("turn_id"))
+#: How many times a save takes outcomes settled into its turn and tries again: each needs
+#: another process's settlement between the read and the write.
+_CATCH_UPS = 4
 
 
 @dataclass(slots=True)
@@ -177,7 +182,29 @@ class SqlTurnStore:
             self._cached -= len(self._windows.popitem(last=False)[1].turns)
 
     async def save(self, turn: TurnRecord) -> bool:
-        """Checkpoint ``turn`` if it still runs at the version this run holds."""
+        """Checkpoint ``turn`` if it still runs at the version this run holds.
+
+        Another process may have written into it meanwhile the outcome of a call it ran
+        before this run took the turn over (:meth:`settle`): the turn still runs under this
+        run, at a newer version. This run then takes those outcomes and saves again.
+        """
+        for _ in range(_CATCH_UPS):
+            if await self._save(turn):
+                return True
+            stored = await self._read(turn.id)
+            if not _settled_into(stored, turn):
+                return False
+            assert stored is not None
+            carry_endings(turn, stored)
+            turn.version = stored.version
+        return False
+
+    async def _read(self, turn_id: str) -> TurnRecord | None:
+        keys = {"turn_id": turn_id}
+        row = await self._db.run_one(lambda tx: tx.execute(_BY_ID, keys).one_or_none())
+        return _to_record(row) if row is not None else None
+
+    async def _save(self, turn: TurnRecord) -> bool:
         now = utc_now()
         if turn.status != "running":
             turn.lease_until = None
@@ -204,19 +231,34 @@ class SqlTurnStore:
         return session_of(row) if row is not None else None
 
     async def settle(self, turn: TurnRecord) -> TurnRecord | None:
-        """Merge ``turn`` into the closed turn stored under its id; the merged turn, or None."""
+        """Merge ``turn`` into the turn stored under its id; the merged turn, or None.
+
+        A closed turn takes what ran here (``merge_closed``). A turn another run holds open
+        (it took the turn over: a resume retried after this run's lease ran out) takes the
+        outcomes of the calls it reads as lost; that run adopts them at its next save.
+        """
         query = select(_TURNS).where(_C.id == turn.id)
+        session_query = _SESSION_LOCKED if self._lock_sessions else _SESSION
         if self._lock_sessions:
             query = query.with_for_update()
+        keys = {"sid": turn.session_id, "org": turn.org}
 
         def transaction(tx: Connection) -> TurnRecord | None:
+            # The session's lock first, as a claim takes it: a claim reading the turn to
+            # resume it never writes over these outcomes with the copy it read before.
+            tx.execute(session_query, keys)
             row = tx.execute(query).one_or_none()
             if row is None:
                 return None
             stored = _to_record(row)
             if stored.status in OPEN:
-                return None
-            merged = merge_closed(stored, copy.deepcopy(turn))
+                if stored.owner == turn.owner and stored.status == "running":
+                    return None  # still this run's: a save, not a settlement
+                if not carry_endings(stored, turn):
+                    return stored
+                merged = stored
+            else:
+                merged = merge_closed(stored, copy.deepcopy(turn))
             merged.version += 1
             merged.updated_at = utc_now()
             tx.execute(_UPDATE, {"turn_id": turn.id, **_changes(merged)})
@@ -228,6 +270,12 @@ class SqlTurnStore:
         """Extend the lease of a running turn still held by ``turn.owner``."""
         keys = {"turn_id": turn.id, "holder": turn.owner, "lease_until": until}
         return await self._db.run_one(_changed(_HEARTBEAT, keys)) == 1
+
+    async def status(self, turn: TurnRecord) -> TurnStatus | None:
+        """The status stored for ``turn`` now (None when it is not stored): one read."""
+        keys = {"turn_id": turn.id}
+        found = await self._db.run_one(lambda tx: tx.execute(_STATUS, keys).scalar_one_or_none())
+        return cast("TurnStatus | None", found)
 
     async def cancel(self, session_id: str, org: str, turn_id: str) -> TurnRecord:
         """Mark a running or pending turn ``cancelled``."""
@@ -276,6 +324,20 @@ class SqlTurnStore:
             query = query.limit(limit)
         rows = await self._db.run_one(lambda tx: tx.execute(query).all())
         return [_to_record(row) for row in reversed(rows)]
+
+
+def _settled_into(stored: TurnRecord | None, ours: TurnRecord) -> bool:
+    """Whether a save of ``ours`` failed only because another process settled into it.
+
+    The turn still runs under this very run (only a settlement writes a running turn under
+    another's owner), at a newer version than this run holds.
+    """
+    return (
+        stored is not None
+        and stored.status == "running"
+        and stored.owner == ours.owner
+        and stored.version > ours.version
+    )
 
 
 def _fresh(tx: Connection, window: _Window, keys: dict[str, Any]) -> bool:

@@ -66,6 +66,10 @@ class TurnTasks:
         task = self._tasks.get(turn_id)
         if task is None or task.done():
             return False
+        if turn_id in self._stopping:
+            # Already stopping (its heartbeat saw the cancel a request to another process
+            # recorded, say): a second cancel would cut short the ending it is writing.
+            return True
         self._stopping.add(turn_id)
         task.cancel()
         return True

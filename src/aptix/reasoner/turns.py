@@ -10,7 +10,7 @@ from typing import Protocol
 from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
-from aptix.reasoner.ledger import merge_closed
+from aptix.reasoner.ledger import carry_endings, merge_closed
 from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
 from aptix.sessions.access import owned_session
 from aptix.sessions.manager import SessionManager
@@ -41,7 +41,9 @@ class TurnStore(Protocol):
     async def save(self, turn: TurnRecord) -> bool:
         """Checkpoint a running turn (bumping its version).
 
-        False when it is no longer this run's: cancelled, interrupted or saved by another.
+        False when it is no longer this run's: cancelled, interrupted or taken over. Outcomes
+        another process settled into it while it still runs here (``settle``) are taken into
+        ``turn`` first (``ledger.carry_endings``).
         """
         ...
 
@@ -53,11 +55,17 @@ class TurnStore(Protocol):
         """Extend the lease of a running turn held by ``turn.owner``."""
         ...
 
-    async def settle(self, turn: TurnRecord) -> TurnRecord | None:
-        """Merge what this run knows into a turn someone else closed (``merge_closed``).
+    async def status(self, turn: TurnRecord) -> TurnStatus | None:
+        """The status stored for ``turn`` now; None when it is not stored."""
+        ...
 
-        The stored status stands. Returns the merged turn as stored; None when the turn is
-        unknown or still open.
+    async def settle(self, turn: TurnRecord) -> TurnRecord | None:
+        """Merge what this run knows into a turn someone else closed or took over.
+
+        The stored status stands. A closed turn takes what ran here (``merge_closed``); a
+        turn another run holds open takes only the outcomes of the calls it reads as lost
+        (``ledger.carry_endings``), and that run adopts them at its next save. Returns the
+        turn as stored then; None when it is unknown or still runs under this very run.
         """
         ...
 
@@ -110,6 +118,10 @@ class InMemoryTurnStore:
         """Save ``turn`` unless it changed since it was read or no longer runs."""
         for stored in self._turns.get(turn.session_id, []):
             if stored.id == turn.id:
+                if stored.status == "running" and stored.owner == turn.owner:
+                    # Still this run's: outcomes settled into it meanwhile are taken first.
+                    carry_endings(turn, stored)
+                    turn.version = max(turn.version, stored.version)
                 if stored.version != turn.version or stored.status != "running":
                     return False
                 turn.version += 1
@@ -131,8 +143,13 @@ class InMemoryTurnStore:
             for stored in turns:
                 if stored.id == turn.id:
                     if stored.status in OPEN:
-                        return None
-                    merged = merge_closed(_copy(stored), _copy(turn))
+                        if stored.status == "running" and stored.owner == turn.owner:
+                            return None  # still this run's: a save, not a settlement
+                        merged = _copy(stored)
+                        if not carry_endings(merged, turn):
+                            return merged
+                    else:
+                        merged = merge_closed(_copy(stored), _copy(turn))
                     merged.version += 1
                     merged.updated_at = utc_now()
                     self._put(turns, merged)
@@ -146,6 +163,13 @@ class InMemoryTurnStore:
                 stored.lease_until = until
                 return True
         return False
+
+    async def status(self, turn: TurnRecord) -> TurnStatus | None:
+        """The status stored for ``turn`` now."""
+        for stored in self._turns.get(turn.session_id, []):
+            if stored.id == turn.id:
+                return stored.status
+        return None
 
     async def cancel(self, session_id: str, org: str, turn_id: str) -> TurnRecord:
         """Mark an open turn ``cancelled``."""

@@ -112,8 +112,9 @@ async def cancel_turn(
     await owned_session(runtime, caller, session_id)
     record = await runtime.turns.cancel(session_id, caller.org, turn_id)
     # Runs in this process (whichever reasoner of the runtime started it): stop it now, and
-    # answer with the calls it ran and their outcomes. Elsewhere it stops at its next save
-    # and merges its outcomes into the record then.
+    # answer with the calls it ran and their outcomes. Elsewhere its process sees the cancel
+    # at its next lease renewal (within a third of the lease) or save, whichever comes
+    # first, stops it as this one would, and merges its outcomes into the record then.
     if await runtime.turn_tasks.stop(turn_id):
         [record] = await runtime.turns.list_turns(session_id, caller.org, limit=1)
     return turn_to_json(record)
