@@ -173,7 +173,7 @@ class ToolRunner:
     ) -> None:
         done = await self._execute(call, context, turn_id)
         # In memory at once: a cancel or an error ending the turn keeps this outcome.
-        approval = hasattr(self.executor.registry.get_tool_type(call.name), "run_approved")
+        approval = self.executor.registry.asks_approval(call.name)
         ledger.record_outcome(entry, done, approval=approval)
         await kept.arrived()
 

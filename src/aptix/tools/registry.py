@@ -181,6 +181,10 @@ class AgentToolRegistry:
         entry = self._entries.get(name.casefold())
         return entry.tool_cls if entry else None
 
+    def asks_approval(self, name: str) -> bool:
+        """Whether ``name`` has an approved run: its call asks a person first, then runs."""
+        return hasattr(self.get_tool_type(name), "run_approved")
+
     def get_tool(self, name: str) -> AgentTool | None:
         """The tool instance for ``name`` (built on first use), or None."""
         tool = self._exact.get(name)

@@ -50,8 +50,7 @@ class TracedToolExecutor(AgentToolExecutor):
             return None
         # As the ledger records it (ToolRunner._run_one): a tool with an approved run
         # has only asked its question.
-        gated = hasattr(self.registry.get_tool_type(done.name), "run_approved")
-        return "awaiting_approval" if gated else "awaiting_client"
+        return "awaiting_approval" if self.registry.asks_approval(done.name) else "awaiting_client"
 
     def _refused(self, tool: AgentTool, call: AgentToolCall, reason: str) -> None:
         self.tracing.event(REFUSAL_EVENT, refusal_attributes(call, reason))
