@@ -14,6 +14,16 @@ from tests.tools.mcp_servers import flaky_server
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
 
 
 def test_refusals_say_what_is_wrong_in_the_documented_shape(tmp_path: Path) -> None:
@@ -104,13 +114,16 @@ async def test_a_client_cancel_or_hang_up_cancels_the_upstream_call(tmp_path: Pa
         }
         async with httpx.AsyncClient(timeout=30) as http, anyio.create_task_group() as group:
             answers: list[httpx.Response] = []
+            # A cancel names a call of the client's own session: the one initialize gave it.
+            initialized = await http.post(f"{base}/mcp", json=INITIALIZE, headers=HEADERS)
+            session = {**HEADERS, "Mcp-Session-Id": initialized.headers["mcp-session-id"]}
 
             async def post() -> None:
-                answers.append(await http.post(f"{base}/mcp", json=notified, headers=HEADERS))
+                answers.append(await http.post(f"{base}/mcp", json=notified, headers=session))
 
             group.start_soon(post)
             await _started(log, "notified")
-            accepted = await http.post(f"{base}/mcp", json=cancel, headers=HEADERS)
+            accepted = await http.post(f"{base}/mcp", json=cancel, headers=session)
         await anyio.sleep(SLOW + 1)  # past the end of any call left running
     # Each started, and the server behind was told to stop: none ran to its end.
     assert _calls(log, "cancelled") == ["slow-start"]

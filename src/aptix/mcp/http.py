@@ -8,19 +8,25 @@ SDK's ``AuthContextMiddleware`` so that the tool handler reads the caller with
 The server is stateless, so a client's ``notifications/cancelled`` arrives on a request of its
 own and the SDK never ties a closed connection to the call it carried: both are tied here
 (:class:`~aptix.mcp.server.CallsInFlight`), and cancelling the call forwards the cancel to an
-MCP server behind it.
+MCP server behind it. A request id names a call only within one client's session: the answer
+to ``initialize`` carries a fresh ``Mcp-Session-Id`` (kept nowhere), and a cancel reaches only
+a call sent with the same one, by the same key. A cancel without one is acknowledged and
+dropped, as the SDK drops every cancel posted under the 2026-07-28 protocol: nothing tells
+whose call its id names, and ids collide (every client counts from 1). Such a client cancels
+by closing the connection.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
-from mcp.server.streamable_http import check_accept_headers
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
@@ -31,7 +37,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from aptix.api.auth import BEARER_CHALLENGE, LOCAL_CALLER, ApiKeyVerifier, caller_from_token
 from aptix.api.errors import error_body
 from aptix.mcp.messages import refusal as _refusal
-from aptix.mcp.server import EXCHANGE_SCOPE_KEY, CallsInFlight, build_mcp_server, request_key
+from aptix.mcp.server import (
+    EXCHANGE_SCOPE_KEY,
+    SESSION_SCOPE_KEY,
+    CallsInFlight,
+    build_mcp_server,
+    request_key,
+)
 from aptix.runtime import Runtime
 
 __all__ = ["mcp_http_app"]
@@ -158,7 +170,13 @@ class _OneMessage:
         if refusal is not None:
             await _send_json(send, 400, refusal)
             return
-        self._forward_cancel(scope, json.loads(body))
+        parsed = json.loads(body)
+        session = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
+        if session is not None:
+            scope[SESSION_SCOPE_KEY] = session
+            self._forward_cancel(scope, session, parsed)
+        if isinstance(parsed, dict) and parsed.get("method") == "initialize":
+            send = _issuing_session(send, secrets.token_hex(16))
         exchange = scope[EXCHANGE_SCOPE_KEY] = object()
         gone = anyio.Event()
         replayed = False
@@ -184,8 +202,8 @@ class _OneMessage:
             await self._app(scope, replay, send)
             group.cancel_scope.cancel()
 
-    def _forward_cancel(self, scope: Scope, message: object) -> None:
-        """A client's ``notifications/cancelled`` cancels its call, wherever that runs."""
+    def _forward_cancel(self, scope: Scope, session: str, message: object) -> None:
+        """A client's ``notifications/cancelled`` cancels its own call in ``session``."""
         if not isinstance(message, dict) or message.get("method") != "notifications/cancelled":
             return
         params = message.get("params")
@@ -195,4 +213,22 @@ class _OneMessage:
         token = user.access_token if isinstance(user, AuthenticatedUser) else None
         caller = caller_from_token(token) or LOCAL_CALLER
         who = (caller.org, caller.user, caller.key_id)
-        self._in_flight.cancel(request_key(who, params["requestId"]))
+        self._in_flight.cancel(request_key(who, session, params["requestId"]))
+
+
+def _issuing_session(send: Send, session: str) -> Send:
+    """``send``, adding ``Mcp-Session-Id: session`` to a successful answer (to ``initialize``).
+
+    Nothing is kept of it: it only lets the client's later cancels name their own calls.
+    """
+
+    async def issuing(message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] == 200:
+            headers = [
+                *message.get("headers", []),
+                (MCP_SESSION_ID_HEADER.encode(), session.encode()),
+            ]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return issuing

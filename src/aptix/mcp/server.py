@@ -34,6 +34,10 @@ SESSION_META_KEY = "aptix/sessionId"
 #: the exchange's end (the client went away) cancels the calls it carried.
 EXCHANGE_SCOPE_KEY = "aptix.mcp.exchange"
 
+#: Where a transport puts the client's ``Mcp-Session-Id`` in the ASGI scope: the one thing
+#: that tells two clients of one key apart, whose JSON-RPC ids are alike (both count from 1).
+SESSION_SCOPE_KEY = "aptix.mcp.session"
+
 
 class CallsInFlight:
     """The running ``tools/call`` handlers, so a transport can cancel the ones it carried."""
@@ -64,9 +68,14 @@ class CallsInFlight:
             scope.cancel()
 
 
-def request_key(caller: tuple[str, str, str], request_id: object) -> Hashable:
-    """The key of one caller's request id, as a client's ``notifications/cancelled`` names it."""
-    return ("request", caller, json.dumps(request_id))
+def request_key(caller: tuple[str, str, str], session: str, request_id: object) -> Hashable:
+    """The key of a request id in one client session, as its ``notifications/cancelled`` names it.
+
+    A request id is unique only within one client's session, never across the clients of
+    one key (or of the keyless local caller), so a call is reachable by its id only together
+    with the session the client sent it in.
+    """
+    return ("request", caller, session, json.dumps(request_id))
 
 
 def build_mcp_server(
@@ -124,9 +133,11 @@ def build_mcp_server(
         if isinstance(session_id, _Refused):
             return _error(session_id.message)
         who = (caller.org, caller.user, caller.key_id)
-        keys: list[Hashable] = [request_key(who, getattr(ctx, "request_id", None))]
-        exchange = getattr(getattr(ctx, "request", None), "scope", {}).get(EXCHANGE_SCOPE_KEY)
-        if exchange is not None:
+        scope = getattr(getattr(ctx, "request", None), "scope", {})
+        keys: list[Hashable] = []
+        if (session := scope.get(SESSION_SCOPE_KEY)) is not None:
+            keys.append(request_key(who, session, getattr(ctx, "request_id", None)))
+        if (exchange := scope.get(EXCHANGE_SCOPE_KEY)) is not None:
             keys.append(exchange)
         try:
             with (in_flight or CallsInFlight()).running(*keys) as running:
