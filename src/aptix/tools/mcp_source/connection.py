@@ -7,7 +7,9 @@ server's ``timeout_seconds``. A call that times out (the SDK cancels it on the s
 the server answers with an error fails alone: the session and the other calls go on. Only a
 broken transport (closed stream, broken pipe, failed reconnect) fails the calls in flight and
 leaves the session to be closed in the background and reopened by the next call. A server
-that is down is reported once (a warning naming it) until it answers again.
+that is down is reported once (a warning naming it) until it answers again. A reply the SDK
+cannot read fails the call it answers at once (:func:`~.replies.answer_in`); one that answers
+no call is reported once per session.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, cast
@@ -31,6 +32,14 @@ from mcp.shared.exceptions import MCPError
 
 from aptix.logger import AdminLogger, LogLevel
 from aptix.settings_mcp import McpServerConfig
+from aptix.tools.mcp_source.attempts import Attempt, NotingAttempts, sending
+from aptix.tools.mcp_source.replies import (
+    answer_in,
+    connection_lost,
+    quiet_sdk_parse_records,
+    server_words,
+    unreadable,
+)
 
 __all__ = ["McpCallError", "McpConnection", "McpFailure"]
 
@@ -55,53 +64,6 @@ _TRANSPORT_ERRORS = (
 )
 
 
-@dataclass(eq=False)
-class _Attempt:
-    """What the HTTP transport saw of one call's request (it runs in the call's context)."""
-
-    #: The connection for its POST could not be opened: the request never left.
-    refused: Exception | None = None
-
-
-#: The attempt of the call whose request the transport is sending.
-_ATTEMPT: ContextVar[_Attempt | None] = ContextVar("aptix_mcp_attempt", default=None)
-
-
-@contextlib.contextmanager
-def _sending(attempt: _Attempt) -> Iterator[None]:
-    """The requests sent from this task's context in the block are ``attempt``'s."""
-    token = _ATTEMPT.set(attempt)
-    try:
-        yield
-    finally:
-        _ATTEMPT.reset(token)
-
-
-class _NotingRefusals(httpx2.AsyncBaseTransport):
-    """An HTTP transport that tells the call when its request could not be sent at all.
-
-    The SDK turns a POST that failed to connect into a plain "Connection closed", the words
-    it uses for a connection lost after sending; only this tells the two apart.
-    """
-
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
-        self._inner = inner
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        """Send ``request``; a failure to connect is noted on the call's attempt."""
-        try:
-            return await self._inner.handle_async_request(request)
-        except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
-            attempt = _ATTEMPT.get()
-            if attempt is not None:
-                attempt.refused = exc
-            raise
-
-    async def aclose(self) -> None:
-        """Close the wrapped transport."""
-        await self._inner.aclose()
-
-
 class McpCallError(Exception):
     """A call that could not be completed; the message names the server and says why."""
 
@@ -122,6 +84,8 @@ class _Live:
     #: Loop times of the last message from the server and of the last timed-out call.
     heard: float = 0.0
     timed_out: float | None = None
+    #: A reply that answers no call was reported (once per session: a server may send many).
+    unreadable_reported: bool = False
 
 
 class McpConnection:
@@ -141,6 +105,7 @@ class McpConnection:
         self._started = 0.0
         #: Why the server is unusable now, or None while it is connected.
         self.problem: str | None = "not connected yet"
+        quiet_sdk_parse_records()
 
     @property
     def _connect_limit(self) -> float:
@@ -189,12 +154,12 @@ class McpConnection:
         for attempt in (1, 2):
             live: _Live | None = None
             ended = False
-            sent = _Attempt()
+            sent = Attempt()
             try:
                 async with asyncio.timeout_at(deadline):
                     live = await self._ready()
                     ended = live.ended  # already closed: this request cannot be delivered
-                    with _sending(sent):
+                    with sending(sent):
                         return await _session(live).call_tool(
                             tool, arguments, read_timeout_seconds=limit, meta=cast(Any, meta)
                         )
@@ -203,14 +168,15 @@ class McpConnection:
             except Exception as exc:
                 if live is None:  # still connecting: the attempt goes on for the next call
                     raise self._down(doing, exc) from None
-                if attempt == 1 and live.stale and _kind(exc, ended) == "error":
+                kind = _kind(exc, ended, sent)
+                if attempt == 1 and live.stale and kind == "error":
                     # The server restarted and forgot the session: it refused the request
                     # unrun, so it is sent once more on a fresh session.
                     self._drop(live)
                     continue
                 if sent.refused is not None:  # the server was down: nothing was delivered
                     raise self._failed(doing, sent.refused, live) from None
-                raise self._call_failed(doing, exc, live, ended) from None
+                raise self._call_failed(doing, exc, live, kind) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:
@@ -284,12 +250,23 @@ class McpConnection:
             live.ended = True
             stop.set()
 
+        def stray(exc: Exception) -> None:
+            if not live.unreadable_reported:
+                live.unreadable_reported = True
+                self._logger.add_custom_event(
+                    LogLevel.WARNING,
+                    _TAG,
+                    f"MCP server '{self.name}' sent a reply that answers no call and is "
+                    f"ignored (reported once per session): {unreadable(exc)}",
+                    ("Server", self.name),
+                )
+
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(live))
                 session = await stack.enter_async_context(
                     ClientSession(
-                        _Watched(read, heard, ended),
+                        _Watched(read, heard, ended, stray),
                         write,
                         read_timeout_seconds=self._connect_limit,
                     )
@@ -343,7 +320,7 @@ class McpConnection:
                 headers=config.headers,
                 timeout=timeout,
                 event_hooks={"response": [note]},
-                transport=_NotingRefusals(httpx2.AsyncHTTPTransport()),
+                transport=NotingAttempts(httpx2.AsyncHTTPTransport()),
             ) as client,
             streamable_http_client(config.url, http_client=client) as streams,
         ):
@@ -384,9 +361,10 @@ class McpConnection:
         self._drop(live)
         return self._down(doing, exc, kind=kind)
 
-    def _call_failed(self, doing: str, exc: Exception, live: _Live, ended: bool) -> McpCallError:
+    def _call_failed(
+        self, doing: str, exc: Exception, live: _Live, kind: McpFailure
+    ) -> McpCallError:
         """Describe a failed call; only a broken transport costs the session."""
-        kind = _kind(exc, ended)
         if kind in ("lost", "not_delivered"):
             return self._failed(doing, exc, live, kind)
         problem = f"MCP server '{self.name}' failed while {doing}: "
@@ -442,13 +420,13 @@ def _session(live: _Live) -> ClientSession:
     return live.session
 
 
-def _kind(exc: Exception, ended: bool) -> McpFailure:
+def _kind(exc: Exception, ended: bool, sent: Attempt) -> McpFailure:
     """What a call's failure says about the request: see :data:`McpFailure`."""
     if isinstance(exc, TimeoutError) or _code(exc) == types.REQUEST_TIMEOUT:
         return "timeout"
-    # The SDK's own "Connection closed", not a server's error reply that uses the same code.
-    closed = _code(exc) == types.CONNECTION_CLOSED and str(exc) == "Connection closed"
-    if closed or isinstance(exc, _TRANSPORT_ERRORS):
+    if sent.cut is not None:  # its HTTP connection broke after it was open
+        return "lost"
+    if connection_lost(exc) or isinstance(exc, _TRANSPORT_ERRORS):
         return "not_delivered" if ended else "lost"
     return "error"
 
@@ -458,12 +436,24 @@ def _code(exc: BaseException) -> int | None:
 
 
 class _Watched:
-    """The transport's read stream: ``on_item`` hears of each message, ``on_end`` of its end."""
+    """The transport's read stream: ``on_item`` hears of each message, ``on_end`` of its end.
 
-    def __init__(self, inner: Any, on_item: Callable[[], None], on_end: Callable[[], None]) -> None:
+    A reply the transport could not read comes as an exception: one that answers a call
+    becomes that call's error answer, any other goes to ``on_stray`` (and on to the session,
+    which ignores it).
+    """
+
+    def __init__(
+        self,
+        inner: Any,
+        on_item: Callable[[], None],
+        on_end: Callable[[], None],
+        on_stray: Callable[[Exception], None],
+    ) -> None:
         self._inner = inner
         self._on_item = on_item
         self._on_end = on_end
+        self._on_stray = on_stray
 
     @property
     def last_context(self) -> Any:
@@ -478,6 +468,11 @@ class _Watched:
             self._on_end()
             raise
         self._on_item()
+        if isinstance(item, Exception):
+            answer = answer_in(item)
+            if answer is not None:
+                return answer
+            self._on_stray(item)
         return item
 
     def __aiter__(self) -> _Watched:
@@ -510,5 +505,6 @@ def _describe(exc: BaseException, timeout: float) -> str:
         return f"no answer within {timeout:g} seconds"
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         return _describe(exc.exceptions[0], timeout)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    # A server's words can be of any size: what reaches the model and the turn is cut.
+    text = server_words(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

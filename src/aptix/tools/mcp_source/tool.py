@@ -18,6 +18,7 @@ from aptix.tools.context import AgentToolExecutionContext
 from aptix.tools.executor import CallEndedError
 from aptix.tools.json_schema import normalize_object_schema
 from aptix.tools.mcp_source.connection import McpCallError, McpConnection
+from aptix.tools.mcp_source.replies import server_words
 
 __all__ = [
     "APPROVAL_DETAILS_CHARS",
@@ -251,7 +252,7 @@ def result_to_json(result: types.CallToolResult, name: str, limit: int) -> Invok
     if result.is_error:
         text = " ".join(c["text"] for c in content if c.get("type") == "text").strip()
         return InvokeResult.from_error(
-            f"The tool '{name}' reported an error: {text[:2_000] or 'no details given'}"
+            f"The tool '{name}' reported an error: {server_words(text) or 'no details given'}"
         )
     payload = {"content": content, "structuredContent": result.structured_content}
     text = json.dumps(payload, ensure_ascii=False)
