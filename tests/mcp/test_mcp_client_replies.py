@@ -30,10 +30,10 @@ async def _call(runtime: Runtime, name: str, arguments: dict[str, Any]) -> Agent
     return await runtime.executor.execute(call, runtime.tool_context())
 
 
-def _serve_crashing(port: int, marker: Path) -> subprocess.Popen[bytes]:
+def _serve_crashing(port: int, marker: Path, *options: str) -> subprocess.Popen[bytes]:
     """``crash_server.py`` over streamable HTTP, once it listens."""
     process = subprocess.Popen(
-        [sys.executable, str(HERE / "crash_server.py"), str(port), str(marker)],
+        [sys.executable, str(HERE / "crash_server.py"), str(port), str(marker), *options],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -47,12 +47,16 @@ def _serve_crashing(port: int, marker: Path) -> subprocess.Popen[bytes]:
     pytest.fail("the crashing server did not listen within 30 s")
 
 
-async def test_an_http_server_that_dies_mid_call_leaves_the_call_unknown(tmp_path: Path) -> None:
+@pytest.mark.parametrize("options", [(), ("resumable",)], ids=["plain", "resumable"])
+async def test_an_http_server_that_dies_mid_call_leaves_the_call_unknown(
+    tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    """Resumable: the SDK's GET to resume the cut stream is refused; the call is still unknown."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     marker = tmp_path / "took-effect"
-    process = await asyncio.to_thread(_serve_crashing, port, marker)
+    process = await asyncio.to_thread(_serve_crashing, port, marker, *options)
     servers = {"web": {"url": f"http://127.0.0.1:{port}/mcp", "approval": "never"}}
     settings = AptixSettings(data_dir=tmp_path, load_plugins=False, mcp_servers=servers)
     try:

@@ -4,6 +4,11 @@ The SDK turns both into error answers of its own (a POST that could not connect 
 "Connection closed", the words it uses for a connection lost after sending; an event stream
 cut mid-answer becomes "SSE stream ended without a response"), so the exception types are
 noted here, as the HTTP client raises them, on the attempt of the call that sent the request.
+
+Only the call's own request, refused before anything of the call came back, counts as never
+delivered. A server whose events carry ids (the reference server-everything) gets a GET from
+the SDK, in the call's context, to resume an answer stream that was cut; when the server died,
+that GET is refused too, and the call's request had reached it all the same.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ _CUT = (
 class Attempt:
     """What the HTTP transport saw of one call's request (it runs in the call's context)."""
 
-    #: The connection for its POST could not be opened: the request never left.
+    #: The connection for its request could not be opened, and nothing of the call had come
+    #: back before: the request never left.
     refused: Exception | None = None
-    #: The connection broke after it was open (the server died mid-answer): the request
-    #: may have taken effect.
+    #: The connection broke after it was open (the server died mid-answer), or a later request
+    #: of the call (resuming its answer stream) was refused: the request may have taken effect.
     cut: Exception | None = None
+    #: The server answered one of its requests (a status line came): it had the request.
+    answered: bool = False
 
 
 #: The attempt of the call whose request the transport is sending.
@@ -65,14 +73,21 @@ class NotingAttempts(httpx2.AsyncBaseTransport):
             response = await self._inner.handle_async_request(request)
         except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
             if attempt is not None:
-                attempt.refused = exc
+                if attempt.answered or attempt.cut is not None:
+                    # The SDK resuming the call's cut answer stream: the server is gone, and
+                    # it had the request.
+                    attempt.cut = attempt.cut or exc
+                else:
+                    attempt.refused = exc
             raise
         except _CUT as exc:
             if attempt is not None:
-                attempt.cut = exc
+                attempt.cut = attempt.cut or exc
             raise
-        if attempt is not None and isinstance(response.stream, httpx2.AsyncByteStream):
-            response.stream = _NotingStream(response.stream, attempt)
+        if attempt is not None:
+            attempt.answered = True
+            if isinstance(response.stream, httpx2.AsyncByteStream):
+                response.stream = _NotingStream(response.stream, attempt)
         return response
 
     async def aclose(self) -> None:
@@ -92,7 +107,7 @@ class _NotingStream(httpx2.AsyncByteStream):
             async for chunk in self._inner:
                 yield chunk
         except _CUT as exc:
-            self._attempt.cut = exc
+            self._attempt.cut = self._attempt.cut or exc
             raise
 
     async def aclose(self) -> None:

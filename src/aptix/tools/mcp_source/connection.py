@@ -174,7 +174,10 @@ class McpConnection:
                     # unrun, so it is sent once more on a fresh session.
                     self._drop(live)
                     continue
-                if sent.refused is not None:  # the server was down: nothing was delivered
+                if sent.refused is not None and sent.cut is None:
+                    # The call's own request was refused: the server was down, nothing was
+                    # delivered. Once it was sent, a later refusal (of the SDK's GET resuming
+                    # the cut answer stream) leaves the call lost, as the cut does.
                     raise self._failed(doing, sent.refused, live) from None
                 raise self._call_failed(doing, exc, live, kind) from None
         raise AssertionError("unreachable")  # pragma: no cover
