@@ -2,7 +2,8 @@
 
 Two runtimes on one database, each with its own ``SqlTurnStore`` and its own running turns,
 stand for two ``aptix serve`` processes (tests/reasoner/test_two_serve_processes.py does
-the same with real ones); on SQLite and on PostgreSQL.
+the same with real ones); on SQLite and on PostgreSQL. A process that takes over its own
+turn runs on one runtime, with the SQL store and with the in-memory one.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import aptix
 from aptix import AgentTool, InvokeResult
 from aptix.db.types import utc_now
 from aptix.llm.types import LlmRequest, LlmResponse
-from aptix.reasoner import ToolResultInput, TurnResult
+from aptix.reasoner import InMemoryTurnStore, ToolResultInput, TurnResult
 from aptix.reasoner.claims import Lease
 from aptix.reasoner.endings import TAKEN_OVER
 from aptix.reasoner.ledger import CANCELLED_RUNNING
@@ -119,6 +120,18 @@ async def _execute(
     return await _reasoner(runtime, model, lease).execute(
         session_id=h.session_id, org="acme", user="ann", **request
     )
+
+
+async def _expire(runtime: Runtime) -> None:
+    """The running turn's lease runs out now, as when its process is frozen past it."""
+    past = utc_now() - timedelta(seconds=1)
+    if isinstance(runtime.turns, InMemoryTurnStore):
+        for turns in runtime.turns._turns.values():  # no public way to freeze a process
+            for stored in turns:
+                stored.lease_until = past
+        return
+    async with runtime.database.transaction() as tx:
+        await tx.execute(update(TurnRow).values(lease_until=past))
 
 
 async def _turn(runtime: Runtime, h: Harness) -> TurnRecord:
@@ -229,3 +242,119 @@ async def test_a_turn_cancelled_twice_in_its_process_still_answers_cancelled(
     result = await asyncio.wait_for(running, 10)
     assert result.kind == "cancelled"
     assert _call(result, "w1")["outcome"] == "unknown"
+
+
+def _charged(turn: TurnRecord | TurnResult | dict[str, Any]) -> tuple[str, str | None]:
+    calls = turn["toolCalls"] if isinstance(turn, dict) else turn.tool_calls
+    [found] = [c for c in calls if c["callId"] == "g1"]
+    return found["outcome"], found.get("resultJson")
+
+
+CHARGED = ("succeeded", '{"charged": true}')
+
+
+async def _taken_over_then_charged(
+    h: Harness, here: Runtime, there: Runtime
+) -> tuple[TurnRecord, asyncio.Task[TurnResult], asyncio.Future[Exception | None]]:
+    """A charge approved on ``here`` returns after ``there`` took the turn over.
+
+    ``there``'s run then waits on its model until the returned future is given what the
+    model does: answer (None) or raise. The turn, as stored once ``here`` settled the
+    charge's outcome into it, is returned with that run.
+    """
+    first = ScriptedModel()
+    first.add(reply(None, call("charge", {}, id="g1")))
+    handed = await _execute(here, h, first, instruction="charge it")
+    assert handed.kind == "tool-only"
+    running_here = asyncio.create_task(_execute(here, h, first, tool_results=APPROVE))
+    await asyncio.wait_for(STARTED.wait(), 30)
+    await _expire(here)
+    asked = asyncio.Event()
+    answer: asyncio.Future[Exception | None] = asyncio.get_running_loop().create_future()
+
+    async def held(request: LlmRequest) -> LlmResponse:
+        asked.set()
+        failure = await asyncio.shield(answer)  # a cancel of the run leaves it set-able
+        if failure is not None:
+            raise failure
+        return reply("B's answer")
+
+    running_there = asyncio.create_task(
+        _execute(there, h, FunctionModel(held), tool_results=APPROVE)
+    )
+    await asyncio.wait_for(asked.wait(), 30)
+    RELEASE.set()  # here's charge returns while there runs the turn
+    result_here = await asyncio.wait_for(running_here, 30)
+    assert (result_here.kind, result_here.error) == ("error", TAKEN_OVER)
+    assert _charged(result_here) == CHARGED
+    stored = await _turn(there, h)
+    assert (stored.status, _charged(stored)) == ("running", CHARGED)
+    return stored, running_there, answer
+
+
+@pytest.mark.parametrize(
+    ("ending", "status"),
+    [
+        ("cancelled_in_its_process", "cancelled"),
+        ("cancelled_elsewhere", "cancelled"),
+        ("interrupted", "interrupted"),
+        ("broken", "error"),
+        ("completed", "completed"),
+    ],
+)
+async def test_an_outcome_settled_into_a_taken_over_turn_survives_every_ending(
+    harness: Harness, ending: str, status: str
+) -> None:
+    # Process A's charge succeeded after B took the turn over, and A wrote so into B's open
+    # turn; B's copy still reads it unknown. Whichever way B's run then ends before its next
+    # save, the known outcome stands in the record and in B's answer (the cancel of B's turn
+    # wrote B's stale "unknown" over it, and a client told to check before retrying might
+    # charge again).
+    here, there = _process(harness), _process(harness)
+    stored, running_there, answer = await _taken_over_then_charged(harness, here, there)
+    if ending == "cancelled_in_its_process":  # as the cancel route sent to B does
+        await there.turns.cancel(harness.session_id, "acme", stored.id)
+        assert await there.turn_tasks.stop(stored.id)
+    elif ending == "cancelled_elsewhere":  # B reads it at its next save
+        await here.turns.cancel(harness.session_id, "acme", stored.id)
+    elif ending == "interrupted":  # B frozen past its lease, and swept
+        await _expire(here)
+        assert await here.turns.sweep() == 1
+    answer.set_result(RuntimeError("the model's client broke") if ending == "broken" else None)
+    if ending == "broken":
+        with pytest.raises(RuntimeError):
+            await asyncio.wait_for(running_there, 30)
+    else:
+        result_there = await asyncio.wait_for(running_there, 30)
+        assert _charged(result_there) == CHARGED
+    final = await _turn(here, harness)
+    assert (final.status, _charged(final)) == (status, CHARGED)
+    if final.result is not None:  # the answer a read or a retried resume gives
+        assert _charged(final.result) == CHARGED
+    assert RUNS == ["charge"]
+
+
+@pytest.mark.parametrize("store", ["sql", "memory"])
+async def test_a_cancel_stops_a_run_that_took_over_a_turn_of_its_own_process(
+    harness: Harness, store: str
+) -> None:
+    # The lease of run 1 ran out and the same resume, retried on the same process, took the
+    # turn over as run 2. Run 1's ending unregistered run 2 (runs were kept by turn id), so
+    # the cancel route found nothing to stop and run 2 went on with its model.
+    here = _process(harness)
+    if store == "memory":
+        here = replace(here, turns=InMemoryTurnStore(harness.runtime.services.sessions))
+    stored, run_2, answer = await _taken_over_then_charged(harness, here, here)
+    await here.turns.cancel(harness.session_id, "acme", stored.id)
+    try:
+        assert await here.turn_tasks.stop(stored.id)
+        result = await asyncio.wait_for(run_2, 10)
+    finally:  # run 2 ends before the runtime closes, stopped or not
+        if not answer.done():
+            answer.set_result(None)
+        await asyncio.wait((run_2,), timeout=10)
+    assert result.kind == "cancelled"
+    assert _charged(result) == CHARGED
+    final = await _turn(here, harness)
+    assert (final.status, _charged(final)) == ("cancelled", CHARGED)
+    assert RUNS == ["charge"]

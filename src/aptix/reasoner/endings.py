@@ -155,8 +155,10 @@ class TurnEndings:
         record.result = result.to_wire()
         with contextlib.suppress(Exception):
             if not await self._turns.save(record):  # already closed by whoever cancelled it
-                await self._turns.settle(record)
-        return result
+                record = await self._turns.settle(record) or record
+        # The save or the settlement may have taken an outcome another process settled into
+        # the turn (a call it ran before this run took the turn over): the answer says it too.
+        return _as_recorded(record, result)
 
     async def shut_down(self, turn: RunningTurn, in_thread: Callable[[str], bool]) -> None:
         """The process is stopping with the turn unfinished: leave it as a crash would.

@@ -478,10 +478,12 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
     """What this process knows of a turn someone else closed, merged into the stored turn.
 
     A cancel request or a sweep ended the turn while its calls ran here: the stored status
-    stands, and the progress and outcomes held here, which the stored copy lacks, win. But
-    when another process ran the turn since (a resume retried after this process's lease
-    ran out), that run's progress, text and stored answer stand, and this process only adds
-    how the calls it ran ended.
+    stands, and the progress and outcomes held here, which the stored copy lacks, win, save
+    one: a call this run reads as lost (it took the turn over while the call ran elsewhere)
+    keeps the outcome the run that ran it settled into the stored turn. But when another
+    process ran the turn since (a resume retried after this process's lease ran out), that
+    run's progress, text and stored answer stand, and this process only adds how the calls
+    it ran ended. Either way a known outcome is never written over with ``unknown``.
     """
     if stored.owner != ours.owner:
         _answers_follow(stored, _endings_into(stored, ours))
@@ -497,6 +499,9 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
         if entry["state"] == "started" and entry["callId"] not in stored_started:
             entry["state"] = entry["outcome"] = "failed"
             entry["errorMessage"] = NOT_STARTED
+    # This run's copy may still read a call lost whose outcome the run that ran it wrote
+    # into the turn (:func:`carry_endings`) after this run's last save: that outcome stands.
+    _answers_follow(ours, _endings_into(ours, stored, lost_only=True))
     ours.status = stored.status
     ours.version = stored.version
     ours.lease_until = None

@@ -263,12 +263,12 @@ class AgentReasoner:
             return result
         except asyncio.CancelledError:
             heartbeat.stop()
-            if process_stopping() and not self._running.stopping(turn_id):
+            if process_stopping() and not self._running.stopping(task):
                 # Cut short by the server's shutdown, not cancelled by anyone.
                 await asyncio.shield(self._end.shut_down(turn, self._tools.in_thread))
                 raise
             result = await asyncio.shield(self._end.cancelled(turn, self._tools.in_thread))
-            if self._running.stopping(turn_id) and task.uncancel() == 0:
+            if self._running.stopping(task) and task.uncancel() == 0:
                 # Cancelled through cancel(): the caller, streaming or not, gets the outcome.
                 await emit(on_event, "turn_finished", result.to_wire())
                 return result
@@ -281,7 +281,8 @@ class AgentReasoner:
             raise
         finally:
             heartbeat.stop()
-            self._running.remove(turn_id)
+            # Only this run: a run that took the turn over in this process stays stoppable.
+            self._running.remove(turn_id, task)
 
     async def _run(
         self, turn: RunningTurn, history: list[TurnRecord], on_event: EventSink | None

@@ -42,35 +42,41 @@ class TurnTasks:
     request's copy, an embedding program's own) is stopped by a cancel arriving on another,
     such as the HTTP app's. A registry per reasoner made such a turn look remote: the cancel
     answered at once with its calls "unknown" while the turn ran its slow call to the end.
+
+    A turn runs in two tasks here for a while when this process took it over from itself (a
+    resume retried here after the lease of its run here ran out): the newer run is the
+    turn's, and the older one, ending, removes only itself.
     """
 
     def __init__(self) -> None:
         self._tasks: dict[str, asyncio.Task[Any]] = {}
-        self._stopping: set[str] = set()
+        # By task, not by turn id: an older run of the same turn ending must not clear it.
+        self._stopping: set[asyncio.Task[Any]] = set()
 
     def add(self, turn_id: str, task: asyncio.Task[Any]) -> None:
-        """``task`` runs ``turn_id`` from now on."""
+        """``task`` runs ``turn_id`` from now on (in place of a run it took the turn from)."""
         self._tasks[turn_id] = task
 
-    def remove(self, turn_id: str) -> None:
-        """``turn_id`` no longer runs here."""
-        self._tasks.pop(turn_id, None)
-        self._stopping.discard(turn_id)
+    def remove(self, turn_id: str, task: asyncio.Task[Any]) -> None:
+        """``task`` no longer runs ``turn_id`` here; a newer run of it stays registered."""
+        if self._tasks.get(turn_id) is task:
+            del self._tasks[turn_id]
+        self._stopping.discard(task)
 
-    def stopping(self, turn_id: str) -> bool:
-        """Whether ``turn_id`` was cancelled through :meth:`cancel` (not by its caller)."""
-        return turn_id in self._stopping
+    def stopping(self, task: asyncio.Task[Any]) -> bool:
+        """Whether ``task`` was cancelled through :meth:`cancel` (not by its caller)."""
+        return task in self._stopping
 
     def cancel(self, turn_id: str) -> bool:
         """Cancel the task running ``turn_id`` here; False when none does."""
         task = self._tasks.get(turn_id)
         if task is None or task.done():
             return False
-        if turn_id in self._stopping:
+        if task in self._stopping:
             # Already stopping (its heartbeat saw the cancel a request to another process
             # recorded, say): a second cancel would cut short the ending it is writing.
             return True
-        self._stopping.add(turn_id)
+        self._stopping.add(task)
         task.cancel()
         return True
 
