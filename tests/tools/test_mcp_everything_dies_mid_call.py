@@ -7,57 +7,27 @@ which the dead server refuses; the call's own request had reached the server all
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
 from aptix.tools import AgentToolCall
-from tests.tools.mcp_servers import npm_server
-
-EVERYTHING = "@modelcontextprotocol/server-everything"
+from tests.tools.mcp_servers import everything_over_http
 
 
 @pytest.fixture
 def everything() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """server-everything over streamable HTTP, in its own process group (npx starts node)."""
-    npm_server("mcp-server-everything")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        ["npx", "--no-install", EVERYTHING, "streamableHttp"],
-        env={**os.environ, "PORT": str(port)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("server-everything did not start listening within 60 s")
-        yield url, process
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+    """server-everything over streamable HTTP, and its process, for the test to kill."""
+    with everything_over_http() as served:
+        yield served
 
 
 async def test_everything_killed_mid_call_leaves_the_call_unknown(

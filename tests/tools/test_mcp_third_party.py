@@ -5,26 +5,18 @@ They are installed by the ``test`` extra and by scripts/check; a missing one fai
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.tools import AgentToolCall
-from tests.tools.mcp_servers import console_script, npm_server
-
-EVERYTHING = "@modelcontextprotocol/server-everything"
+from tests.tools.mcp_servers import EVERYTHING, console_script, everything_over_http, npm_server
 
 
 def _settings(tmp_path: Path, servers: dict[str, Any]) -> AptixSettings:
@@ -88,36 +80,8 @@ async def test_everything_server_over_stdio(
 
 @pytest.fixture
 def everything_http() -> Iterator[str]:
-    npm_server("mcp-server-everything")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        ["npx", "--no-install", EVERYTHING, "streamableHttp"],
-        env={**os.environ, "PORT": str(port)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        # npx starts the server as its child: its own process group lets the group be ended,
-        # or the server outlives the test holding its port.
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("server-everything did not start listening within 60 s")
+    with everything_over_http() as (url, _):
         yield url
-    finally:
-        # Already gone when the server failed to start: the failure above is the one to see.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=10)
 
 
 async def test_everything_server_over_streamable_http(tmp_path: Path, everything_http: str) -> None:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import httpx
+import pytest
 
 FLAKY = str(Path(__file__).with_name("flaky.py"))
 
@@ -22,6 +32,44 @@ def npm_server(name: str) -> str:
     found = shutil.which(name)
     assert found, f"{name} is not installed: npm install -g @modelcontextprotocol/server-everything"
     return found
+
+
+EVERYTHING = "@modelcontextprotocol/server-everything"
+
+
+@contextlib.contextmanager
+def everything_over_http() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """server-everything over streamable HTTP on a free port: its ``/mcp`` URL and process."""
+    npm_server("mcp-server-everything")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        ["npx", "--no-install", EVERYTHING, "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        # npx starts the server as its child: its own process group lets the group be ended,
+        # or the server outlives the test holding its port.
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("server-everything did not start listening within 60 s")
+        yield url, process
+    finally:
+        # Already gone when the server failed to start or a test ended it: nothing to end.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
 
 
 def time_server(**extra: Any) -> dict[str, Any]:
