@@ -5,6 +5,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from openai import AsyncOpenAI
 
 from aptix.api import create_app
 from aptix.runtime import Runtime, open_runtime
@@ -44,3 +45,12 @@ async def no_model_client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
         yield c
+
+
+@pytest.fixture
+async def openai_client(keyed_runtime: Runtime, model: ScriptedModel) -> AsyncIterator[AsyncOpenAI]:
+    """The OpenAI SDK on the keyed app, as key-a, without the SDK's own retries."""
+    app = create_app(runtime=keyed_runtime, model=model)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test/v1", headers=A) as h:
+        yield AsyncOpenAI(api_key="key-a", base_url="http://test/v1", http_client=h, max_retries=0)

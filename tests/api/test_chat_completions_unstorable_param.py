@@ -8,7 +8,6 @@ encode, is sent as the ``\\ud800`` escape another client may send.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -26,16 +25,8 @@ TOOL = {"type": "function", "function": {"name": "lookup", "description": "nul \
 
 
 @pytest.fixture
-def model() -> ScriptedModel:
-    return ScriptedModel()
-
-
-@pytest.fixture
-async def client(keyed_runtime: Runtime, model: ScriptedModel) -> AsyncIterator[AsyncOpenAI]:
-    app = create_app(runtime=keyed_runtime, model=model)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test/v1", headers=A) as h:
-        yield AsyncOpenAI(api_key="key-a", base_url="http://test/v1", http_client=h, max_retries=0)
+def client(openai_client: AsyncOpenAI) -> AsyncOpenAI:
+    return openai_client
 
 
 CASES: list[tuple[dict[str, Any], str | None, str]] = [

@@ -5,34 +5,21 @@ Driven by the real ``openai`` client in process.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import openai
 import pytest
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
-from aptix.api import create_app
-from aptix.runtime import Runtime
 from aptix.testing import ScriptedModel, reply
-from tests.api.conftest import A
 
 ASK: list[Any] = [{"role": "user", "content": "hello"}]
 
 
 @pytest.fixture
-def model() -> ScriptedModel:
-    return ScriptedModel()
-
-
-@pytest.fixture
-async def client(keyed_runtime: Runtime, model: ScriptedModel) -> AsyncIterator[AsyncOpenAI]:
-    app = create_app(runtime=keyed_runtime, model=model)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test/v1", headers=A) as h:
-        yield AsyncOpenAI(api_key="key-a", base_url="http://test/v1", http_client=h, max_retries=0)
+def client(openai_client: AsyncOpenAI) -> AsyncOpenAI:
+    return openai_client
 
 
 REFUSED: list[tuple[str, dict[str, Any]]] = [
