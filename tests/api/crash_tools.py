@@ -53,9 +53,13 @@ async def _gated_execute(
     **kwargs: Any,
 ) -> AgentToolCall:
     counted = _runs_for_real(call, kwargs)
-    arguments = json.loads(call.arguments_json)
-    key = str(arguments.get("invoice", arguments.get("target")))  # the call's crash_gate key
+    # Only the counted calls are read: any other call (deep or broken JSON included) goes
+    # through untouched, as it would without this patch, should this module get imported
+    # into a test process.
+    key = ""
     if counted:
+        arguments = json.loads(call.arguments_json)
+        key = str(arguments.get("invoice", arguments.get("target")))  # its crash_gate key
         await gate("before_run", key)
     done = await _execute(self, call, context, **kwargs)
     if counted:
