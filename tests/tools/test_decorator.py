@@ -196,6 +196,32 @@ async def test_tool_error_becomes_a_failed_result_with_its_message(
     assert logger.records == []
 
 
+@aptix.tool(usage="Call this to fail without a reason.")
+async def say_nothing(how: Literal["empty", "none"]) -> str:
+    """Fails with a blank ToolError.
+
+    Args:
+        how: An empty message or none at all.
+    """
+    raise aptix.ToolError("") if how == "empty" else aptix.ToolError()
+
+
+@pytest.mark.parametrize("how", ["empty", "none"])
+async def test_a_blank_tool_error_is_logged_as_a_failure_without_a_reason(
+    context: AgentToolExecutionContext, how: str
+) -> None:
+    # docs/writing-a-tool.md: the same message and log record as a class tool's blank error.
+    executor, logger = _executor(say_nothing)
+    done = await executor.execute(
+        AgentToolCall("c1", "say_nothing", f'{{"how": "{how}"}}'), context
+    )
+    assert done.error_message == (
+        "The tool 'say_nothing' failed without saying why. This has been logged."
+    )
+    [record] = logger.records
+    assert record.tag == "[say_nothing_ExecuteAsync__Contract]"
+
+
 async def test_other_exceptions_are_logged_with_the_agn005_tag_and_hidden(
     context: AgentToolExecutionContext,
 ) -> None:

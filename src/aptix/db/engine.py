@@ -132,9 +132,13 @@ class Database:
 POOL_SIZE = 20
 POOL_OVERFLOW = 10
 
+#: The placeholders are in angle brackets, which end a URL for the credential masker
+#: (aptix.urls) that every ``error:`` line and log line goes through: written as a URL, the
+#: template's ``USER:PASSWORD@`` was shown as ``***@``, hiding where the credentials go.
 URL_HINT = (
-    "set APTIX_DATABASE_URL to sqlite+aiosqlite:///PATH or "
-    "postgresql+asyncpg://USER:PASSWORD@HOST/DB, or unset it for the embedded SQLite file"
+    "set APTIX_DATABASE_URL to sqlite+aiosqlite:///<PATH> or "
+    "postgresql+asyncpg://<USER>:<PASSWORD>@<HOST>/<DB>, or unset it for the embedded "
+    "SQLite file"
 )
 
 

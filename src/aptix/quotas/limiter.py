@@ -292,7 +292,12 @@ class Quotas:
         await self.usage.record(org, key_id, user, usage)
 
     async def budget_state(self, org: str) -> dict[str, Any] | None:
-        """The org's budget: limit, remaining and seconds until it renews (None when off)."""
+        """The org's budget: limit, remaining and seconds until it renews (None when off).
+
+        Before the first use no window exists (a window starts at the first use and then
+        lasts its full length), so the full length is shown, never "1 s" for a window that
+        does not exist.
+        """
         item = self._budget
         if item is None:
             return None
@@ -305,10 +310,12 @@ class Quotas:
             self._failed(exc)
             return unknown
         self._up()
+        # No window: the library reports one ending now, and the budget is whole.
+        started = stats.reset_time > time.time() or stats.remaining < item.amount
         return {
             "limit": self.token_budget,
             "remaining": stats.remaining,
-            "resetSeconds": _seconds_until(stats.reset_time),
+            "resetSeconds": _seconds_until(stats.reset_time) if started else item.get_expiry(),
         }
 
     async def check(self) -> None:

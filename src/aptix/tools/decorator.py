@@ -86,7 +86,9 @@ class FunctionTool(AgentTool):
                 value = await BULKHEADS.run(context.org, self.function, **kwargs)
             return InvokeResult.create(_json_text(value, self._returns))
         except ToolError as exc:
-            return InvokeResult.from_error(str(exc) or f"The tool '{self.TOOL_NAME}' failed.")
+            # A blank message goes through as it is: the executor's contract check logs it
+            # and says the tool failed without saying why, as for a class tool.
+            return InvokeResult.from_error(str(exc))
         except BulkheadFullError as exc:
             return InvokeResult.from_error(str(exc))
         except Exception as exc:
