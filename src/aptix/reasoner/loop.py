@@ -218,6 +218,7 @@ class AgentReasoner:
     async def run(self, prepared: PreparedTurn, on_event: EventSink | None = None) -> TurnResult:
         """Run a turn claimed by :meth:`prepare` to its end (or its hand-off)."""
         if prepared.replay is not None:
+            await _replay(prepared.replay, on_event)
             return prepared.replay
         assert prepared.turn is not None
         return await self._drive(prepared.turn, prepared.history, on_event)
@@ -461,6 +462,20 @@ class AgentReasoner:
             role=turn.role,
             conversation_id=turn.record.id,
         )
+
+
+async def _replay(result: TurnResult, on_event: EventSink | None) -> None:
+    """Stream a stored answer as its run streamed it: its text, its hand-off, its end.
+
+    A resume posted again runs nothing, but a streaming client still needs ``turn_finished``
+    (the body the JSON answer repeats), or it cannot tell how the turn ended.
+    """
+    if result.text:
+        await emit(on_event, "text", {"text": result.text})
+    if result.kind == "tool-only":
+        pending = [c for c in result.tool_calls if c.get("requiresClientExecution")]
+        await emit(on_event, "client_calls_pending", {"toolCalls": pending})
+    await emit(on_event, "turn_finished", result.to_wire())
 
 
 def _hand_offs(pending: list[dict[str, Any]]) -> dict[str, Any]:

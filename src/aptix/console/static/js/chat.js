@@ -34,6 +34,34 @@ function approvalArguments(value) {
   );
 }
 
+/** The answer a stored client result gives, in a word (an approval's, or "answered"). */
+function answerLabel(stored) {
+  const value = parsed(stored);
+  if (value && typeof value === "object" && typeof value.approved === "boolean") {
+    return value.approved ? "approved" : "denied";
+  }
+  return "answered";
+}
+
+/** Whether the stored client result (JSON text) is the answer this page sent. */
+function sameAnswer(stored, sent) {
+  return JSON.stringify(parsed(stored)) === JSON.stringify(sent);
+}
+
+function parsed(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Whether `turn` still waits for the very calls `resumed` answered (their post to retry). */
+function waitsFor(turn, resumed) {
+  if (!resumed || turn.status !== "pending") return false;
+  return turn.pendingCalls.some((call) => resumed.answers.has(call.callId));
+}
+
 export class Chat {
   constructor() {
     this.sessionId = null;
@@ -291,7 +319,7 @@ export class Chat {
    * ended: "done", "failed" (kind "error"), "refused" (the server did not take it),
    * "cancelled", "lost" or "gone" (the person started a new session meanwhile).
    */
-  async run(body) {
+  async run(body, resumed = null) {
     const generation = this.generation;
     const controller = new AbortController();
     this.controller = controller;
@@ -324,8 +352,11 @@ export class Chat {
       this.setBusy(Boolean(this.controller));
     }
     if (!here()) return "gone";
-    if (outcome === "lost") this.offerRetry(body, knownSeq);
-    else if (finished) await this.refresh();
+    if (outcome === "lost") this.offerRetry(body, knownSeq, resumed);
+    else if (finished) {
+      const session = await this.refresh();
+      if (resumed && session) this.settle(resumed, session.turns.find((t) => t.turnId === resumed.turnId));
+    }
     return outcome;
   }
 
@@ -410,7 +441,8 @@ export class Chat {
 
   /** One card per client-final call; the answers go back together as toolResults. */
   ask(turnId, calls) {
-    this.pending = { turnId, calls, answers: new Map() };
+    // answers: what is posted; shown: each answered card's line saying what was answered.
+    this.pending = { turnId, calls, answers: new Map(), shown: new Map() };
     for (const call of calls) this.put(this.card(call));
     this.setBusy(false);
   }
@@ -422,14 +454,14 @@ export class Chat {
     const title = `card-title-${++cardCount}`;
     const request = approvalRequest(call);
     let card;
-    const answer = (result, label, isError = false, status = "answered") => {
+    const answer = (result, label, isError = false) => {
       for (const button of card.querySelectorAll("button")) button.disabled = true;
-      card.append(h("p", { class: "answer", role: "status" }, label));
+      const said = h("p", { class: "answer", role: "status" }, label);
+      card.append(said);
       // Its buttons are disabled: on to the next card still to answer, else the message box.
       moveFocus(this.log.querySelector(".card button:not(:disabled)") || this.message);
-      // The call's line in the transcript follows the answer; a run after it updates it again.
-      const line = this.calls.get(call.callId)?.querySelector(".call-status");
-      if (line) line.textContent = status;
+      // The call's line in the transcript says the answer once the server has it (settle).
+      pending.shown.set(call.callId, said);
       pending.answers.set(call.callId, { callId: call.callId, result, isError });
       if (pending.answers.size === pending.calls.length && this.pending === pending) this.resume(pending);
     };
@@ -450,8 +482,8 @@ export class Chat {
     const approve = h("button", { type: "button", class: "approve" }, "Approve");
     const deny = h("button", { type: "button", class: "deny" }, "Deny");
     // The answer the server expects of both kinds of approval (docs/mcp-servers.md).
-    approve.addEventListener("click", () => answer({ approved: true }, "You approved.", false, "approved"));
-    deny.addEventListener("click", () => answer({ approved: false }, "You denied.", false, "denied"));
+    approve.addEventListener("click", () => answer({ approved: true }, "You approved."));
+    deny.addEventListener("click", () => answer({ approved: false }, "You denied."));
     card = h(
       "section",
       { class: `card approval${request.destructive ? " destructive" : ""}`, "aria-labelledby": title },
@@ -481,8 +513,20 @@ export class Chat {
    */
   async resume(pending) {
     this.pending = null;
-    const outcome = await this.run({ sessionId: this.sessionId, toolResults: [...pending.answers.values()] });
+    for (const callId of pending.answers.keys()) {
+      const line = this.calls.get(callId)?.querySelector(".call-status");
+      if (line) line.textContent = "answer sent…";
+    }
+    const toolResults = [...pending.answers.values()];
+    const outcome = await this.run({ sessionId: this.sessionId, toolResults }, pending);
     if (outcome !== "failed" && outcome !== "refused") return;
+    if (outcome === "refused") {
+      // Not taken: nothing of it is on record.
+      for (const callId of pending.answers.keys()) {
+        const line = this.calls.get(callId)?.querySelector(".call-status");
+        if (line) line.textContent = "waiting for you";
+      }
+    }
     this.pending = pending;
     this.setBusy(false);
     const again = h("button", { type: "button" }, "Send answer again");
@@ -517,8 +561,33 @@ export class Chat {
     this.setBusy(false);
   }
 
-  /** After a lost stream: show what the server recorded; run again only if nothing was. */
-  offerRetry(body, knownSeq) {
+  /**
+   * Once the server has the turn's answers: each answered call's line says the answer on
+   * record, and a card whose answer lost to one sent first (another tab, another person)
+   * says so. The first answers the server accepts win (docs/http-api.md).
+   */
+  settle(pending, turn) {
+    if (!turn) return;
+    for (const stored of turn.toolCalls) {
+      const said = pending.shown.get(stored.callId);
+      if (!said || !("clientResult" in stored)) continue;
+      const recorded = answerLabel(stored.clientResult);
+      // A call gated by approval (an MCP tool's; "approved" on record) says how its run went.
+      const line = this.calls.get(stored.callId)?.querySelector(".call-status");
+      if (line) line.textContent = "approved" in stored ? callStatus(stored) : recorded;
+      const sent = pending.answers.get(stored.callId).result;
+      if (!sameAnswer(stored.clientResult, sent)) {
+        said.textContent = `Already answered elsewhere: ${recorded}. Your answer was not used.`;
+      }
+    }
+  }
+
+  /**
+   * After a lost stream: show what the server recorded; run again only if nothing was. A
+   * resume (`resumed`: the answered calls) keeps its turn's seq: its turn is found by id, and
+   * posted again only when it did not finish (the server continues it, or says why not).
+   */
+  offerRetry(body, knownSeq, resumed = null) {
     const retry = h("button", { type: "button" }, "Retry");
     const box = h(
       "div",
@@ -532,19 +601,29 @@ export class Chat {
       moveFocus(this.message);
       const session = await this.refresh();
       if (!session) {
-        this.offerRetry(body, knownSeq);
+        this.offerRetry(body, knownSeq, resumed);
         return;
       }
-      const turn = session.turns.find((t) => t.seq > knownSeq);
+      const turn = resumed
+        ? session.turns.find((t) => t.turnId === resumed.turnId)
+        : session.turns.find((t) => t.seq > knownSeq);
       if (turn && turn.status === "running") {
         this.note("The turn is still running on the server.");
-        this.offerRetry(body, knownSeq);
-      } else if (turn && (turn.status === "completed" || turn.status === "pending")) {
+        this.offerRetry(body, knownSeq, resumed);
+      } else if (turn && (turn.status === "completed" || turn.status === "pending") && !waitsFor(turn, resumed)) {
         for (const call of turn.toolCalls) if (!this.calls.has(call.callId)) this.callFinished(call);
         if (turn.text) this.say("assistant", turn.text);
+        if (resumed) this.settle(resumed, turn);
         if (turn.status === "pending") this.ask(turn.turnId, turn.pendingCalls);
+      } else if (resumed && turn && turn.status === "error") {
+        // A resume's final error (a limit): shown; the same answers would only meet it again.
+        if (turn.text) this.say("assistant", turn.text);
+        this.note(errorText(turn.error) || "The turn failed.", "error");
+        this.settle(resumed, turn);
       } else {
-        await this.run(body); // it never ran, or it was cancelled when the stream dropped
+        // It never ran, or it was cancelled when the stream dropped; a resume whose attempt
+        // failed or was interrupted continues from the answers the server kept.
+        await this.run(body, resumed);
       }
     });
   }

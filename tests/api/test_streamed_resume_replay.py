@@ -1,0 +1,114 @@
+"""The same ``toolResults`` posted again, streamed: the stored answer arrives as events.
+
+Against a real ``aptix serve``. docs/http-api.md promises that posting the results after the
+turn answered returns the same answer, and that a stream ends with ``turn_finished``
+carrying the JSON answer's body. A streamed repeat used to be an empty stream: a tab left
+behind (another tab had answered the approval) never learnt how the turn had ended.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from aptix.testing import call, reply
+from aptix.testing.server import ScriptedOpenAIServer, Step
+from tests.api.live import scripted_model_env, serve_isolated
+
+
+def _respond(body: dict[str, Any]) -> Step:
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        if str(last.get("tool_call_id")).startswith("twice-1"):
+            # One approval answered, the model asks for a second one: a hand-off again.
+            again = call("request_user_approval", {"prompt": "Sure?"}, id="twice-2")
+            return reply("One more.", again)
+        approved = json.loads(last["content"]).get("approved") is True
+        return reply("You approved." if approved else "You denied.")
+    if last.get("content") == "ask twice":
+        return reply(None, call("request_user_approval", {"prompt": "Go?"}, id="twice-1"))
+    return reply("Asking.", call("request_user_approval", {"prompt": "Go?"}, id="ask-1"))
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data = tmp_path_factory.mktemp("replay")
+    with (
+        ScriptedOpenAIServer(respond=_respond) as llm,
+        serve_isolated(data, data / "serve.log", **scripted_model_env(llm.base_url)) as (url, _),
+    ):
+        yield url
+
+
+def _events(answer: httpx.Response) -> list[tuple[str, dict[str, Any]]]:
+    """The Server-Sent Events of ``answer``, as (event, data)."""
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    events: list[tuple[str, dict[str, Any]]] = []
+    for block in answer.text.replace("\r\n", "\n").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in fields:
+            events.append((fields["event"], json.loads(fields["data"])))
+    return events
+
+
+def _post(url: str, body: dict[str, Any], **headers: str) -> httpx.Response:
+    return httpx.post(f"{url}/v1/agent/execute", json=body, headers=headers, timeout=60)
+
+
+def _handed_off(url: str, instruction: str) -> str:
+    handed = _post(url, {"instruction": instruction}).json()
+    assert handed["kind"] == "tool-only", handed
+    return str(handed["sessionId"])
+
+
+def test_the_same_results_streamed_again_end_with_the_stored_answer(url: str) -> None:
+    sid = _handed_off(url, "ask me")
+    answers = [{"callId": "ask-1", "result": {"approved": True}}]
+    resume = {"sessionId": sid, "toolResults": answers}
+    answered = _post(url, resume).json()
+    assert answered["text"] == "You approved."
+    for streamed in (
+        _post(url, {**resume, "stream": True}),
+        _post(url, resume, Accept="text/event-stream"),
+    ):
+        events = _events(streamed)
+        assert events == [("text", {"text": "You approved."}), ("turn_finished", answered)]
+    assert _post(url, resume).json() == answered  # and as JSON, still the same
+
+
+def test_a_late_answer_to_an_answered_approval_streams_the_answer_that_won(url: str) -> None:
+    """The tab left behind denies what another tab approved: the first answer stands."""
+    sid = _handed_off(url, "ask me")
+    first = [{"callId": "ask-1", "result": {"approved": True}}]
+    answered = _post(url, {"sessionId": sid, "toolResults": first}).json()
+    late = [{"callId": "ask-1", "result": {"approved": False}}]
+    events = _events(_post(url, {"sessionId": sid, "toolResults": late, "stream": True}))
+    assert events[-1] == ("turn_finished", answered)
+    assert events[-1][1]["text"] == "You approved."
+    [turn] = httpx.get(f"{url}/v1/sessions/{sid}").json()["turns"]
+    assert turn["status"] == "completed"
+    assert [c.get("clientResult") for c in turn["toolCalls"]] == ['{"approved": true}']
+
+
+def test_a_resume_that_handed_off_again_streams_its_pending_calls_again(url: str) -> None:
+    sid = _handed_off(url, "ask twice")
+    resume = {
+        "sessionId": sid,
+        "toolResults": [{"callId": "twice-1", "result": {"approved": True}}],
+    }
+    live = dict(_events(_post(url, {**resume, "stream": True})))
+    assert live["turn_finished"]["kind"] == "tool-only"
+    [pending] = live["client_calls_pending"]["toolCalls"]
+    assert pending["callId"] == "twice-2"
+    events = _events(_post(url, {**resume, "stream": True}))
+    assert events == [
+        ("text", {"text": "One more."}),
+        ("client_calls_pending", live["client_calls_pending"]),
+        ("turn_finished", live["turn_finished"]),
+    ]
+    assert _post(url, resume).json() == live["turn_finished"]
