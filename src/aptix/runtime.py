@@ -151,13 +151,28 @@ class Runtime:
             )
         return InvokeResult.create(active)
 
+    def metered(self, model: LlmClient, context: ContextBudget | None = None) -> MeteredModel:
+        """``model`` on the caller's org's token budget: each call held, then recorded.
+
+        A call cut short is charged as ``context`` counts its request and the text it sent.
+        """
+        counts = context or ContextBudget(self.settings.llm_context_tokens)
+        return MeteredModel(
+            model,
+            self.quotas,
+            prompt_tokens=lambda request: counts.request_tokens(request.messages, request.tools),
+            text_tokens=counts.counter.count,
+        )
+
     def reasoner(self, model: LlmClient | None = None) -> AgentReasoner:
         """The agent loop on ``model`` (default: the configured OpenAI-compatible endpoint)."""
         registry = self.workflows.registry
         boot_room = boot_chars(self.settings.llm_context_tokens)
+        context = ContextBudget(
+            self.settings.llm_context_tokens, strategy=self.settings.context_strategy
+        )
         return AgentReasoner(
-            # Metered: the org's token budget is checked and each call's usage recorded.
-            model=MeteredModel(model or self.default_model(), self.quotas),
+            model=self.metered(model or self.default_model(), context),
             executor=self.executor,
             sessions=self.services.sessions,
             modes=self.services.modes,
@@ -175,9 +190,7 @@ class Runtime:
             caps=ResponseCaps(
                 self.settings.max_tool_calls_per_response, self.settings.max_model_text_chars
             ),
-            context=ContextBudget(
-                self.settings.llm_context_tokens, strategy=self.settings.context_strategy
-            ),
+            context=context,
             tracing=self.tracing,
             before_turn=self.workflows.sync.check,
             running=self.turn_tasks,
@@ -421,7 +434,7 @@ async def open_runtime(
             workflows.registry.arbiter = MatchArbiter(
                 # Metered like the reasoner's model: the arbiter spends the caller's org's
                 # budget; refused, it fails like any model error and the ranker's choice stands.
-                LlmArbiterModel(MeteredModel(runtime.default_model(), runtime.quotas)),
+                LlmArbiterModel(runtime.metered(runtime.default_model())),
                 settings.match_arbiter,
                 timeout=min(settings.llm_timeout_seconds, 10.0),
             )

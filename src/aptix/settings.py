@@ -260,8 +260,10 @@ class AptixSettings(BaseSettings):
     redis_url: SecretStr | None = Field(
         None,
         description="Redis shared by every process for the limits and the usage counts "
-        "(`redis://host:6379/0`, the database a number); without it each process counts on its "
-        "own. A URL the Redis client cannot read, or a database or password Redis refuses at "
+        "(`redis://host:6379/0`, the database a number; `rediss://` for TLS, `unix:///path/"
+        "redis.sock?db=0` for a socket); without it each process counts on its own. A URL the "
+        "Redis client cannot read or use (a query option it does not take, such as "
+        "`?ssl_cert_reqs=` on a `redis://` URL), or a database or password Redis refuses at "
         "start, stops start-up; a Redis that does not answer is an outage (see "
         "APTIX_LIMITS_WHEN_REDIS_DOWN).",
     )
@@ -501,18 +503,37 @@ def _check_redis_url(url: str) -> None:
     except ValueError:
         raise ValueError(f"has a port that is not a number from 1 to 65535; {example}") from None
     try:
-        from redis.connection import ConnectionPool
+        from redis.asyncio.connection import ConnectionPool
     except ImportError:
         return  # the limits then name the package to install
-    # The parse the Redis client makes when the limits start (it connects later), made here
-    # so a bad URL stops start-up with one line instead of a traceback.
+    # The parse the Redis client makes when the limits start, made here so a bad URL stops
+    # start-up with one line instead of a traceback; and the connection it would then make
+    # (without connecting), which takes only its own options: an unknown one in the query
+    # (?ssl_cert_reqs= on redis://, ?timeout=) failed every later call, read as an outage.
     try:
-        options = ConnectionPool.from_url(url).connection_kwargs
+        pool = ConnectionPool.from_url(url)
+        options = pool.connection_kwargs
+        pool.connection_class(**options)
     except ValueError as exc:
         raise ValueError(f"cannot be read by the Redis client ({exc}); {example}") from None
+    except TypeError as exc:
+        raise ValueError(_unknown_redis_option(str(exc), scheme, example)) from None
     if scheme != "unix" and unquote(parts.path).replace("/", "") and "db" not in options:
         # The client would quietly use database 0, which other programs may be using.
         raise ValueError(f"names a database that is not a number; {example}")
+
+
+def _unknown_redis_option(error: str, scheme: str, example: str) -> str:
+    """Why the Redis client refused the URL's options: the one it names, never a value."""
+    found = re.search(r"keyword argument '([A-Za-z_]\w{0,40})'", error)
+    if found is None:
+        return f"has query options the Redis client does not take; {example}"
+    name = found.group(1)
+    tls = " (TLS options need a rediss:// URL)" if name.startswith("ssl") else ""
+    return (
+        f"has the query option {name!r}, which the Redis client does not take in a "
+        f"{scheme}:// URL{tls}; {example}"
+    )
 
 
 def _nearest(name: str, known: Iterable[str]) -> str:

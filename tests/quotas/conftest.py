@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from tests.api.tcp_proxy import TcpProxy
+
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
 
 
@@ -22,3 +24,14 @@ def prefix() -> Iterator[str]:
     if keys:
         client.delete(*keys)
     client.close()
+
+
+@pytest.fixture
+def redis_proxy() -> Iterator[TcpProxy]:
+    """The real Redis behind a forwarder the test can cut."""
+    forwarder = TcpProxy(REDIS_HOST, REDIS_PORT)
+    forwarder.start()
+    try:
+        yield forwarder
+    finally:
+        forwarder.close()

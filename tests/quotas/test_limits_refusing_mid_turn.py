@@ -6,12 +6,10 @@ the wrong dependency.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from aptix.api import create_app
 from aptix.llm import LlmRequest, LlmResponse
@@ -20,19 +18,6 @@ from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
 from tests.api.tcp_proxy import TcpProxy
-
-REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
-
-
-@pytest.fixture
-def redis_proxy() -> Iterator[TcpProxy]:
-    """The real Redis behind a forwarder the test can cut."""
-    forwarder = TcpProxy(REDIS_HOST, REDIS_PORT)
-    forwarder.start()
-    try:
-        yield forwarder
-    finally:
-        forwarder.close()
 
 
 async def _turn(settings: AptixSettings, answer: Any) -> tuple[dict[str, Any], dict[str, Any]]:

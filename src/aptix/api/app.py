@@ -153,6 +153,7 @@ def create_app(
 
 def _attach(app: FastAPI, runtime: Runtime, model: LlmClient | None) -> None:
     app.state.runtime = runtime
+    app.state.metrics.watch_limits(runtime.quotas)
     if model is not None or runtime.settings.model_configured:
         app.state.reasoner = runtime.reasoner(model)
 

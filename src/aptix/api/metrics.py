@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 from asgi_correlation_id import CorrelationIdMiddleware
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 from starlette.routing import Match, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["Metrics", "ObserveMiddleware", "with_request_ids"]
+from aptix.quotas import Quotas
+
+__all__ = ["LimitsCollector", "Metrics", "ObserveMiddleware", "with_request_ids"]
 
 #: The longest request id kept from a caller's ``X-Request-ID``.
 MAX_REQUEST_ID = 128
@@ -46,6 +51,40 @@ class Metrics:
             ["route"],
             registry=self.registry,
         )
+        self._limits: LimitsCollector | None = None
+
+    def watch_limits(self, quotas: Quotas) -> None:
+        """Export the state of ``quotas`` (a runtime opened again replaces the one before)."""
+        if self._limits is not None:
+            self.registry.unregister(self._limits)
+        self._limits = LimitsCollector(quotas)
+        self.registry.register(self._limits)
+
+
+class LimitsCollector(Collector):
+    """The limits' state, read at each scrape: whether Redis answers, refusals by code."""
+
+    def __init__(self, quotas: Quotas) -> None:
+        self._quotas = quotas
+
+    def collect(self) -> Iterator[Metric]:
+        """``aptix_limits_redis_up`` (with Redis only) and ``aptix_limits_refusals_total``."""
+        up = self._quotas.redis_up
+        if up is not None:
+            yield GaugeMetricFamily(
+                "aptix_limits_redis_up",
+                "1 while the limits reach Redis, 0 from a failed call until one succeeds "
+                "(the limits are then open or refusing, as APTIX_LIMITS_WHEN_REDIS_DOWN says).",
+                value=1 if up else 0,
+            )
+        refused = CounterMetricFamily(
+            "aptix_limits_refusals",
+            "Requests and model calls the limits refused, by code.",
+            labels=["code"],
+        )
+        for code, count in sorted(self._quotas.refused.items()):
+            refused.add_metric([code], count)
+        yield refused
 
 
 class ObserveMiddleware:

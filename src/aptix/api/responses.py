@@ -16,6 +16,7 @@ from aptix.api.schemas import ErrorDetail
 __all__ = [
     "CancelledWorkflow",
     "Health",
+    "LimitsHealth",
     "Mode",
     "Session",
     "SessionDetail",
@@ -31,12 +32,27 @@ class OutModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
 
+class LimitsHealth(OutModel):
+    """Where the limits count, and whether they can."""
+
+    store: Literal["memory", "redis"] = Field(
+        description="`redis` with APTIX_REDIS_URL (shared by every process), else `memory`."
+    )
+    redis_up: bool | None = Field(
+        description="Whether Redis answered the last call the limits made to it; null without "
+        "Redis. While false the limits let requests through (`open`) or refuse them with 503 "
+        "(`closed`), and usage goes uncounted; the status stays `ok` either way."
+    )
+    when_redis_down: Literal["open", "closed"]
+
+
 class Health(OutModel):
     """``GET /healthz``."""
 
     status: Literal["ok"]
     tools: int = Field(description="Registered tools.")
     model_configured: bool
+    limits: LimitsHealth
 
 
 class ToolInfo(OutModel):

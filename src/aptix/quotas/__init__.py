@@ -4,7 +4,7 @@
 applies the token budget around the model, ``UsageMeter`` keeps the tokens each key spent.
 """
 
-from aptix.quotas.limiter import Quotas, Refusal
+from aptix.quotas.limiter import Quotas
 from aptix.quotas.metered import (
     PAYER,
     LimitsUnavailableError,
@@ -12,6 +12,7 @@ from aptix.quotas.metered import (
     Payer,
     TokenBudgetError,
 )
+from aptix.quotas.refusal import Refusal
 from aptix.quotas.usage import UsageMeter
 
 __all__ = [

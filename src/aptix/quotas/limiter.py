@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections import deque
-from dataclasses import dataclass
+from collections import Counter, deque
 from typing import Any
 
 from limits import RateLimitItem, parse
@@ -25,6 +24,7 @@ from aptix.errors import ConfigurationError
 from aptix.llm.types import Usage
 from aptix.log_setup import escape_controls
 from aptix.quotas.breaker import RedisBreaker
+from aptix.quotas.refusal import Refusal
 from aptix.quotas.usage import UsageMeter
 
 __all__ = ["Quotas", "Refusal"]
@@ -45,40 +45,18 @@ redis.call('ZADD', KEYS[1], ms + tonumber(ARGV[3]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """
+#: Gives back up to ARGV[1] of the count at KEYS[1] (tokens held for a model call that used
+#: fewer): never below zero, and nothing once the window has ended (the key is gone).
+_GIVE_BACK = """
+local held = tonumber(redis.call('GET', KEYS[1]) or '0')
+local back = math.min(held, tonumber(ARGV[1]))
+if back > 0 then
+  redis.call('DECRBY', KEYS[1], back)
+end
+return back
+"""
 #: How long a caller refused because Redis is down is told to wait.
 _OUTAGE_RETRY_SECONDS = 5
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Refusal:
-    """Why a request may not go on, with what its 429 (or 503) answer carries."""
-
-    message: str
-    code: str
-    reset_seconds: int
-    status: int = 429
-    #: The limit that refused, its ``RateLimit-Policy`` name; None when no limit could be
-    #: checked (Redis is down), so no quota is known.
-    policy: str | None = None
-    quota: int = 0
-    remaining: int = 0
-    window_seconds: int | None = None
-    unit: str | None = None
-
-    def headers(self) -> dict[str, str]:
-        """``Retry-After``, and the IETF ``RateLimit`` / ``RateLimit-Policy`` of its limit."""
-        if self.policy is None:
-            return {"Retry-After": str(self.reset_seconds)}
-        policy = f'"{self.policy}";q={self.quota}'
-        if self.window_seconds is not None:
-            policy += f";w={self.window_seconds}"
-        if self.unit is not None:
-            policy += f';qu="{self.unit}"'
-        return {
-            "Retry-After": str(self.reset_seconds),
-            "RateLimit": f'"{self.policy}";r={self.remaining};t={self.reset_seconds}',
-            "RateLimit-Policy": policy,
-        }
 
 
 class Quotas:
@@ -98,12 +76,16 @@ class Quotas:
         self.max_concurrent_turns = max_concurrent_turns
         self.token_budget = token_budget
         self.shared = redis_url is not None
+        #: Refusals this process gave, by code (``rate_limited``, ``limits_unavailable``...).
+        self.refused: Counter[str] = Counter()
         self._fail_open = fail_open
         self._breaker = RedisBreaker(fail_open=fail_open)
         self._rate: RateLimitItem | None = parse(rate_limit) if rate_limit else None
         self._budget: RateLimitItem | None = parse(token_budget) if token_budget else None
         self._storage: Storage
+        self._memory: MemoryStorage | None = None
         self._redis: Any = None
+        self._limits_prefix = f"{key_prefix}:limits"
         self._turns_key = f"{key_prefix}:turns"
         #: org -> slot -> deadline (``time.monotonic``): the running turns, without Redis.
         self._running: dict[str, dict[str, float]] = {}
@@ -125,18 +107,30 @@ class Quotas:
                 redis_url.removeprefix("async+"), socket_timeout=2, socket_connect_timeout=2
             )
             self._enter_script = self._redis.register_script(_ENTER_TURN)
-            url = redis_url if redis_url.startswith("async+") else f"async+{redis_url}"
-            # The same connections (and their 2 s timeouts), so aclose() closes them all.
+            self._give_back_script = self._redis.register_script(_GIVE_BACK)
+            # The same connections (and their 2 s timeouts), so aclose() closes them all; the
+            # URL only tells ``limits`` which client to use (``async+unix`` reads as valkey).
+            url = redis_url.removeprefix("async+")
+            scheme = "async+redis+" if url.startswith("unix:") else "async+"
             self._storage = RedisStorage(
-                url,
+                scheme + url,
                 implementation="redispy",
-                key_prefix=f"{key_prefix}:limits",
+                key_prefix=self._limits_prefix,
                 connection_pool=self._redis.connection_pool,
             )
         else:
-            self._storage = MemoryStorage()
+            self._storage = self._memory = MemoryStorage()
         self._limiter = FixedWindowRateLimiter(self._storage)
         self.usage = UsageMeter(redis_url, key_prefix=key_prefix, breaker=self._breaker)
+
+    @property
+    def redis_up(self) -> bool | None:
+        """Whether Redis answered the last call the limits made to it; None without Redis.
+
+        False from a failure until a call succeeds again: meanwhile the limits let requests
+        through unlimited (``open``) or refuse them (``closed``), and usage goes uncounted.
+        """
+        return None if self._redis is None else not self._breaker.down
 
     async def request(self, key_id: str) -> Refusal | None:
         """Count one request of the key ``key_id``; a refusal once its rate is spent."""
@@ -155,6 +149,7 @@ class Quotas:
             return self._failed(exc)
         self._up()
         wait = _seconds_until(stats.reset_time)
+        self.refused["rate_limited"] += 1
         return Refusal(
             message=f"Rate limit reached: this API key may make {self.rate_limit} requests; "
             f"retry in {wait} s.",
@@ -196,6 +191,7 @@ class Quotas:
         if taken:
             self._held.setdefault(org, deque()).append(slot)
             return None
+        self.refused["too_many_turns"] += 1
         return Refusal(
             message=f"This organization already runs {limit} turns at once, as many as it may; "
             "retry when one ends.",
@@ -268,7 +264,78 @@ class Quotas:
         except Exception as exc:
             return self._failed(exc)
         self._up()
-        wait = _seconds_until(stats.reset_time)
+        return self._budget_spent(item, stats.reset_time, stats.remaining)
+
+    async def reserve(self, org: str, tokens: int) -> Refusal | int:
+        """Hold ``tokens`` of the org's budget for a model call about to start.
+
+        The call goes while some of the budget is left, as :meth:`tokens` says, but its hold
+        is counted at once, so calls starting meanwhile see it: concurrent turns no longer
+        all pass a budget that only their ends would have spent. :meth:`spend` settles the
+        hold to what the call used. The tokens held (0 when none are: no budget, or Redis
+        is down and the limits are open), or a refusal.
+        """
+        item = self._budget
+        if item is None:
+            return 0
+        if self._breaker.skip():
+            return self._unavailable() or 0
+        tokens = max(1, tokens)
+        key = item.key_for("tokens", org)
+        try:
+            count = await self._storage.incr(key, item.get_expiry(), amount=tokens)
+            if count - tokens < item.amount:
+                self._up()
+                return tokens
+            await self._give_back(key, tokens)  # refused: a hold only for calls that run
+            stats = await self._limiter.get_window_stats(item, "tokens", org)
+        except Exception as exc:
+            return self._failed(exc) or 0
+        self._up()
+        return self._budget_spent(item, stats.reset_time, stats.remaining)
+
+    async def spend(self, org: str, key_id: str, user: str, usage: Usage, *, held: int = 0) -> None:
+        """Record one model call's tokens against the org's budget and in the usage meter.
+
+        ``held`` is what :meth:`reserve` held for the call: only the difference is counted
+        (given back when the call used less).
+        """
+        item = self._budget
+        change = usage.total_tokens - held
+        if item is not None and change and not self._breaker.skip():
+            try:
+                if change > 0:
+                    await self._limiter.hit(item, "tokens", org, cost=change)
+                else:
+                    await self._give_back(item.key_for("tokens", org), -change)
+            except Exception as exc:
+                self._failed(exc)
+            else:
+                self._up()
+        await self.usage.record(org, key_id, user, usage)
+
+    async def release(self, org: str, held: int) -> None:
+        """Give back a hold of a model call that did not run (it failed before answering)."""
+        item = self._budget
+        if item is None or not held or self._breaker.skip():
+            return
+        try:
+            await self._give_back(item.key_for("tokens", org), held)
+        except Exception as exc:
+            self._failed(exc)
+        else:
+            self._up()
+
+    async def _give_back(self, key: str, tokens: int) -> None:
+        """Take up to ``tokens`` off the budget count ``key`` of the current window."""
+        if self._memory is not None:
+            await self._memory.decr(key, tokens)
+        else:
+            await self._give_back_script([f"{self._limits_prefix}:{key}"], [tokens])
+
+    def _budget_spent(self, item: RateLimitItem, reset_time: float, remaining: int) -> Refusal:
+        wait = _seconds_until(reset_time)
+        self.refused["token_budget_exhausted"] += 1
         return Refusal(
             message=f"Token budget reached: this organization may use {self.token_budget} "
             f"model tokens; the budget renews in {wait} s.",
@@ -276,20 +343,9 @@ class Quotas:
             reset_seconds=wait,
             policy="tokens",
             quota=item.amount,
-            remaining=stats.remaining,
+            remaining=remaining,
             window_seconds=item.get_expiry(),
         )
-
-    async def spend(self, org: str, key_id: str, user: str, usage: Usage) -> None:
-        """Record one model call's tokens against the org's budget and in the usage meter."""
-        if self._budget is not None and usage.total_tokens and not self._breaker.skip():
-            try:
-                await self._limiter.hit(self._budget, "tokens", org, cost=usage.total_tokens)
-            except Exception as exc:
-                self._failed(exc)
-            else:
-                self._up()
-        await self.usage.record(org, key_id, user, usage)
 
     async def budget_state(self, org: str) -> dict[str, Any] | None:
         """The org's budget: limit, remaining and seconds until it renews (None when off).
@@ -322,8 +378,9 @@ class Quotas:
         """At start-up, a :class:`ConfigurationError` when Redis refuses what the URL asks.
 
         A Redis that answers but refuses the URL's database (or its credentials) never will
-        work. One that does not answer is an outage, met by the first request that counts
-        (``APTIX_LIMITS_WHEN_REDIS_DOWN``), as when it stops answering later.
+        work, nor a URL whose options the client cannot use (it fails before connecting, the
+        same way every time). One that does not answer is an outage, met by the first request
+        that counts (``APTIX_LIMITS_WHEN_REDIS_DOWN``), as when it stops answering later.
         """
         if self._redis is None:
             return
@@ -338,6 +395,12 @@ class Quotas:
                 f"APTIX_REDIS_URL: Redis refuses the connection ({reason}).",
                 hint="fix the database number (0-15 on a default Redis) or the credentials "
                 "in the URL",
+            ) from None
+        except (TypeError, ValueError) as exc:
+            await self.aclose()
+            raise ConfigurationError(
+                f"APTIX_REDIS_URL: the Redis client cannot use the URL ({type(exc).__name__}).",
+                hint="remove the query options the client does not take",
             ) from None
         except Exception:
             return  # not answering: an outage, reported by the first request it fails
@@ -357,6 +420,7 @@ class Quotas:
         """What a request gets while Redis is down: nothing (open) or a 503 (closed)."""
         if self._fail_open:
             return None
+        self.refused["limits_unavailable"] += 1
         return Refusal(
             message="Limits cannot be checked right now (their store is unreachable); "
             "retry shortly.",

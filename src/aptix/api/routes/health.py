@@ -17,7 +17,7 @@ router = APIRouter(tags=["operations"])
 
 @router.get("/healthz", response_model=Health)
 async def healthz(runtime: RuntimeDep) -> dict[str, Any]:
-    """Liveness and database reachability."""
+    """Liveness, database reachability and whether the limits reach Redis."""
     try:
         await runtime.database.ping()
     except Exception as exc:
@@ -27,10 +27,18 @@ async def healthz(runtime: RuntimeDep) -> dict[str, Any]:
             "database_unavailable",
             headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         ) from exc
+    quotas = runtime.quotas
     return {
         "status": "ok",
         "tools": len(runtime.registry.registered_tools),
         "modelConfigured": runtime.settings.model_configured,
+        # Redis down is reported, not failed: a restart would not bring it back, and in
+        # ``open`` mode the requests are served.
+        "limits": {
+            "store": "redis" if quotas.shared else "memory",
+            "redisUp": quotas.redis_up,
+            "whenRedisDown": runtime.settings.limits_when_redis_down,
+        },
     }
 
 
