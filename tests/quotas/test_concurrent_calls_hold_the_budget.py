@@ -22,15 +22,24 @@ from tests.quotas.conftest import REDIS_HOST, REDIS_PORT
 USED = Usage(prompt_tokens=10, completion_tokens=5)
 
 
-class SlowModel:
-    """Answers after a moment, reporting ``USED``: long enough for every call to start."""
+class HeldModel:
+    """Answers ``USED`` only once every call has reached it or been turned down."""
 
-    def __init__(self) -> None:
+    def __init__(self, calls: int) -> None:
         self.calls = 0
+        self.waiting = calls
+        self.settled = asyncio.Event()
+
+    def arrived(self) -> None:
+        """One call is in the model or was refused; the last one releases them all."""
+        self.waiting -= 1
+        if self.waiting == 0:
+            self.settled.set()
 
     async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
         self.calls += 1
-        await asyncio.sleep(0.3)
+        self.arrived()
+        await self.settled.wait()
         return LlmResponse(text="ok", usage=USED)
 
 
@@ -42,20 +51,22 @@ def _processes(store: str, prefix: str) -> list[Quotas]:
     return [Quotas(token_budget="100/minute", redis_url=url, key_prefix=prefix) for _ in "ab"]
 
 
-async def _call(model: MeteredModel) -> bool:
+async def _call(model: MeteredModel, inner: HeldModel) -> bool:
     """One model call on acme's budget; whether it ran."""
     PAYER.set(Payer("acme", "key-1", "ann"))
     try:
         await model.complete(LlmRequest(messages=({"role": "user", "content": "hi"},)))
     except TokenBudgetError:
+        inner.arrived()
         return False
     return True
 
 
 async def _concurrent(processes: list[Quotas], held: int, calls: int) -> list[bool]:
-    inner = SlowModel()
+    inner = HeldModel(calls)
     models = [MeteredModel(inner, q, prompt_tokens=lambda request: held) for q in processes]
-    return await asyncio.gather(*(_call(models[i % len(models)]) for i in range(calls)))
+    async with asyncio.timeout(30):
+        return await asyncio.gather(*(_call(models[i % len(models)], inner) for i in range(calls)))
 
 
 @pytest.mark.parametrize("store", ["memory", "redis"])
