@@ -40,7 +40,7 @@ __all__ = [
     "unknown_variables",
 ]
 
-SETTINGS_HINT = "fix the variable (or the same key in aptix.toml); docs/settings.md lists them all"
+SETTINGS_HINT = "fix the variable; docs/settings.md lists them all"
 
 #: Level names of :mod:`logging`, accepted in any case.
 LogLevelName = Annotated[
@@ -559,6 +559,20 @@ def _refuse_unknown_keys(path: str, data: Mapping[str, object], fields: Iterable
             )
 
 
+def _where(loc: tuple[int | str, ...]) -> tuple[str, str | None]:
+    """Where the invalid value at ``loc`` was set: its variable, or its key and the file.
+
+    A variable wins over the settings file (in any case, as the settings read it), so a value
+    that is not a variable's is the file's.
+    """
+    variable = f"APTIX_{'_'.join(str(p) for p in loc).upper()}"
+    setting = f"APTIX_{str(loc[0]).upper()}" if loc else variable
+    path = os.environ.get("APTIX_CONFIG_FILE") or "aptix.toml"
+    if any(name.upper() == setting for name in os.environ) or not Path(path).is_file():
+        return variable, None
+    return f"{'.'.join(str(p) for p in loc)} in {path}", path
+
+
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     """A one-line warning for each ``APTIX_*`` variable that names no setting."""
     known = {f"APTIX_{name.upper()}" for name in AptixSettings.model_fields} | OTHER_VARIABLES
@@ -585,11 +599,16 @@ def load_settings() -> AptixSettings:
     try:
         return AptixSettings()
     except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        places = [_where(e["loc"]) for e in errors]
         problems = "; ".join(
-            f"APTIX_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
-            for e in exc.errors(include_url=False)
+            f"{name}: {e['msg']}" for (name, _), e in zip(places, errors, strict=True)
         )
-        raise ConfigurationError(f"Invalid settings: {problems}.", hint=SETTINGS_HINT) from None
+        files = sorted({file for _, file in places if file is not None})
+        fixes = ["the variable"] if any(file is None for _, file in places) else []
+        fixes += [f"the key in {file}" for file in files]
+        hint = f"fix {' and '.join(fixes)}; docs/settings.md lists them all"
+        raise ConfigurationError(f"Invalid settings: {problems}.", hint=hint) from None
     except SettingsError as exc:
         # A complex value (APTIX_MCP_SERVERS) that is not JSON: name the variable, not the parser.
         found = re.search(r'field "(\w+)"', str(exc))

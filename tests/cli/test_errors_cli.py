@@ -132,7 +132,7 @@ def test_a_missing_database_server_is_one_line(monkeypatch: pytest.MonkeyPatch) 
 def test_a_database_error_is_told_in_the_drivers_words() -> None:
     from sqlalchemy.exc import DBAPIError
 
-    from aptix.db.engine import _driver_message
+    from aptix.db.engine import driver_message
 
     class DriverError(Exception):
         pass
@@ -144,8 +144,8 @@ def test_a_database_error_is_told_in_the_drivers_words() -> None:
         DriverError,
     )
     assert "sqlalche.me" in str(wrapped)
-    assert _driver_message(wrapped) == 'database "x" does not exist'
-    assert _driver_message(OSError(111, "Connect call failed")) == "[Errno 111] Connect call failed"
+    assert driver_message(wrapped) == 'database "x" does not exist'
+    assert driver_message(OSError(111, "Connect call failed")) == "[Errno 111] Connect call failed"
 
 
 def test_broken_modes_yaml_keeps_the_yaml_explanation(

@@ -131,7 +131,7 @@ def test_tools_call_refuses_unstorable_text_as_http_and_mcp_do(
     result = runner.invoke(
         app, ["tools", "call", "agent_change_mode", arguments, "--session-id", session_id]
     )
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output  # refused typed input, not a failed call
     assert result.stderr.startswith(f"error: {refused}"), result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
     shown = runner.invoke(app, ["sessions", "show", session_id, "--json"])

@@ -111,7 +111,7 @@ def test_validate_a_broken_folder_exits_non_zero_naming_the_problem(tmp_path: Pa
 
 def test_validate_a_missing_path_fails_cleanly(tmp_path: Path) -> None:
     result = runner.invoke(app, ["workflows", "validate", str(tmp_path / "missing")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad PATH, not a catalog with problems (exit code 1)
     assert "does not exist" in result.stderr
 
 

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
+from typer.core import TyperOption
 
 from aptix.cli import chat, db, mcp, modes, serve, sessions, tools, workflows
+from aptix.cli.output import say
+
+_typed = TyperOption.display_type_rich
+
+
+def _display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+    # Typer's boxed help shows "<bool>" beside a flag (--help, --version, the completion
+    # options), as if it took a value; its plain help shows none, as here.
+    return None if self.is_flag else _typed(self, ctx)
+
+
+TyperOption.display_type_rich = _display_type_rich  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="aptix",
@@ -21,7 +35,7 @@ def _show_version(value: bool) -> None:
     if value:
         from aptix import __version__
 
-        typer.echo(f"aptix {__version__}")
+        say(f"aptix {__version__}")
         raise typer.Exit()
 
 
@@ -58,4 +72,21 @@ def main() -> None:
 
     # This process is Aptix's own: every line on stderr, other libraries' too, is in its format.
     claim_process()
+    _reserve_closed_stdout()
     app()
+
+
+def _reserve_closed_stdout() -> None:
+    """Put the null device at file descriptor 1 when the process started with stdout closed.
+
+    Python then has no ``sys.stdout`` (a command's output ends with one line saying so), and
+    the first file the command opens, the SQLite database say, would otherwise get the
+    descriptor: whatever a library or a subprocess writes to "stdout" would land in it.
+    """
+    try:
+        os.fstat(1)
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        if null != 1:
+            os.dup2(null, 1)
+            os.close(null)

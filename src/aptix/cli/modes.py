@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from aptix.cli.output import add_row, console, new_table, print_json
+from aptix.cli.output import add_row, new_table, print_json, print_table
 from aptix.cli.runtime import run_with_runtime
 
 if TYPE_CHECKING:
@@ -35,7 +35,10 @@ def list_modes(
         )
         return
     table = new_table(
-        "Aptix modes", "key", "name", "default", "description", "tools offered", bold_first=True
+        "Aptix modes",
+        *("key", "name", "default", "description", "tools offered"),
+        bold_first=True,
+        ids=("key",),
     )
     for mode, tools in modes:
         add_row(
@@ -46,4 +49,4 @@ def list_modes(
             mode.description,
             ", ".join(tools),
         )
-    console.print(table)
+    print_table(table)

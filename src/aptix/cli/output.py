@@ -7,24 +7,35 @@ no control character or escape sequence reaches the terminal (a screen clear or 
 change shows as ``␛[2J`` / ``␛]0;…``), and build Rich :class:`~rich.text.Text` objects, so
 nothing is ever parsed as markup or emoji codes: ``[bold]``, ``[/x]`` or ``list[str]`` print
 as typed. The consoles themselves have markup off too.
+
+What a command writes to stdout is its result, written through :func:`say`,
+:func:`print_json` or :func:`print_table`: a reader that leaves early (``| head -1``) ends the
+command quietly with :data:`READER_LEFT`, and output that cannot be written (a full disk, a
+closed stdout) ends it with one ``error:`` line and exit code 1, never a traceback.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import Any, NoReturn
 
 import typer
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from aptix.urls import mask_credentials
 
 __all__ = [
+    "READER_LEFT",
     "Part",
     "add_row",
     "console",
@@ -33,6 +44,7 @@ __all__ = [
     "inert",
     "new_table",
     "print_json",
+    "print_table",
     "refuse_bad_names",
     "refuse_unstorable",
     "say",
@@ -41,8 +53,52 @@ __all__ = [
     "warn",
 ]
 
-console = Console(highlight=False, markup=False, emoji=False)
-err_console = Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
+#: The widest table line written to a pipe or a file (a table is as wide as its contents).
+_WIDEST_LINE = 100_000
+
+#: The exit code when the reader of stdout left before the output was all written (a pipe
+#: closed by ``head``): 128 + SIGPIPE, the code of a command the signal ends, as ``cat`` would.
+READER_LEFT = 141
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # Rich's own exits 1, the code of a command that found problems.
+        self.quiet = True
+        _drop_unwritten()
+        raise typer.Exit(READER_LEFT)
+
+
+console = _Console(highlight=False, markup=False, emoji=False)
+err_console = _Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
+
+
+@contextmanager
+def _writing_results() -> Iterator[None]:
+    """Write to stdout in the block; a write error ends the command (see the module's docstring).
+
+    Flushed before the block ends: an error at Python's exit would be a traceback-like
+    "Exception ignored" and exit code 120.
+    """
+    if sys.stdout is None:  # started with stdout closed (``>&-``)
+        fail("Cannot write the output: standard output is closed.")
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_unwritten()
+        raise typer.Exit(READER_LEFT) from None
+    except OSError as exc:
+        _drop_unwritten()
+        fail(f"Cannot write the output: {exc.strerror or exc}.")
+
+
+def _drop_unwritten() -> None:
+    """Point stdout at the null device: what is left in its buffer is lost, not an error again."""
+    with suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 def _inert_table() -> dict[int, str]:
@@ -88,7 +144,27 @@ def styled(*parts: Part) -> Text:
 
 def say(*parts: Part, to: Console | None = None) -> None:
     """Print one line of :func:`styled` parts (stdout unless ``to`` says otherwise)."""
-    (to or console).print(styled(*parts), soft_wrap=True)
+    if to is not None and to is not console:
+        to.print(styled(*parts), soft_wrap=True)
+        return
+    with _writing_results():
+        console.print(styled(*parts), soft_wrap=True)
+
+
+def print_table(table: RenderableType) -> None:
+    """Print a table (or another renderable) to stdout.
+
+    Into a pipe or a file it is as wide as its contents, so that no cell is cut or wrapped
+    for a reader that is not a person; on a terminal it fits the terminal's width.
+    """
+    with _writing_results():
+        if console.is_terminal:
+            console.print(table)
+            return
+        unbounded = console.options.update_width(_WIDEST_LINE)
+        width = max(Measurement.get(console, unbounded, table).maximum, console.width)
+        # A console of its own: Console.print never goes wider than its console.
+        _Console(highlight=False, markup=False, emoji=False, width=width).print(table)
 
 
 def warn(message: str) -> None:
@@ -103,17 +179,35 @@ def warn(message: str) -> None:
         say(message, to=err_console)
 
 
-def new_table(title: str, *columns: str, bold_first: bool = False) -> Table:
-    """A table whose title and header are text; add rows with :func:`add_row`-safe cells."""
+def new_table(
+    title: str, *columns: str, bold_first: bool = False, ids: tuple[str, ...] = ()
+) -> Table:
+    """A table whose title and header are text; add rows with :func:`add_row`-safe cells.
+
+    The columns named in ``ids`` hold what a person copies into the next command (a session
+    id, a workflow id, a mode key): never cut short with "…". The first column, when it is
+    one of them, keeps each value whole on one line, and the other columns give way; other
+    id columns fold a value over lines when the terminal is too narrow.
+    """
     table = Table(title=Text(inert(title)))
     for index, column in enumerate(columns):
-        table.add_column(Text(inert(column)), style="bold" if bold_first and index == 0 else None)
+        is_id = column in ids
+        table.add_column(
+            Text(inert(column)),
+            style="bold" if bold_first and index == 0 else None,
+            no_wrap=is_id and index == 0,
+            overflow="fold" if is_id else "ellipsis",
+        )
     return table
 
 
 def add_row(table: Table, *cells: Any) -> None:
     """Add a row whose cells are shown as text, whatever they contain."""
-    table.add_row(*(Text("" if c is None else inert(str(c))) for c in cells))
+    texts = [Text("" if c is None else inert(str(c))) for c in cells]
+    first = table.columns[0] if table.columns else None
+    if first is not None and first.no_wrap and texts:  # an id column: never narrower than one
+        first.min_width = max(first.min_width or 0, cell_len(texts[0].plain))
+    table.add_row(*texts)
 
 
 def print_json(data: Any) -> None:
@@ -121,7 +215,8 @@ def print_json(data: Any) -> None:
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     # JSON escapes C0 controls itself; C1 and bidi controls can only sit inside strings, where
     # the \\uXXXX form is the same data and inert on a terminal.
-    sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+    with _writing_results():
+        sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

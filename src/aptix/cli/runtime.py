@@ -1,4 +1,4 @@
-"""Running CLI commands on the runtime, with configuration errors shown as one line."""
+"""Running CLI commands on the runtime, with configuration and database errors as one line."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+from aptix.cli.foreign_output import stdout_kept_for_results
 from aptix.cli.output import fail
 from aptix.errors import ConfigurationError
 
@@ -18,6 +19,9 @@ if TYPE_CHECKING:
 __all__ = [
     "check_runtime",
     "config_failed",
+    "database_failed",
+    "database_failure",
+    "is_database_error",
     "run_leaving_strays",
     "run_with_runtime",
     "settings_or_exit",
@@ -31,6 +35,34 @@ def config_failed(exc: ConfigurationError) -> NoReturn:
     fail(exc.one_line(), code=2)
 
 
+def database_failed(url: str, exc: BaseException) -> NoReturn:
+    """End the command with one line for a database error met while it ran, and exit code 1.
+
+    The same error met while the database opens is a configuration error (exit code 2).
+    """
+    fail(database_failure(url, exc))
+
+
+def database_failure(url: str, exc: BaseException) -> str:
+    """What :func:`database_failed` says: the database, the driver's words and what to do."""
+    from aptix.db.engine import driver_message, failure_hint, shown_url
+    from aptix.db.outage import DatabaseUnavailable
+
+    if isinstance(exc, DatabaseUnavailable):  # says all itself (the SQLite file was removed)
+        return str(exc)
+    words, hint = driver_message(exc), failure_hint(url, exc)
+    return f"The database at {shown_url(url)} failed: {words} — {hint}"
+
+
+def is_database_error(exc: BaseException) -> bool:
+    """True for an error of the database (the driver's, or a SQLite file gone), not of Aptix."""
+    from sqlalchemy.exc import DBAPIError
+
+    from aptix.db.outage import DatabaseUnavailable
+
+    return isinstance(exc, DBAPIError | DatabaseUnavailable)
+
+
 def run_with_runtime(
     work: Callable[[Runtime], Awaitable[T]],
     settings: AptixSettings | None = None,
@@ -39,6 +71,10 @@ def run_with_runtime(
     connect_mcp: bool = True,
 ) -> T:
     """Open the runtime, run ``work`` on it and close it; configuration errors end the command.
+
+    So does a database error ``work`` meets (a read-only file, a full disk, a server gone),
+    with :func:`database_failed`. What the runtime's code prints goes to stderr
+    (:func:`~aptix.cli.foreign_output.stdout_kept_for_results`): stdout is the command's.
 
     Unless the command ``matches`` workflows, the cascade stays off when it was not asked for:
     its larger encoder would load (a second or more) for a command that ends long before its
@@ -59,9 +95,14 @@ def run_with_runtime(
             return await work(runtime)
 
     try:
-        return run_leaving_strays(main())
+        with stdout_kept_for_results():
+            return run_leaving_strays(main())
     except ConfigurationError as exc:
         config_failed(exc)
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
+        database_failed(chosen.effective_database_url, exc)
 
 
 #: How long tasks still running when a command has its answer get to stop when cancelled.

@@ -45,6 +45,7 @@ def serve(
         list[Path] | None,
         typer.Option(
             "--tools",
+            metavar="<file>",
             help="A Python file whose @aptix.tool functions and AgentTool classes are served "
             "(repeatable; adds to APTIX_TOOL_MODULES).",
         ),
@@ -144,7 +145,7 @@ def show(
         bool, typer.Option("--json/--no-json", metavar="", help="Print JSON.")
     ] = False,
 ) -> None:
-    """Print the effective settings, secrets masked; keys ``aptix serve`` refuses fail here too."""
+    """Print the effective settings, secrets masked; API keys that serve refuses fail here too."""
     settings = settings_or_exit()
     _keys_or_exit(settings)
     values: dict[str, Any] = settings.model_dump(mode="json")

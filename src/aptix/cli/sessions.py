@@ -8,10 +8,10 @@ import typer
 
 from aptix.cli.output import (
     add_row,
-    console,
     fail,
     new_table,
     print_json,
+    print_table,
     refuse_bad_names,
     refuse_unstorable,
     say,
@@ -85,10 +85,14 @@ def list_sessions(
     if as_json:
         print_json([session_to_json(s) for s in sessions])
         return
-    table = new_table(f"Sessions of {user} in {org}", "id", "mode", "title", "parent", "updated")
+    table = new_table(
+        f"Sessions of {user} in {org}",
+        *("id", "mode", "title", "parent", "updated"),
+        ids=("id", "mode", "parent"),
+    )
     for s in sessions:
         add_row(table, s.id, s.mode, s.title, s.parent_session_id, f"{s.updated_at:%Y-%m-%d %H:%M}")
-    console.print(table)
+    print_table(table)
 
 
 @app.command("show")
@@ -126,7 +130,7 @@ def show(
         say(f"branched from: {session.parent_session_id}")
     if session.active_workflow_id:
         say(f"active workflow: {session.active_workflow_id}")
-    table = new_table("Mode history", "#", "from", "to", "reason", "by", "at")
+    table = new_table("Mode history", "#", "from", "to", "reason", "by", "at", ids=("from", "to"))
     for i, h in enumerate(session.mode_history, 1):
         add_row(
             table,
@@ -137,7 +141,7 @@ def show(
             h.changed_by,
             f"{h.changed_at:%Y-%m-%d %H:%M:%S}",
         )
-    console.print(table)
+    print_table(table)
     for child in children:
         say(f"branched session: {child.id} (mode {child.mode})")
 

@@ -11,14 +11,14 @@ import typer
 
 from aptix.cli.output import (
     add_row,
-    console,
     fail,
     new_table,
     print_json,
+    print_table,
     refuse_bad_names,
     refuse_unstorable,
 )
-from aptix.cli.runtime import run_with_runtime
+from aptix.cli.runtime import database_failure, is_database_error, run_with_runtime
 from aptix.results import InvokeResult, json_value
 
 if TYPE_CHECKING:
@@ -50,7 +50,9 @@ def list_tools(as_json: JsonFlag = False) -> None:
     if as_json:
         print_json(rows)
         return
-    table = new_table("Aptix tools", "name", "runs", "hints", "description", bold_first=True)
+    table = new_table(
+        "Aptix tools", "name", "runs", "hints", "description", bold_first=True, ids=("name",)
+    )
     for row in rows:
         add_row(
             table,
@@ -59,7 +61,7 @@ def list_tools(as_json: JsonFlag = False) -> None:
             _hints(row["annotations"]),
             row["description"],
         )
-    console.print(table)
+    print_table(table)
 
 
 @app.command("schema")
@@ -90,9 +92,16 @@ def call_tool(
     org: Annotated[str, typer.Option(help="Organisation of the caller.")] = "local",
     user: Annotated[str, typer.Option(help="User of the caller.")] = "local",
     role: Annotated[str, typer.Option(help="Role of the caller: user, author or admin.")] = "admin",
-    as_json: JsonFlag = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json/--no-json",
+            metavar="",
+            help="Print the whole {successful, result, errors} envelope, not only the result.",
+        ),
+    ] = False,
 ) -> None:
-    """Call a tool once and print its InvokeResult; exits 1 when the call fails."""
+    """Call a tool once and print its result as JSON; exits 1 when the call fails."""
     from aptix.settings import ROLES
 
     if role not in ROLES:
@@ -101,7 +110,7 @@ def call_tool(
     refuse_bad_names({"--org": org, "--user": user})
     _refuse_unstorable(arguments)
 
-    async def work(runtime: Runtime) -> InvokeResult[str]:
+    async def work(runtime: Runtime) -> tuple[InvokeResult[str], str | None]:
         from aptix.errors import NotFoundError
 
         try:
@@ -109,30 +118,43 @@ def call_tool(
                 org=org, user=user, role=role, session_id=session_id
             )
         except NotFoundError as exc:
-            return InvokeResult.from_error(str(exc))
+            return InvokeResult.from_error(str(exc)), None
         with _held_logs() as held:
             outcome = await runtime.executor.invoke(name, arguments, context)
         # The failure is printed below as the command's message; a log line saying the same
-        # would show it twice. Every other record is passed on as it was.
+        # would show it twice, and one with the traceback of a database error (a tool that
+        # logs what it met, as agent_change_mode does) is said in the message instead.
+        # Every other record is passed on as it was.
+        database = None
         for record in held:
-            if outcome.error_message is None or outcome.error_message not in record.getMessage():
+            met = record.exc_info[1] if record.exc_info else None
+            if met is not None and not outcome.successful and is_database_error(met):
+                database = database_failure(runtime.settings.effective_database_url, met)
+            elif outcome.error_message is None or outcome.error_message not in record.getMessage():
                 logging.getLogger(record.name).handle(record)
-        return outcome
+        return outcome, database
 
-    outcome = run_with_runtime(work)
+    outcome, database = run_with_runtime(work)
     result = json_value(outcome.result)
     if as_json:
         print_json({**outcome.to_wire(), "result": result})
+        if database is not None:
+            fail(database)
     elif outcome.successful:
         print_json(result)
     else:
-        fail(outcome.error_message or "The tool call failed.")
+        said = outcome.error_message or "The tool call failed."
+        fail(f"{said} {database}" if database is not None else said)
     if not outcome.successful:
         raise typer.Exit(1)
 
 
 def _refuse_unstorable(arguments: str) -> None:
-    """End the command when ``arguments`` hold a NUL or a lone surrogate, as HTTP and MCP do."""
+    """End the command when ``arguments`` hold a NUL or a lone surrogate, as HTTP and MCP do.
+
+    Exit code 2, as for every other typed value refused: the tool never ran, so it is not a
+    failed call (exit code 1).
+    """
     from aptix.nul import (
         NUL_REFUSED,
         SURROGATE_REFUSED,
@@ -144,14 +166,14 @@ def _refuse_unstorable(arguments: str) -> None:
     # A byte that is not UTF-8 is named as such; a "\\ud800" escape the person wrote in the
     # JSON is a real lone surrogate, and is named as one.
     if (byte := not_utf8(arguments)) is not None:
-        fail(f"{byte} (found in ARGUMENTS).")
+        fail(f"{byte} (found in ARGUMENTS).", code=2)
     # Before the tool runs: what it stores would fail on PostgreSQL and succeed on SQLite.
     for found, refused in (
         (find_nul_in_json(arguments), NUL_REFUSED),
         (find_surrogate_in_json(arguments), SURROGATE_REFUSED),
     ):
         if found is not None:
-            fail(f"{refused} (found in '{found}').")
+            fail(f"{refused} (found in '{found}').", code=2)
 
 
 def _annotations(runtime: Runtime, name: str) -> dict[str, Any] | None:

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from aptix.cli.foreign_output import stdout_kept_for_results
 from aptix.cli.output import (
     add_row,
-    console,
     fail,
     new_table,
     print_json,
+    print_table,
     refuse_bad_names,
     refuse_unstorable,
     say,
@@ -80,10 +81,10 @@ def list_workflows(
         print_json(rows)
         return
     columns = ("workflowId", "title", "version", "status", "visibility")
-    table = new_table("Aptix workflows", *columns, bold_first=True)
+    table = new_table("Aptix workflows", *columns, bold_first=True, ids=("workflowId",))
     for row in rows:
         add_row(table, *(row[c] for c in columns))
-    console.print(table)
+    print_table(table)
 
 
 @app.command("show")
@@ -180,7 +181,11 @@ def match_workflows(
     if not rows:
         say("No workflow matches.")
         return
-    table = new_table("Matching workflows", "workflowId", "title", "matchScore", "runnable", "note")
+    table = new_table(
+        "Matching workflows",
+        *("workflowId", "title", "matchScore", "runnable", "note"),
+        ids=("workflowId",),
+    )
     for row in rows:
         add_row(
             table,
@@ -190,7 +195,7 @@ def match_workflows(
             "yes" if row["runnable"] else "no",
             row.get("note", ""),
         )
-    console.print(table)
+    print_table(table)
 
 
 @app.command("validate")
@@ -204,16 +209,20 @@ def validate_workflows(
     """Check the built-in workflows and PATH as start-up does; exit 1 on any problem.
 
     Without PATH, the published workflows in the database are checked too: start-up serves
-    the others and leaves those out.
+    the others and leaves those out. A PATH that does not exist exits 2.
     """
+    from aptix.nul import not_utf8
     from aptix.workflows.loader import collect_catalog
     from aptix.workflows.sync import left_out
 
     settings = settings_or_exit()
     target = path or settings.workflows_path
     if target is not None and not target.exists():
-        fail(f"{target} does not exist.")
-    known = _known_tools(settings)
+        # A byte that is not UTF-8 is most likely a terminal's other encoding: named as such.
+        byte = not_utf8(str(target))
+        fail(f"{byte} (found in PATH)." if byte else f"{target} does not exist.", code=2)
+    with stdout_kept_for_results():
+        known = _known_tools(settings)
     patterns = _mcp_patterns(settings)
     note = ""
     if patterns:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy import create_engine as create_sync_engine
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -22,11 +22,12 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from aptix.db.hidden_values import hide_values_in_errors
+from aptix.db.postgres_url import asyncpg_arguments
 from aptix.db.sqlite_file import SqliteFile
 from aptix.errors import ConfigurationError
 from aptix.urls import mask_credentials
 
-__all__ = ["Database", "open_database"]
+__all__ = ["Database", "driver_message", "failure_hint", "open_database", "shown_url"]
 
 T = TypeVar("T")
 
@@ -148,10 +149,15 @@ def create_engine(url: str) -> AsyncEngine:
     # echo must not carry them into logs.
     try:
         parsed = make_url(url)
-    except ArgumentError as exc:
+    except (ArgumentError, ValueError) as exc:  # ValueError: a port that is not a number
         raise ConfigurationError(
             f"APTIX_DATABASE_URL is not a database URL: {mask_credentials(url)!r}.", hint=URL_HINT
         ) from exc
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise ConfigurationError(
+            f"APTIX_DATABASE_URL has the port {parsed.port}, which is not a port from 1 to 65535.",
+            hint=URL_HINT,
+        )
     if parsed.get_backend_name() == "sqlite":
         # sqlite:// (SQLAlchemy's usual form, the stdlib driver) means the same file through
         # aiosqlite, as postgresql:// means asyncpg below; another driver is refused.
@@ -163,7 +169,8 @@ def create_engine(url: str) -> AsyncEngine:
             )
         parsed = parsed.set(drivername="sqlite+aiosqlite")
         database = parsed.database or ""
-        if database and database != ":memory:":
+        # With ?uri=true the name is a URI (file:PATH?mode=ro): its folder is no folder to make.
+        if database and database != ":memory:" and not _is_uri(parsed):
             folder = Path(database).expanduser().parent
             try:
                 folder.mkdir(parents=True, exist_ok=True)
@@ -177,6 +184,9 @@ def create_engine(url: str) -> AsyncEngine:
         return engine
     if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() != "asyncpg":
         parsed = parsed.set(drivername="postgresql+asyncpg")
+    connect_args: dict[str, Any] = {}
+    if parsed.get_backend_name() == "postgresql":
+        parsed, connect_args = asyncpg_arguments(parsed)
     try:
         # No pre-ping: it cost a round trip on every checkout, two per turn (a k=0 turn went
         # from 8 round trips to 10). A connection that died (a restarted server) fails its
@@ -186,7 +196,11 @@ def create_engine(url: str) -> AsyncEngine:
         # connection when it is returned, so a pool of 5 under 16 concurrent turns opened a
         # new PostgreSQL connection (a server process fork) for most transactions.
         engine = create_async_engine(
-            parsed, hide_parameters=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW
+            parsed,
+            hide_parameters=True,
+            pool_size=POOL_SIZE,
+            max_overflow=POOL_OVERFLOW,
+            connect_args=connect_args,
         )
     except Exception as exc:  # unknown dialect or a missing driver
         raise ConfigurationError(
@@ -195,6 +209,10 @@ def create_engine(url: str) -> AsyncEngine:
         ) from exc
     hide_values_in_errors(engine.sync_engine)
     return engine
+
+
+def _is_uri(url: URL) -> bool:
+    return str(url.query.get("uri", "")).lower() in ("true", "1")
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -225,23 +243,90 @@ async def open_database(url: str, *, migrate: bool = True) -> Database:
     database = Database(create_engine(url))
     if migrate:
         try:
+            await _first_connection(database, url)
             await upgrade_to_head(database.engine)
         except ConfigurationError:
             await database.close()
             raise
         except (OperationalError, DBAPIError, OSError) as exc:
             await database.close()
-            safe = make_url(url).render_as_string(hide_password=True)
             raise ConfigurationError(
-                f"Cannot open the database at {safe}: {_driver_message(exc)}",
-                hint="check that the database server is running and APTIX_DATABASE_URL is right",
+                f"Cannot open the database at {shown_url(url)}: {driver_message(exc)}",
+                hint=failure_hint(url, exc),
             ) from exc
     if database._file is not None:
         database._file.check()  # the file migrating just created is the one to keep using
     return database
 
 
-def _driver_message(exc: BaseException) -> str:
+async def _first_connection(database: Database, url: str) -> None:
+    """Connect once: a URL the driver cannot use is one line, not a traceback.
+
+    The driver checks what the URL gives it only as it connects, with errors that are no
+    database errors (a value of the wrong type, an IPv6 host it cannot read).
+    """
+    try:
+        async with database.engine.connect():
+            pass
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ConfigurationError(
+            f"The database driver cannot use APTIX_DATABASE_URL {shown_url(url)}: "
+            f"{driver_message(exc)}",
+            hint=URL_HINT,
+        ) from exc
+
+
+def shown_url(url: str) -> str:
+    """``url`` as an error may show it: the password hidden (a SQLite URL as it was given)."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return mask_credentials(url)
+    if parsed.get_backend_name() == "sqlite":  # SQLAlchemy would write file:PATH as file%3APATH
+        return mask_credentials(url)
+    return parsed.render_as_string(hide_password=True)
+
+
+#: SQLite's words for its failures, and what to do about each; SQLite has no server to check.
+_SQLITE_HINTS = (
+    (
+        "readonly",
+        "make the SQLite file and its folder writable by this user (SQLite writes -wal and -shm "
+        "files beside it), or set APTIX_DATABASE_URL to a file that is",
+    ),
+    (
+        "locked",
+        "another process holds the SQLite file's write lock (Aptix waits 30 s for it): let it "
+        "finish or stop it, then retry",
+    ),
+    ("disk is full", "free space on the disk that holds the SQLite file"),
+    (
+        "not a database",
+        "the file is not a SQLite database: set APTIX_DATABASE_URL (or APTIX_DATA_DIR) to Aptix's "
+        "database file, or to a new one",
+    ),
+)
+
+
+def failure_hint(url: str, exc: BaseException) -> str:
+    """How to fix what ``exc`` says about the database at ``url``, as an ``error:`` hint."""
+    try:
+        sqlite = make_url(url).get_backend_name() == "sqlite"
+    except (ArgumentError, ValueError):
+        sqlite = False
+    if not sqlite:
+        return "check that the database server is running and APTIX_DATABASE_URL is right"
+    words = driver_message(exc).lower()
+    for said, hint in _SQLITE_HINTS:
+        if said in words:
+            return hint
+    return (
+        "check that APTIX_DATABASE_URL (or APTIX_DATA_DIR) names a SQLite file this user can "
+        "read and write, in a folder it can write"
+    )
+
+
+def driver_message(exc: BaseException) -> str:
     """The driver's own words: without SQLAlchemy's wrapper class and "Background" link."""
     original = getattr(exc, "orig", None) or exc
     text = " ".join(str(original).split())
