@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from aptix.db.engine import Database, open_database
+from aptix.db.startup import database_at_start
 from aptix.errors import ConfigurationError
 from aptix.llm.types import LlmClient
 from aptix.log_setup import configure_logging
@@ -407,7 +408,9 @@ async def open_runtime(
         if mcp is not None:  # tools of a server that comes up later get their limits too
             mcp.on_timeout = executor.set_timeout
         turns = SqlTurnStore(database)
-        await turns.sweep()  # turns left running by a process that died are interrupted
+        # Its writes are the first: a role that may only read ends the start-up here.
+        with database_at_start(settings.effective_database_url):
+            await turns.sweep()  # turns left running by a process that died are interrupted
         runtime = Runtime(
             settings,
             services,

@@ -13,9 +13,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aptix.api.outage import OUTAGE_TYPES, RETRY_AFTER_SECONDS, OutageLog, is_database_outage
+from aptix.api.outage import (
+    OUTAGE_TYPES,
+    RETRY_AFTER_SECONDS,
+    OutageLog,
+    RefusalLog,
+    is_database_outage,
+)
 from aptix.api.storable_json import StorableJSONResponse
 from aptix.blank import NOT_BLANK_PATTERN
+from aptix.db.outage import DATABASE_REFUSED, database_refusal
 from aptix.errors import ConfigurationError, LlmError, NotFoundError, TurnError
 from aptix.logger import StdlibAdminLogger, already_logged
 
@@ -103,6 +110,8 @@ DATABASE_UNAVAILABLE = "The database is not reachable right now; retry shortly."
 
 def unexpected_error(exc: Exception) -> tuple[int, str, str]:
     """Status, code and message for an exception no handler expected (an outage, a bug)."""
+    if (reason := database_refusal(exc)) is not None:
+        return 503, "database_refused", DATABASE_REFUSED.format(reason=reason)
     if is_database_outage(exc):
         return 503, "database_unavailable", DATABASE_UNAVAILABLE
     return 500, "internal_error", UNEXPECTED
@@ -258,10 +267,16 @@ def install_error_handlers(app: FastAPI) -> None:
         return _response(503, "unavailable", str(exc), path=request.url.path)
 
     outages = OutageLog()
+    refusals = RefusalLog()
 
     async def _database(request: Request, exc: Exception) -> JSONResponse:
         # Handled here rather than by the catch-all, which re-raises after answering: uvicorn
         # then logs a second traceback and drops the keep-alive connection.
+        if (reason := database_refusal(exc)) is not None:
+            # No Retry-After: only an operator's GRANT (or a writable database) ends it.
+            refusals.refused(reason, request.url.path)
+            message = DATABASE_REFUSED.format(reason=reason)
+            return _response(503, "database_refused", message, path=request.url.path)
         if not is_database_outage(exc):
             return await _unexpected(request, exc)
         outages.failed(exc, request.url.path)

@@ -1,14 +1,24 @@
-"""Telling a database that cannot be reached from a statement that failed."""
+"""Telling a database that cannot be reached, or that refuses the server, from a bad statement."""
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterator
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import exc as sa
 
-__all__ = ["DATABASE_UNAVAILABLE", "DatabaseUnavailable", "is_database_outage"]
+__all__ = [
+    "DATABASE_REFUSED",
+    "DATABASE_UNAVAILABLE",
+    "DatabaseRefused",
+    "DatabaseUnavailable",
+    "database_error_code",
+    "database_refusal",
+    "is_database_outage",
+    "refusal_in",
+]
 
 #: What a tool call that met an outage fails with (HTTP maps it to 503, MCP to a tool error).
 DATABASE_UNAVAILABLE = "The database is unavailable right now; retry shortly."
@@ -41,8 +51,36 @@ _SERVER_UNAVAILABLE = (
 _REFUSED_AT_CONNECT = (asyncpg.ObjectNotInPrerequisiteStateError,)
 
 
+#: What a statement the database refused fails with (HTTP maps it to 503, MCP to a tool
+#: error); ``{reason}`` is the database's own words, which name the table, never a value.
+DATABASE_REFUSED = (
+    "The database refused the server's statement ({reason}): the server's database role "
+    "lacks a right it needs, or the database is read-only. Retrying will not help until an "
+    "operator fixes that."
+)
+_REFUSED_PATTERN = re.compile(
+    re.escape(DATABASE_REFUSED).replace(re.escape("{reason}"), "(?P<reason>.+?)")
+)
+
+#: SQLSTATEs of a statement refused for who runs it or where, whatever the statement:
+#: insufficient_privilege (a missing GRANT, also "must be owner" and row-level security)
+#: and read_only_sql_transaction (a standby, or ``default_transaction_read_only``).
+_REFUSED_SQLSTATES = frozenset({"42501", "25006"})
+#: SQLite's primary result code for a write to a file opened read-only (SQLITE_READONLY).
+_SQLITE_READONLY = 8
+
+
 class DatabaseUnavailable(ConnectionError):
     """Raised at a surface for a call that failed with :data:`DATABASE_UNAVAILABLE`."""
+
+
+class DatabaseRefused(Exception):
+    """Raised at a surface for a call that failed with :data:`DATABASE_REFUSED`."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(DATABASE_REFUSED.format(reason=reason))
+        #: The database's own words (``permission denied for table sessions``).
+        self.reason = reason
 
 
 def is_database_outage(exc: BaseException) -> bool:
@@ -53,6 +91,8 @@ def is_database_outage(exc: BaseException) -> bool:
     """
     if isinstance(exc, sa.DBAPIError) and exc.connection_invalidated:
         return True
+    if database_refusal(exc) is not None:  # SQLite says so with an OperationalError
+        return False
     # SQLAlchemy gives an error raised while connecting no statement.
     connecting = isinstance(exc, sa.DBAPIError) and exc.statement is None
     for link in _chain(exc):
@@ -61,6 +101,38 @@ def is_database_outage(exc: BaseException) -> bool:
         if connecting and isinstance(link, _REFUSED_AT_CONNECT):
             return True
     return False
+
+
+def database_refusal(exc: BaseException) -> str | None:
+    """The database's reason when ``exc`` is a statement it refused for lack of rights.
+
+    A role without a privilege Aptix needs, a read-only database (a PostgreSQL standby, a
+    SQLite file opened read-only): neither an outage (retrying soon does not help) nor a
+    bug. None for any other error.
+    """
+    for link in _chain(exc):
+        if isinstance(link, DatabaseRefused):
+            return link.reason
+        # The driver's own error: SQLAlchemy's adapter of it says the same with its class name.
+        if (isinstance(link, asyncpg.PostgresError) and link.sqlstate in _REFUSED_SQLSTATES) or (
+            isinstance(getattr(link, "sqlite_errorcode", None), int)
+            and link.sqlite_errorcode & 0xFF == _SQLITE_READONLY  # type: ignore[attr-defined]
+        ):
+            return " ".join(str(link).split()) or type(link).__name__
+    return None
+
+
+def database_error_code(exc: BaseException) -> str | None:
+    """``database_unavailable`` or ``database_refused`` for a database failure, else None."""
+    if database_refusal(exc) is not None:
+        return "database_refused"
+    return "database_unavailable" if is_database_outage(exc) else None
+
+
+def refusal_in(message: str | None) -> str | None:
+    """The reason in a call's failure that is :data:`DATABASE_REFUSED`, else None."""
+    found = _REFUSED_PATTERN.fullmatch(message or "")
+    return found["reason"] if found else None
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

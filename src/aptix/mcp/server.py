@@ -15,8 +15,15 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.lowlevel import Server
 
 from aptix import __version__
-from aptix.api.outage import OutageLog
-from aptix.db.outage import DATABASE_UNAVAILABLE, DatabaseUnavailable, is_database_outage
+from aptix.api.outage import OutageLog, RefusalLog
+from aptix.db.outage import (
+    DATABASE_REFUSED,
+    DATABASE_UNAVAILABLE,
+    DatabaseUnavailable,
+    database_refusal,
+    is_database_outage,
+    refusal_in,
+)
 from aptix.errors import NotFoundError
 from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
 from aptix.quotas import PAYER, Payer
@@ -99,6 +106,7 @@ def build_mcp_server(
 
     registry = runtime.registry
     outages = OutageLog(tag="[Mcp_Database__Unavailable]", answer="answering tool errors")
+    refusals = RefusalLog(tag="[Mcp_Database__Refused]", answer="answering tool errors")
     default_caller = Caller(org, user, role)
 
     def tools() -> list[types.Tool]:
@@ -153,15 +161,20 @@ def build_mcp_server(
         except NotFoundError as exc:
             return _error(str(exc))
         except Exception as exc:
-            if not is_database_outage(exc):
+            refused = database_refusal(exc)
+            if refused is None and not is_database_outage(exc):
                 raise
             unavailable: BaseException | None = exc
         else:
+            refused = refusal_in(outcome.error_message)
             unavailable = (
                 DatabaseUnavailable(DATABASE_UNAVAILABLE)
                 if outcome.error_message == DATABASE_UNAVAILABLE
                 else None
             )
+        if refused is not None:
+            refusals.refused(refused, f"tools/call {params.name}")
+            return _error(DATABASE_REFUSED.format(reason=refused))
         if unavailable is not None:
             outages.failed(unavailable, f"tools/call {params.name}")
             return _error(DATABASE_UNAVAILABLE)

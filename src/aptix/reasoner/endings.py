@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from aptix.db.outage import is_database_outage
+from aptix.db.outage import database_error_code, is_database_outage
 from aptix.db.types import utc_now
 from aptix.errors import LlmError
 from aptix.logger import AdminLogger, LogLevel, mark_logged
@@ -33,9 +33,16 @@ __all__ = ["ERROR_CODE", "SAVE_RETRY_SECONDS", "TAKEN_OVER", "UNSETTLED", "TurnE
 #: why it failed: ``model_error`` (the model endpoint), ``token_budget_exhausted`` or
 #: ``limits_unavailable`` (a model call the org's limits refused), ``context_overflow`` (the
 #: context budget), ``iteration_cap`` or ``turn_token_budget`` (stopped by the turn's limit
-#: before a final answer), ``database_unavailable`` or ``internal_error`` (unexpected), as
-#: the request that ran the turn was told. Turns stored before it have no code.
+#: before a final answer), ``database_unavailable``, ``database_refused`` or
+#: ``internal_error`` (unexpected), as the request that ran the turn was told. Turns stored
+#: before it have no code.
 ERROR_CODE = "errorCode"
+
+#: How a turn's warning names the failure that broke it, by its code.
+_CAUSES = {
+    "database_unavailable": "the database was unavailable",
+    "database_refused": "the database refused a statement",
+}
 
 #: Pauses between the attempts to store the ending of a turn a database outage broke (3.5 s
 #: in all): the request that ran it answers after them.
@@ -227,8 +234,8 @@ class TurnEndings:
             ("ConversationId", turn.record.id),
         )
         mark_logged(exc)  # re-raised: the HTTP layer answers it without a second traceback
-        outage = is_database_outage(exc)
-        cause = "the database was unavailable" if outage else "an unexpected error"
+        code = database_error_code(exc) or "internal_error"
+        cause = _CAUSES.get(code, "an unexpected error")
         warning = f"Ended because {cause} ({type(exc).__name__}); see the server log."
         if turn.saving is not None:
             with contextlib.suppress(Exception):
@@ -236,7 +243,7 @@ class TurnEndings:
         ledger.end(turn.record, "error", warning)
         turn.record.result = {
             **result_of(turn, "error", error=warning).to_wire(),
-            ERROR_CODE: "database_unavailable" if outage else "internal_error",
+            ERROR_CODE: code,
         }
         for pause in (*SAVE_RETRY_SECONDS, None):
             try:

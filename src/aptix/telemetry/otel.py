@@ -140,10 +140,10 @@ class _TurnSpan(_OtelSpan):
             self.ended_as(None, self.turn.usage)
             self.span.set_attribute("error.type", own)
             return
-        from aptix.db.outage import is_database_outage
+        from aptix.db.outage import database_error_code
 
         # The code TurnEndings.broken stores and the request is answered with.
-        code = "database_unavailable" if is_database_outage(exc) else "internal_error"
+        code = database_error_code(exc) or "internal_error"
         self.ended_as("error", self.turn.usage)
         self.span.set_attribute("error.type", code)
 

@@ -10,7 +10,12 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from aptix.blank import strip_blank
-from aptix.db.outage import DATABASE_UNAVAILABLE, is_database_outage
+from aptix.db.outage import (
+    DATABASE_REFUSED,
+    DATABASE_UNAVAILABLE,
+    database_refusal,
+    is_database_outage,
+)
 from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger
 from aptix.nul import storable
@@ -396,7 +401,10 @@ class AgentToolExecutor:
     ) -> InvokeResult[str] | _Stopped:
         if isinstance(exc, CallEndedError):  # the tool said how it ended: not a crash
             return _Stopped(storable(str(exc)), exc.outcome)
-        if is_database_outage(exc):  # the surface logs an outage once, without a traceback
+        # The surface logs an outage or a refusal once, without a traceback.
+        if (reason := database_refusal(exc)) is not None:
+            return InvokeResult.from_error(DATABASE_REFUSED.format(reason=reason))
+        if is_database_outage(exc):
             return InvokeResult.from_error(DATABASE_UNAVAILABLE)
         self._logger.add_exception(
             f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *context.log_pairs()

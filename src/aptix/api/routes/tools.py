@@ -14,7 +14,7 @@ from aptix.api.responses import ToolInfo
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import ErrorBody, InvokeRequest, InvokeResponse
 from aptix.api.storable_json import StorableJSONResponse
-from aptix.db.outage import DATABASE_UNAVAILABLE, DatabaseUnavailable
+from aptix.db.outage import DATABASE_UNAVAILABLE, DatabaseRefused, DatabaseUnavailable, refusal_in
 from aptix.results import json_value
 from aptix.tools.bulkhead import http_refusal
 
@@ -85,6 +85,8 @@ async def invoke_tool(
     outcome = await runtime.executor.invoke(name, arguments, context)
     if outcome.error_message == DATABASE_UNAVAILABLE:
         raise DatabaseUnavailable(DATABASE_UNAVAILABLE)  # 503, logged once per outage
+    if (reason := refusal_in(outcome.error_message)) is not None:
+        raise DatabaseRefused(reason)  # 503, logged once per reason
     if outcome.error_message and (refusal := http_refusal(outcome)):
         # Not the tool's own answer: it ran out of time, or was never started.
         status, code, headers = refusal

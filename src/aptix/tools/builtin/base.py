@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
 from pydantic import Field
 
-from aptix.db.outage import is_database_outage
+from aptix.db.outage import database_error_code
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
 from aptix.tools.args import (
@@ -83,8 +83,9 @@ class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
 
     #: The message of an unexpected exception; None means the executor's generic one.
     FAILURE: ClassVar[str | None] = None
-    #: False: a database outage is not the tool's failure and passes on to the surface,
-    #: which answers "database unavailable" (503 over HTTP) and logs it once.
+    #: False: a database outage or refusal (a missing ``GRANT``) is not the tool's failure
+    #: and passes on to the surface, which answers "database unavailable" or "database
+    #: refused" (503 over HTTP) and logs it once.
     OUTAGE_IS_A_FAILURE: ClassVar[bool] = False
 
     _args_model: ClassVar[type[ToolArgs]]
@@ -134,7 +135,7 @@ class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
         try:
             outcome = await self.run(args, context)
         except Exception as exc:
-            if not self.OUTAGE_IS_A_FAILURE and is_database_outage(exc):
+            if not self.OUTAGE_IS_A_FAILURE and database_error_code(exc) is not None:
                 raise
             self._logger.add_exception(
                 f"[{self.TOOL_NAME}_ExecuteAsync__Exception]",
