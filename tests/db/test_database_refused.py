@@ -29,7 +29,7 @@ from typer.testing import CliRunner
 
 from aptix.api import create_app
 from aptix.cli.main import app as cli
-from aptix.db.engine import open_database
+from aptix.db.engine import WRITE_RIGHTS_HINT, open_database
 from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
@@ -286,11 +286,7 @@ def test_start_up_with_a_role_that_may_only_read_and_a_turn_left_running_is_one_
         lines = stderr.strip().splitlines()
         assert len(lines) == 1, stderr
         assert lines[0].startswith("error: Cannot open the database at postgresql"), stderr
-        assert lines[0].endswith(
-            ": permission denied for table turns — grant the role in APTIX_DATABASE_URL "
-            "SELECT, INSERT, UPDATE and DELETE on Aptix's tables and USAGE on their "
-            "sequences, on a database that accepts writes (docs/deployment.md)"
-        ), stderr
+        assert lines[0].endswith(f": permission denied for table turns — {WRITE_RIGHTS_HINT}")
 
 
 async def test_a_turn_whose_writes_are_refused_while_it_runs_ends_database_refused(

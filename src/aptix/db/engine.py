@@ -22,12 +22,22 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from aptix.db.hidden_values import hide_values_in_errors
+from aptix.db.outage import database_refusal
 from aptix.db.postgres_url import asyncpg_arguments
 from aptix.db.sqlite_file import SqliteFile
 from aptix.errors import ConfigurationError
 from aptix.urls import mask_credentials
 
-__all__ = ["Database", "driver_message", "failure_hint", "open_database", "shown_url"]
+__all__ = [
+    "MIGRATE_RIGHTS_HINT",
+    "UNREACHABLE_HINT",
+    "WRITE_RIGHTS_HINT",
+    "Database",
+    "driver_message",
+    "failure_hint",
+    "open_database",
+    "shown_url",
+]
 
 T = TypeVar("T")
 
@@ -249,10 +259,12 @@ async def open_database(url: str, *, migrate: bool = True) -> Database:
             await database.close()
             raise
         except (OperationalError, DBAPIError, OSError) as exc:
+            hint = failure_hint(url, exc, migrating=True)
+            if _clashes_with_the_tables(exc):
+                hint = await _mismatch_hint(database)
             await database.close()
             raise ConfigurationError(
-                f"Cannot open the database at {shown_url(url)}: {driver_message(exc)}",
-                hint=failure_hint(url, exc),
+                f"Cannot open the database at {shown_url(url)}: {driver_message(exc)}", hint=hint
             ) from exc
     if database._file is not None:
         database._file.check()  # the file migrating just created is the one to keep using
@@ -308,14 +320,37 @@ _SQLITE_HINTS = (
 )
 
 
-def failure_hint(url: str, exc: BaseException) -> str:
-    """How to fix what ``exc`` says about the database at ``url``, as an ``error:`` hint."""
+#: The hint for a database server that cannot be reached (or a URL naming the wrong one).
+UNREACHABLE_HINT = "check that the database server is running and APTIX_DATABASE_URL is right"
+#: The hint for a PostgreSQL role that may read Aptix's tables but not write them, or a
+#: database that takes no writes.
+WRITE_RIGHTS_HINT = (
+    "grant the role in APTIX_DATABASE_URL the rights docs/deployment.md lists (CONNECT; "
+    "SELECT, INSERT, UPDATE and DELETE on Aptix's tables; USAGE on their sequences), on a "
+    "database that accepts writes"
+)
+#: The hint for a role refused while migrating: changing tables takes their owner.
+MIGRATE_RIGHTS_HINT = (
+    "the role in APTIX_DATABASE_URL may not migrate Aptix's tables: run `aptix db upgrade` "
+    "once as their owner, and grant this role the rights docs/deployment.md lists"
+)
+
+
+def failure_hint(url: str, exc: BaseException, *, migrating: bool = False) -> str:
+    """How to fix what ``exc`` says about the database at ``url``, as an ``error:`` hint.
+
+    ``migrating``: ``exc`` came from migrating the database, where a refusal past connecting
+    means the role does not own the tables, not that it lacks a ``GRANT``.
+    """
     try:
         sqlite = make_url(url).get_backend_name() == "sqlite"
     except (ArgumentError, ValueError):
         sqlite = False
     if not sqlite:
-        return "check that the database server is running and APTIX_DATABASE_URL is right"
+        if database_refusal(exc) is None:
+            return UNREACHABLE_HINT
+        connecting = isinstance(exc, DBAPIError) and exc.statement is None  # no CONNECT
+        return MIGRATE_RIGHTS_HINT if migrating and not connecting else WRITE_RIGHTS_HINT
     words = driver_message(exc).lower()
     for said, hint in _SQLITE_HINTS:
         if said in words:
@@ -323,6 +358,38 @@ def failure_hint(url: str, exc: BaseException) -> str:
     return (
         "check that APTIX_DATABASE_URL (or APTIX_DATA_DIR) names a SQLite file this user can "
         "read and write, in a folder it can write"
+    )
+
+
+#: PostgreSQL's SQLSTATEs, and SQLite's words, for a migration meeting tables that are not
+#: as the revision recorded in ``alembic_version`` says: a table, column or other object
+#: already there, or one missing.
+_CLASHES = frozenset({"42P07", "42701", "42710", "42P01", "42703", "42704"})
+_SQLITE_CLASHES = ("already exists", "duplicate column name", "no such table", "no such column")
+
+
+def _clashes_with_the_tables(exc: BaseException) -> bool:
+    if getattr(getattr(exc, "orig", None), "sqlstate", None) in _CLASHES:
+        return True
+    return isinstance(exc, OperationalError) and any(
+        said in driver_message(exc) for said in _SQLITE_CLASHES
+    )
+
+
+async def _mismatch_hint(database: Database) -> str:
+    """The hint for a migration that met tables its recorded revision does not describe."""
+    from aptix.db.migrate import current_revision, head_revision
+
+    try:
+        revision = await current_revision(database.engine)
+        recorded = repr(revision) if revision else "none"
+    except Exception:  # the clash said enough; the revision is a detail
+        recorded = "unreadable"
+    return (
+        f"the tables do not match the revision alembic_version records ({recorded}), so "
+        f"migrating them to {head_revision()} failed and changed nothing: restore the whole "
+        "dump, alembic_version included, into an empty database, or record there the "
+        "revision the tables are at"
     )
 
 

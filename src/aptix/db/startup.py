@@ -12,31 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from aptix.db.engine import driver_message, failure_hint, shown_url
-from aptix.db.outage import database_error_code, database_refusal
+from aptix.db.outage import database_error_code
 from aptix.errors import ConfigurationError
 
-__all__ = ["WRITE_RIGHTS_HINT", "database_at_start", "start_up_failure"]
-
-#: The hint for a PostgreSQL role that may read Aptix's tables but not write them, or a
-#: database that takes no writes.
-WRITE_RIGHTS_HINT = (
-    "grant the role in APTIX_DATABASE_URL SELECT, INSERT, UPDATE and DELETE on Aptix's tables "
-    "and USAGE on their sequences, on a database that accepts writes (docs/deployment.md)"
-)
+__all__ = ["database_at_start", "start_up_failure"]
 
 
 def start_up_failure(url: str, exc: BaseException) -> ConfigurationError:
     """The one-line error for ``exc``, met on the database at ``url`` while starting up."""
-    if make_url(url).get_backend_name() == "postgresql" and database_refusal(exc) is not None:
-        hint = WRITE_RIGHTS_HINT
-    else:  # a server gone, or a SQLite file it cannot write: as when migrating
-        hint = failure_hint(url, exc)
     return ConfigurationError(
-        f"Cannot open the database at {shown_url(url)}: {driver_message(exc)}", hint=hint
+        f"Cannot open the database at {shown_url(url)}: {driver_message(exc)}",
+        hint=failure_hint(url, exc),
     )
 
 
