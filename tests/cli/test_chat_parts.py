@@ -218,6 +218,18 @@ def test_final_markdown_keeps_html_as_written_and_shows_an_image_address() -> No
     assert "See 🌆 the chart (http://evil.example/x.png) here." in shown
 
 
+def test_a_markdown_table_folds_long_words_instead_of_cutting_them() -> None:
+    url = "https://example.com/" + "".join(f"seg{i:03d}" for i in range(40)) + "/END"
+    ident = "ID" + "".join(f"{i:02d}" for i in range(60)) + "ZZ"
+    table = f"| name | value |\n|---|---|\n| url | {url} |\n| id | see {ident} |\n"
+    for width in (120, 60, 24):
+        shown = _render(InertMarkdown(table), width)
+        assert "…" not in shown
+        cells = "".join(shown.split())  # the folded rows read back as one
+        assert url in cells, shown
+        assert ident in cells, shown
+
+
 async def test_a_named_session_shows_its_last_turns_first(runtime: Runtime) -> None:
     from aptix.testing import ScriptedModel, reply
 
@@ -282,3 +294,12 @@ async def test_details_honours_on_and_off_and_commands_refuse_words_they_do_not_
         command = line.split()[0]
         assert shown.startswith(f"{command} takes no argument. Commands: /mode"), shown
         assert "author_workflow" not in shown  # the list did not run with the word dropped
+
+
+async def test_an_empty_session_id_is_an_unknown_session_not_a_new_one(runtime: Runtime) -> None:
+    from aptix.errors import AptixError
+
+    with pytest.raises(AptixError) as refused:
+        await open_session(runtime, "", None)
+    assert str(refused.value) == "Unknown session ''."
+    assert await runtime.services.sessions.list_sessions("local", "local") == []

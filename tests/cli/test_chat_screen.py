@@ -25,9 +25,14 @@ HOSTILE = (
     "[bold red]markup[/] \u202eevil\u202c \u2066iso\u2069 back\bspace\rreturn After"
 )
 URL = "https://example.com/" + "a1b2c3d4e5" * 28  # 300 characters, no place to break
+IDENT = "build-" + "0123456789abcdef" * 12  # a table cell that cannot fit: it folds too
 MARKDOWN = f"""# Release notes
 
 The **build** passed. See {URL} for details.
+
+| field | value |
+|---|---|
+| id | {IDENT} |
 
 ```python
 def greet(name: str) -> str:
@@ -133,6 +138,34 @@ def test_a_markdown_reply_in_a_fresh_process_renders_cleanly_ten_times_out_of_te
         assert "…" not in text
         # The URL folds over several rows; read back without the indentation it is whole.
         assert URL in "".join(row.strip() for row in rows)
+        assert IDENT in "".join(row.strip() for row in rows)  # a table cell folds as well
+
+
+def test_a_long_answer_is_drawn_with_output_linear_in_its_length(tmp_path: Path) -> None:
+    # 2,000 words at once: a redraw of the whole answer for each one wrote 8 MB and took half
+    # a minute. Redraws now wait for the ticker and draw a screenful, so what the terminal
+    # gets is the final answer and a few screenfuls, whatever the machine's speed.
+    answer = "".join(f"word{i}" + ("\n" if i % 12 == 11 else " ") for i in range(2_000))
+    with ScriptedOpenAIServer([reply(answer)]) as server:
+        child = spawn_chat(chat_env(tmp_path, server.base_url, rows=12, columns=100))
+        try:
+            child.expect_exact("you>")
+            before = len(all_shown(child))
+            child.sendline("Count to two thousand")
+            child.expect_exact("word1999", timeout=120)
+            child.expect_exact("you>", timeout=120)
+            written = len(all_shown(child)) - before
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        server.assert_complete()
+    assert written < 6 * len(answer), (written, len(answer))
+    screen = pyte.Screen(100, 12)
+    pyte.Stream(screen).feed(all_shown(child))
+    rows = [row.strip() for row in screen.display if row.strip()]
+    # The final Markdown pass ends above the prompt, whole (its soft line breaks joined).
+    assert rows[-2:] == ["word1996 word1997 word1998 word1999", "you> /quit"], rows
 
 
 def test_alt_enter_adds_a_line_unknown_commands_are_named_and_continue_shows_the_last_turns(

@@ -239,6 +239,43 @@ def test_ctrl_c_or_ctrl_d_at_an_approval_question_cancels_the_waiting_turn(
     assert [t.status for t in _turns(tmp_path, session_id)] == ["cancelled", "completed"]
 
 
+def test_up_at_an_approval_question_recalls_no_earlier_answer(tmp_path: Path) -> None:
+    # The answer prompt keeps no history: Up then Enter approved with the last "y".
+    script = [
+        reply(None, call("request_user_approval", {"prompt": "Wipe staging?"}, id="a1")),
+        reply("Staging wiped."),
+        reply(None, call("request_user_approval", {"prompt": "Wipe prod?"}, id="a2")),
+        reply("Prod kept."),
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        child = spawn_chat(_terminal_env(tmp_path, server.base_url))
+        try:
+            child.expect_exact("you>")
+            child.sendline("wipe staging")
+            child.expect_exact("approve? [y/n]")
+            child.sendline("y")
+            child.expect_exact("Staging wiped.")
+            child.expect_exact("you>")
+            child.sendline("wipe prod")
+            child.expect_exact("Wipe prod?")
+            child.expect_exact("approve? [y/n]")
+            child.send(UP + "\r")  # nothing to recall: an empty answer, asked again
+            child.expect_exact("approve? [y/n]")
+            child.sendline("n")
+            child.expect_exact("Prod kept.")
+            child.expect_exact("you>")
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        server.assert_complete()
+    answers = [server.requests[i]["messages"][-1] for i in (1, 3)]
+    assert [(a["tool_call_id"], a["content"]) for a in answers] == [
+        ("a1", '{"approved": true}'),
+        ("a2", '{"approved": false}'),
+    ]
+
+
 def test_input_ending_at_an_approval_question_leaves_the_session_free(tmp_path: Path) -> None:
     script = [
         reply(None, call("request_user_approval", {"prompt": "Charge 59.97?"})),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
@@ -92,7 +93,14 @@ def chat(
     from aptix.llm.demo import use_demo_model
 
     refuse_unstorable({"--session-id": session_id, "--mode": mode})
-    if mode is not None and (session_id or resume_last):
+    if session_id == "":
+        # An unset variable ("--session-id $SID") must not start a new session unnoticed.
+        fail(
+            "--session-id is empty; give a session's id (aptix sessions list shows them), "
+            "or leave the option out to start a new session.",
+            code=2,
+        )
+    if mode is not None and (session_id is not None or resume_last):
         # A continued session keeps its own mode; switching it silently would surprise.
         fail(
             "--mode chooses the mode of a new session, not of a continued one; "
@@ -156,10 +164,20 @@ async def _chat(
                     task.uncancel()  # closing the runtime below must not be cancelled too
         if (ended_by := interrupts.ended_by) is not None:
             note = await ending_note(runtime, state.session_id)
-            with contextlib.suppress(OSError):  # a hung-up terminal shows nothing more
-                say((f"Ended by {ended_by.name}.", "yellow"), f" {note}")
+            if (lost := interrupts.output_lost) is not None:
+                _to_stderr(f"Ended by {ended_by.name}: {lost}. {note}")
+            else:
+                with contextlib.suppress(OSError):  # a hung-up terminal shows nothing more
+                    say((f"Ended by {ended_by.name}.", "yellow"), f" {note}")
     if (ended_by := interrupts.ended_by) is not None:  # also one that came on the way out
         end_by(ended_by)
+
+
+def _to_stderr(line: str) -> None:
+    """One last line on stderr, if it can still be written (our own words, no outside text)."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 async def _converse(
@@ -256,7 +274,9 @@ async def _turn(
     from aptix.errors import AptixError
 
     while True:
-        view = TurnView(details=state.details)
+        # A failed write ends the chat as the hang-up (or SIGPIPE) behind it would: the turn is
+        # cut short and reads interrupted, never "error" for a screen that could not be drawn.
+        view = TurnView(details=state.details, on_lost=interrupts.lose_output)
         view.open()
         try:
             result = await _run(
@@ -270,6 +290,8 @@ async def _turn(
             view.close()
             raise
         view.close()
+        if view.lost:  # the chat ends: its task's cancel, asked for meanwhile, comes here
+            await asyncio.sleep(0)
         if result.kind != "tool-only":
             _show_result(result)
             return result.kind == "cancelled"

@@ -73,12 +73,12 @@ async def open_session(
     from aptix.sessions.access import owned_session
 
     sessions = runtime.services.sessions
-    if resume_last and not session_id:
+    if resume_last and session_id is None:
         latest = await sessions.list_sessions(ORG, USER, limit=1)
         if not latest:
             say(("No earlier session to continue: starting a new one.", "dim"))
         session_id = latest[0].id if latest else None
-    if session_id:
+    if session_id is not None:  # "" too: an unknown session, never a new one
         # The owner check every surface applies (org AND user): another user's session of the
         # org looks missing, so its turns are never shown nor its mode changed from here.
         if await owned_session(sessions, session_id, ORG, USER) is None:

@@ -20,7 +20,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
-from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.history import DummyHistory, FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 __all__ = ["HISTORY_FILE", "LineReader", "SlashCompleter", "open_reader"]
@@ -75,7 +75,8 @@ class _TerminalReader:
             complete_while_typing=False,
             key_bindings=keys,
         )
-        self._answers: PromptSession[str] = PromptSession()
+        # No history: Up then Enter at `approve? [y/n]` recalled the last answer and approved.
+        self._answers: PromptSession[str] = PromptSession(history=DummyHistory())
 
     # handle_sigint=False: the chat owns SIGINT (it stops a running turn); at the prompt the
     # terminal is raw and Ctrl-C arrives as a key anyway.

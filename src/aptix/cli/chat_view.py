@@ -12,8 +12,15 @@ id, a line of JSON) fold onto the next line; the final text is never cut.
 
 The live region (the spinner, the text as it streams) is redrawn only from the event loop:
 ``Live(auto_refresh=False)`` and a ticker task that refreshes it, so no background thread can
-draw between the lines of the final print. On a terminal without cursor control
-(``TERM=dumb``, a pipe) the pieces are printed as they come and not re-rendered.
+draw between the lines of the final print. Text that streams in is drawn by that ticker too,
+at most :data:`TICK_SECONDS` apart, and only its last screenful
+(:class:`~aptix.cli.chat_tail.StreamedTail`): a redraw for every piece of the whole answer made
+a long one quadratic. On a terminal without cursor control (``TERM=dumb``, a pipe) the pieces
+are printed as they come and not re-rendered.
+
+A write that fails (the terminal hung up, the reader of a pipe left) ends the display, never
+the turn: the view stops drawing and calls ``on_lost``, which the chat answers by ending as
+the hang-up's signal would (see :meth:`aptix.cli.chat_signals.ChatSignals.lose_output`).
 """
 
 from __future__ import annotations
@@ -21,20 +28,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import typer
 from markdown_it.token import Token
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
-from rich.markdown import Markdown, MarkdownContext, MarkdownElement, Paragraph
-from rich.segment import Segment
+from rich.markdown import Markdown, MarkdownContext, MarkdownElement, Paragraph, TableElement
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text, TextType
 
-from aptix.cli.output import console, inert, say, styled
+from aptix.cli.chat_tail import StreamedTail
+from aptix.cli.output import console, inert, styled
 from aptix.reasoner import TurnEvent
 
 __all__ = ["InertMarkdown", "TurnView", "tool_line"]
@@ -42,20 +50,6 @@ __all__ = ["InertMarkdown", "TurnView", "tool_line"]
 LABEL = ("agent>", "bold green")
 #: How often the spinner turns (redraws run on the event loop, never on a thread).
 TICK_SECONDS = 1 / 8
-
-
-class _Tail:
-    """The last lines of a renderable that fit the screen, so a live region can always erase."""
-
-    def __init__(self, body: RenderableType) -> None:
-        self._body = body
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        lines = console.render_lines(self._body, options, pad=False)
-        room = max(1, console.size.height - 2)
-        for line in lines[-room:]:
-            yield from line
-            yield Segment.line()
 
 
 class _HtmlBlock(Paragraph):
@@ -66,12 +60,25 @@ class _HtmlBlock(Paragraph):
         super().on_text(context, text.rstrip("\n") if isinstance(text, str) else text)
 
 
+class _FoldingTable(TableElement):
+    """A Markdown table whose cells fold long words (Rich's columns cut them with "…")."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """Rich's table, every column set to fold."""
+        for renderable in super().__rich_console__(console, options):
+            if isinstance(renderable, Table):
+                for column in renderable.columns:
+                    column.overflow = "fold"
+            yield renderable
+
+
 class InertMarkdown(Markdown):
     """Markdown whose parsed text is inert; raw HTML is shown as text and addresses spelled out."""
 
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {
         **Markdown.elements,
         "html_block": _HtmlBlock,
+        "table_open": _FoldingTable,
     }
 
     def __init__(self, markup: str) -> None:
@@ -154,11 +161,19 @@ def _pretty(value: str) -> str:
 
 @dataclass
 class TurnView:
-    """Receives a turn's events and draws them; :meth:`close` when the turn has ended."""
+    """Receives a turn's events and draws them; :meth:`close` when the turn has ended.
+
+    ``on_lost`` is called once if a write fails (the terminal or stdout is gone): from then on
+    nothing is drawn, and the turn goes on until the chat stops it.
+    """
 
     details: bool = False
+    on_lost: Callable[[OSError], None] | None = None
+    lost: bool = False
     _live: Live | None = None
     _ticker: asyncio.Task[None] | None = None
+    _tail: StreamedTail | None = None
+    _dirty: bool = False
     _streamed: list[str] = field(default_factory=list)
     _held_cr: str = ""
 
@@ -177,48 +192,89 @@ class TurnView:
                 transient=True,
                 auto_refresh=False,
             )
-            self._live.start(refresh=True)
-            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+            # Buffered: nothing is written before the region is fully set up, so a write that
+            # fails (a terminal already gone) leaves a region that stops cleanly.
+            with self._drawing(), console:
+                self._live.start(refresh=True)
+            if not self.lost:
+                self._ticker = asyncio.get_running_loop().create_task(self._tick())
 
     async def _tick(self) -> None:
         while self._live is not None:
             await asyncio.sleep(TICK_SECONDS)
-            if self._live is not None:
-                self._live.refresh()
+            # The spinner turns; streamed text is redrawn only when it grew.
+            if self._live is not None and (self._dirty or self._tail is None):
+                self._dirty = False
+                with self._drawing():
+                    self._live.refresh()
 
     async def on_event(self, event: TurnEvent) -> None:
         """Draw one event of the running turn."""
+        if self.lost:
+            return
         data = event.data
-        if event.type == "text_delta":
-            self._delta(str(data["delta"]))
-        elif event.type == "text":
-            self._text(str(data["text"]))
-        elif event.type == "tool_call_finished" and not data["requiresClientExecution"]:
-            console.print(tool_line(data, details=self.details))
-        elif event.type == "mode_changed":
-            say((f"mode → {data['mode']}", "yellow"))
-            if data.get("welcomeMessage"):
-                say((str(data["welcomeMessage"]), "italic"))
+        with self._drawing():
+            if event.type == "text_delta":
+                self._delta(str(data["delta"]))
+            elif event.type == "text":
+                self._text(str(data["text"]))
+            elif event.type == "tool_call_finished" and not data["requiresClientExecution"]:
+                console.print(tool_line(data, details=self.details))
+            elif event.type == "mode_changed":
+                console.print(styled((f"mode → {data['mode']}", "yellow")), soft_wrap=True)
+                if data.get("welcomeMessage"):
+                    console.print(styled((str(data["welcomeMessage"]), "italic")), soft_wrap=True)
 
     def close(self) -> None:
         """End the turn's display; text still streaming stays on screen as it came."""
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
-        if self._streamed:
-            self._text("".join(self._streamed), markdown=False)
+        if self.lost:
+            return
+        with self._drawing():
+            if self._streamed:
+                self._text("".join(self._streamed), markdown=False)
+            if self._live is not None:
+                live, self._live = self._live, None
+                live.stop()
+
+    @contextlib.contextmanager
+    def _drawing(self) -> Iterator[None]:
+        """Draw in the block; a failed write ends the display (see the class's docstring)."""
+        try:
+            yield
+        except BaseException as exc:
+            error = _failed_write(exc)
+            if error is None:
+                raise
+            self._lose(error)
+
+    def _lose(self, error: OSError) -> None:
+        self.lost = True
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         if self._live is not None:
-            with contextlib.suppress(Exception):  # a closed terminal must not hide the turn's end
-                self._live.stop()
-            self._live = None
+            live, self._live = self._live, None
+            try:  # stopping unhooks the region from the console before it writes again
+                live.stop()
+            except BaseException as exc:
+                if _failed_write(exc) is None:
+                    raise
+        if self.on_lost is not None:
+            self.on_lost(error)
 
     def _delta(self, piece: str) -> None:
         if not self._streamed and self._live is None:
             console.print(styled(LABEL, " "), end="")
         self._streamed.append(piece)
         if self._live is not None:
-            text = inert("".join(self._streamed))
-            self._live.update(_Tail(_labelled(Text(text))), refresh=True)
+            if self._tail is None:
+                self._tail = StreamedTail(*LABEL)
+                self._live.update(self._tail)
+            self._tail.append(piece)
+            self._dirty = True  # drawn by the ticker: pieces that come together, drawn once
         else:
             # A CR LF split between two pieces would show as "␍" and a newline: hold a
             # trailing CR back until the next piece (or the end) says what it is.
@@ -228,7 +284,7 @@ class TurnView:
             console.print(Text(inert(piece)), end="", soft_wrap=True)
 
     def _text(self, text: str, *, markdown: bool = True) -> None:
-        shown, self._streamed = bool(self._streamed), []
+        shown, self._streamed, self._tail = bool(self._streamed), [], None
         if self._live is None:
             if shown:
                 console.print(Text(inert(self._held_cr)))
@@ -239,3 +295,19 @@ class TurnView:
         body = InertMarkdown(text) if markdown else Text(inert(text))
         self._live.update(Spinner("dots", Text("working…", style="dim")))
         console.print(_labelled(body))
+
+
+def _failed_write(exc: BaseException) -> OSError | None:
+    """The failed write behind ``exc``, or None when ``exc`` is something else.
+
+    An OSError itself (EIO from a hung-up terminal), or a broken pipe that the console's
+    ``on_broken_pipe`` turned into an exit (Rich's raises SystemExit, ours typer.Exit). A
+    write that would block (a non-blocking terminal that is busy) is no lost output.
+    """
+    if isinstance(exc, BlockingIOError):
+        return None
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, SystemExit | typer.Exit) and isinstance(exc.__context__, OSError):
+        return exc.__context__
+    return None
