@@ -72,7 +72,7 @@ async def test_round_trip_draft_update_validate_publish_and_serve(
     assert {"field": "instructionText", "message": "instructionText is missing."} in failing[
         "errors"
     ]
-    assert set(failing) == {"ok", "errors"}
+    assert set(failing) == {"ok", "errors", "revision"}  # the revision it checked
 
     refused = await publish(tool, context)
     assert refused["ok"] is False
@@ -137,6 +137,7 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
         "version": "0.1.1",
         "visibility": "public",
         "publishedVersion": "0.1.0",
+        "publishedStatus": "published",
         "revision": 4,
     }
 

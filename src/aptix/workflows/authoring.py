@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -142,10 +143,7 @@ class WorkflowAuthoring:
             return _unknown(workflow_id)
         messages: list[str] = []
         if manifest.status is WorkflowStatus.DRAFT and served is not None:
-            messages.append(
-                f"This is a draft; version {served.version} stays served until the draft "
-                "is published."
-            )
+            messages.append(f"This is a draft; {_meanwhile(state)} until the draft is published.")
         if state.not_served and served is not None:
             messages.append(
                 f"Version {served.version} is published but not served: it no longer "
@@ -228,9 +226,9 @@ class WorkflowAuthoring:
         messages = [f"Updated {what} of draft '{manifest.workflow_id}'."] if what else []
         if new_draft and served is not None:
             messages.append(
-                f"A new draft version {manifest.version} was created; version "
-                f"{served.version} stays served until the draft is published. Raise the minor "
-                "or major version for additions or behaviour changes."
+                f"A new draft version {manifest.version} was created; {_meanwhile(state)} "
+                "until the draft is published. Raise the minor or major version for additions "
+                "or behaviour changes."
             )
         return AuthoringOutcome(
             ok=True, workflow=manifest.to_wire(), messages=tuple(messages), revision=stored.revision
@@ -244,7 +242,9 @@ class WorkflowAuthoring:
             return _unknown(workflow_id)
         problems = self._publish_problems(manifest, state)
         if problems:
-            return AuthoringOutcome.failures(problems)
+            # The revision checked, as on success: a caller showing another one (someone
+            # changed the workflow since) knows these problems are not of what it shows.
+            return dataclasses.replace(AuthoringOutcome.failures(problems), revision=state.tag)
         return AuthoringOutcome(
             ok=True,
             workflow=manifest.to_wire(),
@@ -352,13 +352,12 @@ class WorkflowAuthoring:
             )
         if isinstance(stored, AuthoringOutcome):
             return stored
-        served = state.served
-        kept = f"version {served.version} stays served" if served else "nothing is served"
         return AuthoringOutcome(
             ok=True,
             revision=stored.revision,
             messages=(
-                f"Draft {draft.manifest.version} of '{draft.workflow_id}' was discarded; {kept}.",
+                f"Draft {draft.manifest.version} of '{draft.workflow_id}' was discarded; "
+                f"{_meanwhile(state)}.",
             ),
         )
 
@@ -418,6 +417,18 @@ class WorkflowAuthoring:
                 )
             )
         return problems
+
+
+def _meanwhile(state: WorkflowState) -> str:
+    """What the published version does while a draft is pending: served, unless it is not."""
+    served = state.served
+    if served is None:
+        return "nothing is served"
+    if served.status is WorkflowStatus.DISABLED:
+        return f"version {served.version} stays disabled (not served)"
+    if state.not_served:
+        return f"version {served.version} stays published but not served"
+    return f"version {served.version} stays served"
 
 
 def _bump_patch(version: SemVer) -> str:

@@ -90,6 +90,8 @@ class AuthoringOutcome:
         """The JSON object the tool returns."""
         if not self.ok:
             failed: dict[str, Any] = {"ok": False, "errors": [e.to_wire() for e in self.errors]}
+            if self.revision is not None:  # what a read found wanting (validate_workflow)
+                failed["revision"] = self.revision
             if self.current_revision is not None:
                 failed["currentRevision"] = self.current_revision
             return failed

@@ -89,6 +89,8 @@ class WorkflowState:
         }
         if served is not None and manifest.status is WorkflowStatus.DRAFT:
             row["publishedVersion"] = served.version
+            # Served only while published or deprecated: a disabled one is not.
+            row["publishedStatus"] = served.status.value
         if self.not_served:
             row["served"] = False
             row["notServedReason"] = self.not_served

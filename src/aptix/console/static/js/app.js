@@ -5,6 +5,7 @@ import { authoringView } from "./authoring.js";
 import { modesView, workflowsView } from "./catalog.js";
 import { Chat } from "./chat.js";
 import { h, moveFocus, notice, replace } from "./dom.js";
+import { mayLeave, unsavedEdits } from "./leaving.js";
 import { sessionsView } from "./sessions.js";
 import { usageView } from "./usage.js";
 
@@ -28,6 +29,8 @@ let started = false;
 let navigating = false;
 // The key whose answers #main shows ("" when the server needs none); null when it shows none.
 let shownFor = null;
+// The address of the page #main shows: Back to another page is undone there if it is kept.
+let shownHash = "";
 
 function showSignIn(message) {
   main.hidden = true; // hidden, not cleared: a revoked key re-entered loses nothing typed
@@ -74,6 +77,23 @@ function listenToNavigation() {
   if (navigating) return;
   navigating = true;
   window.addEventListener("hashchange", () => route(true));
+  // A link to another page asks before it is followed, so a kept edit leaves no history entry.
+  document.addEventListener(
+    "click",
+    (event) => {
+      const link = event.target instanceof Element ? event.target.closest("a[href]") : null;
+      if (!link || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+      const href = link.getAttribute("href");
+      if (href.startsWith("#/") && href !== location.hash && !mayLeave()) event.preventDefault();
+    },
+    true,
+  );
+  // A reload or a closed tab: the browser asks.
+  window.addEventListener("beforeunload", (event) => {
+    if (!unsavedEdits()) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
 }
 
 /** What a failed start-up probe tells the person. */
@@ -158,6 +178,13 @@ function pagePath() {
 function route(moved) {
   // An in-page fragment is no page: on a hashchange the page shown (and any edit in it) stays.
   if (moved && !namesPage(location.hash)) return;
+  if (moved && !mayLeave()) {
+    // Back, Forward or a script moved the address: the page with the edits stays, and so
+    // does its address.
+    history.pushState(null, "", shownHash || "#/chat");
+    return;
+  }
+  shownHash = location.hash;
   const [name = "", ...rest] = pagePath();
   const view = name || "chat";
   const params = rest.filter(Boolean).map(decodeURIComponent);
@@ -192,6 +219,7 @@ async function start() {
   skip.addEventListener("click", skipToContent);
   document.getElementById("sign-in-form").addEventListener("submit", submitKey);
   signOut.addEventListener("click", () => {
+    if (!mayLeave()) return;
     storeKey(null);
     forget();
     showSignIn("");

@@ -3,6 +3,7 @@
 
 import { ApiError, invoke, Unauthorized } from "./api.js";
 import { append, field, h, moveFocus, notice, replace, table, visible, when } from "./dom.js";
+import { guardEdits } from "./leaving.js";
 
 const TOOL = "agent_workflow_authoring";
 
@@ -10,6 +11,14 @@ const TOOL = "agent_workflow_authoring";
 // expectedRevision problem), which is written for a model ("Read it again with get_workflow").
 const CHANGED_MEANWHILE =
   "This workflow changed since you opened it, so nothing was changed. Reload the page to see the latest version.";
+// The same refusal when the page holds edits: a reload would drop them, so they are shown.
+const CHANGED_KEEPING_EDITS =
+  "This workflow changed since you opened it, so nothing was changed. Your edits stay in the fields and are " +
+  "listed below to copy: reloading the page shows the latest version without them.";
+// Validate reads the stored workflow: if it moved on, its problems are not this page's.
+const VALIDATED_ANOTHER =
+  "This workflow changed since you opened it, so Validate checked a version this page does not show. " +
+  "Reload the page to see the latest version.";
 
 /** A refusal's text for a person. */
 function problemText(problem) {
@@ -69,6 +78,7 @@ export async function authoringView(el, params) {
     description: h("textarea", { rows: 2 }),
   };
   const status = h("div");
+  guardEdits(form, () => Object.values(inputs).some((input) => input.value.trim()));
   replace(
     form,
     h("h2", { id: "draft-heading" }, "Draft a workflow"),
@@ -91,6 +101,7 @@ export async function authoringView(el, params) {
     );
     if (!outcome) return;
     if (showProblems(form, "draft-", status, outcome)) return;
+    form.reset(); // saved: its page opens without asking
     location.hash = `#/authoring/${encodeURIComponent(outcome.workflow.workflowId)}`;
   });
   const rows = listed.workflows || [];
@@ -106,7 +117,7 @@ export async function authoringView(el, params) {
         ["Workflow", (w) => h("a", { href: `#/authoring/${encodeURIComponent(w.workflowId)}` }, w.title)],
         ["Id", (w) => h("code", {}, w.workflowId)],
         ["Status", (w) => h("span", { class: `status ${w.status}` }, w.status)],
-        ["Version", (w) => (w.publishedVersion ? `${w.version} (serving ${w.publishedVersion})` : w.version)],
+        ["Version", versionCell],
         ["Visibility", (w) => w.visibility],
         ["Editable", (w) => (w.readOnly ? "no: built in or from a deployment file" : "yes")],
       ],
@@ -115,13 +126,22 @@ export async function authoringView(el, params) {
   );
 }
 
-/** Run a call; on failure show why in `status` and return null. */
-async function run(status, call) {
+/** A list row's version, and the published one a draft is pending over (served or not). */
+function versionCell(w) {
+  if (!w.publishedVersion) return w.version;
+  const status = w.publishedStatus || "published";
+  if (SERVED.has(status) && w.served !== false) return `${w.version} (serving ${w.publishedVersion})`;
+  return `${w.version} (${w.publishedVersion} ${status}, not served)`;
+}
+
+/** Run a call; on failure show why in `status` and return null. `changed()`: what a refusal
+ * of a change based on an older revision shows. */
+async function run(status, call, changed = () => notice(CHANGED_MEANWHILE)) {
   try {
     return await call();
   } catch (error) {
     if (error instanceof ApiError && (error.status === 409 || error.status === 412)) {
-      replace(status, notice(CHANGED_MEANWHILE));
+      replace(status, changed());
     } else if (!(error instanceof Unauthorized)) {
       replace(status, notice(error.message));
     }
@@ -224,13 +244,37 @@ function statusLine(loaded, history, row) {
       `it changes through its file and a review. ${served ? "It is served." : "It is not served."}`
     );
   }
-  const version = servedVersion(history);
-  return `Editing version ${loaded.version} (${loaded.status}). ${version ? `Version ${version} is served.` : "Nothing is published yet."}`;
+  const served = servedRevision(history);
+  let said = "Nothing is published yet.";
+  if (served && SERVED.has(served.status) && !(row && row.served === false)) said = `Version ${served.version} is served.`;
+  else if (served) said = `Version ${served.version} is ${served.status} (not served).`;
+  return `Editing version ${loaded.version} (${loaded.status}). ${said}`;
 }
 
-function servedVersion(history) {
-  const served = [...history].reverse().find((r) => r.action === "publish" || r.action === "status");
-  return served ? served.version : null;
+/** The newest published version's revision, in whatever status (disabled too); none once
+ * removed (store.py served_revision). */
+function servedRevision(history) {
+  for (const r of [...history].reverse()) {
+    if (r.action === "remove") return null;
+    if (r.action === "publish" || r.action === "status") return r;
+  }
+  return null;
+}
+
+function historyTable(history) {
+  if (!history.length) return h("p", {}, "No revisions stored (a deployment file).");
+  return table(
+    "Revisions, oldest first",
+    [
+      ["Revision", (r) => String(r.revision)],
+      ["Action", (r) => r.action],
+      ["Version", (r) => r.version],
+      ["Status", (r) => r.status],
+      ["When", (r) => when(r.at)],
+      ["By", (r) => r.by || "—"],
+    ],
+    history,
+  );
 }
 
 async function editor(el, id) {
@@ -255,7 +299,7 @@ async function editor(el, id) {
     if (outcome && outcome.ok && outcome.revision !== undefined) revision = outcome.revision;
     return outcome;
   };
-  const history = past.ok ? past.history : [];
+  let history = past.ok ? past.history : [];
   const controls = {};
   // What each control showed when loaded or last saved. A field is sent only when the person
   // edited it: a stored value the control cannot show as it is (a list entry or title with a
@@ -272,6 +316,52 @@ async function editor(el, id) {
     if (readOnly && (kind === "select" || kind === "checkbox")) controls[key].disabled = true;
     else if (readOnly) controls[key].readOnly = true;
   }
+  /** The fields edited since they were loaded or saved. */
+  const edited = () => FIELDS.filter(([key, , kind]) => shown(kind, controls[key]) !== saved[key]);
+  // Leaving the page (a link, Back, a reload) asks while an edit is not saved.
+  if (!readOnly) guardEdits(form, () => edited().length > 0);
+  /** A refusal of a change based on an older revision: with the edits it kept, to copy. */
+  const changed = () => {
+    const kept = edited();
+    if (!kept.length) return notice(CHANGED_MEANWHILE);
+    return [
+      notice(CHANGED_KEEPING_EDITS),
+      h(
+        "section",
+        { class: "kept-edits", "aria-labelledby": "kept-edits-title" },
+        h("h2", { id: "kept-edits-title" }, "Your edits, not saved"),
+        kept.map(([key, label, kind]) => [h("h3", {}, label), h("pre", { class: "mono" }, shown(kind, controls[key]))]),
+      ),
+    ];
+  };
+  const statusLineEl = h("p", { id: "editor-status" });
+  const historyEl = h("div");
+  const governance = h("section", { "aria-labelledby": "status-title" });
+  /** Draw what depends on the stored state: the line under the heading, the history, and
+   * the status of the published version (offered once there is one). */
+  const drawState = () => {
+    replace(statusLineEl, statusLine(loaded, history, row));
+    replace(historyEl, historyTable(history));
+    const served = servedRevision(history);
+    governance.hidden = readOnly || !served;
+    statusChoice.value = served ? served.status : "published";
+  };
+  /** After a change: show `workflow` as stored (each control not edited meanwhile) and the
+   * history as it is now. */
+  const showStored = async (workflow) => {
+    loaded = workflow;
+    for (const [key, , kind] of FIELDS) {
+      if (shown(kind, controls[key]) !== saved[key]) continue; // typed while it was saving
+      write(kind, controls[key], workflow[key]);
+      saved[key] = shown(kind, controls[key]);
+    }
+    const past = await authoring({ operation: "workflow_history", workflowId: id }).catch((error) => {
+      if (error instanceof Unauthorized) throw error;
+      return null;
+    });
+    if (past && past.ok) history = past.history;
+    drawState();
+  };
   /** Save the edited fields: the outcome, {unchanged: true}, or null when it failed. */
   const save = async () => {
     const fields = {};
@@ -281,10 +371,15 @@ async function editor(el, id) {
       if (showing[key] !== saved[key]) fields[key] = read(kind, controls[key]);
     }
     if (!Object.keys(fields).length) return { ok: true, unchanged: true };
-    const outcome = track(await run(status, () => authoring(based({ operation: "update_workflow", workflowId: id, fields }))));
+    const update = () => authoring(based({ operation: "update_workflow", workflowId: id, fields }));
+    const outcome = track(await run(status, update, changed));
+    if (outcome && !outcome.ok && outcome.currentRevision !== undefined) {
+      replace(status, changed());
+      return null;
+    }
     if (outcome && outcome.ok) {
-      loaded = outcome.workflow;
       for (const key of Object.keys(fields)) saved[key] = showing[key];
+      await showStored(outcome.workflow);
     }
     return outcome;
   };
@@ -306,12 +401,21 @@ async function editor(el, id) {
   });
   const validate = async () => {
     const outcome = await run(status, () => authoring({ operation: "validate_workflow", workflowId: id }));
-    return outcome && !showProblems(form, "wf-", status, outcome);
+    if (!outcome) return false;
+    // The answer names the revision it checked: another than this page's is not its content.
+    if (outcome.revision !== undefined && revision !== undefined && outcome.revision !== revision) {
+      for (const error of form.querySelectorAll(".field-error")) error.textContent = "";
+      for (const marked of form.querySelectorAll("[aria-invalid]")) marked.removeAttribute("aria-invalid");
+      replace(status, notice(VALIDATED_ANOTHER));
+      return false;
+    }
+    return !showProblems(form, "wf-", status, outcome);
   };
   validateButton.addEventListener("click", () => act(validate));
   publishButton.addEventListener("click", () =>
     act(async () => {
-      if (await validate()) confirmPublish(el, id, loaded.version, servedVersion(history), revision);
+      const served = servedRevision(history);
+      if (await validate()) confirmPublish(el, id, loaded.version, served ? served.version : null, revision);
     }),
   );
   replace(
@@ -326,48 +430,33 @@ async function editor(el, id) {
     { id: "wf-status-change" },
     ["published", "deprecated", "disabled"].map((o) => h("option", { value: o }, o)),
   );
-  const servedRevision = [...history].reverse().find((r) => r.action === "publish" || r.action === "status");
-  statusChoice.value = servedRevision ? servedRevision.status : "published";
   const statusNote = h("div");
   const statusButton = h("button", { type: "button" }, "Change status");
   statusButton.addEventListener("click", async () => {
     const fields = { status: statusChoice.value };
     const outcome = track(await run(statusNote, () => authoring(based({ operation: "update_workflow", workflowId: id, fields }))));
     if (!outcome) return;
+    if (outcome.ok) await showStored(outcome.workflow);
     replace(statusNote, outcome.ok ? (outcome.messages || []).map((m) => notice(m, "ok")) : notice(problemsText(outcome)));
   });
-  const governance = !readOnly && servedVersion(history)
-    ? h(
-        "section",
-        { "aria-labelledby": "status-title" },
-        h("h2", { id: "status-title" }, "Status of the served version"),
-        h("div", { class: "inline-field" }, h("label", { for: "wf-status-change" }, "Status"), statusChoice, statusButton),
-        statusNote,
-      )
-    : null;
+  // Not "served": a disabled version is published but not served.
+  replace(
+    governance,
+    h("h2", { id: "status-title" }, "Status of the published version"),
+    h("div", { class: "inline-field" }, h("label", { for: "wf-status-change" }, "Status"), statusChoice, statusButton),
+    statusNote,
+  );
+  drawState();
   replace(
     el,
     h("p", {}, h("a", { href: "#/authoring" }, "Back to authoring")),
     h("h1", { id: "editor-title" }, "Workflow ", h("code", {}, id)),
-    h("p", { id: "editor-status" }, statusLine(loaded, history, row)),
+    statusLineEl,
     (got.messages || []).map((m) => notice(m, "note")),
     form,
-    governance,
+    readOnly ? null : governance,
     h("h2", {}, "Version history"),
-    history.length
-      ? table(
-          "Revisions, oldest first",
-          [
-            ["Revision", (r) => String(r.revision)],
-            ["Action", (r) => r.action],
-            ["Version", (r) => r.version],
-            ["Status", (r) => r.status],
-            ["When", (r) => when(r.at)],
-            ["By", (r) => r.by || "—"],
-          ],
-          history,
-        )
-      : h("p", {}, "No revisions stored (a deployment file)."),
+    historyEl,
   );
 }
 

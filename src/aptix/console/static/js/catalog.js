@@ -126,6 +126,7 @@ const LIST_FIELDS = [
 ];
 
 async function manifestView(el, id) {
+  el.classList.add("manifest"); // its title, description and list items wrap (console.css)
   let found;
   try {
     found = await api(`/v1/workflows/${encodeURIComponent(id)}`);
