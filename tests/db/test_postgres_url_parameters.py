@@ -72,6 +72,12 @@ def test_a_parameter_asyncpg_cannot_take_is_named(query: str, said: str) -> None
         ("postgresql://u@127.0.0.1:0/x", "has the port 0"),
         ("postgresql://u@[::1:5432/x", "is not a database URL: 'postgresql://***@[::1:5432/x'"),
         ("postgresql://u@h:abc/x", "is not a database URL"),
+        ("postgresql://u@/x?host=h:99999", "the port '99999' in its query parameter 'host', which"),
+        ("postgresql://u@/x?host=h&port=0", "has the port '0' in its query parameter 'port'"),
+        (
+            "postgresql://u@/x?host=h1,h2&port=5432,x",
+            "has the port 'x' in its query parameter 'port'",
+        ),
     ],
 )
 @pytest.mark.parametrize("command", [["db", "upgrade"], ["sessions", "list"]])
@@ -85,6 +91,42 @@ def test_a_bad_port_or_host_is_one_line_and_exit_code_2(
     assert said in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_host_and_port_stay_in_the_url_for_sqlalchemy() -> None:
+    url = make_url("postgresql://u@/db?host=/cloudsql/p:r:i&sslmode=disable&host=h2:5433&port=5432")
+    bare, arguments = asyncpg_arguments(url)
+    assert bare.query == {"host": ("/cloudsql/p:r:i", "h2:5433"), "port": "5432"}
+    assert arguments == {"dsn": "postgresql://?sslmode=disable"}
+
+
+async def _server_address(url: str) -> str | None:
+    database = await open_database(url)
+    try:
+        async with database.engine.connect() as connection:
+            address = await connection.scalar(text("SELECT host(inet_server_addr())"))
+    finally:
+        await database.close()
+    return None if address is None else str(address)
+
+
+async def test_the_host_parameter_reaches_a_unix_socket_or_a_host_and_port(
+    pg_url: str,  # noqa: F811
+) -> None:
+    # libpq's and SQLAlchemy's ?host=: a unix socket's folder (Cloud SQL's /cloudsql/...), or
+    # host:port. 01b6132 refused both as a parameter "neither Aptix nor asyncpg reads".
+    parsed = make_url(pg_url)
+    database = await open_database(pg_url, migrate=False)
+    try:
+        async with database.engine.connect() as connection:
+            folders = await connection.scalar(text("SHOW unix_socket_directories"))
+    finally:
+        await database.close()
+    socket_folder = str(folders).split(",")[0].strip()
+    bare = f"postgresql://{parsed.username}@/{parsed.database}"
+    assert await _server_address(f"{bare}?host={socket_folder}") is None  # a unix socket
+    tcp = f"{bare}?host={parsed.host}:{parsed.port}&application_name=aptix_probe"
+    assert await _server_address(tcp) == parsed.host
 
 
 async def test_libpq_parameters_take_effect_on_postgresql(pg_url: str) -> None:  # noqa: F811

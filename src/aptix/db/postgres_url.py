@@ -11,12 +11,16 @@ raised a ``TypeError``. So each parameter is sorted here, before an engine is ma
 - ``connect_timeout`` (libpq's, in seconds) is asyncpg's ``timeout``;
 - asyncpg's own arguments (``ssl``, ``timeout``, ``command_timeout``...) and SQLAlchemy's
   ``prepared_statement_cache_size`` are given their type;
+- ``host`` and ``port`` stay in the URL for SQLAlchemy, which reads them as libpq does: a
+  unix socket's folder (``?host=/var/run/postgresql``, Cloud SQL's ``/cloudsql/...``),
+  ``host=h:5433``, or several hosts; their ports are checked here;
 - anything else stops start-up with one line naming it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -89,16 +93,48 @@ _TYPED: dict[str, tuple[Callable[[str], Any], str]] = {
 #: libpq names of asyncpg arguments.
 _RENAMED = {"connect_timeout": "timeout"}
 
+#: Parameters SQLAlchemy's asyncpg dialect reads from the query itself (one or more hosts,
+#: each a name, an address, ``name:port`` or a unix socket's folder; and their ports).
+_KEPT = frozenset({"host", "port"})
+
+#: A host SQLAlchemy splits into a name and a port (a path or an IPv6 address it does not).
+_HOST_AND_PORT = re.compile(r"[A-Za-z0-9.-]*:([^:]*)")
+
+
+def _values(given: str | tuple[str, ...]) -> list[str]:
+    texts = given if isinstance(given, tuple) else (given,)
+    return [part for text in texts for part in text.split(",")]
+
+
+def _check_ports(name: str, given: str | tuple[str, ...]) -> None:
+    for value in _values(given):
+        if name == "host":
+            split = _HOST_AND_PORT.fullmatch(value)
+            if split is None:
+                continue
+            value = split.group(1)
+        if value and not (value.isdigit() and 0 < int(value) < 65536):
+            raise ConfigurationError(
+                f"APTIX_DATABASE_URL has the port {value!r} in its query parameter {name!r}, "
+                "which is not a port from 1 to 65535.",
+                hint=f"fix or remove {name} in APTIX_DATABASE_URL",
+            )
+
 
 def asyncpg_arguments(url: URL) -> tuple[URL, dict[str, Any]]:
-    """``url`` without its query, and the ``connect_args`` that carry the query's parameters.
+    """``url`` with only the query SQLAlchemy reads, and the ``connect_args`` for the rest.
 
     Raises :class:`ConfigurationError` naming a parameter asyncpg does not read, or one whose
     value is not of its type (the value is not repeated: it may be a secret).
     """
     libpq: dict[str, str] = {}
     arguments: dict[str, Any] = {}
+    kept: dict[str, str | tuple[str, ...]] = {}
     for name, given in url.query.items():
+        if name in _KEPT:
+            _check_ports(name, given)
+            kept[name] = given
+            continue
         # A parameter given twice is read as libpq reads it: the last one counts.
         value = given[-1] if isinstance(given, tuple) else given
         if name in LIBPQ_PARAMETERS:
@@ -123,4 +159,4 @@ def asyncpg_arguments(url: URL) -> tuple[URL, dict[str, Any]]:
         # Only the query: the host, port, user, password and database that SQLAlchemy passes
         # as arguments take precedence over a DSN's in asyncpg.
         arguments["dsn"] = "postgresql://?" + urlencode(libpq)
-    return url.set(query={}), arguments
+    return url.set(query=kept), arguments
