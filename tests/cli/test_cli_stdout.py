@@ -79,6 +79,49 @@ def test_what_tool_code_prints_goes_to_stderr_inert(command: list[str]) -> None:
         assert "␛]0;printed␇ noise from the tool\n" in result.stderr
 
 
+FILE_LIKE = """
+import subprocess
+import sys
+
+import aptix
+
+
+@aptix.tool(usage="Use stdout as a file.")
+async def stdout_as_file(child_says: str) -> str:
+    \"\"\"Write to stdout as a file, and through a child process.
+
+    Args:
+        child_says: what the child process prints.
+    \"\"\"
+    sys.stdout.buffer.write(b"\\x1b]0;raw\\x07 bytes\\n")
+    child = [sys.executable, "-c", f"print({child_says!r})"]
+    subprocess.run(child, stdout=sys.stdout, check=True)
+    return f"{sys.stdout.encoding.lower()} isatty={sys.stdout.isatty()}"
+"""
+
+
+def test_tool_code_finds_stdout_a_real_file_whose_output_goes_to_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 01b6132 put an object of its own in sys.stdout: no buffer, no fileno, encoding None,
+    # and each of these tools failed unexpectedly.
+    module = tmp_path / "file_like.py"
+    module.write_text(textwrap.dedent(FILE_LIKE))
+    monkeypatch.setenv("APTIX_TOOL_MODULES", json.dumps([str(module)]))
+    call = ["tools", "call", "stdout_as_file", '{"child_says": "from the child"}', "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "aptix", *call],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"] == "utf-8 isatty=False"
+    assert "␛]0;raw␇ bytes\n" in done.stderr  # inert, as printed text is
+    assert "from the child\n" in done.stderr  # the child's own descriptor 1 is stderr
+
+
 @pytest.mark.usefixtures("noisy_module")
 def test_workflows_validate_keeps_import_noise_off_stdout() -> None:
     result = runner.invoke(app, ["workflows", "validate", "--json"])
