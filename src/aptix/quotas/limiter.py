@@ -24,6 +24,7 @@ from aptix.errors import ConfigurationError
 from aptix.llm.types import Usage
 from aptix.log_setup import escape_controls
 from aptix.quotas.breaker import RedisBreaker
+from aptix.quotas.holds import NO_HOLD, BudgetHolds, Hold, Tally
 from aptix.quotas.refusal import Refusal
 from aptix.quotas.usage import UsageMeter
 
@@ -57,6 +58,9 @@ return back
 """
 #: How long a caller refused because Redis is down is told to wait.
 _OUTAGE_RETRY_SECONDS = 5
+#: How long a caller refused because calls in progress hold the budget is told to wait: the
+#: holds end with their calls, seconds away, not with the window.
+_HELD_RETRY_SECONDS = 5
 
 
 class Quotas:
@@ -121,6 +125,12 @@ class Quotas:
         else:
             self._storage = self._memory = MemoryStorage()
         self._limiter = FixedWindowRateLimiter(self._storage)
+        self._holds = BudgetHolds(
+            redis=self._redis,
+            memory=self._memory,
+            prefix=key_prefix,
+            limits_prefix=self._limits_prefix,
+        )
         self.usage = UsageMeter(redis_url, key_prefix=key_prefix, breaker=self._breaker)
 
     @property
@@ -250,77 +260,81 @@ class Quotas:
         return bool(taken)
 
     async def tokens(self, org: str) -> Refusal | None:
-        """A refusal when the org's model token budget is used up."""
+        """A refusal when the org's model token budget is used up, or held (:meth:`reserve`)."""
         item = self._budget
         if item is None:
             return None
         if self._breaker.skip():
             return self._unavailable()
         try:
-            if await self._limiter.test(item, "tokens", org):
+            tally = await self._holds.tally(org, item.key_for("tokens", org))
+            if tally.count < item.amount:
                 self._up()
                 return None
             stats = await self._limiter.get_window_stats(item, "tokens", org)
         except Exception as exc:
             return self._failed(exc)
         self._up()
-        return self._budget_spent(item, stats.reset_time, stats.remaining)
+        return self._budget_refusal(item, tally, stats.reset_time)
 
-    async def reserve(self, org: str, tokens: int) -> Refusal | int:
+    async def reserve(self, org: str, tokens: int) -> Refusal | Hold:
         """Hold ``tokens`` of the org's budget for a model call about to start.
 
         The call goes while some of the budget is left, as :meth:`tokens` says, but its hold
         is counted at once, so calls starting meanwhile see it: concurrent turns no longer
         all pass a budget that only their ends would have spent. :meth:`spend` settles the
-        hold to what the call used. The tokens held (0 when none are: no budget, or Redis
-        is down and the limits are open), or a refusal.
+        hold to what the call used, :meth:`release` gives it back. The hold (of no tokens
+        when none is taken: no budget, or Redis is down and the limits are open), or a
+        refusal: the budget is spent, or calls in progress hold what is left of it.
         """
         item = self._budget
         if item is None:
-            return 0
+            return NO_HOLD
         if self._breaker.skip():
-            return self._unavailable() or 0
-        tokens = max(1, tokens)
+            return self._unavailable() or NO_HOLD
         key = item.key_for("tokens", org)
         try:
-            count = await self._storage.incr(key, item.get_expiry(), amount=tokens)
-            if count - tokens < item.amount:
+            taken = await self._holds.take(org, key, max(1, tokens), item.amount, item.get_expiry())
+            if isinstance(taken, Hold):
                 self._up()
-                return tokens
-            await self._give_back(key, tokens)  # refused: a hold only for calls that run
+                return taken
             stats = await self._limiter.get_window_stats(item, "tokens", org)
         except Exception as exc:
-            return self._failed(exc) or 0
+            return self._failed(exc) or NO_HOLD
         self._up()
-        return self._budget_spent(item, stats.reset_time, stats.remaining)
+        return self._budget_refusal(item, taken, stats.reset_time)
 
-    async def spend(self, org: str, key_id: str, user: str, usage: Usage, *, held: int = 0) -> None:
+    async def spend(
+        self, org: str, key_id: str, user: str, usage: Usage, *, held: Hold = NO_HOLD
+    ) -> None:
         """Record one model call's tokens against the org's budget and in the usage meter.
 
         ``held`` is what :meth:`reserve` held for the call: only the difference is counted
-        (given back when the call used less).
+        (given back when the call used less), and the hold ends.
         """
         item = self._budget
-        change = usage.total_tokens - held
-        if item is not None and change and not self._breaker.skip():
+        change = usage.total_tokens - held.tokens
+        if item is not None and (change or held.entry) and not self._breaker.skip():
             try:
                 if change > 0:
                     await self._limiter.hit(item, "tokens", org, cost=change)
-                else:
+                elif change < 0:
                     await self._give_back(item.key_for("tokens", org), -change)
+                await self._holds.end(org, held)  # after the count: never counted twice
             except Exception as exc:
                 self._failed(exc)
             else:
                 self._up()
         await self.usage.record(org, key_id, user, usage)
 
-    async def release(self, org: str, held: int) -> None:
-        """Give back a hold of a model call that did not run (it failed before answering)."""
+    async def release(self, org: str, held: Hold) -> None:
+        """Give back a hold of a model call that used nothing (it ended before any answer)."""
         item = self._budget
-        if item is None or not held or self._breaker.skip():
+        if item is None or not held.tokens or self._breaker.skip():
             return
         try:
-            await self._give_back(item.key_for("tokens", org), held)
+            await self._give_back(item.key_for("tokens", org), held.tokens)
+            await self._holds.end(org, held)
         except Exception as exc:
             self._failed(exc)
         else:
@@ -333,12 +347,30 @@ class Quotas:
         else:
             await self._give_back_script([f"{self._limits_prefix}:{key}"], [tokens])
 
-    def _budget_spent(self, item: RateLimitItem, reset_time: float, remaining: int) -> Refusal:
+    def _budget_refusal(self, item: RateLimitItem, tally: Tally, reset_time: float) -> Refusal:
+        """Why a model call may not start: the budget is spent, or held by calls in progress.
+
+        Held, the same code, but the wait is seconds: the holds end with their calls.
+        """
         wait = _seconds_until(reset_time)
         self.refused["token_budget_exhausted"] += 1
+        if tally.calls and tally.spent < item.amount:
+            calls = "1 model call" if tally.calls == 1 else f"{tally.calls} model calls"
+            wait = min(wait, _HELD_RETRY_SECONDS)
+            message = (
+                f"Token budget held by {calls} in progress: this organization has used "
+                f"{tally.spent} of its {self.token_budget} model tokens, and the calls running "
+                f"hold the rest until they end; retry in {wait} s."
+            )
+            remaining = 0
+        else:
+            message = (
+                f"Token budget reached: this organization may use {self.token_budget} "
+                f"model tokens; the budget renews in {wait} s."
+            )
+            remaining = max(0, item.amount - tally.count)
         return Refusal(
-            message=f"Token budget reached: this organization may use {self.token_budget} "
-            f"model tokens; the budget renews in {wait} s.",
+            message=message,
             code="token_budget_exhausted",
             reset_seconds=wait,
             policy="tokens",

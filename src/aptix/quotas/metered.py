@@ -12,6 +12,7 @@ from typing import Any
 
 from aptix.errors import LlmError
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, TextSink, Usage
+from aptix.quotas.holds import Hold
 from aptix.quotas.limiter import Quotas
 from aptix.quotas.refusal import Refusal
 
@@ -119,7 +120,7 @@ class MeteredModel:
         )
         return response
 
-    async def _charge_cut(self, payer: Payer, prompt: int, streamed: list[str], held: int) -> None:
+    async def _charge_cut(self, payer: Payer, prompt: int, streamed: list[str], held: Hold) -> None:
         """Charge a call that began but never returned: the model ran, the provider bills it."""
         usage = Usage(prompt, self._text_tokens("".join(streamed)))
         _log.info(
