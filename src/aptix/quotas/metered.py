@@ -54,8 +54,9 @@ class MeteredModel:
     returns, the hold is settled to the tokens the model reported. A call cut short (the
     client hung up on a stream, the server stops) or failed after it began to answer is
     still charged, and shows in the usage counts: its prompt, estimated, plus the text it
-    had streamed, estimated. A call that failed before any text came (refused, unreachable,
-    timed out) is not: its hold is given back.
+    had streamed, estimated. A call that ended before any text came is not, whether it
+    failed (refused, unreachable, timed out) or was cancelled (the match arbiter's time
+    limit, a turn's cancel): its hold is given back, as the turn records no usage for it.
 
     A refusal is a :class:`TokenBudgetError` (or, while the limits cannot be checked, a
     :class:`LimitsUnavailableError`), an ``LlmError``, so a turn refused part-way ends like
@@ -105,13 +106,10 @@ class MeteredModel:
 
         try:
             response = await self._model.complete(request, sink)
-        except asyncio.CancelledError:
-            await asyncio.shield(self._charge_cut(payer, prompt, streamed, held))
-            raise
-        except Exception:
+        except (Exception, asyncio.CancelledError):
             if streamed:
                 await asyncio.shield(self._charge_cut(payer, prompt, streamed, held))
-            else:
+            else:  # nothing came back: nothing to charge, as the turn's record says
                 await asyncio.shield(self._quotas.release(payer.org, held))
             raise
         # Shielded: a client that hangs up now must not take the record of a finished call.
@@ -121,7 +119,7 @@ class MeteredModel:
         return response
 
     async def _charge_cut(self, payer: Payer, prompt: int, streamed: list[str], held: Hold) -> None:
-        """Charge a call that began but never returned: the model ran, the provider bills it."""
+        """Charge a call that began to answer but never returned: the provider bills it."""
         usage = Usage(prompt, self._text_tokens("".join(streamed)))
         _log.info(
             "[Quotas_Charge__Estimated] a model call cut short is charged an estimate: "
