@@ -11,10 +11,12 @@ import asyncio
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -321,3 +323,65 @@ async def test_a_turn_whose_writes_are_refused_while_it_runs_ends_database_refus
     assert turn["warnings"][-1].startswith("Ended because the database refused a statement")
     [span] = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent aptix"]
     assert (span.attributes or {})["error.type"] == "database_refused"
+
+
+OWN_READ_ONLY_SQLITE = """
+import sqlite3
+from contextlib import closing
+from typing import Any, ClassVar
+
+from aptix import AgentTool, InvokeResult
+from aptix.tools import function_schema
+from aptix.tools.args import ToolArgs
+
+
+class _NoArgs(ToolArgs):
+    pass
+
+
+class NotesTool(AgentTool):
+    TOOL_NAME: ClassVar[str] = "own_notes"
+    TOOL_USAGE_METADATA: ClassVar[str] = "Call this tool to keep a note."
+
+    def __init__(self, logger: Any) -> None:
+        self.logger = logger
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        return function_schema(cls.TOOL_NAME, "Keeps a note.", _NoArgs)
+
+    async def execute(self, arguments_json: str, context: Any) -> InvokeResult[str]:
+        with closing(sqlite3.connect("file:NOTES?mode=ro", uri=True)) as connection:
+            connection.execute("INSERT INTO notes VALUES ('hi')")
+        return InvokeResult.create('"kept"')
+"""
+
+
+async def test_a_class_tool_refused_by_its_own_sqlite_file_fails_as_the_tool(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Its SQLITE_READONLY is the one Aptix's read-only file raises: it answered 503
+    # database_refused and told the operator to grant Aptix's role rights, with no traceback.
+    notes = tmp_path / "notes.db"
+    with closing(sqlite3.connect(notes)) as connection:
+        connection.execute("CREATE TABLE notes (text TEXT)")
+    module = tmp_path / "own_notes.py"
+    module.write_text(OWN_READ_ONLY_SQLITE.replace("NOTES", str(notes)))
+    settings = _settings(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'aptix.db'}")
+    settings = settings.model_copy(update={"tool_modules": [str(module)]})
+    failed = "The tool 'own_notes' failed unexpectedly. The error has been logged."
+    app = create_app(settings)  # /mcp too
+    async with app.router.lifespan_context(app), _client(app) as client:
+        invoked = await client.post("/v1/tools/own_notes/invoke", json={"arguments": {}})
+        over_mcp = _mcp_result(
+            await client.post("/mcp", json=_mcp("own_notes", {}), headers=MCP_HEADERS)
+        )
+    assert invoked.status_code == 200, invoked.text
+    assert invoked.json()["successful"] is False
+    assert invoked.json()["errors"] == [{"message": failed}]
+    assert over_mcp["isError"] is True
+    assert over_mcp["content"][0]["text"] == failed
+    log = capfd.readouterr().err
+    assert log.count("[own_notes_ExecuteAsync__Exception]") == 2, log
+    assert "attempt to write a readonly database" in log  # the tool's own error, logged
+    assert "_Database__Refused]" not in log

@@ -2,12 +2,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import sqlite3
 import time
+from contextlib import closing
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 from aptix import AgentTool, AgentToolExecutor, AgentToolRegistry, InvokeResult
+from aptix.db.engine import Database, create_engine
 from aptix.reasoner.tool_batch import tool_message
 from aptix.results import ErrorMessage
 from aptix.testing import RecordingLogger
@@ -15,6 +20,7 @@ from aptix.tools import AgentToolCall, AgentToolExecutionContext, function_schem
 from aptix.tools.args import ToolArgs
 from aptix.tools.builtin.hello_world import HelloWorldTool
 from aptix.tools.builtin.user_approval import UserApprovalTool
+from aptix.tools.executor import GENERIC_FAILURE
 
 
 class _NoArgs(ToolArgs):
@@ -293,13 +299,28 @@ async def test_invoke_returns_the_tool_result(
     assert "Unknown tool 'nope'" in (bad.error_message or "")
 
 
+def _closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on: connecting to it is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
 class OutageTool(_TestTool):
+    """Uses Aptix's own database, as a built-in tool does, while its server is down."""
+
     TOOL_NAME = "outage"
 
     async def execute(
         self, arguments_json: str, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
-        raise ConnectionRefusedError(111, "Connection refused")
+        database = Database(create_engine(f"postgresql+asyncpg://u@127.0.0.1:{_closed_port()}/x"))
+        try:
+            await database.ping()
+        finally:
+            await database.close()
+        return InvokeResult.create('"reached"')
 
 
 async def test_a_database_outage_is_said_so_without_a_traceback(
@@ -311,3 +332,50 @@ async def test_a_database_outage_is_said_so_without_a_traceback(
     invoked = await executor.invoke("outage", "{}", context)
     assert invoked.error_message == "The database is unavailable right now; retry shortly."
     assert logger.of_kind("exception") == []  # the surface logs an outage once
+
+
+class OwnSocketTool(_TestTool):
+    """Connects to a service of its own, which is down."""
+
+    TOOL_NAME = "own_socket"
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        await asyncio.open_connection("127.0.0.1", _closed_port())
+        return InvokeResult.create('"reached"')
+
+
+class OwnReadOnlySqliteTool(_TestTool):
+    """Writes to a SQLite file of its own, which it may only read."""
+
+    TOOL_NAME = "own_sqlite"
+    path: ClassVar[Path]
+
+    async def execute(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        with closing(sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)) as connection:
+            connection.execute("INSERT INTO notes VALUES ('hi')")
+        return InvokeResult.create('"written"')
+
+
+@pytest.mark.parametrize("tool", [OwnSocketTool, OwnReadOnlySqliteTool])
+async def test_a_tools_own_database_or_service_failing_is_the_tools_failure(
+    tool: type[AgentTool],
+    logger: RecordingLogger,
+    context: AgentToolExecutionContext,
+    tmp_path: Path,
+) -> None:
+    # The same errors as Aptix's own database raises (ConnectionRefusedError, SQLite's
+    # SQLITE_READONLY) read "database unavailable" and "database refused", no traceback logged.
+    OwnReadOnlySqliteTool.path = tmp_path / "notes.db"
+    with closing(sqlite3.connect(OwnReadOnlySqliteTool.path)) as connection:
+        connection.execute("CREATE TABLE notes (text TEXT)")
+    registry = AgentToolRegistry(logger)
+    registry.register(tool)
+    executor = AgentToolExecutor(registry, logger)
+    invoked = await executor.invoke(tool.TOOL_NAME, "{}", context)
+    assert invoked.error_message == GENERIC_FAILURE.format(name=tool.TOOL_NAME)
+    [logged] = logger.of_kind("exception")
+    assert logged.tag == f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]"

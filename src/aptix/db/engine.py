@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from aptix.db.hidden_values import hide_values_in_errors
-from aptix.db.outage import database_refusal
+from aptix.db.outage import database_refusal, mark_from_aptix_database
 from aptix.db.postgres_url import asyncpg_arguments
 from aptix.db.sqlite_file import SqliteFile
 from aptix.errors import ConfigurationError
@@ -88,26 +88,43 @@ class Database:
         """True for the embedded SQLite back end."""
         return self.engine.dialect.name == "sqlite"
 
+    # Each unit of work marks what it raises as Aptix's database's (``from_aptix_database``):
+    # only those errors may answer database_refused or database_unavailable when they reach
+    # the executor through a tool, whose own database or socket raise the same classes.
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction: committed on success, rolled back on error."""
-        async with self._locked(), self._sessions() as session, session.begin():
-            yield session
+        try:
+            async with self._locked(), self._sessions() as session, session.begin():
+                yield session
+        except Exception as exc:
+            mark_from_aptix_database(exc)
+            raise
 
     async def run(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn`` in one transaction: committed on success, rolled back on error."""
-        if self._worker is None:
-            async with self._locked(), self.engine.begin() as connection:
-                return await connection.run_sync(fn)
-        async with self._locked():
-            return await asyncio.get_running_loop().run_in_executor(self._worker, self._run, fn)
+        try:
+            if self._worker is None:
+                async with self._locked(), self.engine.begin() as connection:
+                    return await connection.run_sync(fn)
+            async with self._locked():
+                loop = asyncio.get_running_loop()
+                return await loop.run_in_executor(self._worker, self._run, fn)
+        except Exception as exc:
+            mark_from_aptix_database(exc)
+            raise
 
     async def run_one(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn``, which issues a single statement, as one transaction of its own."""
         if self._autocommit is None:
             return await self.run(fn)
-        async with self._autocommit.connect() as connection:
-            return await connection.run_sync(fn)
+        try:
+            async with self._autocommit.connect() as connection:
+                return await connection.run_sync(fn)
+        except Exception as exc:
+            mark_from_aptix_database(exc)
+            raise
 
     def _run(self, fn: Callable[[Connection], T]) -> T:
         assert self.sync_engine is not None
@@ -116,10 +133,14 @@ class Database:
 
     async def ping(self) -> None:
         """Raise unless the database answers (and, on SQLite, its file is still in place)."""
-        if self._file is not None:
-            self._file.check()
-        async with self.engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
+        try:
+            if self._file is not None:
+                self._file.check()
+            async with self.engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+        except Exception as exc:
+            mark_from_aptix_database(exc)
+            raise
 
     @asynccontextmanager
     async def _locked(self) -> AsyncIterator[None]:

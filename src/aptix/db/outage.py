@@ -16,7 +16,9 @@ __all__ = [
     "DatabaseUnavailable",
     "database_error_code",
     "database_refusal",
+    "from_aptix_database",
     "is_database_outage",
+    "mark_from_aptix_database",
     "refusal_in",
 ]
 
@@ -127,6 +129,25 @@ def database_error_code(exc: BaseException) -> str | None:
     if database_refusal(exc) is not None:
         return "database_refused"
     return "database_unavailable" if is_database_outage(exc) else None
+
+
+#: The attribute :func:`mark_from_aptix_database` sets on an error.
+_FROM_APTIX_DATABASE = "_aptix_database"
+
+
+def mark_from_aptix_database(exc: BaseException) -> None:
+    """Record that ``exc`` came out of a call on Aptix's own database (``db.Database``)."""
+    setattr(exc, _FROM_APTIX_DATABASE, True)
+
+
+def from_aptix_database(exc: BaseException) -> bool:
+    """True when ``exc``, or an error it was raised from, came out of Aptix's own database.
+
+    The errors :func:`database_error_code` reads are every database's: a tool's own SQLite
+    file or PostgreSQL, or a socket of its own (``ConnectionRefusedError``), raise the same.
+    Only Aptix's may be answered ``database_refused`` or ``database_unavailable``.
+    """
+    return any(getattr(link, _FROM_APTIX_DATABASE, False) for link in _chain(exc))
 
 
 def refusal_in(message: str | None) -> str | None:

@@ -14,6 +14,7 @@ from aptix.db.outage import (
     DATABASE_REFUSED,
     DATABASE_UNAVAILABLE,
     database_refusal,
+    from_aptix_database,
     is_database_outage,
 )
 from aptix.log_setup import log_ids
@@ -401,11 +402,14 @@ class AgentToolExecutor:
     ) -> InvokeResult[str] | _Stopped:
         if isinstance(exc, CallEndedError):  # the tool said how it ended: not a crash
             return _Stopped(storable(str(exc)), exc.outcome)
-        # The surface logs an outage or a refusal once, without a traceback.
-        if (reason := database_refusal(exc)) is not None:
-            return InvokeResult.from_error(DATABASE_REFUSED.format(reason=reason))
-        if is_database_outage(exc):
-            return InvokeResult.from_error(DATABASE_UNAVAILABLE)
+        # Aptix's own database failing under a tool (a built-in's store call): the surface
+        # logs an outage or a refusal once, without a traceback. A tool's own database (a
+        # SQLite file, its own engine or socket) failing is the tool's failure.
+        if from_aptix_database(exc):
+            if (reason := database_refusal(exc)) is not None:
+                return InvokeResult.from_error(DATABASE_REFUSED.format(reason=reason))
+            if is_database_outage(exc):
+                return InvokeResult.from_error(DATABASE_UNAVAILABLE)
         self._logger.add_exception(
             f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *context.log_pairs()
         )
