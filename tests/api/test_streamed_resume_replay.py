@@ -9,6 +9,8 @@ behind (another tab had answered the approval) never learnt how the turn had end
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,11 +21,22 @@ from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer, Step
 from tests.api.live import scripted_model_env, serve_isolated
 
+#: Holds the model's answer to the second approval of "ask slowly" until the test sets it.
+_slow_gate = threading.Event()
+
 
 def _respond(body: dict[str, Any]) -> Step:
     last = body["messages"][-1]
     if last["role"] == "tool":
-        if str(last.get("tool_call_id")).startswith("twice-1"):
+        called = str(last.get("tool_call_id"))
+        if called.startswith("slow-1"):
+            return reply(
+                "One more.", call("request_user_approval", {"prompt": "Sure?"}, id="slow-2")
+            )
+        if called.startswith("slow-2"):
+            _slow_gate.wait(60)
+            return reply("You approved.")
+        if called.startswith("twice-1"):
             # One approval answered, the model asks for a second one: a hand-off again.
             again = call("request_user_approval", {"prompt": "Sure?"}, id="twice-2")
             return reply("One more.", again)
@@ -31,6 +44,8 @@ def _respond(body: dict[str, Any]) -> Step:
         return reply("You approved." if approved else "You denied.")
     if last.get("content") == "ask twice":
         return reply(None, call("request_user_approval", {"prompt": "Go?"}, id="twice-1"))
+    if last.get("content") == "ask slowly":
+        return reply(None, call("request_user_approval", {"prompt": "Go?"}, id="slow-1"))
     return reply("Asking.", call("request_user_approval", {"prompt": "Go?"}, id="ask-1"))
 
 
@@ -112,3 +127,67 @@ def test_a_resume_that_handed_off_again_streams_its_pending_calls_again(url: str
         ("turn_finished", live["turn_finished"]),
     ]
     assert _post(url, resume).json() == live["turn_finished"]
+
+
+def _resume(sid: str, call_id: str, approved: bool = True) -> dict[str, Any]:
+    return {
+        "sessionId": sid,
+        "toolResults": [{"callId": call_id, "result": {"approved": approved}}],
+    }
+
+
+def test_the_first_results_again_after_the_turn_moved_on_tell_how_it_ended(url: str) -> None:
+    """Not the hand-off they got (a second approval, answered since): the final answer."""
+    sid = _handed_off(url, "ask twice")
+    first = _resume(sid, "twice-1")
+    handed = _post(url, first).json()
+    assert [c["callId"] for c in handed["toolCalls"] if c.get("requiresClientExecution")] == [
+        "twice-2"
+    ]
+    final = _post(url, _resume(sid, "twice-2", approved=False)).json()
+    assert (final["kind"], final["text"]) == ("ok", "You denied.")
+    assert _post(url, first).json() == final
+    events = _events(_post(url, {**first, "stream": True}))
+    assert events == [("text", {"text": "You denied."}), ("turn_finished", final)]
+    [turn] = httpx.get(f"{url}/v1/sessions/{sid}").json()["turns"]
+    assert (turn["status"], turn["pendingCalls"]) == ("completed", [])
+
+
+def test_the_first_results_again_after_a_cancel_say_the_turn_was_cancelled(url: str) -> None:
+    sid = _handed_off(url, "ask twice")
+    first = _resume(sid, "twice-1")
+    turn_id = _post(url, first).json()["turnId"]
+    cancel = httpx.post(f"{url}/v1/sessions/{sid}/turns/{turn_id}/cancel", timeout=30)
+    assert cancel.status_code == 200, cancel.text
+    replayed = _post(url, first).json()
+    assert (replayed["kind"], replayed["text"]) == ("cancelled", "One more.")
+    assert all(c["outcome"] != "pending" for c in replayed["toolCalls"]), replayed
+    events = _events(_post(url, {**first, "stream": True}))
+    assert [e for e, _ in events] == ["text", "turn_finished"]
+    assert events[-1][1] == replayed
+
+
+def test_the_first_results_again_while_a_later_resume_runs_are_409_turn_moved_on(
+    url: str,
+) -> None:
+    sid = _handed_off(url, "ask slowly")
+    first = _resume(sid, "slow-1")
+    assert _post(url, first).json()["kind"] == "tool-only"
+    later: list[httpx.Response] = []
+    running = threading.Thread(target=lambda: later.append(_post(url, _resume(sid, "slow-2"))))
+    running.start()
+    try:
+        for _ in range(200):  # until the second resume has claimed the turn
+            [turn] = httpx.get(f"{url}/v1/sessions/{sid}").json()["turns"]
+            if turn["status"] == "running":
+                break
+            time.sleep(0.05)
+        for refused in (_post(url, first), _post(url, {**first, "stream": True})):
+            assert refused.status_code == 409, refused.text
+            assert refused.json()["error"]["code"] == "turn_moved_on"
+    finally:
+        _slow_gate.set()
+        running.join(60)
+    [final] = later
+    assert final.json()["text"] == "You approved."
+    assert _post(url, first).json() == final.json()

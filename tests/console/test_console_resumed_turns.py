@@ -9,19 +9,38 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import Locator, Page, Route, expect
 
-from aptix.testing.server import ScriptedOpenAIServer
+from aptix.testing import call, reply
+from aptix.testing.server import ScriptedOpenAIServer, Step
 from tests.console.browser import aptix_serve
 from tests.console.conftest import PageFactory
 from tests.console.model import respond
 
 
+def _respond(body: dict[str, Any]) -> Step:
+    """The console's scripted model, and "approve twice": a second approval after the first."""
+    last = body["messages"][-1]
+    called = str(last.get("tool_call_id"))
+    if last.get("content") == "approve twice":
+        first = {"prompt": "First step?", "action": "step one"}
+        return reply("Two approvals.", call("request_user_approval", first, id="twice-1"))
+    if called.startswith("twice-1"):
+        second = {"prompt": "Second step?", "action": "step two"}
+        return reply("One more.", call("request_user_approval", second, id="twice-2"))
+    if called.startswith("twice-2"):
+        approved = json.loads(last["content"]).get("approved") is True
+        return reply("Both done." if approved else "Second step denied.")
+    return respond(body)
+
+
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with ScriptedOpenAIServer(respond=respond) as llm:
+    with ScriptedOpenAIServer(respond=_respond) as llm:
         env = {
             "APTIX_API_KEYS": "key-a=acme:ann:admin",
             "APTIX_LLM_MODEL": "scripted",
@@ -113,3 +132,70 @@ def test_retry_after_a_lost_resume_stream_shows_the_finished_turn_without_postin
         ["instruction", "sessionId", "stream"],
         ["sessionId", "stream", "toolResults"],
     ]
+
+
+def _answer(url: str, session_id: str, call_id: str, approved: bool) -> dict[str, Any]:
+    """Another client answers ``call_id`` through the API."""
+    results = [{"callId": call_id, "result": {"approved": approved}}]
+    answer = httpx.post(
+        f"{url}/v1/agent/execute",
+        json={"sessionId": session_id, "toolResults": results},
+        headers={"Authorization": "Bearer key-a"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+def _approve_twice(page: Page, url: str) -> str:
+    page.goto(f"{url}/console/#/chat")
+    expect(page.locator("#chat-mode")).to_have_text("general")
+    page.get_by_label("Message").fill("approve twice")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("region", name="Approval needed")).to_be_visible()
+    return page.evaluate("location.hash").rsplit("/", 1)[1]
+
+
+def test_a_tab_left_behind_after_the_turn_went_on_shows_how_it_ended_and_no_card(
+    url: str, open_page: PageFactory
+) -> None:
+    """Its late answer gets the turn as it ended, not the hand-off the first answer got."""
+    behind = open_page(key="key-a")
+    session_id = _approve_twice(behind, url)
+    _answer(url, session_id, "twice-1", approved=True)
+    assert _answer(url, session_id, "twice-2", approved=False)["text"] == "Second step denied."
+    card = behind.get_by_role("region", name="Approval needed")
+    card.get_by_role("button", name="Approve").click()
+    # The answer the turn ended with, not the stale "One more." of the first answer's hand-off.
+    expect(behind.locator(".msg.assistant p")).to_have_text(
+        ["Two approvals.", "Second step denied."]
+    )
+    expect(card.locator(".answer")).to_have_text("You approved.")
+    expect(behind.get_by_role("region", name="Approval needed")).to_have_count(1)
+    expect(behind.locator(".card button:not(:disabled)")).to_have_count(0)
+    expect(behind.get_by_text("Second step?")).to_have_count(0)
+    expect(behind.get_by_role("button", name="Send")).to_be_enabled()
+
+
+def test_a_hand_off_answered_elsewhere_before_the_page_reads_it_draws_no_card(
+    url: str, open_page: PageFactory
+) -> None:
+    """The stream names the second approval, but another client answers it first."""
+    page = open_page(key="key-a")
+    session_id = _approve_twice(page, url)
+    armed = [True]
+
+    def answer_first(route: Route) -> None:
+        # The read of the session after the resume's stream: the other client is quicker.
+        if route.request.method == "GET" and armed[0]:
+            armed[0] = False
+            _answer(url, session_id, "twice-2", approved=True)
+        route.continue_()
+
+    page.route(f"**/v1/sessions/{session_id}?*", answer_first)
+    page.get_by_role("region", name="Approval needed").get_by_role("button", name="Approve").click()
+    expect(page.get_by_text("Already answered elsewhere: the turn is completed.")).to_be_visible()
+    expect(page.locator(".msg.assistant p").last).to_have_text("Both done.")
+    expect(page.get_by_role("region", name="Approval needed")).to_have_count(1)
+    expect(page.locator(".card button:not(:disabled)")).to_have_count(0)
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()

@@ -69,6 +69,7 @@ export class Chat {
     this.controller = null; // the running turn's stream
     this.generation = 0; // bumped by reset(): a turn of an earlier session no longer writes here
     this.pending = null; // {turnId, calls, answers}
+    this.handedOff = null; // the calls the last streamed turn handed off: {turnId, calls}
     this.bubble = null; // the assistant message being streamed: {el, text, frame}
     this.calls = new Map(); // callId -> its <details>
 
@@ -176,6 +177,7 @@ export class Chat {
     this.sessionId = null;
     this.lastSeq = 0;
     this.pending = null;
+    this.handedOff = null;
     this.bubble = null;
     this.calls.clear();
     this.log.replaceChildren();
@@ -324,6 +326,7 @@ export class Chat {
     const controller = new AbortController();
     this.controller = controller;
     this.setBusy(true);
+    this.handedOff = null;
     const knownSeq = this.lastSeq;
     let finished = null;
     let outcome = "done";
@@ -354,10 +357,35 @@ export class Chat {
     if (!here()) return "gone";
     if (outcome === "lost") this.offerRetry(body, knownSeq, resumed);
     else if (finished) {
+      const handedOff = this.handedOff;
+      this.handedOff = null;
       const session = await this.refresh();
-      if (resumed && session) this.settle(resumed, session.turns.find((t) => t.turnId === resumed.turnId));
+      if (!here()) return "gone";
+      const turnOf = (turnId) => session && session.turns.find((t) => t.turnId === turnId);
+      if (resumed && session) this.settle(resumed, turnOf(resumed.turnId));
+      if (handedOff) this.askIfWaiting(handedOff, session ? turnOf(handedOff.turnId) : undefined);
     }
     return outcome;
+  }
+
+  /**
+   * Cards for the calls a stream handed off, only those the turn read again still waits for:
+   * another tab or client may have answered them since (a replayed answer, or a race). The
+   * stream's own list stands only when the session could not be read (`turn` undefined).
+   */
+  askIfWaiting(handedOff, turn) {
+    if (turn === undefined) {
+      this.ask(handedOff.turnId, handedOff.calls);
+      return;
+    }
+    const waiting = new Set(turn && turn.status === "pending" ? turn.pendingCalls.map((c) => c.callId) : []);
+    const calls = handedOff.calls.filter((call) => waiting.has(call.callId));
+    if (calls.length > 0) {
+      this.ask(handedOff.turnId, calls);
+      return;
+    }
+    this.note(`Already answered elsewhere: the turn is ${turn ? turn.status : "no longer on record"}.`);
+    if (turn && turn.status === "completed" && turn.text) this.say("assistant", turn.text);
   }
 
   setBusy(busy) {
@@ -423,8 +451,10 @@ export class Chat {
     }
     if (data.sessionId) this.sessionId = data.sessionId;
     if (data.mode) this.modeEl.textContent = data.mode;
-    if (data.kind === "tool-only") this.ask(data.turnId, data.toolCalls.filter((c) => c.requiresClientExecution));
-    else this.pending = null;
+    // Its cards are drawn once the session is read again (run): only for calls still waiting.
+    if (data.kind === "tool-only") {
+      this.handedOff = { turnId: data.turnId, calls: data.toolCalls.filter((c) => c.requiresClientExecution) };
+    } else this.pending = null;
     if (data.kind === "cancelled") this.note("Turn cancelled.");
     if (data.kind === "error") this.note(errorText(data.error) || data.text || "The turn failed.", "error");
     if (data.kind === "empty") this.note("The model answered with no text.");
