@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from aptix.cli.main import app
 from aptix.db.engine import create_engine
-from aptix.urls import mask_credentials
+from aptix.errors import ConfigurationError
+from aptix.urls import mask_credentials, mask_url
 from tests.api.live import free_port, served
 
 SECRET = "s3cret-pw"
@@ -81,3 +82,24 @@ async def test_database_errors_carry_no_statement_parameters(tmp_path: Path) -> 
     finally:
         await engine.dispose()
     assert "XYZZY" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "password", ["Xy>9<Secret", 'a"b', "a`b", "a b", "a'b", "a/b?c", "a@b"], ids=repr
+)
+def test_a_malformed_database_url_never_shows_its_password(password: str) -> None:
+    # A bad port makes the URL unparsable, so the error quotes it as given: the masker that
+    # finds URLs in prose ended it at the password's first quote, space or angle bracket.
+    url = f"postgresql://bob:{password}{SECRET}@db.example.com:5432x/aptix?password={SECRET}"
+    with pytest.raises(ConfigurationError) as refused:
+        create_engine(url)
+    said = str(refused.value)
+    assert SECRET not in said
+    assert "'postgresql://***@db.example.com:5432x/aptix?password=***'" in said
+    assert SECRET not in mask_url(url)
+
+
+def test_a_whole_url_keeps_what_is_not_a_credential() -> None:
+    assert mask_url("sqlite+aiosqlite:////tmp/a b.db") == "sqlite+aiosqlite:////tmp/a b.db"
+    assert mask_url("postgresql://h:5432x/db") == "postgresql://h:5432x/db"
+    assert mask_url("postgresql://ann:***@h/db") == "postgresql://ann:***@h/db"

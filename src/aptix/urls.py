@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MASK", "mask_credentials"]
+__all__ = ["MASK", "mask_credentials", "mask_url"]
 
 MASK = "***"
 
@@ -29,14 +29,36 @@ def mask_credentials(text: str) -> str:
     return _URL.sub(_mask_url, text)
 
 
+def mask_url(url: str) -> str:
+    """``url``, known to be one whole URL, with its userinfo and query values masked.
+
+    Unlike :func:`mask_credentials`, which must find URLs inside prose and so ends one at a
+    space, quote or ``<``, this masks everything up to the URL's last ``@``: a password with
+    such characters, or an unencoded ``/`` or ``?``, in a URL too malformed to parse, stays
+    hidden (an ``@`` later in the path only hides more).
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return mask_credentials(url)
+    userinfo, at, after = rest.rpartition("@")
+    if at and not _MASKED_USERINFO.match(f"{scheme}://{userinfo}@"):
+        rest = MASK + "@" + after
+    head, mark, query = f"{scheme}://{rest}".partition("?")
+    return head + _masked_query(query) if mark else head
+
+
 def _mask_url(match: re.Match[str]) -> str:
     url = _USERINFO.sub(_mask_userinfo, match[0])
     head, mark, rest = url.partition("?")
     if not mark:
         return url
     query, hash_mark, fragment = rest.partition("#")
-    masked = _QUERY_VALUE.sub(lambda m: f"{m[1]}{m[2] or ''}{MASK if m[3] else ''}", "?" + query)
-    return head + masked + hash_mark + fragment
+    return head + _masked_query(query) + hash_mark + fragment
+
+
+def _masked_query(query: str) -> str:
+    """``?query`` with every parameter's value masked."""
+    return _QUERY_VALUE.sub(lambda m: f"{m[1]}{m[2] or ''}{MASK if m[3] else ''}", "?" + query)
 
 
 def _mask_userinfo(match: re.Match[str]) -> str:

@@ -26,7 +26,7 @@ from aptix.db.outage import database_refusal, mark_from_aptix_database
 from aptix.db.postgres_url import asyncpg_arguments
 from aptix.db.sqlite_file import SqliteFile
 from aptix.errors import ConfigurationError
-from aptix.urls import mask_credentials
+from aptix.urls import mask_credentials, mask_url
 
 __all__ = [
     "MIGRATE_RIGHTS_HINT",
@@ -182,7 +182,7 @@ def create_engine(url: str) -> AsyncEngine:
         parsed = make_url(url)
     except (ArgumentError, ValueError) as exc:  # ValueError: a port that is not a number
         raise ConfigurationError(
-            f"APTIX_DATABASE_URL is not a database URL: {mask_credentials(url)!r}.", hint=URL_HINT
+            f"APTIX_DATABASE_URL is not a database URL: {mask_url(url)!r}.", hint=URL_HINT
         ) from exc
     if parsed.port is not None and not 0 < parsed.port < 65536:
         raise ConfigurationError(
@@ -235,7 +235,7 @@ def create_engine(url: str) -> AsyncEngine:
         )
     except Exception as exc:  # unknown dialect or a missing driver
         raise ConfigurationError(
-            f"Cannot use database URL {mask_credentials(url)!r}: {mask_credentials(str(exc))}",
+            f"Cannot use database URL {mask_url(url)!r}: {mask_credentials(str(exc))}",
             hint=URL_HINT,
         ) from exc
     hide_values_in_errors(engine.sync_engine)
@@ -314,9 +314,9 @@ def shown_url(url: str) -> str:
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
-        return mask_credentials(url)
+        return mask_url(url)
     if parsed.get_backend_name() == "sqlite":  # SQLAlchemy would write file:PATH as file%3APATH
-        return mask_credentials(url)
+        return mask_url(url)
     return parsed.render_as_string(hide_password=True)
 
 
