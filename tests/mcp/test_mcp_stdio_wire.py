@@ -12,6 +12,7 @@ PRINTING_MODULE = '''
 import aptix
 
 print("printed while the tool module is imported")
+print("\\x1b]0;retitled by a module\\x07")
 
 
 @aptix.tool(usage="Call this to echo.")
@@ -67,6 +68,9 @@ def test_stdout_carries_only_json_rpc_and_bad_lines_are_refused_in_words(
     out = b"".join(read).decode()
     answers = [json.loads(line) for line in out.splitlines()]  # each line is JSON-RPC
     assert "printed while the tool module is imported" in err.decode()
+    # What a module prints reaches stderr inert, as under every other command.
+    assert "retitled by a module" in err.decode()
+    assert b"\x1b" not in err and b"\x07" not in err
     assert len(answers) == 3, out
     assert answers[0]["error"] == {
         "code": -32700,

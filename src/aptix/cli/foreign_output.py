@@ -100,8 +100,12 @@ def _say(data: bytes) -> None:
 
 
 @contextmanager
-def stdout_kept_for_results() -> Iterator[None]:
-    """Inside the block, what is printed to stdout goes to stderr (see the module's docstring)."""
+def stdout_kept_for_results() -> Iterator[int | None]:
+    """Inside the block, what is printed to stdout goes to stderr (see the module's docstring).
+
+    Yields a copy of the descriptor stdout had (``aptix mcp`` writes JSON-RPC to it), or
+    None when stdout or stderr is closed.
+    """
     if sys.stdout is not None:
         with suppress(OSError, ValueError):
             sys.stdout.flush()
@@ -109,7 +113,7 @@ def stdout_kept_for_results() -> Iterator[None]:
     shown = _inert_stdout()
     printed, sys.stdout = sys.stdout, shown
     try:
-        yield
+        yield kept
     finally:
         sys.stdout = printed
         with suppress(OSError, ValueError):

@@ -325,7 +325,7 @@ _SQLITE_HINTS = (
     (
         "readonly",
         "make the SQLite file and its folder writable by this user (SQLite writes -wal and -shm "
-        "files beside it), or set APTIX_DATABASE_URL to a file that is",
+        "files beside it), or set APTIX_DATABASE_URL to a writable file in a writable folder",
     ),
     (
         "locked",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager, suppress
@@ -24,7 +23,7 @@ from aptix.db.outage import (
     is_database_outage,
     refusal_in,
 )
-from aptix.errors import NotFoundError
+from aptix.errors import ConfigurationError, NotFoundError
 from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
 from aptix.quotas import PAYER, Payer
 from aptix.runtime import Runtime
@@ -297,18 +296,16 @@ def _stdout_kept_for_the_wire() -> Iterator[IO[str]]:
 
     Tool modules, plugins and MCP servers that print while the runtime opens (before the
     SDK would divert stdout) or later would otherwise put lines that are not JSON-RPC on
-    the client's stream.
+    the client's stream; what they print reaches stderr inert, as under every command.
     """
-    sys.stdout.flush()
-    wire_fd = os.dup(1)
-    os.dup2(2, 1)
-    wire = open(wire_fd, "w", encoding="utf-8", newline="\n", closefd=False)  # noqa: SIM115
-    try:
-        yield wire
-    finally:
-        with suppress(OSError):  # the client closed its end
-            sys.stdout.flush()
-        with suppress(OSError):
-            wire.close()  # its descriptor stays open (closefd=False) until restored
-        os.dup2(wire_fd, 1)
-        os.close(wire_fd)
+    from aptix.cli.foreign_output import stdout_kept_for_results
+
+    with stdout_kept_for_results() as wire_fd:
+        if wire_fd is None:
+            raise ConfigurationError("aptix mcp needs an open stdout and stderr.")
+        wire = open(wire_fd, "w", encoding="utf-8", newline="\n", closefd=False)  # noqa: SIM115
+        try:
+            yield wire
+        finally:
+            with suppress(OSError):  # the client closed its end
+                wire.close()  # its descriptor stays open (closefd=False) until restored
