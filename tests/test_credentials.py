@@ -103,3 +103,12 @@ def test_a_whole_url_keeps_what_is_not_a_credential() -> None:
     assert mask_url("sqlite+aiosqlite:////tmp/a b.db") == "sqlite+aiosqlite:////tmp/a b.db"
     assert mask_url("postgresql://h:5432x/db") == "postgresql://h:5432x/db"
     assert mask_url("postgresql://ann:***@h/db") == "postgresql://ann:***@h/db"
+
+
+def test_a_url_before_a_colon_keeps_the_colon_and_its_settings_shown() -> None:
+    # "Cannot open the database at URL: reason": the colon was read as part of the last
+    # query value and masked with it, and sslmode, the value a person had to fix, was hidden.
+    said = "at postgresql://ann:pw@h/db?sslmode=require&sslpassword=k3y: rejected SSL upgrade"
+    assert mask_credentials(said) == (
+        "at postgresql://***@h/db?sslmode=require&sslpassword=***: rejected SSL upgrade"
+    )

@@ -12,14 +12,20 @@ __all__ = ["MASK", "mask_credentials", "mask_url"]
 
 MASK = "***"
 
-# A URL in a text: a scheme, then anything up to a space or a quote.
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>`]+")
+# A URL in a text: a scheme, then anything up to a space or a quote, less a colon that ends
+# a clause after it (``… at URL: reason``).
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://(?:[^\s'\"<>`:]|:(?!\s|$))+")
 # The userinfo part: everything between ``scheme://`` and ``@`` that is not a path, query
 # or space. A token alone (``https://token@host``) is masked too.
 _USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*://)[^/?#@]+@")
 # A userinfo whose password is masked already (``user:***@``, as SQLAlchemy shows a URL): a
 # text masked twice, once where it was made and once where it is logged, keeps its user.
 _MASKED_USERINFO = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*://[^/?#@:]*:" + re.escape(MASK) + "@")
+# Parameters whose values are settings, never secrets: shown, since a person fixing the URL
+# needs to read them (``?sslmode=require`` refused by a server without TLS).
+_PLAIN_PARAMETERS = frozenset(
+    {"sslmode", "application_name", "connect_timeout", "target_session_attrs", "host", "port"}
+)
 # One query parameter's value (a bare ``?token`` counts as a value).
 _QUERY_VALUE = re.compile(r"([?&;])([^=&;#]*=)?([^&;#]*)")
 
@@ -57,8 +63,15 @@ def _mask_url(match: re.Match[str]) -> str:
 
 
 def _masked_query(query: str) -> str:
-    """``?query`` with every parameter's value masked."""
-    return _QUERY_VALUE.sub(lambda m: f"{m[1]}{m[2] or ''}{MASK if m[3] else ''}", "?" + query)
+    """``?query`` with every parameter's value masked but those that are never secrets."""
+    return _QUERY_VALUE.sub(_masked_parameter, "?" + query)
+
+
+def _masked_parameter(match: re.Match[str]) -> str:
+    separator, name, value = match[1], match[2] or "", match[3]
+    if name[:-1].lower() in _PLAIN_PARAMETERS:
+        return separator + name + value
+    return f"{separator}{name}{MASK if value else ''}"
 
 
 def _mask_userinfo(match: re.Match[str]) -> str:

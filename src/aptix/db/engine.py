@@ -343,6 +343,11 @@ _SQLITE_HINTS = (
 
 #: The hint for a database server that cannot be reached (or a URL naming the wrong one).
 UNREACHABLE_HINT = "check that the database server is running and APTIX_DATABASE_URL is right"
+#: The hint for a TLS handshake the server refused, or an ``sslmode`` the driver does not know.
+SSL_HINT = (
+    "set ?sslmode= in APTIX_DATABASE_URL to one the server supports (disable, prefer, "
+    "require, verify-ca, verify-full; require and stricter need TLS on the server)"
+)
 #: The hint for a PostgreSQL role that may read Aptix's tables but not write them, or a
 #: database that takes no writes.
 WRITE_RIGHTS_HINT = (
@@ -369,7 +374,7 @@ def failure_hint(url: str, exc: BaseException, *, migrating: bool = False) -> st
         sqlite = False
     if not sqlite:
         if database_refusal(exc) is None:
-            return UNREACHABLE_HINT
+            return SSL_HINT if "ssl" in driver_message(exc).lower() else UNREACHABLE_HINT
         connecting = isinstance(exc, DBAPIError) and exc.statement is None  # no CONNECT
         return MIGRATE_RIGHTS_HINT if migrating and not connecting else WRITE_RIGHTS_HINT
     words = driver_message(exc).lower()
