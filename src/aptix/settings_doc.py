@@ -40,7 +40,9 @@ key in the TOML file is such an error, naming the nearest real key
 (`aptix.toml: unknown setting 'llm_modle'. Did you mean llm_model?`); an unknown `APTIX_*`
 variable is only a one-line warning with the same suggestion, since other tools may use the
 prefix. `aptix config show` prints the effective values with secrets masked (a URL's
-userinfo and query values included).
+userinfo and query values included, but for the values of `sslmode`, `application_name`,
+`connect_timeout`, `target_session_attrs`, `host` and `port`, which are settings, never
+secrets, and are shown so that a URL can be fixed).
 
 Setting names are as below; the JSON Aptix reads at run time (API request bodies, tool
 arguments) takes camelCase or PascalCase keys ([HTTP API](http-api.md)). The caps that bound
