@@ -18,6 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: Extras a deployment installs to run Aptix (not test, dev or bench).
 RUNTIME_EXTRAS = ("otel", "redis", "semantic", "tokens")
+#: The standard library's stub-only module: it exists for type checkers alone, is imported
+#: only under ``TYPE_CHECKING`` and ships with every one of them, so no install needs it.
+TYPE_CHECKER_ONLY = frozenset({"_typeshed"})
 
 
 def _name(requirement: str) -> str:
@@ -40,7 +43,7 @@ def _imported_modules() -> dict[str, str]:
                 continue
             for name in names:
                 top = name.partition(".")[0]
-                if top != "aptix" and top not in sys.stdlib_module_names:
+                if top != "aptix" and top not in sys.stdlib_module_names | TYPE_CHECKER_ONLY:
                     found.setdefault(top, str(path.relative_to(ROOT)))
     return found
 
