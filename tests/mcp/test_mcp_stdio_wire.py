@@ -70,7 +70,8 @@ def test_stdout_carries_only_json_rpc_and_bad_lines_are_refused_in_words(
     assert "printed while the tool module is imported" in err.decode()
     # What a module prints reaches stderr inert, as under every other command.
     assert "retitled by a module" in err.decode()
-    assert b"\x1b" not in err and b"\x07" not in err
+    assert b"\x1b" not in err
+    assert b"\x07" not in err
     assert len(answers) == 3, out
     assert answers[0]["error"] == {
         "code": -32700,
