@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from aptix.mcp.messages import refusal
+from aptix.mcp.messages import batch_refused, refusal
 from aptix.nul import SURROGATE_REFUSED
 from tests.api.live import serve
 
@@ -57,12 +57,10 @@ def test_what_is_not_json_or_not_a_message_is_still_refused_as_such() -> None:
         "id": None,
         "error": {"code": -32700, "message": "Parse error: the body is not JSON."},
     }
-    not_a_message = refusal('[{"x": "\\ud800"}]')
-    assert not_a_message is not None
-    assert not_a_message["error"] == {
-        "code": -32600,
-        "message": "Invalid Request: not a JSON-RPC 2.0 message.",
-    }
+    # An array is a batch: where none is taken apart, it is refused as one, never as text.
+    a_batch = refusal('[{"x": "\\ud800"}]')
+    assert a_batch is not None
+    assert a_batch["error"] == {"code": -32600, "message": batch_refused()}
 
 
 def test_over_http_the_call_is_answered_with_its_id_and_the_refusal(tmp_path: Path) -> None:

@@ -7,10 +7,13 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from mcp import StdioServerParameters
 from mcp.client.client import Client
+from mcp.shared.exceptions import MCPError
 
 from aptix.mcp import build_mcp_server
+from aptix.mcp.server import INVALID_CURSOR
 from aptix.runtime import Runtime
 from tests.api.live import serve
 
@@ -100,3 +103,15 @@ async def test_listing_carries_title_annotations_output_schema_and_session_id(
     assert set(hello.output_schema["properties"]) == {"message", "conversationId", "sessionId"}
     assert greeted.structured_content is not None
     assert greeted.structured_content["message"] == "Hello, Ann! Welcome to Aptix."
+
+
+async def test_a_cursor_is_refused_as_invalid_params_since_none_is_ever_handed_out(
+    runtime: Runtime,
+) -> None:
+    async with Client(build_mcp_server(runtime)) as client:
+        listed = await client.list_tools()
+        with pytest.raises(MCPError) as refused:
+            await client.list_tools(cursor="garbage")
+    assert listed.next_cursor is None
+    assert refused.value.code == -32602
+    assert refused.value.message == INVALID_CURSOR

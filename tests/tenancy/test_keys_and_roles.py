@@ -147,6 +147,9 @@ async def test_mcp_uses_the_same_keys_roles_and_challenge(tmp_path: Path) -> Non
         )
     user_result = as_user.json()["result"]["structuredContent"]
     assert user_result["errors"][0]["field"] == "role"
+    # A refusal is the authoring envelope, guidance rather than a failed call (TUL-006 §10.3,
+    # docs/mcp.md): not an MCP error result, as over HTTP it is "successful": true.
+    assert as_user.json()["result"]["isError"] is False
     assert as_author.json()["result"]["structuredContent"]["ok"] is True
 
 

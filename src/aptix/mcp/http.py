@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+from mcp import types
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
@@ -36,6 +37,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aptix.api.auth import BEARER_CHALLENGE, LOCAL_CALLER, ApiKeyVerifier, caller_from_token
 from aptix.api.errors import error_body
+from aptix.mcp.messages import (
+    BATCH_VERSION,
+    batch,
+    batch_part,
+    batch_refused,
+    error,
+)
 from aptix.mcp.messages import refusal as _refusal
 from aptix.mcp.server import (
     EXCHANGE_SCOPE_KEY,
@@ -143,7 +151,8 @@ class _OneMessage:
     The SDK answered a readable one with its validation dump (-32602), and one whose ``id``
     is an object with 202 and no answer at all. Inside the key check: a caller without a
     key gets 401 before its body is read. It also ties a client's cancel and a closed
-    connection to the calls they concern (``in_flight``).
+    connection to the calls they concern (``in_flight``), and answers a batch under
+    protocol 2025-03-26, which the SDK cannot read (:meth:`_answer_batch`).
     """
 
     def __init__(self, app: ASGIApp, in_flight: CallsInFlight) -> None:
@@ -166,28 +175,18 @@ class _OneMessage:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        refusal = _refusal(body)
-        if refusal is not None:
+        parts = batch(body)
+        if parts is None and (refusal := _refusal(body)) is not None:
             await _send_json(send, 400, refusal)
             return
-        parsed = json.loads(body)
-        session = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
-        if session is not None:
-            scope[SESSION_SCOPE_KEY] = session
-            self._forward_cancel(scope, session, parsed)
-        if isinstance(parsed, dict) and parsed.get("method") == "initialize":
-            send = _issuing_session(send, secrets.token_hex(16))
+        # Without the header, the spec (2025-06-18, transports) says to assume 2025-03-26.
+        version = Headers(scope=scope).get("mcp-protocol-version", BATCH_VERSION)
+        if parts is not None and version != BATCH_VERSION:
+            refusal = error(types.INVALID_REQUEST, batch_refused(version))
+            await _send_json(send, 400, refusal)
+            return
         exchange = scope[EXCHANGE_SCOPE_KEY] = object()
         gone = anyio.Event()
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                await gone.wait()
-                return {"type": "http.disconnect"}
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
 
         async def watch() -> None:
             # Past the body, the server's next message is the disconnect: the client went
@@ -199,8 +198,66 @@ class _OneMessage:
 
         async with anyio.create_task_group() as group:
             group.start_soon(watch)
-            await self._app(scope, replay, send)
+            if parts is None:
+                await self._answer(scope, body, send, gone)
+            else:
+                await self._answer_batch(scope, parts, send, gone)
             group.cancel_scope.cancel()
+
+    async def _answer(self, scope: Scope, body: bytes, send: Send, gone: anyio.Event) -> None:
+        """Pass one readable message to the SDK, ``gone`` set when the client goes away."""
+        parsed = json.loads(body)
+        session = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
+        if session is not None:
+            scope[SESSION_SCOPE_KEY] = session
+            self._forward_cancel(scope, session, parsed)
+        if isinstance(parsed, dict) and parsed.get("method") == "initialize":
+            send = _issuing_session(send, secrets.token_hex(16))
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                await gone.wait()
+                return {"type": "http.disconnect"}
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self._app(scope, replay, send)
+
+    async def _answer_batch(
+        self, scope: Scope, parts: list[object], send: Send, gone: anyio.Event
+    ) -> None:
+        """Answer each message of a batch as if posted alone, together, in the batch's order.
+
+        Each goes through every check a message posted alone does, and they run side by side
+        (at most :data:`_BATCH_WIDTH` at once), as JSON-RPC 2.0 allows. Notifications and
+        cancelled calls have no answer; a batch of nothing else is answered 202.
+        """
+        answers: list[object] = [None] * len(parts)
+        width = anyio.CapacityLimiter(_BATCH_WIDTH)
+
+        async def one(index: int, part: object) -> None:
+            text, found = batch_part(part)
+            if found is not None:
+                answers[index] = error(*found)
+                return
+            kept = _KeptAnswer()
+            async with width:
+                # A scope of its own: the SDK and the cancel keys write into it.
+                await self._answer(dict(scope), text.encode(), kept, gone)
+            answers[index] = kept.answer()
+
+        async with anyio.create_task_group() as group:
+            for index, part in enumerate(parts):
+                group.start_soon(one, index, part)
+        found = [answer for answer in answers if answer is not None]
+        if found:
+            await _send_json(send, 200, found)
+        else:
+            empty = [(b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 202, "headers": empty})
+            await send({"type": "http.response.body", "body": b""})
 
     def _forward_cancel(self, scope: Scope, session: str, message: object) -> None:
         """A client's ``notifications/cancelled`` cancels its own call in ``session``."""
@@ -214,6 +271,30 @@ class _OneMessage:
         caller = caller_from_token(token) or LOCAL_CALLER
         who = (caller.org, caller.user, caller.key_id)
         self._in_flight.cancel(request_key(who, session, params["requestId"]))
+
+
+#: How many messages of one batch run at once: one POST never starts every call of a long batch.
+_BATCH_WIDTH = 8
+
+
+class _KeptAnswer:
+    """An ASGI ``send`` that keeps the JSON-RPC answer to one message of a batch."""
+
+    def __init__(self) -> None:
+        self._body: list[bytes] = []
+
+    async def __call__(self, message: Message) -> None:
+        """Keep the body; the status and headers belong to the batch's one answer."""
+        if message["type"] == "http.response.body":
+            self._body.append(message.get("body", b""))
+
+    def answer(self) -> object:
+        """The answer kept, or None for a message that has none (a notification, say)."""
+        try:
+            answer = json.loads(b"".join(self._body))
+        except ValueError:
+            return None
+        return answer if isinstance(answer, dict) else None
 
 
 def _issuing_session(send: Send, session: str) -> Send:

@@ -7,6 +7,10 @@ answer waits forever; such a message is refused here as an invalid request inste
 A lone surrogate escape (``"\ud800"``) is valid JSON that the SDK's parser cannot read. Text
 with one is refused on every surface (:data:`aptix.nul.SURROGATE_REFUSED`), so such a request
 is answered with its own id and invalid params (-32602) in the same words, never "not JSON".
+
+A JSON array is a JSON-RPC batch: MCP protocol 2025-03-26 requires a server to accept one, and
+2025-06-18 removed them. A transport takes a batch apart (:func:`batch`) for a session on
+2025-03-26; anywhere else it is refused in words that say why (:func:`batch_refused`).
 """
 
 from __future__ import annotations
@@ -20,14 +24,35 @@ from pydantic import ValidationError
 
 from aptix.nul import SURROGATE_REFUSED, find_surrogate, storable, storable_value
 
-__all__ = ["INVALID", "NOT_UTF8", "TOO_DEEP", "Problem", "error", "problem", "refusal"]
+__all__ = [
+    "BATCH_VERSION",
+    "EMPTY_BATCH",
+    "INITIALIZE_IN_BATCH",
+    "INVALID",
+    "NOT_JSON",
+    "NOT_UTF8",
+    "TOO_DEEP",
+    "Problem",
+    "batch",
+    "batch_part",
+    "batch_refused",
+    "error",
+    "problem",
+    "refusal",
+]
 
 INVALID = "Invalid Request: not a JSON-RPC 2.0 message."
 #: Valid JSON the parser refuses to read (its recursion limit): saying "not JSON" would send
 #: the client hunting for a syntax error that is not there.
 TOO_DEEP = "Invalid Request: the JSON is nested too deeply (at most about 200 levels are read)."
 NOT_UTF8 = "Parse error: the message is not valid UTF-8."
-_NOT_JSON = "Parse error: the body is not JSON."
+NOT_JSON = "Parse error: the body is not JSON."
+#: The one protocol version with JSON-RPC batches: 2025-06-18 removed them.
+BATCH_VERSION = "2025-03-26"
+#: JSON-RPC 2.0 answers an empty array with one invalid request.
+EMPTY_BATCH = "Invalid Request: the batch is empty."
+#: MCP 2025-03-26 (lifecycle): nothing else can be sent before initialization completes.
+INITIALIZE_IN_BATCH = "Invalid Request: initialize may not be part of a batch; send it alone."
 # How much of the place of a lone surrogate is shown: a key can be as long as the body.
 _PLACE_SHOWN = 200
 
@@ -69,7 +94,45 @@ def error(code: int, message: str, request_id: str | int | None = None) -> dict[
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
+def batch(body: bytes | str) -> list[object] | None:
+    """The messages of a body that is a JSON array of at least one; None for any other body."""
+    if body.lstrip()[:1] not in (b"[", "["):
+        return None
+    try:
+        text = body.decode("utf-8") if isinstance(body, bytes) else body
+        # Python's parser, as for a lone surrogate: each message is then checked on its own.
+        parts = json.loads(text)
+    except (ValueError, RecursionError):
+        return None  # refused whole, as any other body that cannot be read
+    return parts if isinstance(parts, list) and parts else None
+
+
+def batch_part(part: object) -> tuple[str, Problem | None]:
+    """One message of a batch as text, and the problem refusing it (None: it can be answered)."""
+    text = json.dumps(part)  # escapes a lone surrogate again, for :func:`problem` to name
+    if isinstance(part, list):  # a batch inside a batch is no message
+        return text, Problem(types.INVALID_REQUEST, INVALID)
+    if (found := problem(text)) is not None:
+        return text, found
+    if isinstance(part, dict) and part.get("method") == "initialize" and "id" in part:
+        return text, Problem(types.INVALID_REQUEST, INITIALIZE_IN_BATCH, part["id"])
+    return text, None
+
+
+def batch_refused(version: str | None = None) -> str:
+    """The words refusing a batch, naming the session's ``version`` when it is known."""
+    words = (
+        "Invalid Request: JSON-RPC batches are accepted only under MCP protocol version "
+        f"{BATCH_VERSION} (2025-06-18 removed them)"
+    )
+    if version is not None:
+        words += f", and this session is on {version}"
+    return words + "; send one message at a time."
+
+
 def _shape_problem(raw: object) -> Problem | None:
+    if isinstance(raw, list):  # a batch, where the transport takes none apart
+        return Problem(types.INVALID_REQUEST, batch_refused() if raw else EMPTY_BATCH)
     if isinstance(raw, dict) and "id" in raw and not _plain_id(raw["id"]):
         return Problem(types.INVALID_REQUEST, INVALID)
     try:
@@ -86,12 +149,12 @@ def _lone_surrogate(body: bytes | str) -> Problem:
         # Python's parser reads a lone surrogate escape (into a str no encoder takes).
         raw = json.loads(text)
     except ValueError:
-        return Problem(types.PARSE_ERROR, _NOT_JSON)
+        return Problem(types.PARSE_ERROR, NOT_JSON)
     except RecursionError:
         return Problem(types.INVALID_REQUEST, TOO_DEEP)
     place = find_surrogate(raw)
     if place is None:  # something else the SDK's parser refuses (NaN, say)
-        return Problem(types.PARSE_ERROR, _NOT_JSON)
+        return Problem(types.PARSE_ERROR, NOT_JSON)
     # Read with the surrogates replaced, it must still be a message: else it is refused as one.
     if (shape := _shape_problem(storable_value(raw))) is not None:
         return shape

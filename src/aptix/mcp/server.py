@@ -6,12 +6,13 @@ import json
 import sys
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager, suppress
-from typing import IO, Any, cast
+from typing import IO, Any
 
 import anyio
 from mcp import types
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from aptix import __version__
 from aptix.api.outage import OutageLog, RefusalLog
@@ -35,6 +36,12 @@ __all__ = ["SESSION_META_KEY", "CallsInFlight", "build_mcp_server", "run_stdio"]
 
 #: The key of ``params._meta`` that selects one of the caller's sessions (docs/mcp.md).
 SESSION_META_KEY = "aptix/sessionId"
+
+#: The answer (-32602) to ``tools/list`` with a cursor: Aptix lists every tool on one page.
+INVALID_CURSOR = (
+    "Invalid params: unknown cursor; Aptix lists every tool on one page and never sends "
+    "nextCursor, so list without a cursor."
+)
 
 #: Where a transport puts its own mark of one HTTP exchange in the ASGI scope, so that
 #: the exchange's end (the client went away) cancels the calls it carried.
@@ -118,6 +125,10 @@ def build_mcp_server(
         return listed
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        if getattr(params, "cursor", None) is not None:
+            # Every tool is on the one page, so no cursor was ever handed out: answering a
+            # stale or foreign one with the first page again would look like a real page.
+            raise MCPError(types.INVALID_PARAMS, INVALID_CURSOR)
         return types.ListToolsResult(tools=tools())
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -271,23 +282,18 @@ def _structured(text: str) -> Any:
 
 async def run_stdio(settings: AptixSettings | None = None) -> None:
     """Open the runtime and serve MCP over stdin/stdout until the client disconnects."""
-    from mcp.server.stdio import stdio_server
-
-    from aptix.mcp.stdio import answering_bad_lines, capped_lines
+    from aptix.mcp.stdio import capped_lines, line_streams
     from aptix.runtime import open_runtime
 
     with _stdout_kept_for_the_wire() as wire:
         async with open_runtime(settings) as runtime:
             server = build_mcp_server(runtime)
             limit = runtime.settings.max_body_bytes
-            # The SDK reads whole lines, however long: ours are capped (any async line
-            # iterable serves as its stdin).
-            stdin = cast("anyio.AsyncFile[str]", capped_lines(sys.stdin.buffer, limit))
-            async with (
-                stdio_server(stdin=stdin, stdout=anyio.wrap_file(wire)) as (read, write),
-                answering_bad_lines(read, write, limit) as checked,
-            ):
-                await server.run(checked, write, server.create_initialization_options())
+            # The SDK reads whole lines, however long, and one message a line: ours are
+            # capped, and a batch's answers go out together (aptix.mcp.stdio).
+            lines = capped_lines(sys.stdin.buffer, limit)
+            async with line_streams(lines, anyio.wrap_file(wire), limit) as (read, write):
+                await server.run(read, write, server.create_initialization_options())
 
 
 @contextmanager
