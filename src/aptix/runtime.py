@@ -172,7 +172,7 @@ class Runtime:
         context = ContextBudget(
             self.settings.llm_context_tokens, strategy=self.settings.context_strategy
         )
-        return AgentReasoner(
+        reasoner = AgentReasoner(
             model=self.metered(model or self.default_model(), context),
             executor=self.executor,
             sessions=self.services.sessions,
@@ -197,6 +197,9 @@ class Runtime:
             running=self.turn_tasks,
             release_workflow=self._release_unserved_workflow,
         )
+        for warning in reasoner.crowded_modes():  # each of its turns would fail: say so now
+            _warn_once(warning, "aptix.reasoner")
+        return reasoner
 
     async def _release_unserved_workflow(
         self, session: AgentSession
@@ -328,11 +331,11 @@ def quotas_for(settings: AptixSettings) -> Quotas:
 _WARNED: set[str] = set()
 
 
-def _warn_once(message: str) -> None:
+def _warn_once(message: str, logger: str = "aptix.workflows") -> None:
     """Warn of a setting that does nothing, once per process (as a cascade without weights)."""
     if message not in _WARNED:
         _WARNED.add(message)
-        logging.getLogger("aptix.workflows").warning("%s", message)
+        logging.getLogger(logger).warning("%s", message)
 
 
 def _semantic_matching(settings: AptixSettings) -> bool:

@@ -298,3 +298,22 @@ def test_tiktoken_counts_when_its_encoding_file_is_on_disk(
     assert counter.count("three little words") == 3
     assert counter.count("three little words") == 3
     assert _Encoding.calls == 1  # repeated texts (earlier turns) are counted once
+
+
+def test_a_schema_changed_under_the_same_name_and_description_is_counted_again() -> None:
+    # An MCP server reconnecting with a new version: same tool, same description, new
+    # parameters. The cost remembered for the old schema must not stand for the new one.
+    budget = ContextBudget(BUDGET, counter=EstimatedTokens())
+    old = {
+        "type": "function",
+        "name": "lookup",
+        "description": "Looks a record up.",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+    properties = {f"field_{i}": {"type": "string"} for i in range(40)}
+    new = {**old, "parameters": {"type": "object", "properties": properties}}
+    counted = budget.request_tokens([], [old])
+    assert budget.request_tokens([], [new]) == budget.request_tokens([], []) + (
+        EstimatedTokens().count(json.dumps([new], ensure_ascii=False))
+    )
+    assert budget.request_tokens([], [new]) > counted

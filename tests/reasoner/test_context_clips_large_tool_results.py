@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from aptix.llm.types import LlmRequest, LlmResponse
+from aptix.reasoner.clipping import clip_result
 from aptix.reasoner.context import ContextBudget, EstimatedTokens
 from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
@@ -147,3 +148,13 @@ async def test_tool_calls_that_cannot_fit_are_named_in_the_overflow_error(
     assert f"by tool: '{tool}' (about" in result.error
     assert "Shorten the instruction" not in result.error
     assert len(scripted.requests) == 1  # the model is not sent what does not fit
+
+
+def test_a_result_lighter_at_its_start_is_clipped_to_its_cap_not_to_its_average() -> None:
+    # Half ASCII (a third of a token a character), half CJK (one token a character): cut by
+    # the average density, the start kept would be ASCII alone, about half the cap.
+    counter = EstimatedTokens()
+    text = "a" * 1500 + "中" * 1500
+    clipped = clip_result(counter, text, 1000)
+    assert 950 <= counter.count(clipped) <= 1000
+    assert "中" in clipped

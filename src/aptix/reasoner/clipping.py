@@ -59,11 +59,27 @@ def water_level(costs: Sequence[int], room: int) -> int:
 
 
 def _head(counter: TokenCounter, text: str, room: int) -> str:
-    """The longest start of ``text`` found within ``room`` tokens (shrinking 10% a step)."""
+    """The longest start of ``text`` found within ``room`` tokens, counted, not averaged.
+
+    The first guess is the average density; a search on the cut then follows the text's real
+    counts, so a start lighter than the average (ASCII before CJK, prose before code) keeps
+    what fits instead of being cut far short of ``room``.
+    """
     if room <= 0:
         return ""
     count = counter.count(text)
-    cut = len(text) * room // max(count, 1)
-    while cut > 0 and counter.count(text[:cut]) > room:
-        cut = cut * 9 // 10
-    return text[:cut]
+    if count <= room:
+        return text
+    fits, spills = 0, len(text)  # text[:fits] is within room, text[:spills] is not
+    probe = max(1, len(text) * room // count)
+    while probe < spills and counter.count(text[:probe]) <= room:
+        fits, probe = probe, probe * 2
+    spills = min(spills, probe)
+    # Within 1% of the longest start: each count costs as much as the start it counts.
+    while spills - fits > max(1, fits // 100):
+        middle = (fits + spills) // 2
+        if counter.count(text[:middle]) <= room:
+            fits = middle
+        else:
+            spills = middle
+    return text[:fits]

@@ -4,13 +4,16 @@ Earlier turns are dropped whole, oldest first, so a tool result never loses its 
 system message (with the boot message inside it) and the current turn are always sent; a tool
 result that would push the current turn over the budget is clipped in the request (the record
 keeps it whole). With the ``summarize`` strategy the model writes a summary of what is dropped,
-sent as a message of its own framed as a record, not as instructions. Every turn that uses a
-summary stores it, so it keeps standing for the turns it covers however many turns follow,
-until more has to go. Tokens are counted as :mod:`aptix.reasoner.tokens` says.
+sent as a message of its own framed as a record, not as instructions. The summary gives way to
+the current turn: it gets what the turn leaves (at most ``summary_tokens``), never room the
+turn needs. Every turn that uses a summary stores it, so it keeps standing for the turns it
+covers however many turns follow, until more has to go. Tokens are counted as
+:mod:`aptix.reasoner.tokens` says.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +23,7 @@ from aptix.errors import AptixError, LlmError
 from aptix.llm.types import LlmClient, LlmResponse, Message
 from aptix.reasoner import summary as summaries
 from aptix.reasoner.clipping import clip, clip_result, result_marker_tokens, water_level
+from aptix.reasoner.overflow import call_names, overflow_message
 from aptix.reasoner.record import OPEN, TurnRecord
 from aptix.reasoner.tokens import EstimatedTokens, TokenCounter, default_counter
 
@@ -43,6 +47,8 @@ REPLY_PRIMING = 3
 
 #: A clipped tool result keeps at least this many tokens of its start beside its marker.
 _MIN_RESULT_HEAD = 16
+#: A summary with less room than this would say too little to be worth a model call.
+_MIN_SUMMARY = 32
 
 #: How a turn that ended without completing ended, in the note the model reads after it.
 _ENDINGS = {
@@ -55,7 +61,7 @@ _NOTE_ERROR_CHARS = 500
 
 _CACHE_SIZE = 10_000
 _TURN_COSTS: dict[tuple[str, str, int], int] = {}
-_TOOLS_COSTS: dict[tuple[str, tuple[tuple[Any, int], ...]], int] = {}
+_TOOLS_COSTS: dict[tuple[str, bytes], int] = {}
 
 
 def _remember(cache: dict[Any, int], key: Any, cost: int) -> None:
@@ -88,6 +94,8 @@ class Fitted:
     dropped: tuple[PastTurn, ...]
     #: Names of the tools whose results in the current turn were clipped to fit.
     clipped: tuple[str, ...] = ()
+    #: Tokens kept free for a summary still to be written (at most the reserve asked for).
+    reserved: int = 0
 
 
 class ContextBudget:
@@ -105,6 +113,8 @@ class ContextBudget:
         self.counter = counter or default_counter()
         # A summary may use at most this share of the budget (the rest is for turns).
         self.summary_tokens = max(64, limit // 8)
+        # What the summary's message costs besides its text (2 for the counts' rounding).
+        self._frame = self.message_tokens(summaries.summary_message("")) + 2
 
     def message_tokens(self, message: Message) -> int:
         """The tokens one message costs in a request."""
@@ -120,56 +130,21 @@ class ContextBudget:
     def request_tokens(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> int:
         """The tokens of a whole request: messages, tool schemas and the answer priming."""
         total = REPLY_PRIMING + sum(self.message_tokens(m) for m in messages)
-        return total + self._tools_tokens(tools)
+        return total + self.tools_tokens(tools)
 
-    def _tools_tokens(self, tools: Sequence[dict[str, Any]]) -> int:
+    def tools_tokens(self, tools: Sequence[dict[str, Any]]) -> int:
+        """The tokens the tool schemas of a request cost (each set counted once)."""
         if not tools:
             return 0
-        # Serializing the schemas costs more than the rest of a fit: count each set once.
-        key = (
-            self.counter.name,
-            tuple((t.get("name"), len(str(t.get("description")))) for t in tools),
-        )
+        text = json.dumps(list(tools), ensure_ascii=False)
+        # Keyed on the whole text: a schema whose parameters change under the same name (an
+        # MCP server's new version) is counted again. Counting costs more than the digest.
+        key = (self.counter.name, hashlib.blake2b(text.encode(), digest_size=16).digest())
         cost = _TOOLS_COSTS.get(key)
         if cost is None:
-            cost = self.counter.count(json.dumps(list(tools), ensure_ascii=False))
+            cost = self.counter.count(text)
             _remember(_TOOLS_COSTS, key, cost)
         return cost
-
-    def _overflow_message(
-        self, fixed: int, tools: Sequence[dict[str, Any]], current: Sequence[Message] = ()
-    ) -> str:
-        """Why the turn does not fit, naming the tool schemas or tool calls taking the room."""
-        head = (
-            f"The current turn needs about {fixed} tokens with the system message and tool "
-            f"schemas, more than the context budget of {self.limit} tokens "
-            "(APTIX_LLM_CONTEXT_TOKENS)."
-        )
-        schemas = self._tools_tokens(tools)
-        calls = _call_costs(self, current)
-        taken = sum(calls.values())
-        if schemas * 2 < fixed and taken * 2 >= fixed:
-            by_size = sorted(calls.items(), key=lambda item: item[1], reverse=True)
-            largest = ", ".join(f"'{name}' (about {cost})" for name, cost in by_size[:3])
-            return (
-                f"{head} Its tool calls (their arguments and results) take about {taken} "
-                f"tokens and do not fit even with the results clipped; by tool: {largest}. "
-                "Ask for fewer or smaller calls at a time, or raise the budget."
-            )
-        if schemas * 2 < fixed:
-            return f"{head} Shorten the instruction or raise the budget."
-        costs = sorted(
-            (
-                (self.counter.count(json.dumps(t, ensure_ascii=False)), str(t.get("name")))
-                for t in tools
-            ),
-            reverse=True,
-        )
-        largest = ", ".join(f"'{name}' (about {cost})" for cost, name in costs[:3])
-        return (
-            f"{head} The tool schemas take about {schemas} tokens; the largest: {largest}. "
-            "Offer fewer tools in this mode, or raise the budget."
-        )
 
     def turn_tokens(self, turn: PastTurn) -> int:
         """The tokens of an earlier turn's messages (remembered per stored version)."""
@@ -191,19 +166,27 @@ class ContextBudget:
         *,
         reserve: int = 0,
         summary: str | None = None,
+        instructions: str = "",
     ) -> Fitted:
         """Keep the newest earlier turns that fit beside the system message and current turn.
 
-        ``summary`` (of turns before ``earlier``) follows the system message; ``reserve``
-        tokens are kept free (for a summary still to be written). Tool results of the current
-        turn are clipped when it does not fit otherwise. Raises
+        The current turn comes first: whole when it fits beside the system message and tool
+        schemas, else with its tool results clipped. ``summary`` (of turns before
+        ``earlier``) follows the system message in what the turn leaves, clipped or left out
+        when that is too little; up to ``reserve`` tokens of the rest are kept free (for a
+        summary still to be written), and earlier turns fill what remains. Raises
         :class:`ContextOverflowError` when the system message, tools and current turn (its
-        tool results clipped) exceed the budget.
+        tool results clipped) exceed the budget, naming ``instructions`` (the mode's, in
+        ``system``) when they take the room.
         """
-        head = (system,) if not summary else (system, summaries.summary_message(summary))
-        sent, clipped = self._fit_current(head, current, tools, reserve)
-        fixed = self.request_tokens([*head, *sent], tools) + reserve
-        used, keep_from = fixed, len(earlier)
+        sent, clipped = self._fit_current(system, current, tools, instructions)
+        used = self.request_tokens([system, *sent], tools)
+        head: tuple[Message, ...] = (system,)
+        framed = self._framed(summary, self.limit - used) if summary else None
+        if framed is not None:
+            head, used = (system, framed), used + self.message_tokens(framed)
+        reserved = max(0, min(reserve, self.limit - used))
+        used, keep_from = used + reserved, len(earlier)
         for index in range(len(earlier) - 1, -1, -1):
             cost = self.turn_tokens(earlier[index])
             if used + cost > self.limit:
@@ -211,22 +194,34 @@ class ContextBudget:
             used, keep_from = used + cost, index
         kept = [m for turn in earlier[keep_from:] for m in turn.messages]
         messages = (*head, *kept, *sent)
-        return Fitted(messages, used - reserve, tuple(earlier[:keep_from]), clipped)
+        return Fitted(messages, used - reserved, tuple(earlier[:keep_from]), clipped, reserved)
+
+    def _framed(self, summary: str, room: int) -> Message | None:
+        """The summary's message within ``room`` tokens, its text clipped if need be."""
+        message = summaries.summary_message(summary)
+        if self.message_tokens(message) <= room:
+            return message
+        if room - self._frame < _MIN_SUMMARY:
+            return None
+        message = summaries.summary_message(
+            self.clip(summaries.visible(summary), room - self._frame)
+        )
+        return message if self.message_tokens(message) <= room else None
 
     def _fit_current(
         self,
-        head: Sequence[Message],
+        system: Message,
         current: Sequence[Message],
         tools: Sequence[dict[str, Any]],
-        reserve: int,
+        instructions: str = "",
     ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
-        """``current`` as it can be sent beside ``head``, and the tools whose results were cut.
+        """``current`` as it can be sent beside ``system``, and the tools whose results were cut.
 
         When the turn does not fit, its largest tool results are cut to a common size (the
         smaller ones stay whole): the model learns what the tools returned first, and the
         turn goes on instead of failing after its tools already ran.
         """
-        fixed = self.request_tokens([*head, *current], tools) + reserve
+        fixed = self.request_tokens([system, *current], tools)
         if fixed <= self.limit:
             return tuple(current), ()
         texts = {
@@ -242,8 +237,10 @@ class ContextBudget:
             default=0,
         )
         if not results or cap < floor + _MIN_RESULT_HEAD:
-            raise ContextOverflowError(self._overflow_message(fixed, tools, current))
-        names = _call_names(current)
+            raise ContextOverflowError(
+                overflow_message(self, fixed, system, tools, current, instructions)
+            )
+        names = call_names(current)
         sent, clipped = list(current), []
         for index, cost in results.items():
             if cost > cap:
@@ -262,6 +259,7 @@ class ContextBudget:
         tools: Sequence[dict[str, Any]],
         model: LlmClient,
         on_response: Callable[[LlmResponse], None] | None = None,
+        instructions: str = "",
     ) -> tuple[Message, ...]:
         """The messages of ``record``'s next request, within the budget.
 
@@ -269,8 +267,9 @@ class ContextBudget:
         replayed). Sets ``record.context_dropped`` and ``record.context_summary`` (the summary
         the turn uses, written now or carried from the latest turn that used one: ``history``
         is a window, and the summary must outlive the turn that wrote it); a failing summary
-        request leaves a warning on the turn and the turns are dropped instead. Raises
-        :class:`ContextOverflowError` when the current turn alone does not fit.
+        request, or a turn that leaves no room for a summary, leaves a warning on the turn and
+        the turns are dropped instead. Raises :class:`ContextOverflowError` when the current
+        turn alone does not fit (naming ``instructions``, the mode's, when they take the room).
         """
         stored = record.context_summary or summaries.latest_summary(history)
         record.context_summary = stored
@@ -281,41 +280,48 @@ class ContextBudget:
             for t in history
             if t.status not in OPEN and t.seq > through
         ]
-        plan = self.fit(system, earlier, record.messages, tools, summary=summary)
+        current = record.messages
+        plan = self.fit(system, earlier, current, tools, summary=summary, instructions=instructions)
         if plan.dropped and self.strategy == "summarize":
-            frame = self.message_tokens({"role": "assistant", "content": summaries.FRAME + "\n"})
-            reserve = self.summary_tokens + frame + 2
-            try:
-                wider = self.fit(system, earlier, record.messages, tools, reserve=reserve)
-                text = await self.summarize(model, summary, wider.dropped, on_response)
-            except (LlmError, ContextOverflowError) as exc:
-                warning = (
-                    f"Could not summarize {len(plan.dropped)} earlier turn(s) ({exc}); "
-                    "they were left out of the request instead."
-                )
-                if warning not in record.warnings:
-                    record.warnings.append(warning)
-            else:
-                last = wider.dropped[-1]
-                covered = int(stored["turns"]) if stored else 0
-                stored = {
-                    "text": text,
-                    "throughTurnId": last.id,
-                    "throughSeq": last.seq,
-                    "turns": covered + len(wider.dropped),
-                }
-                record.context_summary = stored
-                kept = wider.messages[1:]
-                plan = Fitted(
-                    (system, summaries.summary_message(text), *kept), 0, (), wider.clipped
-                )
-        for name in plan.clipped:
-            warning = (
-                f"The result of '{name}' was clipped to fit the context budget "
-                "(APTIX_LLM_CONTEXT_TOKENS): the model saw its start; the turn keeps it whole."
+            # Room for the new summary comes from the turns it stands for, never from the
+            # current turn: what the turn leaves, at most summary_tokens.
+            wider = self.fit(
+                system, earlier, current, tools, reserve=self.summary_tokens + self._frame
             )
-            if warning not in record.warnings:
-                record.warnings.append(warning)
+            if wider.reserved - self._frame < _MIN_SUMMARY:
+                _warn(
+                    record,
+                    f"No summary of {len(plan.dropped)} earlier turn(s): this turn leaves no "
+                    "room for one in the context budget (APTIX_LLM_CONTEXT_TOKENS); they were "
+                    "left out of the request instead.",
+                )
+            elif wider.dropped:  # none when only a summary from a larger budget took the room
+                try:
+                    text = await self.summarize(model, summary, wider.dropped, on_response)
+                except LlmError as exc:
+                    _warn(
+                        record,
+                        f"Could not summarize {len(plan.dropped)} earlier turn(s) ({exc}); "
+                        "they were left out of the request instead.",
+                    )
+                else:
+                    last = wider.dropped[-1]
+                    covered = int(stored["turns"]) if stored else 0
+                    stored = {
+                        "text": text,
+                        "throughTurnId": last.id,
+                        "throughSeq": last.seq,
+                        "turns": covered + len(wider.dropped),
+                    }
+                    record.context_summary = stored
+                    rest = earlier[len(wider.dropped) :]
+                    plan = self.fit(system, rest, current, tools, summary=text)
+        for name in plan.clipped:
+            _warn(
+                record,
+                f"The result of '{name}' was clipped to fit the context budget "
+                "(APTIX_LLM_CONTEXT_TOKENS): the model saw its start; the turn keeps it whole.",
+            )
         summarized = int(stored["turns"]) if stored else 0
         if plan.dropped or summarized:
             record.context_dropped = {
@@ -370,27 +376,7 @@ def _with_ending(turn: TurnRecord) -> Sequence[Message]:
     return turn.messages if note is None else (*turn.messages, note)
 
 
-def _call_names(messages: Sequence[Message]) -> dict[str, str]:
-    """The tool each call id of ``messages`` names."""
-    return {
-        str(c.get("id")): str(c["function"]["name"])
-        for m in messages
-        for c in m.get("tool_calls") or ()
-    }
-
-
-def _call_costs(budget: ContextBudget, messages: Sequence[Message]) -> dict[str, int]:
-    """The tokens the tool calls of ``messages`` take, arguments and results, per tool name."""
-    names = _call_names(messages)
-    costs: dict[str, int] = {}
-    for message in messages:
-        # Arguments cannot be clipped as results are, so a call's own arguments can fill the
-        # room: count them with its result, not against the instruction.
-        for call in message.get("tool_calls") or ():
-            name = str(call["function"]["name"])
-            args = json.dumps(call, ensure_ascii=False)
-            costs[name] = costs.get(name, 0) + budget.counter.count(args)
-        if message.get("role") == "tool":
-            name = names.get(str(message.get("tool_call_id")), "?")
-            costs[name] = costs.get(name, 0) + budget.message_tokens(message)
-    return costs
+def _warn(record: TurnRecord, warning: str) -> None:
+    """Add ``warning`` to the turn once (each model call of the turn fits again)."""
+    if warning not in record.warnings:
+        record.warnings.append(warning)

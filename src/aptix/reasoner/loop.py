@@ -29,6 +29,7 @@ from aptix.reasoner.caps import ResponseCaps
 from aptix.reasoner.claims import Decide, Lease, Plan, mark_dead, resume_plan, start_plan
 from aptix.reasoner.context import ContextBudget, ContextOverflowError
 from aptix.reasoner.endings import TurnEndings
+from aptix.reasoner.overflow import crowded_mode_warning
 from aptix.reasoner.prompt import system_message
 from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.result import EventSink, ToolResultInput, TurnResult
@@ -321,6 +322,7 @@ class AgentReasoner:
                     tools,
                     SpannedModel(self._model, self._tracing),  # summaries get chat spans
                     self._summary_noter(turn),
+                    self._modes.get_mode(turn.session.mode).instructions,
                 )
             except ContextOverflowError as exc:
                 return await self._end.overflow(turn, exc, on_event)
@@ -386,14 +388,31 @@ class AgentReasoner:
                 {"previousMode": before, "mode": fresh.mode, "welcomeMessage": welcome},
             )
 
-    def _tool_names(self, session: AgentSession) -> list[str]:
-        mode_tools = self._modes.tools_for_mode(session.mode)
+    def crowded_modes(self) -> list[str]:
+        """Warnings for the modes whose own system message and tool schemas fill the budget.
+
+        Counted without a boot message or workflow: every turn in such a mode would end with
+        ``context_overflow``, so the operator is told at start-up instead.
+        """
         registry = self._executor.registry
-        return [
-            t
-            for t in self._offered(session.active_workflow_id, mode_tools, session.org)
-            if registry.has_tool(t)
-        ]
+        warnings = []
+        for key in self._modes.keys:
+            mode = self._modes.get_mode(key)
+            names = self._offered_names(key, None, "")
+            system = system_message(mode, names, registry, "")
+            tools = registry.schemas(set(names))
+            warning = crowded_mode_warning(self._context, key, system, tools, mode.instructions)
+            if warning is not None:
+                warnings.append(warning)
+        return warnings
+
+    def _tool_names(self, session: AgentSession) -> list[str]:
+        return self._offered_names(session.mode, session.active_workflow_id, session.org)
+
+    def _offered_names(self, mode: str, workflow: str | None, org: str) -> list[str]:
+        mode_tools = self._modes.tools_for_mode(mode)
+        registry = self._executor.registry
+        return [t for t in self._offered(workflow, mode_tools, org) if registry.has_tool(t)]
 
     def _system(
         self, session: AgentSession, tool_names: list[str], notice: str | None = None
