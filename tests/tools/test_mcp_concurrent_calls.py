@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -132,6 +133,67 @@ async def test_a_call_the_server_never_got_is_failed(flaky: Runtime, tmp_path: P
     refused = await _run(flaky, "flaky_echo", {"text": "lost"})
     assert refused.outcome == "failed"
     assert "MCP server 'flaky' failed while connecting" in (refused.error_message or "")
+
+
+async def test_a_call_whose_limit_ends_while_the_server_restarts_says_so(
+    flaky: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert flaky.mcp is not None
+    connection = flaky.mcp.connections["flaky"]
+    connection.config = connection.config.model_copy(update={"timeout_seconds": 1})
+    # Two timeouts in a row, not a word between: the server is stuck and is restarted.
+    assert (await _run(flaky, "flaky_block", {"seconds": 60})).outcome == "timed_out"
+    assert (await _run(flaky, "flaky_echo", {"text": "stuck"})).outcome == "timed_out"
+    # The restarted server takes 3 s to start, longer than the call's 1 s limit.
+    slow_start = (
+        f"import runpy, time; time.sleep(3); runpy.run_path({FLAKY!r}, run_name='__main__')"
+    )
+    connection.config = connection.config.model_copy(update={"args": ["-c", slow_start]})
+    caplog.clear()
+    early = await _run(flaky, "flaky_echo", {"text": "early"})
+    assert early.outcome == "failed"
+    message = early.error_message or ""
+    # Not "no answer within 1 seconds": the call never reached the server, nothing hung.
+    assert "no answer" not in message
+    assert (
+        "MCP server 'flaky' failed while connecting: not connected within the call's limit of "
+        "1 seconds (still connecting in the background; the next call joins it)"
+    ) in message
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("not connected within the call's limit" in line for line in warnings), warnings
+    assert not any("no answer" in line for line in warnings), warnings
+    deadline = time.monotonic() + 30
+    while (later := await _run(flaky, "flaky_echo", {"text": "later"})).outcome != "succeeded":
+        assert time.monotonic() < deadline, later.error_message
+        # Joined the restart: not connected yet, or connected with too little time left.
+        message = later.error_message or ""
+        assert "still connecting in the background" in message or "spent connecting" in message
+    assert json.loads(later.result_json)["content"][0]["text"] == "later"
+
+
+async def test_a_timeout_says_how_much_of_the_limit_went_on_connecting(
+    flaky: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert flaky.mcp is not None
+    connection = flaky.mcp.connections["flaky"]
+    hung = await _run(flaky, "flaky_hang", {})
+    assert hung.outcome == "timed_out"
+    assert "no answer within 4 seconds" in (hung.error_message or "")
+    assert "spent connecting" not in (hung.error_message or "")
+    ready = connection._ready
+
+    async def slow_to_connect() -> Any:
+        await asyncio.sleep(1.5)  # a restart that takes most of the call's limit
+        return await ready()
+
+    monkeypatch.setattr(connection, "_ready", slow_to_connect)
+    late = await _run(flaky, "flaky_hang", {})
+    assert late.outcome == "timed_out"
+    assert re.search(
+        r"failed while calling 'hang': no answer within 4 seconds, 1\.[5-9] of them spent "
+        r"connecting",
+        late.error_message or "",
+    ), late.error_message
 
 
 async def test_the_approval_request_shows_every_argument(tmp_path: Path) -> None:

@@ -75,6 +75,16 @@ class AgentToolRegistry:
         in_thread = not inspect.iscoroutinefunction(tool_cls.execute)
         self._entries[name.casefold()] = _Entry(tool_cls, build, schema, in_thread)
 
+    def unregister(self, name: str) -> None:
+        """Stop offering ``name`` (any case); a call already running keeps its instance.
+
+        For a tool source whose tools change while Aptix runs (an MCP server that announces
+        a new tool list). An unknown name is ignored.
+        """
+        entry = self._entries.pop(name.casefold(), None)
+        if entry is not None:
+            self._exact.pop(entry.tool_cls.TOOL_NAME, None)
+
     def with_client_tools(self, tools: Sequence[type[AgentTool]]) -> AgentToolRegistry:
         """A registry for one request: this one's tools plus ``tools`` declared by a client.
 

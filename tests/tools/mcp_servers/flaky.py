@@ -109,6 +109,50 @@ def hello_world() -> str:
     return "hi"
 
 
+def late(text: str) -> str:
+    """A read-only tool the server adds while it runs."""
+    _record("late")
+    return f"late {text}"
+
+
+def late_write(text: str) -> str:
+    """An unannotated (so destructive) tool the server adds while it runs."""
+    _record("late_write")
+    return f"wrote {text}"
+
+
+def late_too_long() -> str:
+    """A tool whose prefixed name is over 64 characters."""
+    return "never offered"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def grow(ctx: Context) -> str:
+    """Adds three tools and announces it (``notifications/tools/list_changed``)."""
+    server.add_tool(late, annotations=ToolAnnotations(readOnlyHint=True))
+    server.add_tool(late_write)
+    server.add_tool(late_too_long, name="late_" + "x" * 60)
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def shrink(ctx: Context, name: str) -> str:
+    """Removes the tool ``name`` and announces it."""
+    server.remove_tool(name)
+    await ctx.session.send_tool_list_changed()
+    return f"removed {name}"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def reword(ctx: Context, description: str) -> str:
+    """Gives the tool ``late`` a new description and announces it."""
+    server.remove_tool("late")
+    server.add_tool(late, description=description, annotations=ToolAnnotations(readOnlyHint=True))
+    await ctx.session.send_tool_list_changed()
+    return "reworded"
+
+
 class Node(BaseModel):
     """A tree node: a recursive type, which function schemas cannot express."""
 

@@ -48,6 +48,9 @@ _TAG = "[McpToolSource_Server]"
 #: The least time a server gets to start and answer ``initialize``.
 CONNECT_SECONDS = 30.0
 
+#: Seconds spent opening a call's session from which a timeout says how many they were.
+_CONNECTING_TOLD = 0.5
+
 
 #: Why a call failed: ``timeout`` (no answer within the limit; the request was cancelled),
 #: ``lost`` (the connection ended after the request was sent: it may have taken effect),
@@ -105,6 +108,8 @@ class McpConnection:
         self._started = 0.0
         #: Why the server is unusable now, or None while it is connected.
         self.problem: str | None = "not connected yet"
+        #: Told when the server sends ``notifications/tools/list_changed``.
+        self.on_tools_changed: Callable[[], None] | None = None
         quiet_sdk_parse_records()
 
     @property
@@ -150,7 +155,8 @@ class McpConnection:
         doing = f"calling '{tool}'"
         # One deadline for the whole call, reconnecting included: a call after a failed
         # one took the reconnect plus the full limit.
-        deadline = asyncio.get_running_loop().time() + limit
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
         for attempt in (1, 2):
             live: _Live | None = None
             ended = False
@@ -158,6 +164,7 @@ class McpConnection:
             try:
                 async with asyncio.timeout_at(deadline):
                     live = await self._ready()
+                    connecting = limit - (deadline - loop.time())
                     ended = live.ended  # already closed: this request cannot be delivered
                     with sending(sent):
                         return await _session(live).call_tool(
@@ -167,7 +174,7 @@ class McpConnection:
                 raise
             except Exception as exc:
                 if live is None:  # still connecting: the attempt goes on for the next call
-                    raise self._down(doing, exc) from None
+                    raise self._not_yet_connected(exc) from None
                 kind = _kind(exc, ended, sent)
                 if attempt == 1 and live.stale and kind == "error":
                     # The server restarted and forgot the session: it refused the request
@@ -179,7 +186,7 @@ class McpConnection:
                     # delivered. Once it was sent, a later refusal (of the SDK's GET resuming
                     # the cut answer stream) leaves the call lost, as the cut does.
                     raise self._failed(doing, sent.refused, live) from None
-                raise self._call_failed(doing, exc, live, kind) from None
+                raise self._call_failed(doing, exc, live, kind, connecting) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:
@@ -225,6 +232,14 @@ class McpConnection:
                 self._reported = None
                 self.problem = None
         return live
+
+    async def _on_message(self, message: types.ServerNotification | Exception) -> None:
+        """The session's handler of what the server sends unasked (the SDK's ``message_handler``).
+
+        It runs on the session's reader: it only tells, never waits on the server.
+        """
+        if isinstance(message, types.ToolListChangedNotification) and self.on_tools_changed:
+            self.on_tools_changed()
 
     def _start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -272,6 +287,7 @@ class McpConnection:
                         _Watched(read, heard, ended, stray),
                         write,
                         read_timeout_seconds=self._connect_limit,
+                        message_handler=self._on_message,
                     )
                 )
                 await session.initialize()
@@ -365,13 +381,19 @@ class McpConnection:
         return self._down(doing, exc, kind=kind)
 
     def _call_failed(
-        self, doing: str, exc: Exception, live: _Live, kind: McpFailure
+        self, doing: str, exc: Exception, live: _Live, kind: McpFailure, connecting: float = 0.0
     ) -> McpCallError:
-        """Describe a failed call; only a broken transport costs the session."""
+        """Describe a failed call; only a broken transport costs the session.
+
+        ``connecting``: the seconds of the call's limit spent opening its session.
+        """
         if kind in ("lost", "not_delivered"):
             return self._failed(doing, exc, live, kind)
         problem = f"MCP server '{self.name}' failed while {doing}: "
         problem += _describe(exc, self.config.timeout_seconds)
+        if kind == "timeout" and connecting >= _CONNECTING_TOLD:
+            # A (re)start took most of the limit: the server had only the rest to answer.
+            problem += f", {connecting:.1f} of them spent connecting"
         if kind == "timeout":  # one call, not an outage: the other calls go on
             previous, live.timed_out = live.timed_out, asyncio.get_running_loop().time()
             note = "the request was cancelled"
@@ -385,14 +407,29 @@ class McpConnection:
             )
         return McpCallError(problem, kind)
 
+    def _not_yet_connected(self, exc: Exception) -> McpCallError:
+        """The call's limit ended while its session was still being opened (never sent).
+
+        A server restarted or reconnected by the call takes longer than one call's limit
+        (an interpreter's start-up): saying "no answer" would read as a hung tool.
+        """
+        if not isinstance(exc, TimeoutError):
+            return self._down("connecting", exc)
+        reason = (
+            f"not connected within the call's limit of {self.config.timeout_seconds:g} seconds "
+            "(still connecting in the background; the next call joins it)"
+        )
+        return self._down("connecting", exc, reason=reason)
+
     def _down(
         self,
         doing: str,
         exc: Exception,
         limit: float | None = None,
         kind: McpFailure = "not_delivered",
+        reason: str | None = None,
     ) -> McpCallError:
-        reason = _describe(exc, limit or self.config.timeout_seconds)
+        reason = reason or _describe(exc, limit or self.config.timeout_seconds)
         self.problem = f"MCP server '{self.name}' failed while {doing}: {reason}"
         if self._reported is None:  # one warning per outage, not one per call
             self._logger.add_custom_event(

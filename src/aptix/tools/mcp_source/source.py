@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
+
+from mcp import types
 
 from aptix.errors import ConfigurationError, ToolContractError
 from aptix.logger import AdminLogger, LogLevel
@@ -36,8 +40,15 @@ class McpToolSource:
             for name, config in servers.items()
             if config.enabled
         }
-        self._registered: dict[str, list[str]] = {}
+        #: Per server, its registered tools (local name -> the listing it was made from), and
+        #: its last listing (to warn about a tool left out once, not on every re-listing).
+        self._registered: dict[str, dict[str, types.Tool]] = {}
+        self._listed: dict[str, dict[str, types.Tool]] = {}
         self._retries: list[asyncio.Task[None]] = []
+        self._registry: AgentToolRegistry | None = None
+        #: Servers whose tools are to be listed again, and the task doing it per server.
+        self._stale: set[str] = set()
+        self._relists: dict[str, asyncio.Task[None]] = {}
         #: Told each tool's executor time limit when a server's tools are registered late
         #: (it was down at start-up); the composition root points it at the executor.
         self.on_timeout: Callable[[str, float], None] | None = None
@@ -99,6 +110,9 @@ class McpToolSource:
 
     async def start(self, registry: AgentToolRegistry) -> None:
         """Register every reachable server's tools; a server down is retried in the background."""
+        self._registry = registry
+        for name, connection in self.connections.items():
+            connection.on_tools_changed = functools.partial(self._tools_changed, name)
         names = list(self.connections)
         await asyncio.gather(*(self._register(n, registry) for n in names))
         for name in names:
@@ -109,9 +123,10 @@ class McpToolSource:
 
     async def aclose(self) -> None:
         """Stop the retries and close every session."""
-        for task in self._retries:
+        tasks = [*self._retries, *self._relists.values()]
+        for task in tasks:
             task.cancel()
-        for task in self._retries:
+        for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
         await asyncio.gather(*(c.aclose() for c in self.connections.values()))
@@ -122,43 +137,119 @@ class McpToolSource:
             if await self._register(name, registry):
                 return
 
+    def _tools_changed(self, name: str) -> None:
+        """List ``name``'s tools again, in the background; one listing at a time per server."""
+        self._stale.add(name)
+        if name in self._registered:  # else the first listing, under way, relists after it
+            self._relist_soon(name)
+
+    def _relist_soon(self, name: str) -> None:
+        task = self._relists.get(name)
+        if task is None or task.done():
+            # A context of its own, not the one of the call whose session heard the news.
+            self._relists[name] = asyncio.create_task(
+                self._relist(name), name=f"aptix-mcp-relist-{name}", context=contextvars.Context()
+            )
+
+    async def _relist(self, name: str) -> None:
+        assert self._registry is not None  # set by start(), before any session opens
+        while name in self._stale:
+            self._stale.discard(name)
+            if not await self._register(name, self._registry):
+                # Unreachable (already reported): its tools stay as they were until it
+                # announces a change again. Not tried again at once: a server that crashes
+                # at each start would be restarted in a loop.
+                self._stale.discard(name)
+                return
+
     async def _register(self, name: str, registry: AgentToolRegistry) -> bool:
+        """Make the registry hold exactly ``name``'s listed tools; False when unreachable.
+
+        Listed again (:meth:`_tools_changed`), an unchanged tool keeps its class, a changed
+        one is replaced, a new one gets the same checks and approval policy as at start-up,
+        and one no longer listed stops being offered. A call already running is not touched.
+        """
         connection = self.connections[name]
         try:
             remote_tools = await connection.list_tools()
         except McpCallError:
             return False  # already reported by the connection, naming the server
+        first = name not in self._registered
+        before = self._registered.get(name, {})
+        listed_before = self._listed.get(name, {})
         prefix = tool_prefix(name, connection.config)
-        registered: list[str] = []
+        registered: dict[str, types.Tool] = {}
+        changed: list[str] = []
         for remote in remote_tools:
             local = local_tool_name(prefix, remote.name)
-            problem = _name_problem(local)
-            if remote.execution is not None and remote.execution.task_support == "required":
-                # It answers only as an MCP task, which Aptix does not run: every call fails.
-                problem = "it runs only as an MCP task (execution.taskSupport 'required')"
-            if problem is None:
-                try:
-                    registry.register(
-                        make_mcp_tool(
-                            connection, remote, local, connection.config.approval, self._warn
-                        )
-                    )
-                except (ValueError, ToolContractError) as exc:
-                    problem = str(exc)
-            if problem is None:
-                registered.append(local)
+            old = before.get(local)
+            if old == remote and local not in registered:
+                registered[local] = remote  # as it was: its class stays
                 continue
+            if old is not None and local not in registered:
+                registry.unregister(local)  # changed: the new listing replaces it
+            problem = self._add(connection, remote, local, registry)
+            if problem is None:
+                registered[local] = remote
+                changed.append(local)
+            elif listed_before.get(remote.name) != remote:  # told once, not per listing
+                self._logger.add_custom_event(
+                    LogLevel.WARNING,
+                    _TAG,
+                    f"MCP server '{name}': tool '{remote.name}' is left out: {problem}",
+                    ("Server", name),
+                )
+        gone = [local for local in before if local not in registered]
+        for local in gone:
+            registry.unregister(local)
+        self._registered[name] = registered
+        self._listed[name] = {remote.name: remote for remote in remote_tools}
+        if first and name in self._stale:
+            # Announced while the first listing was under way: it may predate the change.
+            self._relist_soon(name)
+        if self.on_timeout is not None:
+            for local in changed:
+                self.on_timeout(local, connection.config.timeout_seconds + 5)
+        if not first and (changed or gone):
+            added = [local for local in changed if local not in before]
+            parts = [
+                f"{what} {', '.join(names)}"
+                for what, names in (
+                    ("added", added),
+                    ("changed", [local for local in changed if local in before]),
+                    ("removed", gone),
+                )
+                if names
+            ]
             self._logger.add_custom_event(
-                LogLevel.WARNING,
+                LogLevel.INFO,
                 _TAG,
-                f"MCP server '{name}': tool '{remote.name}' is left out: {problem}",
+                f"MCP server '{name}' changed its tools: {'; '.join(parts)}.",
                 ("Server", name),
             )
-        self._registered[name] = registered
-        if self.on_timeout is not None:
-            for local in registered:
-                self.on_timeout(local, connection.config.timeout_seconds + 5)
         return True
+
+    def _add(
+        self,
+        connection: McpConnection,
+        remote: types.Tool,
+        local: str,
+        registry: AgentToolRegistry,
+    ) -> str | None:
+        """Register ``remote`` as ``local``; why it is left out, or None."""
+        problem = _name_problem(local)
+        if remote.execution is not None and remote.execution.task_support == "required":
+            # It answers only as an MCP task, which Aptix does not run: every call fails.
+            problem = "it runs only as an MCP task (execution.taskSupport 'required')"
+        if problem is not None:
+            return problem
+        try:
+            registry.register(
+                make_mcp_tool(connection, remote, local, connection.config.approval, self._warn)
+            )
+        except (ValueError, ToolContractError) as exc:
+            return str(exc)
+        return None
 
     def _warn(self, message: str) -> None:
         self._logger.add_custom_event(LogLevel.WARNING, _TAG, message)
