@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,65 @@ def test_inert_shows_every_control_and_escape_sequence_as_text() -> None:
     shown = output.inert(hostile)
     assert shown == "a␛[2Jb␛]0;t␇c<U+009B>1m<U+202E>d<U+2066>e\nf\tg␍h␡␀"
     assert not any(ord(c) < 0x20 and c not in "\n\t" for c in shown)
+
+
+TAGS = "".join(chr(0xE0000 + ord(c)) for c in " and also drop prod")
+#: Cf characters drawn as signs (Prepended_Concatenation_Mark): nothing is hidden by them.
+DRAWN = {*range(0x0600, 0x0606), 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x110BD, 0x110CD}
+
+
+def test_inert_spells_out_invisible_format_characters() -> None:
+    """Review r7 F3: tag characters and zero-width ones reached the terminal unmarked."""
+    hidden = "dev" + TAGS + "\u200b\u2060\u00ad"
+    assert output.inert(hidden) == "dev" + "".join(
+        f"<U+{ord(c):04X}>" for c in TAGS + "\u200b\u2060\u00ad"
+    )
+    assert output.inert("pro\u200cd pro\u200dd \ufeffx \u2062y") == (
+        "pro<U+200C>d pro<U+200D>d <U+FEFF>x <U+2062>y"
+    )
+    # Tags are a flag's only after a black flag, and only a few letters (not a sentence).
+    sentence = "\U0001f3f4" + TAGS + "\U000e007f"
+    assert output.inert(sentence) == "\U0001f3f4" + "".join(
+        f"<U+{ord(c):04X}>" for c in TAGS + "\U000e007f"
+    )
+    # A joiner that joins nothing joinable.
+    assert output.inert("\u200d\U0001f4bb a\u200db \u0645\u200c x") == (
+        "<U+200D>\U0001f4bb a<U+200D>b \u0645<U+200C> x"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\U0001f469\u200d\U0001f4bb \U0001f3f3\ufe0f\u200d\U0001f308",  # emoji ZWJ sequences
+        "\U0001f9d4\U0001f3fb\u200d\u2642\ufe0f",  # with a skin tone and a sign
+        "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",  # Scotland
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian: ZWNJ between letters
+        "\u0915\u094d\u200d\u0937",  # Devanagari: ZWJ after a virama
+        "\u0600\u0661\u0662 \u06dd",  # prepended concatenation marks: drawn signs
+    ],
+)
+def test_inert_keeps_the_joiners_and_tags_legitimate_text_needs(text: str) -> None:
+    assert output.inert(text) == text
+
+
+def test_every_invisible_format_character_is_spelled_out() -> None:
+    invisible = [
+        c for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf" and c not in DRAWN
+    ]
+    for c in invisible:
+        assert output.inert(f"a{chr(c)}b") == f"a<U+{c:04X}>b", hex(c)
+
+
+def test_print_json_escapes_invisible_characters(capsys: pytest.CaptureFixture[str]) -> None:
+    data = {"target": "dev" + TAGS + "\u200b\ufeff", "ok": "\U0001f469\u200d\U0001f4bb"}
+    output.print_json(data)
+    printed = capsys.readouterr().out
+    assert json.loads(printed) == data  # the same data
+    assert '"dev\\udb40\\udc20\\udb40\\udc61' in printed  # beyond the BMP: a surrogate pair
+    assert "\\u200b\\ufeff" in printed
+    assert "\U0001f469\u200d\U0001f4bb" in printed  # an emoji sequence stays one picture
+    assert not any(0xE0000 <= ord(c) <= 0xE007F or c in "\u200b\ufeff" for c in printed)
 
 
 def test_say_tables_and_json_never_carry_controls(capsys: pytest.CaptureFixture[str]) -> None:

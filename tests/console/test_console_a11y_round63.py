@@ -392,8 +392,8 @@ def test_the_control_character_warning_is_in_the_field_s_description(
     title = page.locator("#wf-title")
     expect(title).to_have_value("Invoice <U+202E>gnp.exe")
     expect(title).to_have_accessible_description(
-        "Holds control characters, shown as ␛ or <U+XXXX> (they could make the text read "
-        "otherwise). They stay as stored unless you edit this field; an edit saves the text as "
-        "shown."
+        "Holds control or invisible characters, shown as ␛ or <U+XXXX> (they could make the "
+        "text read otherwise). They stay as stored unless you edit this field; an edit saves "
+        "the text as shown."
     )
     expect(page.locator("#wf-notes")).to_have_accessible_description("One per line.")

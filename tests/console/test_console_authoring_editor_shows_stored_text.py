@@ -82,7 +82,7 @@ def test_a_bidi_control_in_a_stored_field_is_shown_not_obeyed(
     title = page.locator("#wf-title")
     expect(title).to_have_value("Invoice <U+202E>gnp.exe")
     expect(page.locator("#wf-notes")).to_have_value("<U+202E>evil note\nplain note")
-    marked = "Holds control characters, shown as ␛ or <U+XXXX>"
+    marked = "Holds control or invisible characters, shown as ␛ or <U+XXXX>"
     expect(page.locator(".field").filter(has=title)).to_contain_text(marked)
     expect(page.locator(".field").filter(has=page.locator("#wf-description"))).not_to_contain_text(
         marked

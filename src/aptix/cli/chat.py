@@ -13,12 +13,12 @@ import asyncio
 import contextlib
 import json
 import sys
-import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from aptix.cli.chat_approval import ApprovalQuestion
 from aptix.cli.chat_commands import (
     COMMANDS,
     ORG,
@@ -44,9 +44,6 @@ APPROVAL_TOOL = "request_user_approval"
 DEMO_TRY = "Try: calculate 2*(3+4), list the modes, show the workflows, ask me for approval."
 #: Where the chat's log lines go (in the data directory): the screen is the conversation's.
 LOG_FILE = "chat.log"
-#: How much of an approval's arguments (indented JSON) is shown before the question; a
-#: longer text offers `s` to show the rest, so a screen is not buried under a pasted file.
-APPROVAL_ARGUMENTS_CHARS = 4_000
 
 
 def chat(
@@ -375,37 +372,19 @@ async def _client_result(reader: LineReader, call: dict[str, Any]) -> ToolResult
     if call["name"] != APPROVAL_TOOL and not _asks_approval(call):
         message = {"error": f"aptix chat cannot run the client tool '{call['name']}'."}
         return ToolResultInput(call["callId"], json.dumps(message), is_error=True)
-    request = json.loads(call["resultJson"])
-    say(("approval needed:", "bold magenta"), f" {request['prompt']}")
-    arguments = _approval_arguments(request)
-    if arguments is None:
-        if request.get("details"):
-            say(f"  {request['details']}")
-    else:
-        # `details` is cut at 2,000 characters, and what hides past the cut (`; rm -rf /`)
-        # is what the person approves: the arguments are shown, and all of them on request.
-        say(("  arguments:", "bold"))
-        say(textwrap.indent(arguments[:APPROVAL_ARGUMENTS_CHARS], "    "))
-    hidden = 0 if arguments is None else len(arguments) - APPROVAL_ARGUMENTS_CHARS
-    if hidden > 0:
-        say((f"  … {hidden} more characters not shown; answer s to show them all.", "yellow"))
+    question = ApprovalQuestion.of(json.loads(call["resultJson"]))
+    hidden = question.show()
+    question.restate()  # the rows right above the question name what it approves
     while True:
-        question = "approve? [y/n/s] " if hidden > 0 else "approve? [y/n] "
-        answer = (await reader.ask(question)).strip().lower()
+        answer = await reader.ask("approve? [y/n/s] " if hidden else "approve? [y/n] ")
+        answer = answer.strip().lower()
         if answer in ("y", "yes", "n", "no"):
             approved = answer.startswith("y")
             return ToolResultInput(call["callId"], json.dumps({"approved": approved}))
-        if answer == "s" and arguments is not None and hidden > 0:
-            say(("  arguments, in full:", "bold"))
-            say(textwrap.indent(arguments, "    "))
+        if answer == "s" and hidden:
+            question.show_all()
+            question.restate()
             hidden = 0
-
-
-def _approval_arguments(request: dict[str, Any]) -> str | None:
-    """An MCP approval's complete arguments as indented JSON, or None when it carries none."""
-    if "arguments" not in request:
-        return None
-    return json.dumps(request["arguments"], indent=2, ensure_ascii=False)
 
 
 def _asks_approval(call: dict[str, Any]) -> bool:

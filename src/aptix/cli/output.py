@@ -1,10 +1,11 @@
 """Shared console helpers: JSON for pipes, Rich for people, clean errors for both.
 
 Every string that came from outside (model text, tool results, titles, file contents, error
-details) reaches the terminal through :func:`say`, :func:`styled`, :func:`new_table`,
-:func:`add_row`, :func:`print_json` or :func:`fail`. They pass it through :func:`inert`, so
-no control character or escape sequence reaches the terminal (a screen clear or an OSC title
-change shows as ``␛[2J`` / ``␛]0;…``), and build Rich :class:`~rich.text.Text` objects, so
+details) reaches the terminal through :func:`say`, :func:`styled`, :func:`folded`,
+:func:`new_table`, :func:`add_row`, :func:`print_json` or :func:`fail`. They pass it through
+:func:`inert`, so no control character or escape sequence reaches the terminal (a screen
+clear or an OSC title change shows as ``␛[2J`` / ``␛]0;…``), nor an invisible one
+(:mod:`aptix.cli.invisible`), and build Rich :class:`~rich.text.Text` objects, so
 nothing is ever parsed as markup or emoji codes: ``[bold]``, ``[/x]`` or ``list[str]`` print
 as typed. The consoles themselves have markup off too.
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -32,6 +32,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from aptix.cli import invisible
 from aptix.urls import mask_credentials
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "console",
     "err_console",
     "fail",
+    "folded",
     "inert",
     "new_table",
     "print_json",
@@ -48,6 +50,7 @@ __all__ = [
     "refuse_bad_names",
     "refuse_unstorable",
     "say",
+    "say_rows",
     "styled",
     "unstorable",
     "warn",
@@ -104,27 +107,27 @@ def _drop_unwritten() -> None:
 def _inert_table() -> dict[int, str]:
     # C0 controls become their Control Pictures (ESC -> "␛"), so an escape sequence is shown
     # as text and never acted on; newline and tab stay. C1 controls (which 8-bit terminals
-    # read as CSI, OSC, DCS...) and the bidirectional controls (which reorder what is shown,
-    # "Trojan Source") have no picture and are spelled out as <U+XXXX>.
+    # read as CSI, OSC, DCS...) have no picture and are spelled out as <U+XXXX>, as the
+    # bidirectional and invisible format characters are (aptix.cli.invisible).
     table = {c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"}
     table[0x7F] = "\u2421"
-    bidi = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-    for c in [*range(0x80, 0xA0), *bidi]:
+    for c in range(0x80, 0xA0):
         table[c] = f"<U+{c:04X}>"
     return table
 
 
 _INERT = _inert_table()
-_JSON_UNSAFE = re.compile("[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def inert(text: str) -> str:
     """``text`` with every control character and escape sequence made visible and harmless.
 
     Newlines and tabs are kept (CR LF becomes LF); everything a terminal would act on (ESC,
-    a lone CR, backspace, bell, C1 and bidi controls) is shown, not obeyed.
+    a lone CR, backspace, bell, C1 controls), and what would reorder or hide text (bidi
+    controls, zero-width and tag characters), is shown, not obeyed.
     """
-    return text.replace("\r\n", "\n").translate(_INERT)
+    shown = text.replace("\r\n", "\n").translate(_INERT)
+    return invisible.SHOWN.sub(invisible.spelled_out, shown)
 
 
 #: A piece of a line: plain text, or ``(text, style)`` where only the style is ours.
@@ -149,6 +152,26 @@ def say(*parts: Part, to: Console | None = None) -> None:
         return
     with _writing_results():
         console.print(styled(*parts), soft_wrap=True)
+
+
+def folded(*parts: Part, indent: int, label: Part = "") -> list[Text]:
+    """The :func:`styled` line of ``parts`` wrapped to the screen's width, every row indented.
+
+    Long words fold. ``label`` (the chat's own words) stands in the first row's indent, so
+    outside text set this way never starts at column 0, where such labels are.
+    """
+    width = max(console.width - indent, 20)
+    rows = styled(*parts).wrap(console, width, overflow="fold")
+    head = styled(label) if label else Text()
+    head.pad_right(indent - head.cell_len)
+    return [(head if i == 0 else Text(" " * indent)) + row for i, row in enumerate(rows)]
+
+
+def say_rows(rows: list[Text]) -> None:
+    """Print rows made by :func:`folded` on stdout, each as it is (already fitted)."""
+    with _writing_results():
+        for row in rows:
+            console.print(row, soft_wrap=True)
 
 
 def print_table(table: RenderableType) -> None:
@@ -213,10 +236,10 @@ def add_row(table: Table, *cells: Any) -> None:
 def print_json(data: Any) -> None:
     """Write ``data`` as indented JSON to stdout (no colour, so pipes get plain text)."""
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    # JSON escapes C0 controls itself; C1 and bidi controls can only sit inside strings, where
-    # the \\uXXXX form is the same data and inert on a terminal.
+    # JSON escapes C0 controls itself; C1, bidi and invisible characters can only sit inside
+    # strings, where the \\uXXXX form is the same data and inert (and seen) on a terminal.
     with _writing_results():
-        sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+        sys.stdout.write(invisible.JSON_UNSAFE.sub(invisible.escaped, text) + "\n")
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

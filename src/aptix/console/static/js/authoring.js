@@ -58,7 +58,8 @@ const HINTS = {
 // Stored text is shown as every page shows outside text (dom.js visible()): a bidirectional
 // control would make "Invoice \u202Egnp.exe" read "Invoice exe.png" on the page where a person
 // reviews the workflow before publishing it.
-const CONTROLS_SHOWN = "Holds control characters, shown as ␛ or <U+XXXX> (they could make the text read otherwise).";
+const CONTROLS_SHOWN =
+  "Holds control or invisible characters, shown as ␛ or <U+XXXX> (they could make the text read otherwise).";
 const CONTROLS_KEPT = "They stay as stored unless you edit this field; an edit saves the text as shown.";
 
 // The statuses in which a workflow is served (DESIGN: runnable).

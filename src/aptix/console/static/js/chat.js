@@ -437,7 +437,7 @@ export class Chat {
       h("h3", {}, "Arguments"),
       longText(pretty(call.argumentsJson), "arguments"),
       call.errorMessage
-        ? [h("h3", {}, callStatus(call) === "refused" ? "Refused because" : "Error"), h("p", { class: "error-text" }, call.errorMessage)]
+        ? [h("h3", {}, "Error"), h("p", { class: "error-text" }, call.errorMessage)]
         : [h("h3", {}, "Result"), longText(pretty(call.resultJson), "result")],
     ]);
   }

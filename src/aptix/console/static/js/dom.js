@@ -2,21 +2,42 @@
 // text node through h(); no HTML is ever parsed from a string here.
 
 // Controls are shown, never obeyed, as the CLI shows them (src/aptix/cli/output.py): a C0
-// control as its Control Picture (ESC as "␛"), a C1 or bidirectional control as <U+XXXX>.
-// Bidi controls would reorder what is shown ("Trojan Source": "\u202Egnp.exe" reads as
-// "exe.png"); the others would be invisible. Newline and tab stay; CR LF becomes LF.
-const CONTROLS = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+// control as its Control Picture (ESC as "␛"), a C1 control as <U+XXXX>. Newline and tab
+// stay; CR LF becomes LF.
+const CONTROLS = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
+// Bidi controls and invisible format characters are spelled out as <U+XXXX> too, by the rules
+// of src/aptix/cli/invisible.py (which explains them): bidi controls would reorder what is
+// shown ("Trojan Source": "\u202Egnp.exe" reads as "exe.png"), zero-width and tag characters
+// would hide text ("dev" + tags spelling " and also drop prod" reads "dev"). Kept, as there:
+// a flag's tag sequence, a ZWJ between two emoji, a ZWJ or ZWNJ between two letters of a
+// script that shapes with them (Arabic, Persian, Indic...).
+const BIDI = "\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069";
+const FORMAT =
+  "\u00AD\u180E\u200B-\u200D\u2060-\u2064\u206A-\u206F\uFEFF\uFFF9-\uFFFB" +
+  "\u{13430}-\u{1343F}\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0001}\u{E0020}-\u{E007F}";
+const PICTOGRAPHIC =
+  "\u00A9\u00AE\u203C\u2049\u2122\u2139\u2194-\u2BFF\u3030\u303D\u3297\u3299\u{1F000}-\u{1FAFF}";
+const JOINING =
+  "\u0600-\u08FF\u0900-\u0DFF\u0F00-\u0FFF\u1000-\u109F\u1780-\u18AF\uA8E0-\uA8FF\uFB50-\uFDFF\uFE70-\uFEFE";
+const KEPT =
+  "\u{1F3F4}[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{3,6}\u{E007F}" +
+  `|(?<=[${PICTOGRAPHIC}\uFE0F])\u200D(?=[${PICTOGRAPHIC}])` +
+  `|(?<=[${JOINING}])[\u200C\u200D](?=[${JOINING}])`;
+const INVISIBLE = new RegExp(`(${KEPT})|[${BIDI}${FORMAT}]`, "gu");
 
 function shown(char) {
-  const code = char.charCodeAt(0);
+  const code = char.codePointAt(0);
   if (code < 0x20) return String.fromCharCode(0x2400 + code);
   if (code === 0x7f) return "\u2421";
   return `<U+${code.toString(16).toUpperCase().padStart(4, "0")}>`;
 }
 
-/** ``text`` with every control character made visible (see above). */
+/** ``text`` with every control and invisible character made visible (see above). */
 export function visible(text) {
-  return String(text).replace(/\r\n/g, "\n").replace(CONTROLS, shown);
+  return String(text)
+    .replace(/\r\n/g, "\n")
+    .replace(CONTROLS, shown)
+    .replace(INVISIBLE, (match, kept) => kept ?? shown(match));
 }
 
 /** An element: h("p", {class: "x", onclick: f}, "text", child, ...). */
@@ -77,21 +98,35 @@ export function errorText(error) {
   return error.message ? String(error.message) : pretty(error);
 }
 
-// How a tool call stands, in a word or two: its ledger outcome first, since a call that did
-// not run (denied, cut short, refused) reads wasExecuted false for different reasons.
+// How a tool call stands, in a word or two, read from its ledger outcome. wasExecuted alone
+// cannot tell: it is false for every call that did not complete successfully, whether it was
+// denied, cut short, or ran and failed (docs/concepts.md). A failed call reads "failed":
+// the API does not say whether it ran (an MCP tool the person approved, which then answered
+// isError) or was refused before it ran (the workflow guard), so neither is claimed.
 const OUTCOME_LABELS = {
+  succeeded: "done",
+  failed: "failed",
   denied: "denied",
   unknown: "outcome unknown",
   abandoned: "abandoned",
   timed_out: "timed out",
 };
 
+/** A tool call's status in words (see above). */
 export function callStatus(call) {
-  if (call.outcome === "pending" && call.requiresClientExecution) return "waiting for you";
+  if (call.outcome === "pending") {
+    // An approved call runs while its turn still reads pending; a proposed one is about to.
+    if (call.approved === true) return "approved, running";
+    return call.requiresClientExecution ? "waiting for you" : "running";
+  }
+  if (call.outcome === "succeeded" && "clientResult" in call && !call.isServerTool) return "answered by the client";
   if (call.outcome in OUTCOME_LABELS) return OUTCOME_LABELS[call.outcome];
-  if (!call.wasExecuted) return "refused";
-  if ("clientResult" in call && !call.isServerTool) return "answered by the client";
-  return call.errorMessage ? "failed" : "done";
+  return call.wasExecuted && !call.errorMessage ? "done" : "failed"; // no outcome on record
+}
+
+/** Whether a call has ended without success (failed, denied or cut short). */
+export function callFailed(call) {
+  return call.outcome in OUTCOME_LABELS && call.outcome !== "succeeded";
 }
 
 export const PREVIEW_CHARS = 4000;
@@ -115,7 +150,11 @@ export function longText(text, label = "text") {
   return h("div", {}, pre, h("p", { class: "muted" }, `Shortened to ${PREVIEW_CHARS} characters. `, more));
 }
 
-/** A table: columns [[heading, row => cell]], rows. */
+/**
+ * A table: columns [[heading, row => cell, kind]], rows. Beside a long text (console.css), a
+ * column of kind "words" (our own short words, a number) wraps only between words, and one of
+ * kind "name" (a tool's name, an id: outside text, any length) keeps a readable width.
+ */
 export function table(caption, columns, rows) {
   // Below 640 px the rows stack and the headings are off screen (console.css): each cell
   // shows its heading from data-label there, or its number would be unnamed.
@@ -127,7 +166,9 @@ export function table(caption, columns, rows) {
     h(
       "tbody",
       {},
-      rows.map((row) => h("tr", {}, columns.map(([name, cell]) => h("td", { "data-label": name }, cell(row))))),
+      rows.map((row) =>
+        h("tr", {}, columns.map(([name, cell, kind]) => h("td", { "data-label": name, class: kind }, cell(row)))),
+      ),
     ),
   );
 }

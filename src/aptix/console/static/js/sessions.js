@@ -1,7 +1,7 @@
-// Sessions: a paged list, and one session's mode history, lineage, turns and refusals.
+// Sessions: a paged list, and one session's mode history, lineage, turns and failed calls.
 
 import { api } from "./api.js";
-import { callStatus, errorText, h, longText, moveFocus, pretty, replace, shortId, table, when } from "./dom.js";
+import { callFailed, callStatus, errorText, h, longText, moveFocus, pretty, replace, shortId, table, when } from "./dom.js";
 import { markdownBlock } from "./markdown.js";
 
 const PAGE = 20;
@@ -55,9 +55,7 @@ function sessionLink(id) {
 async function sessionPage(el, id, before) {
   const query = before ? `?turnsLimit=20&turnsBefore=${before}` : "?turnsLimit=20";
   const s = await api(`/v1/sessions/${encodeURIComponent(id)}${query}`);
-  const refused = s.turns.flatMap((turn) =>
-    turn.toolCalls.filter((c) => callStatus(c) === "refused" && c.errorMessage).map((c) => ({ turn, call: c })),
-  );
+  const failed = s.turns.flatMap((turn) => turn.toolCalls.filter(callFailed).map((c) => ({ turn, call: c })));
   const older = h("button", { type: "button", disabled: s.turnsNextBefore === null }, "Older turns");
   older.addEventListener("click", () => showPage(() => sessionPage(el, id, s.turnsNextBefore), () => el.querySelector("#turns-title")));
   replace(
@@ -97,18 +95,21 @@ async function sessionPage(el, id, before) {
       h("dt", {}, "Children"),
       h("dd", {}, s.childSessionIds.length ? h("ul", {}, s.childSessionIds.map((c) => h("li", {}, sessionLink(c)))) : "none"),
     ),
-    h("h2", {}, "Refused calls"),
-    refused.length
+    // The error is the message on record: Aptix's (the workflow guard's refusal, a denial) or
+    // the tool's own words, which may claim anything; the outcome column is Aptix's.
+    h("h2", {}, "Calls that did not succeed"),
+    failed.length
       ? table(
-          "Tool calls that were refused, with the reason",
+          "Tool calls that failed, were denied or were cut short, with their error",
           [
-            ["Turn", (r) => String(r.turn.seq)],
-            ["Tool", (r) => h("code", {}, r.call.name)],
-            ["Reason", (r) => r.call.errorMessage],
+            ["Turn", (r) => String(r.turn.seq), "words"],
+            ["Tool", (r) => h("code", {}, r.call.name), "name"],
+            ["Outcome", (r) => callStatus(r.call), "words"],
+            ["Error", (r) => r.call.errorMessage || "—"],
           ],
-          refused,
+          failed,
         )
-      : h("p", {}, "No call was refused in these turns."),
+      : h("p", {}, "No call failed, was denied or was cut short in these turns."),
     h("h2", { id: "turns-title" }, "Turns"),
     s.turns.length ? s.turns.map(turnView) : h("p", {}, "No turns yet."),
     h("div", { class: "buttons" }, older),
