@@ -24,13 +24,12 @@ def client(openai_client: AsyncOpenAI) -> AsyncOpenAI:
 
 REFUSED: list[tuple[str, dict[str, Any]]] = [
     ("n", {"n": 3}),
-    ("response_format", {"response_format": {"type": "json_object"}}),
     (
         "response_format",
         {
             "response_format": {
                 "type": "json_schema",
-                "json_schema": {"name": "x", "schema": {"type": "object"}},
+                "json_schema": {"name": "x", "schema": {"type": 5}, "strict": True},
             }
         },
     ),
@@ -76,14 +75,20 @@ async def test_a_message_aptix_cannot_read_is_named_in_param(
     assert model.requests == []
 
 
-async def test_structured_output_parsing_is_refused_up_front(client: AsyncOpenAI) -> None:
+async def test_structured_output_parsing_is_passed_to_the_model(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
     class Answer(BaseModel):
         text: str
 
-    with pytest.raises(openai.BadRequestError, match="response_format"):
-        await client.beta.chat.completions.parse(
-            model="aptix-general", messages=ASK, response_format=Answer
-        )
+    model.add(reply('{"text": "hi"}'))
+    completion = await client.chat.completions.parse(
+        model="aptix-general", messages=ASK, response_format=Answer
+    )
+    assert completion.choices[0].message.parsed == Answer(text="hi")
+    (asked,) = model.requests
+    assert asked.response_format is not None
+    assert asked.response_format["json_schema"]["name"] == "Answer"
 
 
 async def test_the_default_values_of_those_fields_are_accepted(

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from aptix.errors import LlmError
 from aptix.llm.demo import LABEL, DemoModel, is_demo
+from aptix.llm.types import LlmRequest, answers_in_formats
 from aptix.reasoner import TurnEvent
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
@@ -111,3 +113,13 @@ async def test_the_http_api_answers_with_the_demo_model(runtime: Runtime) -> Non
         )
     assert answer.status_code == 200, answer.text
     assert answer.json()["text"] == f"{LABEL} The calculator says 42."
+
+
+async def test_the_demo_model_answers_no_response_format_but_free_text() -> None:
+    model = DemoModel(word_delay_seconds=0)
+    ask = ({"role": "user", "content": "hello"},)
+    assert not answers_in_formats(model)  # the surfaces refuse such a request up front
+    with pytest.raises(LlmError, match="free text only"):
+        await model.complete(LlmRequest(ask, response_format={"type": "json_object"}))
+    answer = await model.complete(LlmRequest(ask, response_format={"type": "text"}))
+    assert (answer.text or "").startswith(LABEL)

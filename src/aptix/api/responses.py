@@ -124,7 +124,7 @@ class Turn(OutModel):
     error: ErrorDetail | None = Field(
         description="Why an `error` turn failed: code `model_error`, `token_budget_exhausted`, "
         "`limits_unavailable`, `context_overflow`, `iteration_cap`, `turn_token_budget`, "
-        "`database_unavailable`, `database_refused` or `internal_error` "
+        "`response_format_unmet`, `database_unavailable`, `database_refused` or `internal_error` "
         "(`turn_failed` for turns stored before the code); null for other turns."
     )
     created_at: str

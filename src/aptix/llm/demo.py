@@ -15,14 +15,21 @@ import json
 import re
 from typing import Any
 
+from aptix.errors import LlmError
 from aptix.llm.types import LlmRequest, LlmResponse, TextSink, ToolCallRequest, Usage
 
-__all__ = ["DEMO_MODEL", "DemoModel", "is_demo", "use_demo_model"]
+__all__ = ["DEMO_MODEL", "NO_FORMATS", "DemoModel", "is_demo", "use_demo_model"]
 
 #: The value of ``APTIX_LLM_MODEL`` that selects the demo model.
 DEMO_MODEL = "demo"
 #: Every answer starts with this, so nobody mistakes it for a real model.
 LABEL = "(demo model)"
+#: Why the demo model answers no ``response_format`` other than free text.
+NO_FORMATS = (
+    "The built-in demo model answers in free text only: it cannot honour a response_format "
+    "(json_object or json_schema); configure a model endpoint (APTIX_LLM_MODEL, "
+    "APTIX_LLM_BASE_URL) for structured output."
+)
 #: A pause between streamed words, so streaming can be seen.
 WORD_DELAY_SECONDS = 0.01
 
@@ -53,6 +60,8 @@ class DemoModel:
     #: What its ``chat`` spans name: the model asked for, and no remote provider.
     model = DEMO_MODEL
     provider = "aptix.demo"
+    #: It answers by keywords in free text only: a ``response_format`` is refused up front.
+    structured_output = False
 
     def __init__(self, *, word_delay_seconds: float = WORD_DELAY_SECONDS) -> None:
         self._delay = word_delay_seconds
@@ -60,6 +69,9 @@ class DemoModel:
 
     async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
         """Answer the last message: a tool call when one fits, else text."""
+        if (request.response_format or {}).get("type", "text") != "text":
+            # Surfaces refuse the request first (structured_output); this is the backstop.
+            raise LlmError(NO_FORMATS)
         last = request.messages[-1] if request.messages else {}
         offered = {str(t.get("name")) for t in request.tools}
         if last.get("role") == "tool":

@@ -16,7 +16,7 @@ from aptix.llm.types import LlmRequest, LlmResponse, Message, TextSink, ToolCall
 from aptix.nul import storable, storable_json
 from aptix.urls import mask_credentials
 
-__all__ = ["OpenAiLlmClient", "to_chat_tool", "to_responses_input"]
+__all__ = ["OpenAiLlmClient", "to_chat_tool", "to_responses_input", "to_text_format"]
 
 Api = Literal["chat", "responses"]
 
@@ -34,7 +34,8 @@ class OpenAiLlmClient:
     cap as ``max_completion_tokens`` to OpenAI and Azure, whose newer models refuse
     ``max_tokens``, as ``max_tokens`` to other Chat Completions servers, which may not know
     the newer name, and as ``max_output_tokens`` to the Responses API); ``extra_headers``
-    are added to every HTTP request.
+    are added to every HTTP request. A request's ``response_format`` goes as Chat
+    Completions' ``response_format``, or as the Responses API's ``text.format``.
     """
 
     def __init__(
@@ -136,6 +137,7 @@ class OpenAiLlmClient:
             "model": self.model,
             "messages": list(request.messages),
             **self._chat_sampling,
+            **_chat_format(request),
         }
         if request.tools:
             kwargs["tools"] = [to_chat_tool(t) for t in request.tools]
@@ -162,6 +164,7 @@ class OpenAiLlmClient:
             "stream": True,
             "stream_options": {"include_usage": True},
             **self._chat_sampling,
+            **_chat_format(request),
         }
         if request.tools:
             kwargs["tools"] = [to_chat_tool(t) for t in request.tools]
@@ -217,6 +220,8 @@ class OpenAiLlmClient:
             "input": to_responses_input(request.messages),
             **self._sampling,
         }
+        if (answer_format := to_text_format(request.response_format)) is not None:
+            kwargs["text"] = {"format": answer_format}
         if request.tools:
             kwargs["tools"] = [{**t, "strict": False} for t in request.tools]
         response = await self._client.responses.create(**kwargs)
@@ -244,6 +249,30 @@ def to_chat_tool(schema: dict[str, Any]) -> dict[str, Any]:
     """Convert the flat TUL-011 schema to the nested Chat Completions tool shape."""
     function = {k: schema[k] for k in ("name", "description", "parameters") if k in schema}
     return {"type": "function", "function": function}
+
+
+def _chat_format(request: LlmRequest) -> dict[str, Any]:
+    """The ``response_format`` argument of a Chat Completions request, if it asks for one."""
+    answer_format = request.response_format
+    # Free text is every endpoint's default: not sent, so endpoints that know no
+    # response_format keep working for every request that does not need one.
+    if answer_format is None or answer_format.get("type") == "text":
+        return {}
+    return {"response_format": answer_format}
+
+
+def to_text_format(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A Chat Completions ``response_format`` as the Responses API's ``text.format``.
+
+    The Responses API spells a JSON schema flat (``{"type": "json_schema", "name", "schema",
+    "strict"}``), not inside ``json_schema``; None for free text, the default.
+    """
+    if response_format is None or response_format.get("type") == "text":
+        return None
+    if response_format.get("type") != "json_schema":
+        return dict(response_format)
+    spec = response_format.get("json_schema") or {}
+    return {"type": "json_schema", **{k: v for k, v in spec.items() if v is not None}}
 
 
 def to_responses_input(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:

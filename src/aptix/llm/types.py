@@ -19,6 +19,7 @@ __all__ = [
     "TextSink",
     "ToolCallRequest",
     "Usage",
+    "answers_in_formats",
 ]
 
 Message = dict[str, Any]
@@ -57,10 +58,16 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class LlmRequest:
-    """The messages so far and the tools offered (flat TUL-011 schemas)."""
+    """The messages so far, the tools offered (flat TUL-011 schemas), and the answer's format.
+
+    ``response_format`` is in the Chat Completions shape (``{"type": "json_schema",
+    "json_schema": {...}}``, ``{"type": "json_object"}`` or ``{"type": "text"}``); a client for
+    another API converts it. None (as ``text``) asks for free text.
+    """
 
     messages: tuple[Message, ...]
     tools: tuple[dict[str, Any], ...] = ()
+    response_format: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,3 +91,12 @@ class LlmClient(Protocol):
         and the returned response is still complete.
         """
         ...
+
+
+def answers_in_formats(model: LlmClient) -> bool:
+    """Whether ``model`` honours ``LlmRequest.response_format``.
+
+    A client that cannot declares ``structured_output = False`` (the demo model does), so a
+    request for a format is refused before its turn starts; any other is taken to honour it.
+    """
+    return getattr(model, "structured_output", True) is not False

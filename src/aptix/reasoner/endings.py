@@ -17,6 +17,7 @@ from typing import Any
 from aptix.db.outage import database_error_code, is_database_outage
 from aptix.db.types import utc_now
 from aptix.errors import LlmError
+from aptix.llm.formats import FORMAT_UNMET, answer_problem
 from aptix.logger import AdminLogger, LogLevel, mark_logged
 from aptix.reasoner import ledger
 from aptix.reasoner.claims import CANCELLED
@@ -33,7 +34,8 @@ __all__ = ["ERROR_CODE", "SAVE_RETRY_SECONDS", "TAKEN_OVER", "UNSETTLED", "TurnE
 #: why it failed: ``model_error`` (the model endpoint), ``token_budget_exhausted`` or
 #: ``limits_unavailable`` (a model call the org's limits refused), ``context_overflow`` (the
 #: context budget), ``iteration_cap`` or ``turn_token_budget`` (stopped by the turn's limit
-#: before a final answer), ``database_unavailable``, ``database_refused`` or
+#: before a final answer), ``response_format_unmet`` (a final answer that is not the JSON a
+#: strict ``response_format`` asked for), ``database_unavailable``, ``database_refused`` or
 #: ``internal_error`` (unexpected), as the request that ran the turn was told. Turns stored
 #: before it have no code.
 ERROR_CODE = "errorCode"
@@ -88,7 +90,14 @@ class TurnEndings:
         return await self.close(turn, result, on_event)
 
     async def finish(self, turn: RunningTurn, on_event: EventSink | None) -> TurnResult:
-        """End the turn with the model's answer."""
+        """End the turn with the model's answer (an error if it misses a strict format)."""
+        record = turn.record
+        final = record.messages[-1].get("content") if record.messages else None
+        problem = answer_problem(record.response_format, final)
+        if problem is not None:
+            # Not ``completed``: a client asking for a strict schema parses the answer, and
+            # is told why it cannot rather than handed text its parser fails on.
+            return await self.stopped(turn, problem, FORMAT_UNMET, on_event)
         ledger.end(turn.record, "completed")
         kind: TurnKind = "ok" if turn.record.text else "empty"
         return await self.close(turn, result_of(turn, kind), on_event)
@@ -96,7 +105,7 @@ class TurnEndings:
     async def stopped(
         self, turn: RunningTurn, reason: str, code: str, on_event: EventSink | None
     ) -> TurnResult:
-        """End the turn a limit stopped before the model gave a final answer."""
+        """End the turn without an answer: a limit stopped it, or its answer missed the format."""
         # Not ``completed`` with kind ``ok``: the last text, if any, came beside tool calls
         # and is no answer. An ``error`` with its own code, so the answer, the stored turn and
         # the note replayed to the model (context.ending_note) all say the turn was cut off;

@@ -19,7 +19,7 @@ from typing import Any
 from aptix.blank import strip_blank
 from aptix.db.types import utc_now
 from aptix.errors import LlmError, TurnError
-from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, Usage
+from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, Usage, answers_in_formats
 from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger, LogLevel
 from aptix.modes.catalog import ModeCatalog
@@ -158,6 +158,7 @@ class AgentReasoner:
         tool_results: Sequence[ToolResultInput] | None = None,
         role: str = "user",
         supersede_pending: bool = False,
+        response_format: dict[str, Any] | None = None,
     ) -> PreparedTurn:
         """Claim the session's next turn (or find the stored answer) without running it.
 
@@ -165,6 +166,8 @@ class AgentReasoner:
         caller can answer 404/409 before it starts streaming. ``supersede_pending``: a new
         instruction closes the calls the session waits for as not run, instead of being
         refused (a chat client that sends a new message has left them unanswered).
+        ``response_format`` (Chat Completions' shape) is recorded on the turn and sent with
+        its model calls; a resume without one keeps the format the turn has.
         """
         if self._before_turn is not None:
             await self._before_turn()
@@ -200,6 +203,8 @@ class AgentReasoner:
         if plan.replay is not None:
             return PreparedTurn(replay=TurnResult.from_wire(plan.replay))
         assert plan.run is not None
+        if response_format is not None:
+            plan.run.response_format = response_format
         turn = RunningTurn(plan.run, session, Usage(), resume_key=plan.run.resume_key, role=role)
         if tool_results:
             turn.touched.extend(ledger.resumed_calls(plan.run, [r.call_id for r in tool_results]))
@@ -223,6 +228,11 @@ class AgentReasoner:
             return prepared.replay
         assert prepared.turn is not None
         return await self._drive(prepared.turn, prepared.history, on_event)
+
+    @property
+    def structured_output(self) -> bool:
+        """Whether its model answers in a requested ``response_format`` (the demo model not)."""
+        return answers_in_formats(self._model)
 
     def with_client_tools(self, tools: Sequence[type[AgentTool]]) -> AgentReasoner:
         """A shallow copy (sharing running turns) also offering one client's ``tools``.
@@ -326,7 +336,7 @@ class AgentReasoner:
                 )
             except ContextOverflowError as exc:
                 return await self._end.overflow(turn, exc, on_event)
-            request = LlmRequest(messages=messages, tools=tools)
+            request = LlmRequest(messages, tools, response_format=record.response_format)
             started = time.perf_counter()
             try:
                 with self._tracing.model_call(self._model, request) as span:

@@ -51,6 +51,9 @@ class TurnRecord:
     #: The summary of earlier turns this turn used, written for it or carried forward from
     #: the turn before: ``{text, throughTurnId, throughSeq, turns}``.
     context_summary: dict[str, Any] | None = None
+    #: The format the client asked the answer in (a Chat Completions ``response_format``), sent
+    #: with each of the turn's model calls, resumes included; None for free text.
+    response_format: dict[str, Any] | None = None
     created_at: datetime = field(default_factory=utc_now)
     updated_at: datetime = field(default_factory=utc_now)
     version: int = 1

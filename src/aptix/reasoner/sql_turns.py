@@ -55,6 +55,7 @@ _JSON_FIELDS = (
     "resume_key",
     "context_dropped",
     "context_summary",
+    "response_format",
 )
 _TURNS = cast(Table, TurnRow.__table__)
 _C = _TURNS.c
@@ -417,6 +418,6 @@ def _to_record(row: Row[Any]) -> TurnRecord:
 
 
 def _empty(name: str) -> Any:
-    if name in ("result", "resume_key", "context_dropped", "context_summary"):
+    if name in ("result", "resume_key", "context_dropped", "context_summary", "response_format"):
         return None
     return {} if name == "answers" else []

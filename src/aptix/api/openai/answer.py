@@ -3,7 +3,8 @@
 A turn may call the model several times (some text, a server tool, then more text). A stream
 sends each call's text as it comes, a blank line between calls; the plain answer carries the
 same content, so a client that keeps either holds the same conversation, and its fingerprint
-finds the session again.
+finds the session again. An answer in a ``response_format`` is the last call's text alone
+(:func:`last_said`): a client parses it, and the text said beside tool calls is no part of it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from aptix.llm.types import Message
 
-__all__ = ["SEPARATOR", "StreamedText", "content_of", "said_in"]
+__all__ = ["SEPARATOR", "StreamedText", "content_of", "last_said", "said_in"]
 
 #: Between the texts of two model calls of one answer.
 SEPARATOR = "\n\n"
@@ -26,6 +27,12 @@ def content_of(texts: Iterable[str]) -> str:
 def said_in(messages: Sequence[Message]) -> str:
     """The content of an answer from the turn's messages this request added."""
     return content_of(str(m.get("content") or "") for m in messages if m["role"] == "assistant")
+
+
+def last_said(messages: Sequence[Message]) -> str:
+    """The content of an answer in a ``response_format``: the last model call's text."""
+    said = [m for m in messages if m["role"] == "assistant"]
+    return str(said[-1].get("content") or "") if said else ""
 
 
 class StreamedText:

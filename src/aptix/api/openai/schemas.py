@@ -2,9 +2,9 @@
 
 Only what Aptix reads is modelled strictly. Sampling parameters a client sends out of habit
 (``temperature``, ``top_p``, ``seed``, ...) are accepted and ignored: the deployment's model
-settings apply, as they do to every other surface. Fields that would change the answer's
-shape (``n``, ``functions``, ``logprobs``, ... in :data:`SHAPE_FIELDS`) are read, and refused
-unless they ask for what Aptix answers anyway.
+settings apply, as they do to every other surface. ``response_format`` is passed on to the
+model. Fields that would change the answer's shape (``n``, ``functions``, ``logprobs``, ... in
+:data:`SHAPE_FIELDS`) are read, and refused unless they ask for what Aptix answers anyway.
 """
 
 from __future__ import annotations
@@ -23,8 +23,13 @@ __all__ = [
     "ChatCompletionRequest",
     "ChatMessage",
     "ClientTool",
+    "JsonObjectFormat",
+    "JsonSchema",
+    "JsonSchemaFormat",
+    "ResponseFormat",
     "StreamOptions",
     "SystemMessage",
+    "TextFormat",
     "ToolMessage",
     "UserMessage",
     "message_text",
@@ -122,6 +127,40 @@ class ClientTool(_Body):
     function: FunctionDefinition
 
 
+class TextFormat(_Body):
+    """``{"type": "text"}``: the answer in free text, as without a ``response_format``."""
+
+    type: Literal["text"]
+
+
+class JsonObjectFormat(_Body):
+    """``{"type": "json_object"}``: the answer is a JSON object (the model is asked for one)."""
+
+    type: Literal["json_object"]
+
+
+class JsonSchema(_Body):
+    """The schema a ``json_schema`` answer follows: its name, and with ``strict`` a guarantee."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
+    description: str | None = Field(None, max_length=10_000)
+    # ``schema`` would shadow BaseModel.schema: the wire name is the alias.
+    schema_: dict[str, Any] | None = Field(None, alias="schema")
+    strict: bool | None = None
+
+
+class JsonSchemaFormat(_Body):
+    """``{"type": "json_schema", "json_schema": {...}}``: the answer is JSON of that schema."""
+
+    type: Literal["json_schema"]
+    json_schema: JsonSchema
+
+
+ResponseFormat = Annotated[
+    TextFormat | JsonObjectFormat | JsonSchemaFormat, Field(discriminator="type")
+]
+
+
 class StreamOptions(_Body):
     """``stream_options``: ``include_usage`` adds a last chunk with the turn's usage."""
 
@@ -133,12 +172,6 @@ class StreamOptions(_Body):
 #: ``functions`` before the ``function_call`` that picks one of them.
 SHAPE_FIELDS: tuple[tuple[str, tuple[Any, ...], str], ...] = (
     ("n", (None, 1), "only 1 is supported; a request runs one turn, which has one answer."),
-    (
-        "response_format",
-        (None, {"type": "text"}),
-        'only {"type": "text"} is supported; the agent answers in free text (ask for JSON in '
-        "the message instead).",
-    ),
     (
         "tool_choice",
         (None, "auto"),
@@ -196,9 +229,9 @@ class ChatCompletionRequest(_Body):
     stream: bool = False
     stream_options: StreamOptions | None = None
     tools: list[ClientTool] | None = Field(None, max_length=100)
+    response_format: ResponseFormat | None = None
     # Read only to refuse what Aptix cannot answer (SHAPE_FIELDS): the types are OpenAI's.
     n: int | None = None
-    response_format: dict[str, Any] | None = None
     tool_choice: str | dict[str, Any] | None = None
     functions: list[Any] | None = None
     function_call: str | dict[str, Any] | None = None
@@ -216,6 +249,12 @@ class ChatCompletionRequest(_Body):
             if getattr(self, field) not in accepted:
                 return field, f"{field}: {why}"
         return None
+
+    def answer_format(self) -> dict[str, Any] | None:
+        """``response_format`` as the model is asked (OpenAI's shape); None when not sent."""
+        if self.response_format is None:
+            return None
+        return self.response_format.model_dump(by_alias=True, exclude_none=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -46,8 +46,14 @@ async def completion_chunks(
     answered: Answered,
     failed: Failed,
     stopping: anyio.Event,
+    held: Callable[[], str] | None = None,
 ) -> AsyncIterator[ServerSentEvent]:
-    """The turn's chunks; set ``stopping`` when the server stops, to end with a 503 error."""
+    """The turn's chunks; set ``stopping`` when the server stops, to end with a 503 error.
+
+    ``held`` (an answer in a ``response_format``) gives the content once the turn has
+    answered: it is sent whole then, rather than each model call's text as it comes, since
+    only the last call's text is the answer, and only the turn's end tells which call that is.
+    """
     # A dict is an error body to send as it is.
     queue: asyncio.Queue[TurnEvent | TurnResult | AptixError | dict[str, Any] | None]
     queue = asyncio.Queue()
@@ -91,10 +97,12 @@ async def completion_chunks(
                 yield ServerSentEvent(data=_json(item))
             elif isinstance(item, TurnResult):
                 async for event in _final_chunks(
-                    item, completion_id, include_usage, text.content, answered, failed
+                    item, completion_id, include_usage, text.content, answered, failed, held
                 ):
                     yield event
             elif item.type in ("text_delta", "text"):
+                if held is not None:
+                    continue
                 # A model that answered without streaming sends its text whole, at its end.
                 if item.type == "text_delta":
                     piece = text.piece(item.data.get("delta", ""))
@@ -122,6 +130,7 @@ async def _final_chunks(
     content: str,
     answered: Answered,
     failed: Failed,
+    held: Callable[[], str] | None,
 ) -> AsyncIterator[ServerSentEvent]:
     model = model_of_mode(result.mode)
     if result.kind == "error":
@@ -129,6 +138,10 @@ async def _final_chunks(
         body = openai_error_body(error.status, error.code, error.message, error.param)
         yield ServerSentEvent(data=_json(body))
         return
+    if held is not None:
+        content = held()
+        if content:
+            yield ServerSentEvent(data=completion_chunk(completion_id, model, {"content": content}))
     calls = openai_tool_calls(handed_over(result))
     if calls:
         delta = {"tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]}

@@ -21,7 +21,7 @@ from sse_starlette import EventSourceResponse
 from aptix.api import shutdown
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError
-from aptix.api.openai.answer import said_in
+from aptix.api.openai.answer import last_said, said_in
 from aptix.api.openai.conversation import (
     Ask,
     AskError,
@@ -44,6 +44,7 @@ from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody
 from aptix.api.storable_json import StorableJSONResponse
 from aptix.errors import SessionBusyError, ToolContractError, TurnError
+from aptix.llm.formats import FORMAT_UNMET, schema_problem
 from aptix.reasoner import AgentReasoner, TurnResult
 from aptix.reasoner.endings import ERROR_CODE
 from aptix.reasoner.loop import PreparedTurn
@@ -114,15 +115,21 @@ async def retrieve_model(
         400: {
             "model": ErrorBody,
             "description": "The messages are not a Chat Completions conversation, a field asks "
-            "for what Aptix does not do (`n` > 1, `response_format`, `tool_choice`, "
-            "`functions`, `modalities`, `logprobs`, ...), or the turn is over the context "
-            "budget (`context_length_exceeded`). Errors on this route add OpenAI's `type` "
-            "and `param` (the field) to the envelope.",
+            "for what Aptix does not do (`n` > 1, `tool_choice`, `functions`, `modalities`, "
+            "`logprobs`, ...), a `response_format` the model cannot answer in, or the turn is "
+            "over the context budget (`context_length_exceeded`). Errors on this route add "
+            "OpenAI's `type` and `param` (the field) to the envelope.",
         },
         409: {
             "model": ErrorBody,
             "description": "Another turn of the session runs (`session_busy`, with "
             "`Retry-After`), or the tool messages do not answer the calls waiting.",
+        },
+        422: {
+            "model": ErrorBody,
+            "description": "The turn stopped before a final answer (`iteration_cap`, "
+            "`turn_token_budget`), or its final answer is not the JSON a strict "
+            "`response_format` asked for (`response_format_unmet`).",
         },
         429: {
             "model": ErrorBody,
@@ -157,6 +164,7 @@ async def create_chat_completion(
     if (unsupported := body.unsupported()) is not None:
         field, why = unsupported
         raise ApiError(400, why, "invalid_request_error", param=field)
+    answer_format = _answer_format(body, reasoner)
     try:
         ask = read_ask(body.messages)
     except AskError as exc:
@@ -174,6 +182,7 @@ async def create_chat_completion(
             tool_results=ask.tool_results or None,
             # A chat client's new message leaves the calls it did not answer behind.
             supersede_pending=True,
+            response_format=answer_format,
         )
     except TurnError as exc:
         raise _refused(exc, headers) from exc
@@ -186,9 +195,19 @@ async def create_chat_completion(
             headers=headers,
         )
     assert prepared.turn is not None
+    turn = prepared.turn
     if target.picked_model:
         await _pick_mode(runtime, caller, prepared, mode, body.model)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    start = len(turn.record.messages)
+    # This request's format or, for a resume that names none, the one its turn started with.
+    formatted = (turn.record.response_format or {}).get("type", "text") != "text"
+
+    def content() -> str:
+        # Every model call's text, as streamed, or in a response_format the last call's alone
+        # (the answer the client parses).
+        added = turn.record.messages[start:]
+        return last_said(added) if formatted else said_in(added)
 
     async def answered(result: TurnResult, content: str) -> None:
         answer = answer_message(content or None, openai_tool_calls(handed_over(result)))
@@ -215,6 +234,7 @@ async def create_chat_completion(
             answered=answered,
             failed=failed,
             stopping=stopping,
+            held=content if formatted else None,
         )
         return EventSourceResponse(
             chunks,
@@ -223,15 +243,14 @@ async def create_chat_completion(
             shutdown_event=stopping,
             shutdown_grace_period=shutdown.STREAM_GRACE_SECONDS,
         )
-    start = len(prepared.turn.record.messages)
     with shutdown.answer_shutting_down(headers):
         result = await reasoner.run(prepared)
     if result.kind == "error":
         raise await failed(result)
-    # The same content a stream of this turn sends: every model call's text, not the last.
-    content = said_in(prepared.turn.record.messages[start:])
-    await answered(result, content)
-    return StorableJSONResponse(completion_body(result, completion_id, content), headers=headers)
+    # The same content a stream of this turn sends.
+    said = content()
+    await answered(result, said)
+    return StorableJSONResponse(completion_body(result, completion_id, said), headers=headers)
 
 
 #: How long a request refused because the session runs another turn is told to wait.
@@ -258,10 +277,10 @@ async def _failure(
     if stored.get(ERROR_CODE) == "context_overflow":
         # OpenAI's code for a request too long for the model: retrying it cannot succeed.
         return ApiError(400, message, "context_length_exceeded", headers=headers, param="messages")
-    if stored.get(ERROR_CODE) in ("iteration_cap", "turn_token_budget"):
-        # The turn's own limit stopped it before a final answer, after its tools ran: not the
-        # model endpoint's fault, and a 4xx the openai SDK does not retry on its own (a retry
-        # would run the tools again).
+    if stored.get(ERROR_CODE) in ("iteration_cap", "turn_token_budget", FORMAT_UNMET):
+        # The turn's own limit stopped it before a final answer, or its final answer is not
+        # in the strict format asked for, after its tools ran: a 4xx the openai SDK does not
+        # retry on its own (a retry would run the tools again).
         return ApiError(422, message, str(stored[ERROR_CODE]), headers=headers)
     refusal = await runtime.quotas.tokens(caller.org)
     if refusal is not None:  # the org's token budget ran out during the turn
@@ -285,6 +304,27 @@ async def _failure(
 _LIMITS_REFUSED = {"limits_unavailable": 503, "token_budget_exhausted": 429}
 #: How long a client is told to wait before retrying such a turn.
 LIMITS_RETRY_SECONDS = 5
+
+
+def _answer_format(body: ChatCompletionRequest, reasoner: AgentReasoner) -> dict[str, Any] | None:
+    """The request's ``response_format`` as the model is asked; 400 for one it cannot honour."""
+    answer_format = body.answer_format()
+    if answer_format is None or answer_format["type"] == "text":
+        return answer_format
+    if not reasoner.structured_output:
+        raise ApiError(
+            400,
+            f"response_format: {answer_format['type']!r} cannot be honoured: this deployment's "
+            "model (the built-in demo model, say) answers in free text only. Send "
+            '{"type": "text"} or no response_format, and ask for JSON in the message instead.',
+            "invalid_request_error",
+            param="response_format",
+        )
+    if (problem := schema_problem(answer_format)) is not None:
+        raise ApiError(
+            400, f"response_format: {problem}", "invalid_request_error", param="response_format"
+        )
+    return answer_format
 
 
 def _with_client_tools(
