@@ -137,6 +137,9 @@ def test_inert_spells_out_invisible_format_characters() -> None:
         "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",  # Scotland
         "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian: ZWNJ between letters
         "\u0915\u094d\u200d\u0937",  # Devanagari: ZWJ after a virama
+        "\u0d05\u0d35\u0d28\u0d4d\u200d \u0d35\u0d28\u0d4d\u0d28\u0d41.",  # Malayalam chillu
+        "\u0d28\u0d4d\u200d.",  # ...before a full stop (review s1 F2)
+        "\u1828\u1822\u180e\u1821",  # Mongolian vowel separator
         "\u0600\u0661\u0662 \u06dd",  # prepended concatenation marks: drawn signs
     ],
 )

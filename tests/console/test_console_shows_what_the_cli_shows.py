@@ -32,6 +32,8 @@ TEXTS = [
     FLAG,
     "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian: ZWNJ between letters
     "\u0915\u094d\u200d\u0937",  # Devanagari: ZWJ after a virama
+    "\u0d28\u0d4d\u200d \u0d35\u0d28\u0d4d\u0d28\u0d41.",  # Malayalam: a word-final chillu
+    "\u1828\u1822\u180e\u1821",  # Mongolian vowel separator
     "\u0600\u0661\u0662 \u06dd",  # prepended concatenation marks: drawn, not hidden
     "plain text, ünïcödé, 中文, emoji \U0001f600",
 ]

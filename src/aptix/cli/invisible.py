@@ -18,6 +18,9 @@ Legitimate text keeps the few of them it needs, where they do what they are for:
 - a zero-width joiner or non-joiner between two letters of a script that shapes with them
   (Arabic, Persian, Syriac, the Indic scripts, Myanmar, Khmer, Mongolian): Persian writes
   ``"\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"`` with a ZWNJ;
+- a zero-width joiner after an Indic virama, whatever follows: Malayalam's old-style word
+  endings (consonant, virama, ZWJ) put it last in the word;
+- the Mongolian vowel separator between two Mongolian letters;
 - tag characters in a flag's emoji tag sequence (black flag, 3 to 6 tag letters or digits,
   CANCEL TAG: the flag of Scotland is U+1F3F4 + the tags spelling ``gbsct`` + U+E007F).
 
@@ -51,11 +54,18 @@ _JOINING = (
     "\u0600-\u08ff\u0900-\u0dff\u0f00-\u0fff\u1000-\u109f\u1780-\u18af\ua8e0-\ua8ff"
     "\ufb50-\ufdff\ufe70-\ufefe"
 )
+#: The Indic viramas, after which a ZWJ asks for a half form or a chillu.
+_VIRAMAS = "\u094d\u09cd\u0a4d\u0acd\u0b4d\u0bcd\u0c4d\u0ccd\u0d4d\u0dca"
 _KEPT = (
     # A subdivision flag's tags: 3 to 6 lowercase letters or digits, too few for a sentence.
     "\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{3,6}\U000e007f"
     f"|(?<=[{_PICTOGRAPHIC}\ufe0f])\u200d(?=[{_PICTOGRAPHIC}])"
     f"|(?<=[{_JOINING}])[\u200c\u200d](?=[{_JOINING}])"
+    # After a virama whatever follows: Malayalam's old-style chillu (consonant, virama, ZWJ)
+    # ends a word, so a space or a full stop follows its joiner.
+    f"|(?<=[{_VIRAMAS}])\u200d"
+    # The Mongolian vowel separator, between a consonant and a final a or e.
+    "|(?<=[\u1820-\u18aa])\u180e(?=[\u1820-\u18aa])"
 )
 #: A sequence legitimate text keeps (group 1), or one character to spell out.
 SHOWN = re.compile(f"({_KEPT})|[{BIDI}{FORMAT}]")

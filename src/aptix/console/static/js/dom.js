@@ -10,7 +10,8 @@ const CONTROLS = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
 // shown ("Trojan Source": "\u202Egnp.exe" reads as "exe.png"), zero-width and tag characters
 // would hide text ("dev" + tags spelling " and also drop prod" reads "dev"). Kept, as there:
 // a flag's tag sequence, a ZWJ between two emoji, a ZWJ or ZWNJ between two letters of a
-// script that shapes with them (Arabic, Persian, Indic...).
+// script that shapes with them (Arabic, Persian, Indic...), a ZWJ after an Indic virama
+// (Malayalam's word-final chillu), the Mongolian vowel separator between Mongolian letters.
 const BIDI = "\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069";
 const FORMAT =
   "\u00AD\u180E\u200B-\u200D\u2060-\u2064\u206A-\u206F\uFEFF\uFFF9-\uFFFB" +
@@ -19,10 +20,13 @@ const PICTOGRAPHIC =
   "\u00A9\u00AE\u203C\u2049\u2122\u2139\u2194-\u2BFF\u3030\u303D\u3297\u3299\u{1F000}-\u{1FAFF}";
 const JOINING =
   "\u0600-\u08FF\u0900-\u0DFF\u0F00-\u0FFF\u1000-\u109F\u1780-\u18AF\uA8E0-\uA8FF\uFB50-\uFDFF\uFE70-\uFEFE";
+const VIRAMAS = "\u094D\u09CD\u0A4D\u0ACD\u0B4D\u0BCD\u0C4D\u0CCD\u0D4D\u0DCA";
 const KEPT =
   "\u{1F3F4}[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{3,6}\u{E007F}" +
   `|(?<=[${PICTOGRAPHIC}\uFE0F])\u200D(?=[${PICTOGRAPHIC}])` +
-  `|(?<=[${JOINING}])[\u200C\u200D](?=[${JOINING}])`;
+  `|(?<=[${JOINING}])[\u200C\u200D](?=[${JOINING}])` +
+  `|(?<=[${VIRAMAS}])\u200D` +
+  "|(?<=[\u1820-\u18AA])\u180E(?=[\u1820-\u18AA])";
 const INVISIBLE = new RegExp(`(${KEPT})|[${BIDI}${FORMAT}]`, "gu");
 
 function shown(char) {
