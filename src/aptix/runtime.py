@@ -193,7 +193,7 @@ class Runtime:
             ),
             context=context,
             tracing=self.tracing,
-            before_turn=self.workflows.sync.check,
+            refresh_workflows=self.workflows.sync.check,
             running=self.turn_tasks,
             release_workflow=self._release_unserved_workflow,
         )
@@ -407,6 +407,8 @@ async def open_runtime(
             guard=session_guard(
                 workflows.registry, modes.tools_for_mode, lambda: registry.registered_tools
             ),
+            # Each call decides on the workflows as stored, not as this request found them.
+            before_call=workflows.sync.check,
         )
         if mcp is not None:  # tools of a server that comes up later get their limits too
             mcp.on_timeout = executor.set_timeout

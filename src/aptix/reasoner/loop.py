@@ -90,13 +90,14 @@ class AgentReasoner:
         context: ContextBudget | None = None,
         caps: ResponseCaps | None = None,
         tracing: Tracing = NO_TRACING,
-        before_turn: Callable[[], Awaitable[object]] | None = None,
+        refresh_workflows: Callable[[], Awaitable[object]] | None = None,
         running: TurnTasks | None = None,
         release_workflow: ReleaseWorkflow | None = None,
     ) -> None:
         self._model = model
-        #: Awaited before each turn is claimed (the runtime brings workflows up to date).
-        self._before_turn = before_turn
+        #: Awaited before each turn is claimed and before each of its steps: the runtime
+        #: brings its workflows up to date (another process may change them mid-turn).
+        self._refresh_workflows = refresh_workflows
         #: Ends a claimed turn's active workflow that is no longer served, with a note why.
         self._release_workflow = release_workflow
         self._executor = executor
@@ -169,8 +170,8 @@ class AgentReasoner:
         ``response_format`` (Chat Completions' shape) is recorded on the turn and sent with
         its model calls; a resume without one keeps the format the turn has.
         """
-        if self._before_turn is not None:
-            await self._before_turn()
+        if self._refresh_workflows is not None:
+            await self._refresh_workflows()
         if tool_results:
             if instruction:
                 raise TurnError("Send either an instruction or toolResults, not both.")
@@ -379,12 +380,14 @@ class AgentReasoner:
         return await self._end.stopped(turn, reason, "iteration_cap", on_event)
 
     async def _reread_session(self, turn: RunningTurn, on_event: EventSink | None) -> None:
-        """Read the session's mode and active workflow again (DESIGN §6, §15).
+        """Read the session's mode, active workflow and the workflows again (DESIGN §6, §15).
 
         A change made meanwhile, by a tool of this turn or on any surface or process,
         governs the rest of the turn: the tools offered, the executor's guard, and the mode
-        its answer reports.
+        its answer reports. So does a workflow disabled, narrowed or removed by any process.
         """
+        if self._refresh_workflows is not None:
+            await self._refresh_workflows()
         fresh = await self._turns.read_session(turn.session.id, turn.session.org)
         if fresh is None:
             return

@@ -100,6 +100,7 @@ class AgentToolExecutor:
         timeout_seconds: float | None = 30.0,
         timeouts: dict[str, float] | None = None,
         guard: CallGuard | None = None,
+        before_call: Callable[[], Awaitable[object]] | None = None,
         max_result_bytes: int = MAX_RESULT_BYTES,
     ) -> None:
         self._registry = registry
@@ -108,6 +109,9 @@ class AgentToolExecutor:
         self._timeout = timeout_seconds
         self._timeouts = {k.casefold(): v for k, v in (timeouts or {}).items()}
         self._guard = guard
+        #: Awaited before each call is decided on: the runtime brings its workflows up to
+        #: date there, which the guard and the workflow tools decide on.
+        self._before_call = before_call
         # Tools abandoned at their time limit: kept referenced until they really end.
         self._stray: set[asyncio.Future[Any]] = set()
 
@@ -167,6 +171,10 @@ class AgentToolExecutor:
         if tool is None:
             message = _unknown_tool_message(call.name, self._registry)
             return replace(call, error_message=message, outcome="failed")
+        if self._before_call is not None:
+            # Another process may have disabled, narrowed or removed a workflow since this
+            # request or turn began, and a turn runs for minutes: decide on the catalog now.
+            await self._before_call()
         if self._guard is not None:
             refusal = self._guard(tool, context)
             if refusal is not None:

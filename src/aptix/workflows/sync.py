@@ -5,15 +5,18 @@ revision and bumps the store's change counter in one transaction; :meth:`Workflo
 compares that counter with the value this process last loaded and reloads the published
 workflows when it moved.
 
-* Every request checks (the HTTP app, ``/mcp``, MCP over stdio, each model turn), at most
-  once per :data:`SYNC_INTERVAL` per process: one primary-key read, and a reload only after
-  a change.
+* Every request checks (the HTTP app, ``/mcp``, MCP over stdio, each model turn), and so
+  does every decision taken inside one: each tool call before it is guarded or run (a
+  workflow start included), and each step of a model turn. At most once per
+  :data:`SYNC_INTERVAL` per process: one primary-key read, and a reload only after a change.
 * Authoring checks too (throttled alike), but decides on the revision log it reads, never on
   this copy, and writes with a compare-and-set (:mod:`aptix.workflows.revisions`).
 
-So a change committed by one process is served by every other to any request that starts
-:data:`SYNC_INTERVAL` (0.5 s) or more after the commit: the last check either came after
-the commit and saw it, or is old enough to be repeated.
+So a change committed by one process governs every decision another process takes
+:data:`SYNC_INTERVAL` (0.5 s) or more after the commit, in requests and turns that began
+before it too: the last check either came after the commit and saw it, or is old enough to
+be repeated. A turn running for minutes on a process that serves nothing else stops being
+granted a disabled workflow's tools within that bound.
 """
 
 from __future__ import annotations
