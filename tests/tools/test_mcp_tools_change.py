@@ -121,3 +121,19 @@ async def test_a_tool_the_server_removes_stops_being_offered_and_its_call_in_fli
     refused = await _run(ungated, "flaky_slow", {"text": "B", "seconds": 0})
     assert refused.outcome == "failed"
     assert "Unknown tool 'flaky_slow'" in (refused.error_message or "")
+
+
+async def test_a_tool_renamed_only_in_case_is_offered_under_its_new_name(
+    ungated: Runtime,
+) -> None:
+    """Review s1 F1: the new name was refused as the old one's twin, then the old removed."""
+    recased = await _run(ungated, "flaky_recase", {})
+    assert recased.outcome == "succeeded", recased.error_message
+    deadline = asyncio.get_running_loop().time() + 20
+    while "flaky_Hello_World" not in ungated.registry.registered_tools:
+        assert asyncio.get_running_loop().time() < deadline, ungated.registry.registered_tools
+        await asyncio.sleep(0.05)
+    assert "flaky_hello_world" not in ungated.registry.registered_tools
+    said = await _run(ungated, "flaky_Hello_World", {})
+    assert said.outcome == "succeeded", said.error_message
+    assert json.loads(said.result_json)["content"][0]["text"] == "hi"

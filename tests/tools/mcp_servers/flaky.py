@@ -153,6 +153,15 @@ async def reword(ctx: Context, description: str) -> str:
     return "reworded"
 
 
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def recase(ctx: Context) -> str:
+    """Renames ``hello_world`` to ``Hello_World``, a change of case only, and announces it."""
+    server.remove_tool("hello_world")
+    server.add_tool(hello_world, name="Hello_World")
+    await ctx.session.send_tool_list_changed()
+    return "recased"
+
+
 class Node(BaseModel):
     """A tree node: a recursive type, which function schemas cannot express."""
 

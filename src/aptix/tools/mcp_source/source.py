@@ -180,6 +180,12 @@ class McpToolSource:
         prefix = tool_prefix(name, connection.config)
         registered: dict[str, types.Tool] = {}
         changed: list[str] = []
+        listed = {local_tool_name(prefix, remote.name) for remote in remote_tools}
+        gone = [local for local in before if local not in listed]
+        for local in gone:
+            # First: the registry compares names case-insensitively, so a tool renamed only
+            # in case would be refused as the old one's twin while the old one is offered.
+            registry.unregister(local)
         for remote in remote_tools:
             local = local_tool_name(prefix, remote.name)
             old = before.get(local)
@@ -199,9 +205,10 @@ class McpToolSource:
                     f"MCP server '{name}': tool '{remote.name}' is left out: {problem}",
                     ("Server", name),
                 )
-        gone = [local for local in before if local not in registered]
-        for local in gone:
-            registry.unregister(local)
+        for local in before:
+            if local in listed and local not in registered:  # changed, then left out
+                registry.unregister(local)
+                gone.append(local)
         self._registered[name] = registered
         self._listed[name] = {remote.name: remote for remote in remote_tools}
         if first and name in self._stale:
