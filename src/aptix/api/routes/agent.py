@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from aptix.api import shutdown
+from aptix.api.abandoned import abandon, settled
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError, error_body, unexpected_error
 from aptix.api.responses import TurnResultBody
@@ -96,6 +97,8 @@ async def execute(
         session_id = created.result.id
     else:
         session_id = body.session_id  # the claim checks the owner (404 like a missing one)
+        # A stream of the session its client just closed: its turn is ending, not busy.
+        await settled(session_id)
     results = [
         ToolResultInput(
             r.call_id, r.result if isinstance(r.result, str) else json.dumps(r.result), r.is_error
@@ -120,7 +123,7 @@ async def execute(
             await switch_claimed_mode(runtime, caller, prepared, switch_to, _asked(switch_to))
         stopping = anyio.Event()
         return EventSourceResponse(
-            _stream(reasoner, prepared, stopping),
+            _stream(reasoner, prepared, session_id, stopping),
             sep="\n",
             shutdown_event=stopping,
             shutdown_grace_period=shutdown.STREAM_GRACE_SECONDS,
@@ -174,12 +177,8 @@ async def _refuse_mode_change_on_resume(
         )
 
 
-#: Turns whose client went away, kept referenced until their cancellation is recorded.
-_ORPHANS: set[asyncio.Task[None]] = set()
-
-
 async def _stream(
-    reasoner: AgentReasoner, prepared: PreparedTurn, stopping: anyio.Event
+    reasoner: AgentReasoner, prepared: PreparedTurn, session_id: str, stopping: anyio.Event
 ) -> AsyncIterator[ServerSentEvent]:
     """The turn's events; set ``stopping`` when the server stops, to end with a 503 event."""
     queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
@@ -216,6 +215,4 @@ async def _stream(
     finally:
         watcher.cancel()
         if not task.done():  # the client went away: cancel the turn (recorded as cancelled)
-            task.cancel()
-            _ORPHANS.add(task)
-            task.add_done_callback(_ORPHANS.discard)
+            abandon(session_id, task)

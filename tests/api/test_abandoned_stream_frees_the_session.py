@@ -1,0 +1,99 @@
+"""A client that closes a streamed turn can send the session's next instruction at once.
+
+Closing the stream cancels the turn, whose ending is written in its own task after the
+response has gone. The next instruction, sent at once, reached the claim before that ending
+and was answered 409 ``session_busy`` by the turn its client had just abandoned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+from starlette.types import Message
+
+from aptix.api import abandoned, create_app
+from aptix.llm.types import LlmRequest, LlmResponse, TextSink
+from aptix.runtime import open_runtime
+from aptix.settings import AptixSettings
+from aptix.testing import reply
+
+TRIALS = 5
+
+
+class StallsOnLongAnswers:
+    """Streams one word of a long answer, then stalls until cancelled; answers others at once.
+
+    Cancelled, it takes a moment to let go (as a provider's connection being closed does),
+    so the turn's ending comes well after the next request, as on a loaded server.
+    """
+
+    async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
+        if "long" in str(request.messages[-1].get("content")):
+            assert on_text is not None
+            await on_text("first ")
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await asyncio.sleep(0.2)
+        return reply("Next answer.")
+
+
+async def _stream_then_hang_up(app: Any, session_id: str) -> None:
+    """Stream a turn of ``session_id`` as uvicorn serves it; the client leaves after a word."""
+    first_word = asyncio.Event()
+    requested = False
+    body = {"sessionId": session_id, "instruction": "a long answer", "stream": True}
+
+    async def receive() -> Message:
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": json.dumps(body).encode()}
+        await first_word.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        if b"first" in message.get("body", b""):
+            first_word.set()
+
+    path = "/v1/agent/execute"
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+        "extensions": {},
+    }
+    await asyncio.wait_for(app(scope, receive, send), timeout=30)
+
+
+async def test_the_next_instruction_after_a_closed_stream_is_accepted(tmp_path: Path) -> None:
+    settings = AptixSettings(data_dir=tmp_path, load_plugins=False, semantic_matching=False)
+    async with open_runtime(settings) as runtime:
+        app = create_app(runtime=runtime, model=StallsOnLongAnswers())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as api:
+            for _ in range(TRIALS):  # the race was lost most times: several make it certain
+                sid = (await api.post("/v1/sessions", json={})).json()["sessionId"]
+                await _stream_then_hang_up(app, sid)
+                body = {"sessionId": sid, "instruction": "next"}
+                answer = await api.post("/v1/agent/execute", json=body)
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["text"] == "Next answer."
+                turns = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
+                assert [t["status"] for t in turns] == ["cancelled", "completed"]
+    # Each abandoned turn is forgotten once it has ended: nothing is kept per session.
+    assert abandoned._ABANDONED == {}
