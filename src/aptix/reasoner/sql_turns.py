@@ -12,6 +12,7 @@ PostgreSQL it commits on its own, one round trip, and still before the caller go
 from __future__ import annotations
 
 import copy
+import json
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,6 +96,13 @@ _STATUS = select(_C.status).where(_C.id == bindparam("turn_id"))
 #: How many times a save takes outcomes settled into its turn and tries again: each needs
 #: another process's settlement between the read and the write.
 _CATCH_UPS = 4
+#: The memory the windows of frozen turns may take in one process, as :func:`_footprint`
+#: estimates it (docs/deployment.md). Bounded in bytes, not turns: a turn holds from 3 KB
+#: to megabytes (model text, tool results), and 20,000 turns came to 150 MB of typical ones.
+CACHE_BYTES = 64 * 1024 * 1024
+#: What a turn read from the database takes in memory beyond its stored JSON, and per byte
+#: of it (a least-squares fit over turns of 1-7 KB of JSON: 3,046 + 1.73 per byte).
+_RECORD_BYTES, _BYTES_PER_JSON_BYTE = 3_000, 2
 
 
 @dataclass(slots=True)
@@ -102,11 +110,14 @@ class _Window:
     """A session's latest frozen turns (oldest first), all with ``seq <= upto``.
 
     ``stamp`` is the sum of their versions as read: the claim compares it with the stored sum.
+    ``sizes`` are the turns' :func:`_footprint`, in the same order.
     """
 
     upto: int
     turns: list[TurnRecord]
     stamp: int
+    sizes: list[int]
+    size: int
 
 
 class SqlTurnStore:
@@ -119,15 +130,17 @@ class SqlTurnStore:
     session's length. Another process's turns are simply newer rows. A frozen turn is still
     rewritten when the process that ran it settles it (:meth:`settle`: a call it ran ended
     after someone else closed the turn), so the claim also reads the sum of the window's
-    versions, one number, and reads the turns afresh when it changed.
+    versions, one number, and reads the turns afresh when it changed. The windows take at
+    most ``cache_bytes`` of memory (estimated), the least recently claimed session's
+    leaving first; the latest window stays, however large.
     """
 
-    def __init__(self, database: Database, *, cache_turns: int = 20_000) -> None:
+    def __init__(self, database: Database, *, cache_bytes: int = CACHE_BYTES) -> None:
         self._db = database
         self._lock_sessions = not database.is_sqlite
         self._windows: OrderedDict[str, _Window] = OrderedDict()
         self._cached = 0
-        self._cache_turns = cache_turns
+        self._cache_bytes = cache_bytes
 
     async def claim(
         self, session_id: str, org: str, user: str, decide: Decide, *, history: int
@@ -175,12 +188,16 @@ class SqlTurnStore:
         if not frozen:
             return
         old = self._windows.pop(session_id, None)
-        self._cached -= len(old.turns) if old is not None else 0
+        # The turns the window already held are the same objects: only new ones are measured.
+        known = {id(t): n for t, n in zip(old.turns, old.sizes, strict=True)} if old else {}
+        self._cached -= old.size if old is not None else 0
+        sizes = [known.get(id(t)) or _footprint(t) for t in frozen]
         stamp = sum(t.version for t in frozen)
-        self._windows[session_id] = _Window(upto=frozen[-1].seq, turns=frozen, stamp=stamp)
-        self._cached += len(frozen)
-        while self._cached > self._cache_turns and len(self._windows) > 1:
-            self._cached -= len(self._windows.popitem(last=False)[1].turns)
+        window = _Window(frozen[-1].seq, frozen, stamp, sizes, sum(sizes))
+        self._windows[session_id] = window
+        self._cached += window.size
+        while self._cached > self._cache_bytes and len(self._windows) > 1:
+            self._cached -= self._windows.popitem(last=False)[1].size
 
     async def save(self, turn: TurnRecord) -> bool:
         """Checkpoint ``turn`` if it still runs at the version this run holds.
@@ -395,6 +412,12 @@ def _row(turn: TurnRecord) -> dict[str, Any]:
         "instruction": turn.instruction,
         "created_at": turn.created_at,
     }
+
+
+def _footprint(turn: TurnRecord) -> int:
+    """About what ``turn``, as read from the database, takes in memory."""
+    stored = len(json.dumps(_data(turn), default=str))
+    return _RECORD_BYTES + _BYTES_PER_JSON_BYTE * stored
 
 
 def _to_record(row: Row[Any]) -> TurnRecord:

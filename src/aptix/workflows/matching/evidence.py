@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from aptix.workflows.matching.associations import Associations
 from aptix.workflows.matching.scratch import ScratchPool
-from aptix.workflows.matching.text import normalise
+from aptix.workflows.matching.text import MAX_CACHED_WORD, normalise
 from aptix.workflows.matching.topk import largest
 
 __all__ = ["WorkflowIndex", "char_ngrams"]
@@ -62,17 +62,19 @@ def char_ngrams(text: str) -> Counter[str]:
     """Character 3-5-grams of each normalised word, padded with spaces at both ends."""
     grams: list[str] = []
     for word in normalise(text).split():
-        grams += _word_ngrams(word)
+        grams += (_cached_ngrams if len(word) <= MAX_CACHED_WORD else _word_ngrams)(word)
     return Counter(grams)
 
 
-@functools.lru_cache(maxsize=65_536)
 def _word_ngrams(word: str) -> tuple[str, ...]:
-    # Messages repeat their words: each word is cut into grams once.
     padded = f" {word} "
     return tuple(
         padded[i : i + size] for size in NGRAM_SIZES for i in range(len(padded) - size + 1)
     )
+
+
+# Messages repeat their words: each word is cut into grams once (a long one each time).
+_cached_ngrams = functools.lru_cache(maxsize=65_536)(_word_ngrams)
 
 
 # math.log, as the catalog side computes its weights: the very same floats.

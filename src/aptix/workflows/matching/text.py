@@ -86,9 +86,19 @@ _STEMMER = snowballstemmer.stemmer("english")
 _IRREGULAR = {"wrote": "write", "written": "write", "ran": "run", "made": "make", "built": "build"}
 
 
-@functools.lru_cache(maxsize=65_536)
+#: Words up to this long are remembered by the stem and n-gram caches (65,536 words each).
+#: Longer ones (identifiers, encoded data) seldom repeat, and a cache of them took up to
+#: 366 KB a word for n-grams (the 2,000 characters a matched message keeps, one word), so a
+#: client's messages could fill it with gigabytes (docs/deployment.md).
+MAX_CACHED_WORD = 20
+
+
 def stem(word: str) -> str:
     """The English Snowball (Porter 2) stem of one lowercase word."""
+    return (_cached_stem if len(word) <= MAX_CACHED_WORD else _stem)(word)
+
+
+def _stem(word: str) -> str:
     irregular = _IRREGULAR.get(word)
     if irregular is not None:
         return irregular
@@ -144,10 +154,11 @@ def _terms(text: str) -> tuple[str, ...]:
 # terms three or four): both are remembered for texts a message can be.
 _normalised = functools.lru_cache(maxsize=1_024)(_normalise)
 _cached_terms = functools.lru_cache(maxsize=1_024)(_terms)
+_cached_stem = functools.lru_cache(maxsize=65_536)(_stem)
 
 
 def forget() -> None:
     """Empty the stem, normal-form and term caches (benchmarks time text as if new)."""
-    stem.cache_clear()
+    _cached_stem.cache_clear()
     _normalised.cache_clear()
     _cached_terms.cache_clear()
