@@ -42,11 +42,17 @@ class StallsOnLongAnswers:
         return reply("Next answer.")
 
 
-async def _stream_then_hang_up(app: Any, session_id: str) -> None:
+async def _stream_then_hang_up(
+    app: Any,
+    session_id: str,
+    path: str = "/v1/agent/execute",
+    body: dict[str, Any] | None = None,
+) -> None:
     """Stream a turn of ``session_id`` as uvicorn serves it; the client leaves after a word."""
     first_word = asyncio.Event()
     requested = False
-    body = {"sessionId": session_id, "instruction": "a long answer", "stream": True}
+    if body is None:
+        body = {"sessionId": session_id, "instruction": "a long answer", "stream": True}
 
     async def receive() -> Message:
         nonlocal requested
@@ -60,7 +66,6 @@ async def _stream_then_hang_up(app: Any, session_id: str) -> None:
         if b"first" in message.get("body", b""):
             first_word.set()
 
-    path = "/v1/agent/execute"
     scope = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -71,7 +76,11 @@ async def _stream_then_hang_up(app: Any, session_id: str) -> None:
         "raw_path": path.encode(),
         "root_path": "",
         "query_string": b"",
-        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"x-aptix-session", session_id.encode()),
+        ],
         "client": ("127.0.0.1", 40000),
         "server": ("127.0.0.1", 8000),
         "state": {},
@@ -96,4 +105,31 @@ async def test_the_next_instruction_after_a_closed_stream_is_accepted(tmp_path: 
                 turns = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
                 assert [t["status"] for t in turns] == ["cancelled", "completed"]
     # Each abandoned turn is forgotten once it has ended: nothing is kept per session.
+    assert abandoned._ABANDONED == {}
+
+
+async def test_the_next_chat_completion_after_a_closed_stream_is_accepted(tmp_path: Path) -> None:
+    """The same for ``/v1/chat/completions``, whose closed stream left the turn as running."""
+    settings = AptixSettings(data_dir=tmp_path, load_plugins=False, semantic_matching=False)
+    async with open_runtime(settings) as runtime:
+        app = create_app(runtime=runtime, model=StallsOnLongAnswers())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as api:
+            model = (await api.get("/v1/models")).json()["data"][0]["id"]
+            for _ in range(TRIALS):
+                sid = (await api.post("/v1/sessions", json={})).json()["sessionId"]
+                asked = {"model": model, "stream": True}
+                long = {**asked, "messages": [{"role": "user", "content": "a long answer"}]}
+                await _stream_then_hang_up(app, sid, "/v1/chat/completions", long)
+                following = {
+                    "model": model,
+                    "messages": [{"role": "user", "content": "next"}],
+                }
+                answer = await api.post(
+                    "/v1/chat/completions", json=following, headers={"X-Aptix-Session": sid}
+                )
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["choices"][0]["message"]["content"] == "Next answer."
+                turns = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
+                assert [t["status"] for t in turns] == ["cancelled", "completed"]
     assert abandoned._ABANDONED == {}

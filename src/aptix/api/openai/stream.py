@@ -11,6 +11,7 @@ import anyio
 from sse_starlette import ServerSentEvent
 
 from aptix.api import shutdown
+from aptix.api.abandoned import abandon
 from aptix.api.errors import ApiError, openai_error_body, unexpected_error
 from aptix.api.openai.answer import StreamedText
 from aptix.api.openai.wire import (
@@ -32,9 +33,6 @@ __all__ = ["Answered", "Failed", "completion_chunks"]
 Answered = Callable[[TurnResult, str], Awaitable[None]]
 #: The error a failed turn answers (its status, code and message).
 Failed = Callable[[TurnResult], Awaitable[ApiError]]
-
-#: Turns whose client went away, kept referenced until their cancellation is recorded.
-_ORPHANS: set[asyncio.Task[None]] = set()
 
 
 async def completion_chunks(
@@ -117,10 +115,10 @@ async def completion_chunks(
         yield ServerSentEvent(data="[DONE]")
     finally:
         watcher.cancel()
-        if not task.done():  # the client went away: cancel the turn (recorded as cancelled)
-            task.cancel()
-            _ORPHANS.add(task)
-            task.add_done_callback(_ORPHANS.discard)
+        if not task.done() and prepared.turn is not None:
+            # The client went away: cancel the turn (recorded as cancelled); the session's
+            # next request here waits for that record rather than meeting the turn running.
+            abandon(prepared.turn.record.session_id, task)
 
 
 async def _final_chunks(

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Depends, Header, Path, Request
 from sse_starlette import EventSourceResponse
 
 from aptix.api import shutdown
+from aptix.api.abandoned import settled
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError
 from aptix.api.openai.answer import last_said, said_in
@@ -172,6 +173,7 @@ async def create_chat_completion(
     reasoner = _with_client_tools(reasoner, body, runtime)
     target = await _session_for(runtime, caller, fingerprints, body, ask, mode, x_aptix_session)
     headers = {SESSION_HEADER: target.session_id}
+    await settled(target.session_id)  # a stream of it the client just closed: its ending
     try:
         prepared = await reasoner.prepare(
             session_id=target.session_id,
