@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+
+import pytest
 
 from aptix.llm.types import LlmRequest, LlmResponse, Message
+from aptix.reasoner import context
 from aptix.reasoner.context import ContextBudget, EstimatedTokens
 from aptix.reasoner.record import TurnRecord
 from aptix.testing import FunctionModel, reply
 
 BUDGET = 6000
+
+
+@pytest.fixture(autouse=True)
+def _costs_counted_afresh() -> Iterator[None]:
+    # Token costs are remembered process-wide per turn id and version, and other tests'
+    # turns are called "t1" too, with other messages: counted from a stale cost, the request
+    # came out over the budget in a whole run (never alone).
+    context._TURN_COSTS.clear()
+    yield
+    context._TURN_COSTS.clear()
+
+
 SUMMARY = "the user gave a long instruction"
 
 
