@@ -1,10 +1,11 @@
 """How log lines look and what they carry: one configuration for Aptix's and uvicorn's loggers.
 
-Every record gets ``request_id`` (from the ``X-Request-ID`` header, or one made up, by
-``asgi-correlation-id``'s middleware) and ``session_id``, ``turn_id`` and ``conversation_id``
-(the turn's id, as tools see it) where they are known (bound with :func:`log_ids` around a
-turn or a tool call). Plain text by default; with ``json_lines`` every line, uvicorn's access
-and error lines included, is one JSON object written by ``python-json-logger``.
+Every record gets ``request_id`` (from the ``X-Request-ID`` header when it is made of safe
+characters, or one made up, by ``asgi-correlation-id``'s middleware) and ``session_id``,
+``turn_id``, ``conversation_id`` (the turn's id, as tools see it) and ``org`` where they are
+known (bound with :func:`log_ids` around a turn or a tool call). Plain text by default; with
+``json_lines`` every line, uvicorn's access and error lines included, is one JSON object
+written by ``python-json-logger``.
 
 In Aptix's own process (the ``aptix`` command, :func:`claim_process`) the root logger writes
 in the same format too, so other libraries' records and Python warnings
@@ -39,6 +40,7 @@ from asgi_correlation_id.context import correlation_id
 from pythonjsonlogger.json import JsonFormatter
 
 from aptix.logger import bounded
+from aptix.nul import without_surrogates
 from aptix.urls import mask_credentials
 
 __all__ = [
@@ -55,9 +57,13 @@ __all__ = [
     "stderr_line",
 ]
 
-_ids: ContextVar[tuple[str | None, str | None]] = ContextVar("aptix_log_ids", default=(None, None))
+_ids: ContextVar[tuple[str | None, str | None, str | None]] = ContextVar(
+    "aptix_log_ids", default=(None, None, None)
+)
 
-#: ``ids`` is `` session_id=… turn_id=…`` for a record of a turn or a tool call, else empty.
+#: ``ids`` is `` session_id=… turn_id=… org=…`` for a record of a turn or a tool call, else
+#: empty. The request id is the caller's only when it is made of safe characters
+#: (:data:`aptix.api.metrics.SAFE_REQUEST_ID`), so it cannot pose as these fields.
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s]%(ids)s %(message)s"
 
 #: Most characters of any text field of a log line (the message, a key/value pair, the tag)
@@ -104,9 +110,15 @@ _ACCESS_FIELDS = ("client", "method", "path", "http_version", "status")
 
 
 @contextmanager
-def log_ids(session_id: str | None, conversation_id: str | None = None) -> Iterator[None]:
-    """Mark every record logged inside the block with these session and conversation ids."""
-    token = _ids.set((session_id or None, conversation_id or None))
+def log_ids(
+    session_id: str | None, conversation_id: str | None = None, org: str | None = None
+) -> Iterator[None]:
+    """Mark every record logged inside the block with these session and conversation ids.
+
+    ``org``: the org whose turn or call it is (its name, never a key), so that an operator
+    can tell orgs apart.
+    """
+    token = _ids.set((session_id or None, conversation_id or None, org or None))
     try:
         yield
     finally:
@@ -114,7 +126,7 @@ def log_ids(session_id: str | None, conversation_id: str | None = None) -> Itera
 
 
 class LogContextFilter(logging.Filter):
-    """Adds ``request_id``, ``session_id``, ``turn_id`` and ``conversation_id`` to every record.
+    """Adds ``request_id``, ``session_id``, ``turn_id``, ``conversation_id`` and ``org``.
 
     ``conversation_id`` is the turn's id (what a tool's context calls the conversation), so
     it equals ``turn_id``: the name traces use for it is ``aptix.turn.id``. An id that is not
@@ -127,12 +139,13 @@ class LogContextFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Annotate the record (never drops it)."""
-        session_id, conversation_id = _ids.get()
+        session_id, conversation_id, org = _ids.get()
         fields = getattr(record, "aptix_fields", None) or {}
         record.request_id = correlation_id.get() or self.missing
         record.session_id = session_id or fields.get("SessionId") or self.missing
         turn_id = conversation_id or fields.get("ConversationId") or self.missing
         record.conversation_id = record.turn_id = turn_id
+        record.org = org or self.missing
         return True
 
 
@@ -141,7 +154,7 @@ def _known(value: object) -> str | None:
 
 
 class PlainFormatter(logging.Formatter):
-    """``time level logger [request id] session_id=… turn_id=… message``.
+    """``time level logger [request id] session_id=… turn_id=… org=… message``.
 
     The ids show when the record belongs to a turn or a tool call; a record no filter
     annotated shows ``-`` for the request id.
@@ -156,7 +169,7 @@ class PlainFormatter(logging.Formatter):
         clean.msg, clean.args, clean.exc_text = record.getMessage(), None, None
         ids = [
             f" {name}={value}"
-            for name in ("session_id", "turn_id")
+            for name in ("session_id", "turn_id", "org")
             if (value := _known(getattr(record, name, None)))
         ]
         clean.ids = "".join(ids)
@@ -164,7 +177,8 @@ class PlainFormatter(logging.Formatter):
             if isinstance(value, str) and name != "stack_info":
                 setattr(clean, name, _line(value))
         first, *rest = super().format(clean).split("\n")
-        return "\n".join([first, *("  " + _line(line) for line in rest)])
+        # A lone surrogate (an endpoint's \ud800) is U+FFFD: a UTF-8 log file drops the line.
+        return without_surrogates("\n".join([first, *("  " + _line(line) for line in rest)]))
 
 
 def _line(text: str) -> str:
@@ -189,7 +203,7 @@ class JsonLinesFormatter(JsonFormatter):
         super().add_fields(log_data, record, message_dict)
         log_data.pop("color_message", None)  # uvicorn's coloured copy of the message
         log_data["level"] = record.levelname.lower()
-        for name in ("request_id", "session_id", "turn_id", "conversation_id"):
+        for name in ("request_id", "session_id", "turn_id", "conversation_id", "org"):
             log_data[name] = getattr(record, name, None)
         tag = log_data.pop("aptix_tag", None)
         if tag:
@@ -205,8 +219,12 @@ class JsonLinesFormatter(JsonFormatter):
                 )
 
     def jsonify_log_record(self, log_data: dict[str, Any]) -> str:
-        """The JSON line; controls JSON leaves raw (C1, U+2028, U+2029, bidi) are escaped too."""
-        return _CONTROLS.sub(_json_escape, super().jsonify_log_record(log_data))
+        """The JSON line; controls JSON leaves raw (C1, U+2028, U+2029, bidi) are escaped too.
+
+        A lone surrogate, which JSON written with ``ensure_ascii=False`` leaves raw, is U+FFFD.
+        """
+        line = _CONTROLS.sub(_json_escape, super().jsonify_log_record(log_data))
+        return without_surrogates(line)  # as in plain text: the line stays UTF-8
 
 
 def logging_config(level: str = "INFO", *, json_lines: bool = False) -> dict[str, Any]:

@@ -28,6 +28,7 @@ __all__ = [
     "storable_value",
     "without_nul",
     "without_nul_in_json",
+    "without_surrogates",
 ]
 
 REPLACEMENT = "\ufffd"
@@ -129,6 +130,11 @@ def storable(text: str) -> str:
     if text.isascii():
         return text.replace("\x00", REPLACEMENT) if "\x00" in text else text
     return _UNSTORABLE.sub(REPLACEMENT, text)
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (NUL kept): encodable as UTF-8."""
+    return text if text.isascii() else _SURROGATE.sub(REPLACEMENT, text)
 
 
 def storable_json(text: str) -> str:

@@ -36,7 +36,7 @@ from aptix.llm.types import LlmClient
 from aptix.loopback import is_loopback
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings, load_settings
-from aptix.telemetry import Tracing, open_tracing
+from aptix.telemetry import NO_TRACING, Tracing, open_tracing
 
 __all__ = ["STARTUP_REFUSALS", "create_app"]
 
@@ -120,6 +120,7 @@ def create_app(
         telemetry=_telemetry(tracing),
     )
     app.state.key_verifier = verifier
+    app.state.tracing = tracing
     app.state.metrics = Metrics()
     app.state.reasoner = None
     if runtime is not None:
@@ -261,5 +262,6 @@ class _AptixApp(FastAPI):
         # Outermost, because the body limit answers 413 from outside every user middleware;
         # only the request id is set before, so that those answers carry it too.
         return with_request_ids(
-            EnvelopeErrors(super().build_middleware_stack(), max_body_size=self.max_body_size)
+            EnvelopeErrors(super().build_middleware_stack(), max_body_size=self.max_body_size),
+            getattr(self.state, "tracing", NO_TRACING),
         )

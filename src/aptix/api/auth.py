@@ -20,6 +20,7 @@ from mcp.server.auth.provider import AccessToken
 from aptix.api.errors import ApiError
 from aptix.quotas import Refusal
 from aptix.settings import KeyOwner
+from aptix.telemetry import NO_TRACING, ORG_ATTRIBUTE, Tracing
 
 __all__ = [
     "BEARER_CHALLENGE",
@@ -134,6 +135,9 @@ async def caller(
         found = verifier.caller_for(credentials.credentials)
     if found is None:
         raise unauthorized("The API key is not valid.")
+    # The org on the request's span (its name; the key stays out of every trace).
+    tracing: Tracing = getattr(request.app.state, "tracing", NO_TRACING)
+    tracing.annotate({ORG_ATTRIBUTE: found.org})
     runtime = getattr(request.app.state, "runtime", None)
     if runtime is not None and runtime.quotas.rate_limit is not None:
         refusal = await runtime.quotas.request(found.key_id)

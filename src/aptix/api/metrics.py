@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 
-from asgi_correlation_id import CorrelationIdMiddleware
+from asgi_correlation_id import CorrelationIdMiddleware, correlation_id
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -13,23 +14,50 @@ from starlette.routing import Match, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aptix.quotas import Quotas
+from aptix.telemetry import NO_TRACING, REQUEST_ID_ATTRIBUTE, Tracing
 
-__all__ = ["LimitsCollector", "Metrics", "ObserveMiddleware", "with_request_ids"]
+__all__ = [
+    "MAX_REQUEST_ID",
+    "SAFE_REQUEST_ID",
+    "LimitsCollector",
+    "Metrics",
+    "ObserveMiddleware",
+    "with_request_ids",
+]
 
 #: The longest request id kept from a caller's ``X-Request-ID``.
 MAX_REQUEST_ID = 128
 
+#: A caller's ``X-Request-ID`` that is kept: ASCII letters, digits and ``-_.:/+`` only (UUIDs,
+#: proxies' hex ids, base64 without padding). No space, bracket, ``=`` or quote, so that in a
+#: plain-text log line it cannot end its ``[…]`` or pose as ``session_id=…``.
+SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+-]+")
 
-def with_request_ids(app: ASGIApp) -> ASGIApp:
+
+def _safe(value: str) -> bool:
+    return SAFE_REQUEST_ID.fullmatch(value) is not None
+
+
+def with_request_ids(app: ASGIApp, tracing: Tracing = NO_TRACING) -> ASGIApp:
     """``app`` behind asgi-correlation-id's middleware.
 
-    The caller's ``X-Request-ID`` (or a new one) is echoed on the response and put on every
-    log line of the request (see :mod:`aptix.log_setup`).
+    The caller's ``X-Request-ID`` (or a new one) is echoed on the response, put on every
+    log line of the request (see :mod:`aptix.log_setup`) and on its server span. An id with
+    any other character than :data:`SAFE_REQUEST_ID`'s is replaced by a new one (the
+    middleware logs a warning naming the new id); a longer one than :data:`MAX_REQUEST_ID`
+    is shortened.
     """
+
+    async def annotated(scope: Scope, receive: Receive, send: Send) -> None:
+        # The server span starts before this middleware, so the id is added to it here.
+        if scope["type"] == "http" and (request_id := correlation_id.get()):
+            tracing.annotate({REQUEST_ID_ATTRIBUTE: request_id})
+        await app(scope, receive, send)
+
     return CorrelationIdMiddleware(
-        app,
+        annotated if tracing.enabled else app,
         header_name="X-Request-ID",
-        validator=None,  # any caller's id is kept (a proxy's, a trace's), only shortened
+        validator=_safe,
         transformer=lambda value: value[:MAX_REQUEST_ID],
     )
 

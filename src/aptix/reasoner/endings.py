@@ -144,7 +144,7 @@ class TurnEndings:
             ("ConversationId", turn.record.id),
             ("ErrorCode", exc.code),  # model_error, or the limits that refused the call
         )
-        result = result_of(turn, "error", error=str(exc))
+        result = dataclasses.replace(result_of(turn, "error", error=str(exc)), error_code=exc.code)
         if turn.resume_key is None:
             ledger.end(turn.record, "error")
             return await self.close(turn, result, on_event, error_code=exc.code)
@@ -276,6 +276,8 @@ class TurnEndings:
     ) -> TurnResult:
         """Store the turn's outcome (and, for a resume, the answer a retry replays)."""
         record = turn.record
+        if error_code is not None:  # the span's error.type, as the record's
+            result = dataclasses.replace(result, error_code=error_code)
         answer = result.to_wire()
         # The code is stored for the sessions API only: the answer stays the execute body.
         record.result = answer if error_code is None else {**answer, ERROR_CODE: error_code}

@@ -264,38 +264,40 @@ class AgentReasoner:
         # A cancel recorded by another process stops the turn here as one sent here would.
         stop = functools.partial(self._running.cancel, turn_id)
         heartbeat = Heartbeat(self._turns, turn.record, self._lease, stop)
-        try:
-            with log_ids(turn.session.id, turn_id), self._tracing.turn(turn) as span:
-                result = await self._run(turn, history, on_event)
-                span.turn_result(result)
-                return result
-        except TurnLost:
-            heartbeat.stop()  # before any ending: a beat must not cancel the ending itself
-            result = await asyncio.shield(self._end.lost(turn))
-            await emit(on_event, "turn_finished", result.to_wire())
-            return result
-        except asyncio.CancelledError:
-            heartbeat.stop()
-            if process_stopping() and not self._running.stopping(task):
-                # Cut short by the server's shutdown, not cancelled by anyone.
-                await asyncio.shield(self._end.shut_down(turn, self._tools.in_thread))
-                raise
-            result = await asyncio.shield(self._end.cancelled(turn, self._tools.in_thread))
-            if self._running.stopping(task) and task.uncancel() == 0:
-                # Cancelled through cancel(): the caller, streaming or not, gets the outcome.
+        # The endings below log inside it too: their lines carry the org as the turn's do.
+        with log_ids(turn.session.id, turn_id, turn.session.org):
+            try:
+                with self._tracing.turn(turn) as span:
+                    result = await self._run(turn, history, on_event)
+                    span.turn_result(result)
+                    return result
+            except TurnLost:
+                heartbeat.stop()  # before any ending: a beat must not cancel the ending itself
+                result = await asyncio.shield(self._end.lost(turn))
                 await emit(on_event, "turn_finished", result.to_wire())
                 return result
-            raise
-        except Exception as exc:
-            heartbeat.stop()
-            # A database outage or a bug: the turn ends now with a true status, rather than
-            # holding the session until its lease runs out and then reading "interrupted".
-            await asyncio.shield(self._end.broken(turn, exc))
-            raise
-        finally:
-            heartbeat.stop()
-            # Only this run: a run that took the turn over in this process stays stoppable.
-            self._running.remove(turn_id, task)
+            except asyncio.CancelledError:
+                heartbeat.stop()
+                if process_stopping() and not self._running.stopping(task):
+                    # Cut short by the server's shutdown, not cancelled by anyone.
+                    await asyncio.shield(self._end.shut_down(turn, self._tools.in_thread))
+                    raise
+                result = await asyncio.shield(self._end.cancelled(turn, self._tools.in_thread))
+                if self._running.stopping(task) and task.uncancel() == 0:
+                    # Cancelled through cancel(): the caller, streaming or not, gets the outcome.
+                    await emit(on_event, "turn_finished", result.to_wire())
+                    return result
+                raise
+            except Exception as exc:
+                heartbeat.stop()
+                # A database outage or a bug: the turn ends now with a true status, rather than
+                # holding the session until its lease runs out and then reading "interrupted".
+                await asyncio.shield(self._end.broken(turn, exc))
+                raise
+            finally:
+                heartbeat.stop()
+                # Only this run: a run that took the turn over in this process stays stoppable.
+                self._running.remove(turn_id, task)
 
     async def _run(
         self, turn: RunningTurn, history: list[TurnRecord], on_event: EventSink | None

@@ -39,6 +39,9 @@ class TurnResult:
     branched_session_id: str | None = None
     welcome_message: str | None = None
     error: str | None = None
+    #: The code of an ``error`` ending, as the turn's record stores it (``model_error``,
+    #: ``context_overflow``...): for its span; the answer's body is :meth:`to_wire`.
+    error_code: str | None = field(default=None, compare=False)
 
     def to_wire(self) -> dict[str, Any]:
         """The camelCase JSON body of ``POST /v1/agent/execute``."""

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from aptix.telemetry.spans import (
     AGENT_NAME,
+    ORG_ATTRIBUTE,
     SpanHandle,
     TracedCall,
     TracedResponse,
@@ -117,7 +118,8 @@ class _TurnSpan(_OtelSpan):
         if result.model_id:
             self.span.set_attribute("gen_ai.response.model", bounded_text(result.model_id))
         if result.error:
-            self._error("aptix.turn_error", result.error)
+            # The code the turn's record and the request's answer carry (model_error...).
+            self._error(result.error_code or "aptix.turn_error", result.error)
 
     def ended_as(self, kind: str | None, usage: TracedUsage) -> None:
         """Record how the turn ended: its kind, its mode and workflow then, its tokens."""
@@ -169,6 +171,7 @@ def _governance(attributes: dict[str, Any]) -> dict[str, Any]:
     turn = _TURN.get()
     if turn is not None:
         session = turn.session  # read now: a mode change replaces the turn's session
+        attributes[ORG_ATTRIBUTE] = bounded_text(session.org)
         attributes["aptix.mode"] = session.mode
         if session.active_workflow_id:
             attributes["aptix.workflow.id"] = session.active_workflow_id
@@ -237,6 +240,7 @@ class OtelTracing(Tracing):
             "gen_ai.conversation.id": session.id,
             "session.id": session.id,
             "aptix.turn.id": turn.record.id,
+            ORG_ATTRIBUTE: bounded_text(session.org),
             "aptix.turn.resumed": turn.resume_key is not None,
             "aptix.mode": session.mode,
         }
@@ -294,7 +298,12 @@ class OtelTracing(Tracing):
 
     @contextlib.contextmanager
     def tool_call(
-        self, call: TracedCall, *, session_id: str | None, turn_id: str | None
+        self,
+        call: TracedCall,
+        *,
+        session_id: str | None,
+        turn_id: str | None,
+        org: str | None = None,
     ) -> Iterator[SpanHandle]:
         """The ``execute_tool`` span around one call of a registered tool.
 
@@ -313,12 +322,22 @@ class OtelTracing(Tracing):
             attributes["gen_ai.conversation.id"] = session_id
         if turn_id:
             attributes["aptix.turn.id"] = turn_id
+        if org:
+            attributes[ORG_ATTRIBUTE] = bounded_text(org)
         with self._span(f"execute_tool {name}", _governance(attributes)) as span:
             yield span
 
     def event(self, name: str, attributes: dict[str, Any]) -> None:
         """Add an event to the current span."""
         self._trace.get_current_span().add_event(name, attributes)
+
+    def annotate(self, attributes: dict[str, Any]) -> None:
+        """Add attributes to the current span (in a route: the request's server span)."""
+        span = self._trace.get_current_span()
+        if span.is_recording():
+            span.set_attributes(
+                {k: bounded_text(v) if isinstance(v, str) else v for k, v in attributes.items()}
+            )
 
     def flush(self) -> None:
         """Export what is buffered (an SDK provider's ``force_flush``)."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aptix.log_setup import escape_controls
 from aptix.logger import OUTSIDE_TEXT_LIMIT
+from aptix.nul import without_surrogates
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -21,7 +22,9 @@ __all__ = [
     "DENIAL_EVENT",
     "HAND_OFF_EVENT",
     "NO_TRACING",
+    "ORG_ATTRIBUTE",
     "REFUSAL_EVENT",
+    "REQUEST_ID_ATTRIBUTE",
     "SpanHandle",
     "Tracing",
     "bounded_text",
@@ -69,11 +72,15 @@ class TracedResult(Protocol):
     def model_id(self) -> str | None: ...
     @property
     def error(self) -> str | None: ...
+    @property
+    def error_code(self) -> str | None: ...
 
 
 class _Session(Protocol):
     @property
     def id(self) -> str: ...
+    @property
+    def org(self) -> str: ...
     @property
     def mode(self) -> str: ...
     @property
@@ -117,19 +124,29 @@ REFUSAL_EVENT = "aptix.tool_call.refused"
 CAPPED_EVENT = "aptix.response.capped"
 #: Event on a resumed turn's span for each call held for approval that the answer denied.
 DENIAL_EVENT = "aptix.tool_call.denied"
+#: The org of a request's or a turn's span: its name, never a key (an operator tells orgs
+#: apart by it). Not a metric label: one series per org would grow with the tenants.
+ORG_ATTRIBUTE = "aptix.org.id"
+#: The request id (``X-Request-ID``, or the one made up) on the request's server span.
+REQUEST_ID_ATTRIBUTE = "aptix.request.id"
 #: Most characters of a text from outside (a model's tool name, an endpoint's error message)
 #: that a span name, attribute or status carries: such text can be of any size (as in logs).
 _TEXT_LIMIT = OUTSIDE_TEXT_LIMIT
 
 
 def _bounded(text: str, limit: int = _TEXT_LIMIT) -> str:
-    """``text`` on one line (control characters escaped), cut to ``limit`` characters."""
-    shown = escape_controls(text)
+    """``text`` on one line (control characters escaped), cut to ``limit`` characters.
+
+    A lone surrogate (U+D800 to U+DFFF unpaired, as an endpoint's JSON may escape it) is
+    U+FFFD: the OTLP exporter encodes a whole batch at once, and one string that is not UTF-8
+    loses every span of the batch, other orgs' included.
+    """
+    shown = without_surrogates(escape_controls(text))
     return shown if len(shown) <= limit else f"{shown[: limit - 1]}…"
 
 
 def bounded_text(text: str) -> str:
-    """Text from outside as a span carries it: on one line, cut to 500 characters."""
+    """Text from outside as a span carries it: on one line, UTF-8, cut to 500 characters."""
     return _bounded(text)
 
 
@@ -196,13 +213,21 @@ class Tracing:
         return _NO_SCOPE
 
     def tool_call(
-        self, call: TracedCall, *, session_id: str | None, turn_id: str | None
+        self,
+        call: TracedCall,
+        *,
+        session_id: str | None,
+        turn_id: str | None,
+        org: str | None = None,
     ) -> contextlib.AbstractContextManager[SpanHandle]:
         """The ``execute_tool`` span around one tool call."""
         return _NO_SCOPE
 
     def event(self, name: str, attributes: dict[str, Any]) -> None:
         """Add an event to the current span."""
+
+    def annotate(self, attributes: dict[str, Any]) -> None:
+        """Add attributes to the current span (in a route: the request's server span)."""
 
     @property
     def provider(self) -> TracerProvider | None:

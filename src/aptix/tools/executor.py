@@ -253,7 +253,7 @@ class AgentToolExecutor:
 
         A call stopped by its time limit says so in its error's ``outcome``.
         """
-        with log_ids(context.session_id, context.conversation_id):
+        with log_ids(context.session_id, context.conversation_id, context.org):
             done = await self.execute(AgentToolCall("direct", name, arguments_json), context)
         if done.was_executed and done.result_json is not None:
             return InvokeResult.create(done.result_json)

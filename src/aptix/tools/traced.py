@@ -33,7 +33,10 @@ class TracedToolExecutor(AgentToolExecutor):
             self.tracing.event(REFUSAL_EVENT, refusal_attributes(call, done.error_message or ""))
             return done
         with self.tracing.tool_call(
-            call, session_id=context.session_id, turn_id=context.conversation_id
+            call,
+            session_id=context.session_id,
+            turn_id=context.conversation_id,
+            org=context.org or None,
         ) as span:
             done = await super().execute(call, context, approved=approved)
             span.tool_outcome(
