@@ -1,27 +1,78 @@
-"""Answers in a ``response_format``: whether a strict JSON schema applies, and is met.
+r"""Answers in a ``response_format``: whether a strict JSON schema applies, and is met.
 
 A client asking for ``{"type": "json_schema", "json_schema": {..., "strict": true}}`` relies on
 the answer being JSON that matches the schema. The model endpoint is asked to guarantee it,
 but not every OpenAI-compatible endpoint does, and a capped or cut answer is not JSON: the
 final answer is checked, so a client is told rather than handed text its parser fails on.
+
+The schema is the caller's, so checking with it must cost the server nothing it does not
+bound: a ``$ref`` resolves only within the schema itself (nothing is ever fetched), a schema
+nests at most :data:`MAX_SCHEMA_DEPTH` levels, and the patterns it holds run under the
+``regex`` module with a time limit (:data:`PATTERN_SECONDS` for a whole answer), which also
+reads the ECMA-262 syntax JSON Schema specifies (``\p{L}``, ``(?<name>...)``) where Python's
+``re`` does not.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import json
+import time
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urldefrag, urljoin
 
-from jsonschema import SchemaError
+import regex
+from jsonschema import FormatChecker, SchemaError, ValidationError
 from jsonschema.exceptions import best_match
-from jsonschema.validators import validator_for
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend, validator_for
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
-__all__ = ["FORMAT_UNMET", "answer_problem", "schema_problem", "strict_schema"]
+__all__ = [
+    "FORMAT_UNMET",
+    "MAX_SCHEMA_DEPTH",
+    "PATTERN_SECONDS",
+    "answer_problem",
+    "schema_problem",
+    "strict_schema",
+]
 
 #: The error code of a turn whose final answer does not meet its strict ``response_format``.
 FORMAT_UNMET = "response_format_unmet"
 
+#: The deepest nesting of JSON objects and arrays a strict schema may have (the schema of
+#: 31 objects one inside another is 63 deep, ``properties`` and the object at each level);
+#: a deeper one would exhaust the validator's recursion.
+MAX_SCHEMA_DEPTH = 64
+
+#: How long the patterns of a strict schema may run, in all, checking one answer: a pattern
+#: that backtracks without end (``^(a+)+$``) makes the answer unmet, not the server stall.
+PATTERN_SECONDS = 1.0
+
 #: The longest part of a parser's or validator's message quoted in a problem.
 _QUOTED = 300
+
+#: The keywords that name another schema by URI; only a fragment of this one is resolved.
+_REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+#: Keywords whose values are data, not schemas: a ``$ref`` in them is no reference.
+_DATA = frozenset({"const", "default", "enum", "examples"})
+#: Keywords whose values map names to schemas (a property named ``enum`` is a schema).
+_NAMES = dict.fromkeys(
+    ("$defs", "definitions", "dependentSchemas", "patternProperties", "properties"), "names"
+)
+
+#: When the patterns checking the current answer must be done (a monotonic time).
+_deadline: contextvars.ContextVar[float] = contextvars.ContextVar("aptix_pattern_deadline")
+
+#: Nothing is ever retrieved: a reference that is not within the schema stays unresolved.
+_NO_RETRIEVAL: Registry[Any] = Registry()
+
+
+class _TooDeep(ValueError):
+    pass
 
 
 def strict_schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -39,21 +90,33 @@ def schema_problem(response_format: dict[str, Any] | None) -> str | None:
     if schema is None:
         return None
     try:
-        validator_for(schema).check_schema(schema)
-    except SchemaError as exc:
+        if (problem := _unbounded(schema)) is not None:
+            return problem
+        cls = validator_for(schema)
+        checker = validator_for(cls.META_SCHEMA, default=cls)(
+            cls.META_SCHEMA, format_checker=_format_checker(cls)
+        )
+        error = best_match(checker.iter_errors(schema))
+    except (_TooDeep, RecursionError):
+        return _too_deep()
+    if error is not None:
+        exc = SchemaError.create_from(error)
         where = exc.json_path if exc.path else "the schema"
         return f"json_schema.schema is not a valid JSON Schema at {where}: {_cut(exc.message)}"
     return None
 
 
 def answer_problem(response_format: dict[str, Any] | None, text: str | None) -> str | None:
-    """Why ``text`` does not meet a strict format (not JSON, or not of its schema); else None."""
+    """Why ``text`` does not meet a strict format (not JSON, or not of its schema); else None.
+
+    Blocking for up to :data:`PATTERN_SECONDS` and more: an async caller runs it in a thread.
+    """
     spec = strict_schema(response_format)
     if spec is None:
         return None
     name = spec.get("name") or "json_schema"
     try:
-        value = json.loads(text or "")
+        value = json.loads(text or "", parse_constant=_not_json)
     except (ValueError, RecursionError) as exc:
         return (
             f"The model's final answer is not JSON ({_cut(str(exc))}), though response_format "
@@ -62,18 +125,196 @@ def answer_problem(response_format: dict[str, Any] | None, text: str | None) -> 
     schema = spec.get("schema")
     if schema is None:
         return None
+    token = _deadline.set(time.monotonic() + PATTERN_SECONDS)
     try:
-        error = best_match(validator_for(schema)(schema).iter_errors(value))
-    except Exception:
-        # An unresolvable $ref, which the endpoint accepted: the answer is JSON, which is
-        # what can be checked without the schema.
+        validator = _bounded(validator_for(schema))(schema, registry=_NO_RETRIEVAL)
+        error = best_match(validator.iter_errors(value))
+    except Unresolvable:
+        # A $ref the schema does not hold, which the endpoint accepted: the answer is JSON,
+        # which is what can be checked without it.
         return None
+    except RecursionError:
+        return (
+            f"The model's final answer is nested too deeply to check against the schema of "
+            f"response_format {name!r}."
+        )
+    finally:
+        _deadline.reset(token)
     if error is None:
         return None
     return (
         f"The model's final answer does not match the schema of response_format {name!r} at "
         f"{error.json_path}: {_cut(error.message)}"
     )
+
+
+def _unbounded(schema: Any) -> str | None:
+    """What of the schema reaches outside it, or past the bounds checking it has; else None."""
+    ids: set[str] = {""}
+    refs: list[tuple[str, str]] = []
+    keywords: set[str] = set()
+
+    def walk(node: Any, base: str, depth: int, kind: str) -> None:
+        # kind: "schema", "names" (a map of names to schemas) or "data", whose values are
+        # only counted for the depth.
+        if depth > MAX_SCHEMA_DEPTH:
+            raise _TooDeep
+        if isinstance(node, list):
+            for item in node:
+                walk(item, base, depth + 1, "data" if kind == "data" else "schema")
+            return
+        if not isinstance(node, dict):
+            return
+        if kind == "names":
+            for item in node.values():
+                walk(item, base, depth + 1, "schema")
+            return
+        if kind == "schema":
+            if isinstance(node.get("$id"), str):
+                base = urldefrag(urljoin(base, node["$id"])).url
+                ids.add(base)
+            keywords.update(node)
+            refs.extend((base, ref) for key in _REFS if isinstance(ref := node.get(key), str))
+        for key, item in node.items():
+            inner = "data" if kind == "data" or key in _DATA else _NAMES.get(key, "schema")
+            walk(item, base, depth + 1, inner)
+
+    walk(schema, "", 1, "schema")
+    for base, ref in refs:
+        if not ref.startswith("#") or urldefrag(urljoin(base, ref)).url not in ids:
+            return (
+                f"json_schema.schema refers to {_cut(json.dumps(ref))}, outside the schema: a "
+                "strict schema's $ref must name a part of the schema itself ('#', "
+                "'#/$defs/...'); nothing is fetched from elsewhere."
+            )
+    if {"patternProperties", "unevaluatedProperties"} <= keywords:
+        # jsonschema matches patternProperties for unevaluatedProperties with Python's re,
+        # which no time limit bounds.
+        return (
+            "json_schema.schema uses patternProperties with unevaluatedProperties, which a "
+            "strict schema cannot combine here; use additionalProperties instead."
+        )
+    return None
+
+
+def _too_deep() -> str:
+    return (
+        f"json_schema.schema is nested more than {MAX_SCHEMA_DEPTH} levels deep (objects and "
+        "arrays), more than a strict schema may be here; use $defs and $ref for deep or "
+        "recursive structures."
+    )
+
+
+def _not_json(constant: str) -> Any:
+    # NaN, Infinity and -Infinity, which Python's json reads and no JSON parser does.
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+@functools.cache
+def _format_checker(cls: type[Validator]) -> FormatChecker:
+    """The format checker of ``cls``'s meta-schema, with ECMA-262 patterns read as such."""
+    checker = FormatChecker(formats=())
+    checker.checkers = {**cls.FORMAT_CHECKER.checkers, "regex": (_is_regex, regex.error)}
+    return checker
+
+
+def _is_regex(instance: object) -> bool:
+    return not isinstance(instance, str) or bool(_compiled(instance))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> regex.Pattern[str]:
+    return regex.compile(pattern)
+
+
+@functools.cache
+def _bounded(cls: type[Validator]) -> type[Validator]:
+    """``cls`` with every keyword that matches a pattern doing so within the deadline."""
+    bounded: type[Validator] = extend(  # type: ignore[no-untyped-call]  # untyped in the stubs
+        cls,
+        validators={
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties,
+        },
+    )
+    return bounded
+
+
+class _PatternTimeout(Exception):
+    pass
+
+
+def _search(pattern: str, text: str) -> bool:
+    left = _deadline.get() - time.monotonic()
+    if left <= 0:
+        raise _PatternTimeout
+    try:
+        # concurrent: the match releases the GIL, so the event loop runs beside it.
+        return _compiled(pattern).search(text, concurrent=True, timeout=left) is not None
+    except TimeoutError:
+        raise _PatternTimeout from None
+
+
+def _timed_out(pattern: str) -> ValidationError:
+    return ValidationError(
+        f"the pattern {_cut(json.dumps(pattern))} could not be checked within {PATTERN_SECONDS:g} s"
+    )
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, _: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "string"):
+        return
+    try:
+        matched = _search(pattern, instance)
+    except _PatternTimeout:
+        yield _timed_out(pattern)
+        return
+    if not matched:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, _: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, item in instance.items():
+            try:
+                matched = _search(pattern, key)
+            except _PatternTimeout:
+                yield _timed_out(pattern)
+                return
+            if matched:
+                yield from validator.descend(item, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, extra: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras: list[str] = []
+    for key in instance:
+        if key in properties:
+            continue
+        try:
+            if any(_search(pattern, key) for pattern in patterns):
+                continue
+        except _PatternTimeout:
+            yield _timed_out("|".join(patterns))
+            return
+        extras.append(key)
+    if validator.is_type(extra, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra, path=key)
+    elif not extra and extras:
+        shown = ", ".join(repr(key) for key in sorted(extras))
+        verb = "was" if len(extras) == 1 else "were"
+        yield ValidationError(f"Additional properties are not allowed ({shown} {verb} unexpected)")
 
 
 def _cut(text: str) -> str:

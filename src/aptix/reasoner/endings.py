@@ -14,10 +14,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import anyio
+
 from aptix.db.outage import database_error_code, is_database_outage
 from aptix.db.types import utc_now
 from aptix.errors import LlmError
-from aptix.llm.formats import FORMAT_UNMET, answer_problem
+from aptix.llm.formats import FORMAT_UNMET, answer_problem, strict_schema
 from aptix.logger import AdminLogger, LogLevel, mark_logged
 from aptix.reasoner import ledger
 from aptix.reasoner.claims import CANCELLED
@@ -93,7 +95,11 @@ class TurnEndings:
         """End the turn with the model's answer (an error if it misses a strict format)."""
         record = turn.record
         final = record.messages[-1].get("content") if record.messages else None
-        problem = answer_problem(record.response_format, final)
+        problem = None
+        if strict_schema(record.response_format) is not None:
+            # In a thread: the caller's schema and patterns run for a time only they bound,
+            # and the event loop serves every other request meanwhile.
+            problem = await anyio.to_thread.run_sync(answer_problem, record.response_format, final)
         if problem is not None:
             # Not ``completed``: a client asking for a strict schema parses the answer, and
             # is told why it cannot rather than handed text its parser fails on.

@@ -165,7 +165,7 @@ async def create_chat_completion(
     if (unsupported := body.unsupported()) is not None:
         field, why = unsupported
         raise ApiError(400, why, "invalid_request_error", param=field)
-    answer_format = _answer_format(body, reasoner)
+    answer_format = await _answer_format(body, reasoner)
     try:
         ask = read_ask(body.messages)
     except AskError as exc:
@@ -308,7 +308,9 @@ _LIMITS_REFUSED = {"limits_unavailable": 503, "token_budget_exhausted": 429}
 LIMITS_RETRY_SECONDS = 5
 
 
-def _answer_format(body: ChatCompletionRequest, reasoner: AgentReasoner) -> dict[str, Any] | None:
+async def _answer_format(
+    body: ChatCompletionRequest, reasoner: AgentReasoner
+) -> dict[str, Any] | None:
     """The request's ``response_format`` as the model is asked; 400 for one it cannot honour."""
     answer_format = body.answer_format()
     if answer_format is None or answer_format["type"] == "text":
@@ -322,7 +324,8 @@ def _answer_format(body: ChatCompletionRequest, reasoner: AgentReasoner) -> dict
             "invalid_request_error",
             param="response_format",
         )
-    if (problem := schema_problem(answer_format)) is not None:
+    # In a thread: checking the caller's schema compiles the caller's patterns.
+    if (problem := await anyio.to_thread.run_sync(schema_problem, answer_format)) is not None:
         raise ApiError(
             400, f"response_format: {problem}", "invalid_request_error", param="response_format"
         )
