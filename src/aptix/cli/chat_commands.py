@@ -6,9 +6,10 @@ import difflib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from aptix.cli.output import say
+from aptix.cli.output import Part, folded, say, say_rows
 
 if TYPE_CHECKING:
+    from aptix.reasoner.record import TurnRecord
     from aptix.runtime import Runtime
 
 __all__ = [
@@ -154,10 +155,65 @@ async def _show_recent(runtime: Runtime, session_id: str) -> None:
     for turn in turns:
         if turn.instruction:
             say(("you>", "bold"), " ", turn.instruction)
-        if turn.text:
-            say(LABEL, " ", turn.text)
-        elif turn.status != "completed":
-            say(LABEL, " ", (f"({turn.status})", "dim"))
+        if turn.status == "completed":
+            if turn.text:
+                say(LABEL, " ", turn.text)
+            continue
+        _show_unfinished(turn)
+
+
+#: How a turn that has no finished answer stands, by its status.
+_UNFINISHED = {
+    "cancelled": "it was cancelled and ended without a finished answer",
+    "error": "it failed and ended without a finished answer",
+    "interrupted": "the process running it stopped; it ended without a finished answer",
+    "pending": "it waits for tool results and has no finished answer yet",
+    "running": "it has no finished answer yet",
+}
+#: Calls of an unfinished turn listed under it; the rest are counted.
+SHOWN_CALLS = 10
+
+
+def _show_unfinished(turn: TurnRecord) -> None:
+    """A turn that did not complete: how it ended, why, its calls' outcomes, its partial text.
+
+    Text a cancelled or failed turn kept ("I will do it now.") is never shown as an answer:
+    it comes under its turn's ending, labelled as partial.
+    """
+    from aptix.cli.chat_view import LABEL
+    from aptix.logger import bounded
+    from aptix.reasoner import ledger
+
+    how = _UNFINISHED.get(turn.status, "it ended without a finished answer")
+    say(LABEL, " ", (f"(turn {turn.status}: {how})", "yellow"))
+    if turn.status == "error":
+        say_rows(folded(bounded(_failure(turn)), indent=9, label=("  error:", "red")))
+    if turn.text:
+        say(("  partial text, not a finished answer:", "dim"))
+        say_rows(folded(turn.text, indent=4))
+    calls = [
+        ledger.wire(e)
+        for e in ledger.stated_calls(turn.tool_calls, waiting=turn.status == "pending")
+    ]
+    for call in calls[:SHOWN_CALLS]:
+        outcome = str(call.get("outcome") or call.get("state") or "")
+        message = str(call.get("errorMessage") or "")
+        parts: list[Part] = [(str(call.get("name") or ""), "bold"), (f" → {outcome}", "dim")]
+        if message and outcome != "succeeded":
+            parts.append(f": {' '.join(bounded(message).split())}")
+        say_rows(folded(*parts, indent=4, label=("  ⚙", "dim")))
+    if len(calls) > SHOWN_CALLS:
+        say((f"    … and {len(calls) - SHOWN_CALLS} more call(s)", "dim"))
+
+
+def _failure(turn: TurnRecord) -> str:
+    """Why an ``error`` turn failed, with its code, as the sessions API gives it."""
+    from aptix.reasoner.endings import ERROR_CODE
+
+    stored = turn.result or {}
+    message = stored.get("error") or (turn.warnings[-1] if turn.warnings else None)
+    code = stored.get(ERROR_CODE) or "turn_failed"
+    return f"{code}: {' '.join(str(message or 'The turn failed.').split())}"
 
 
 async def _list_modes(runtime: Runtime, state: ChatState) -> None:

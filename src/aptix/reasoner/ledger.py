@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from aptix.llm.types import LlmResponse, Message, ToolCallRequest
+from aptix.logger import bounded
 from aptix.reasoner.record import TurnRecord, TurnStatus
 from aptix.reasoner.result import ToolResultInput
 from aptix.reasoner.tool_batch import assistant_message, wire_call
@@ -35,6 +36,7 @@ __all__ = [
     "adopt_ending",
     "calls_to_run",
     "carry_endings",
+    "client_error",
     "close_dangling",
     "end",
     "fresh_ids",
@@ -111,6 +113,10 @@ APPROVED_UNRECORDED = (
     "kept no record of whether the call then ran. It was not run again: check whether it took "
     "effect before retrying it."
 )
+CLIENT_ERROR_EMPTY = "The client answered this call with an error and no message."
+#: Most characters of a client's error text kept as its call's ``errorMessage`` (the whole
+#: text stays in ``clientResult``).
+CLIENT_ERROR_CHARS = 2000
 #: The built-in client tool whose result is an approval request the client itself answers.
 APPROVAL_TOOL = "request_user_approval"
 
@@ -234,7 +240,18 @@ def wire(entry: dict[str, Any]) -> dict[str, Any]:
     if state in ("awaiting_approval", "denied"):
         # Never ran; turns stored by earlier versions said otherwise.
         shown["wasExecuted"] = False
+    if state == "failed" and entry.get("clientError") and not entry.get("errorMessage"):
+        # Stored before the client's error text was kept as the call's error.
+        shown["errorMessage"] = client_error(str(entry.get("clientResult") or ""))
     return shown
+
+
+def client_error(text: str) -> str:
+    """The error message of a call the client answered with ``isError``: its own words, bounded."""
+    text = text.strip()
+    if not text:
+        return CLIENT_ERROR_EMPTY
+    return bounded(text, CLIENT_ERROR_CHARS)
 
 
 def fresh_ids(record: TurnRecord, response: LlmResponse) -> tuple[LlmResponse, dict[str, str]]:
@@ -298,6 +315,10 @@ def settle_client_results(record: TurnRecord, results: Sequence[ToolResultInput]
             entry["errorMessage"] = DENIED.format(name=entry["name"])
         else:
             entry["state"] = entry["outcome"] = "failed" if result.is_error else "succeeded"
+            if result.is_error:
+                # Where failures are read (the console's table, an auditor) the reason is
+                # errorMessage; the model still reads the client's text as it is.
+                entry["errorMessage"] = client_error(result.output)
         record.messages.append(
             {"role": "tool", "tool_call_id": result.call_id, "content": _client_content(entry)}
         )

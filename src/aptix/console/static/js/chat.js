@@ -5,6 +5,12 @@ import { append, callStatus, errorText, h, longText, moveFocus, notice, pretty, 
 import { markdownBlock, renderMarkdown } from "./markdown.js";
 
 const APPROVAL_TOOL = "request_user_approval";
+/** What a reopened session says after a turn that ended without completing. */
+const ENDED = {
+  cancelled: "Turn cancelled.",
+  interrupted: "Turn interrupted: the server running it stopped.",
+  error: "Turn failed.",
+};
 let cardCount = 0;
 
 /** The approval request a call carries (request_user_approval, or an MCP call under an
@@ -208,6 +214,11 @@ export class Chat {
       for (const call of turn.toolCalls) if (!("clientResult" in call)) this.callFinished(call);
       if (turn.text) this.say("assistant", turn.text);
       if (turn.error) this.note(errorText(turn.error), "error");
+      // As the live chat says it; the text such a turn kept is not its answer.
+      const ended = ENDED[turn.status];
+      if (ended && (turn.text || turn.status !== "error")) {
+        this.note(turn.text ? `${ended} The text above is partial: the turn did not complete.` : ended);
+      }
       if (turn.status === "pending") this.ask(turn.turnId, turn.pendingCalls);
     }
   }

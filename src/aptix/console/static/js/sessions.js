@@ -116,6 +116,14 @@ async function sessionPage(el, id, before) {
   );
 }
 
+/** What a turn's text is: its answer only when the turn completed; otherwise what the model
+ * wrote before the turn stopped ("I will do it now." beside a call), never a finished answer. */
+function textLabel(status) {
+  if (status === "completed") return "Answer";
+  if (status === "running" || status === "pending") return "Text so far (the turn has not completed)";
+  return `Partial text (the turn did not complete: ${status})`;
+}
+
 function turnView(turn) {
   const tokens = turn.modelCalls.reduce((n, c) => n + (c.promptTokens || 0) + (c.completionTokens || 0), 0);
   return h(
@@ -123,7 +131,7 @@ function turnView(turn) {
     { class: "turn", "aria-label": `Turn ${turn.seq}` },
     h("h3", {}, `Turn ${turn.seq} · ${turn.status} · ${tokens} tokens`),
     turn.instruction ? h("p", { class: "instruction" }, h("span", { class: "who" }, "Instruction "), turn.instruction) : null,
-    turn.text ? h("div", { class: "answer-text" }, h("span", { class: "who" }, "Answer"), markdownBlock(turn.text)) : null,
+    turn.text ? h("div", { class: "answer-text" }, h("span", { class: "who" }, textLabel(turn.status)), markdownBlock(turn.text)) : null,
     turn.error ? h("p", { class: "error-text turn-error" }, h("span", { class: "who" }, "Error "), errorText(turn.error)) : null,
     turn.modelCalls.length
       ? table(
