@@ -188,7 +188,8 @@ class WorkflowAuthoring:
             return await self._change_status(
                 workflow_id, status.strip().lower(), actor, org, expected_revision
             )
-        changes.pop("status", None)
+        # ``status: draft`` asks for a draft of the served version even when no field changes.
+        draft_asked = changes.pop("status", None) is not None
         async with self._changing(workflow_id, org) as state:
             # The caller's revision first: a workflow gone since is a stale change too.
             refusal = unchangeable(self._registry, state, expected_revision)
@@ -209,10 +210,17 @@ class WorkflowAuthoring:
                 # minor or major for additions or behaviour changes (TUL-006 §8.4).
                 merged["version"] = _bump_patch(base.semver)
             manifest, problems = parse_manifest(merged)
+            # Compared as stored (trimmed, listified): a client re-sending what it read
+            # changes nothing, and must neither write a revision nor leave a pending draft.
+            stored_now = base.to_wire()
+            wanted = manifest.to_wire() if manifest is not None else {}
+            changed = sorted(name for name in changes if wanted.get(name) != stored_now[name])
+            if changes and not changed and not (new_draft and draft_asked):
+                return _unchanged(state, base, sorted(changes), new_draft=new_draft)
             problems += [
                 FieldProblem(name, f"{name} is mandatory and cannot be removed.")
                 for name in sorted(MANDATORY_FIELDS & changes.keys())
-                if is_empty(changes[name]) and not is_empty(base.to_wire()[name])
+                if is_empty(changes[name]) and not is_empty(stored_now[name])
             ]
             if manifest is not None:
                 problems += limit_problems(manifest) + single_line_problems(manifest, changes)
@@ -222,7 +230,7 @@ class WorkflowAuthoring:
         if isinstance(stored, AuthoringOutcome):
             return stored
         # ``status: draft`` alone changes no field: it starts a draft of the served version.
-        what = ", ".join(sorted(changes))
+        what = ", ".join(changed)
         messages = [f"Updated {what} of draft '{manifest.workflow_id}'."] if what else []
         if new_draft and served is not None:
             messages.append(
@@ -417,6 +425,23 @@ class WorkflowAuthoring:
                 )
             )
         return problems
+
+
+def _unchanged(
+    state: WorkflowState, base: WorkflowManifest, given: list[str], *, new_draft: bool
+) -> AuthoringOutcome:
+    """The answer to an update whose every field already holds the value given."""
+    names = ", ".join(given)
+    held = "holds the value" if len(given) == 1 else "hold the values"
+    messages = [
+        f"Nothing changed: {names} of '{base.workflow_id}' already {held} given, "
+        f"so no revision was written (the workflow stays at revision {state.revision})."
+    ]
+    if new_draft:
+        messages.append(f"No draft was created; {_meanwhile(state)}.")
+    return AuthoringOutcome(
+        ok=True, workflow=base.to_wire(), messages=tuple(messages), revision=state.tag
+    )
 
 
 def _meanwhile(state: WorkflowState) -> str:

@@ -204,6 +204,8 @@ class WorkflowManifest(_WireModel):
     @field_validator("required_inputs", mode="before")
     @classmethod
     def _inputs_from_strings(cls, value: Any) -> Any:
+        # Runs before ``_listify`` (pydantic runs the last-defined first): one name is a list.
+        value = _as_list(value)
         if isinstance(value, list | tuple):
             return [{"name": v} if isinstance(v, str) else v for v in value]
         return value

@@ -145,13 +145,25 @@ def _describe(err: Any) -> FieldProblem:
     where = ".".join([field, *loc[1:]]) if loc else ""
     kind = err["type"]
     if kind == "missing":
-        return FieldProblem(field, f"{field} is missing.")
+        # The field that is missing (``requiredInputs.0.name``), not the list it is missing in.
+        return FieldProblem(where, f"{where} is missing.")
     if kind == "extra_forbidden":
         # The key as the file spells it (the last part of ``loc``), so a search finds it.
         where = ".".join([field, *loc[1:]]) if len(loc) > 1 else loc[0]
         return FieldProblem(where, f"'{where}' is not a workflow manifest field.")
-    message = str(err["msg"]).removeprefix("Value error, ")
+    # Pydantic words the types by their Python names; JSON and YAML have lists and objects.
+    message = _JSON_TYPES.get(kind) or str(err["msg"]).removeprefix("Value error, ")
     return FieldProblem(field, f"{where}: {message}.")
+
+
+#: Pydantic error types whose messages name a Python type, said in JSON's words instead.
+_JSON_TYPES = {
+    "tuple_type": "Input should be a list",
+    "list_type": "Input should be a list",
+    "model_type": "Input should be an object",
+    "model_attributes_type": "Input should be an object",
+    "dict_type": "Input should be an object",
+}
 
 
 def validate_manifest(

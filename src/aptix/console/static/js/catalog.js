@@ -53,12 +53,20 @@ export async function workflowsView(el, params) {
     }),
   ]);
   // The public list, with the status of each; disabled ones (no longer listed) are marked.
+  // A row's status is the served version's: a pending draft (whose own status is "draft")
+  // leaves it published, deprecated or disabled until it is published, and is only marked.
   const status = new Map((authored?.workflows || []).map((w) => [w.workflowId, w]));
-  const rows = listed.workflows.map((w) => ({ ...w, status: status.get(w.workflowId)?.status || "published" }));
+  const row = (w, authoredRow) => ({
+    ...w,
+    status: servedStatus(authoredRow) || "published",
+    draftPending: authoredRow?.status === "draft" && Boolean(authoredRow.publishedVersion),
+  });
+  const rows = listed.workflows.map((w) => row(w, status.get(w.workflowId)));
   for (const w of authored?.workflows || []) {
     const shown = rows.some((r) => r.workflowId === w.workflowId);
-    if (!shown && w.visibility !== "hidden" && (w.status === "disabled" || w.status === "deprecated")) {
-      rows.push({ ...w, description: "" });
+    const served = servedStatus(w);
+    if (!shown && w.visibility !== "hidden" && (served === "disabled" || served === "deprecated")) {
+      rows.push({ ...row(w, w), description: "" });
     }
   }
   const request = h("input", { id: "match-request", type: "text", autocomplete: "off" });
@@ -102,7 +110,10 @@ export async function workflowsView(el, params) {
       [
         ["Workflow", (w) => h("a", { href: `#/workflows/${encodeURIComponent(w.workflowId)}` }, w.title)],
         ["Id", (w) => h("code", {}, w.workflowId)],
-        ["Status", (w) => h("span", { class: `status ${w.status}` }, w.status)],
+        ["Status", (w) => [
+          h("span", { class: `status ${w.status}` }, w.status),
+          w.draftPending ? [" ", h("span", { class: "badge" }, "draft pending")] : null,
+        ]],
         ["Description", (w) => w.description || ""],
       ],
       rows,
@@ -112,6 +123,13 @@ export async function workflowsView(el, params) {
     form,
     results,
   );
+}
+
+/** The status of the version served, from a list_authoring_workflows row (none for a draft only). */
+function servedStatus(authoredRow) {
+  if (!authoredRow) return null;
+  if (authoredRow.status !== "draft") return authoredRow.status;
+  return authoredRow.publishedStatus || null;
 }
 
 const LIST_FIELDS = [
