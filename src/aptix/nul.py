@@ -51,13 +51,23 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
+def _place(where: str, key: Any) -> str:
+    """The dotted location of ``key`` under ``where``, its unstorable characters escaped.
+
+    The location goes into the refusal's message: a raw NUL or lone surrogate there would make
+    the message itself unstorable, or unsendable as UTF-8 (a 500 instead of the refusal).
+    """
+    shown = _UNSTORABLE.sub(lambda found: f"\\u{ord(found.group()):04x}", str(key))
+    return f"{where}.{shown}" if where else shown
+
+
 def find_nul(value: Any, where: str = "") -> str | None:
     """The dotted location of the first string (or key) in ``value`` holding a NUL, if any."""
     if isinstance(value, str):
         return where or "value" if "\x00" in value else None
     if isinstance(value, dict):
         for key, item in value.items():
-            place = f"{where}.{key}" if where else str(key)
+            place = _place(where, key)
             if "\x00" in str(key):
                 return place
             if (found := find_nul(item, place)) is not None:
@@ -93,7 +103,7 @@ def find_surrogate(value: Any, where: str = "") -> str | None:
         return where or "value" if not value.isascii() and _SURROGATE.search(value) else None
     if isinstance(value, dict):
         for key, item in value.items():
-            place = f"{where}.{key}" if where else str(key)
+            place = _place(where, key)
             if find_surrogate(str(key)) is not None:
                 return place
             if (found := find_surrogate(item, place)) is not None:

@@ -41,11 +41,11 @@ CASES: list[tuple[dict[str, Any], str | None, str]] = [
         "user",
         "user",
     ),
-    # A NUL in a key's own name: no field can be named.
+    # A NUL in a key's own name: no field can be named, and the key is shown escaped.
     (
         {"messages": [{"role": "user", "content": "hi"}], "extra_body": {"a\x00b": 1}},
         None,
-        "a\x00b",
+        "a\\u0000b",
     ),
 ]
 

@@ -37,13 +37,13 @@ def test_the_call_is_valid_json_that_names_the_lone_surrogate() -> None:
     assert refusal(CALL.encode()) == REFUSED
 
 
-def test_a_lone_surrogate_in_a_key_is_shown_replaced_and_an_unsendable_id_is_null() -> None:
+def test_a_lone_surrogate_in_a_key_is_shown_escaped_and_an_unsendable_id_is_null() -> None:
     key = '{"jsonrpc": "2.0", "id": "a", "method": "ping", "params": {"\\udc00k": 1}}'
     in_id = '{"jsonrpc": "2.0", "id": "\\ud800", "method": "ping"}'
     assert refusal(key) == {
         "jsonrpc": "2.0",
         "id": "a",
-        "error": {"code": -32602, "message": f"{SURROGATE_REFUSED} (found in 'params.\ufffdk')."},
+        "error": {"code": -32602, "message": f"{SURROGATE_REFUSED} (found in 'params.\\udc00k')."},
     }
     answer = refusal(in_id)
     assert answer is not None
