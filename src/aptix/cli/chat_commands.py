@@ -153,11 +153,13 @@ async def _show_recent(runtime: Runtime, session_id: str) -> None:
         return
     say((f"Last {len(turns)} turn(s) of this session:", "dim"))
     for turn in turns:
+        # Every row of stored text sits under its label, so no line of it (an instruction
+        # holding "agent> done", say) can pass for one of the chat's own labels.
         if turn.instruction:
-            say(("you>", "bold"), " ", turn.instruction)
+            say_rows(folded(turn.instruction, indent=5, label=("you>", "bold")))
         if turn.status == "completed":
             if turn.text:
-                say(LABEL, " ", turn.text)
+                say_rows(folded(turn.text, indent=len(LABEL[0]) + 1, label=LABEL))
             continue
         _show_unfinished(turn)
 
