@@ -16,7 +16,7 @@ from aptix.llm.types import LlmRequest, LlmResponse, Message, TextSink, ToolCall
 from aptix.nul import storable, storable_json
 from aptix.urls import mask_credentials
 
-__all__ = ["OpenAiLlmClient", "to_chat_tool", "to_responses_input", "to_text_format"]
+__all__ = ["OpenAiLlmClient", "sendable", "to_chat_tool", "to_responses_input", "to_text_format"]
 
 Api = Literal["chat", "responses"]
 
@@ -135,7 +135,7 @@ class OpenAiLlmClient:
     async def _chat(self, request: LlmRequest) -> LlmResponse:
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": list(request.messages),
+            "messages": sendable(request.messages),
             **self._chat_sampling,
             **_chat_format(request),
         }
@@ -155,12 +155,13 @@ class OpenAiLlmClient:
             usage=Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage(),
             finish_reason=choice.finish_reason,
             model_id=completion.model,
+            refusal=getattr(choice.message, "refusal", None) or None,
         )
 
     async def _chat_stream(self, request: LlmRequest, on_text: TextSink) -> LlmResponse:
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": list(request.messages),
+            "messages": sendable(request.messages),
             "stream": True,
             "stream_options": {"include_usage": True},
             **self._chat_sampling,
@@ -169,6 +170,7 @@ class OpenAiLlmClient:
         if request.tools:
             kwargs["tools"] = [to_chat_tool(t) for t in request.tools]
         text: list[str] = []
+        refusal: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         usage = Usage()
         finish: str | None = None
@@ -184,6 +186,8 @@ class OpenAiLlmClient:
                 if delta.content:
                     text.append(delta.content)
                     await on_text(delta.content)
+                if getattr(delta, "refusal", None):
+                    refusal.append(str(delta.refusal))
                 for part in delta.tool_calls or ():
                     # Tool calls arrive in pieces keyed by index: id and name first, then
                     # the arguments JSON in fragments.
@@ -212,6 +216,7 @@ class OpenAiLlmClient:
             usage=usage,
             finish_reason=finish,
             model_id=model_id,
+            refusal="".join(refusal) or None,
         )
 
     async def _responses(self, request: LlmRequest, on_text: TextSink | None) -> LlmResponse:
@@ -227,10 +232,12 @@ class OpenAiLlmClient:
         response = await self._client.responses.create(**kwargs)
         # The Responses API is not streamed here: its text is passed on whole.
         texts: list[str] = []
+        refusals: list[str] = []
         calls: list[ToolCallRequest] = []
         for item in response.output:
             if item.type == "message":
                 texts.extend(c.text for c in item.content if c.type == "output_text")
+                refusals.extend(c.refusal for c in item.content if c.type == "refusal")
             elif item.type == "function_call":
                 calls.append(ToolCallRequest(item.call_id, item.name, item.arguments or ""))
         usage = response.usage
@@ -242,6 +249,7 @@ class OpenAiLlmClient:
             usage=Usage(usage.input_tokens, usage.output_tokens) if usage else Usage(),
             finish_reason="tool_calls" if calls else (response.status or "stop"),
             model_id=response.model,
+            refusal="".join(refusals) or None,
         )
 
 
@@ -278,7 +286,7 @@ def to_text_format(response_format: dict[str, Any] | None) -> dict[str, Any] | N
 def to_responses_input(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
     """Convert Chat Completions messages into Responses API input items."""
     items: list[dict[str, Any]] = []
-    for message in messages:
+    for message in sendable(messages):
         role = message["role"]
         if role == "tool":
             items.append(
@@ -303,6 +311,22 @@ def to_responses_input(messages: tuple[Message, ...] | list[Message]) -> list[di
     return items
 
 
+def sendable(messages: tuple[Message, ...] | list[Message]) -> list[Message]:
+    """The messages as any endpoint reads them: a refusal the model gave is its message's text.
+
+    Not every OpenAI-compatible endpoint knows an assistant message's ``refusal``; as text,
+    the model still sees that it declined.
+    """
+    sent: list[Message] = []
+    for message in messages:
+        if "refusal" in message:
+            refusal = message["refusal"]
+            message = {k: v for k, v in message.items() if k != "refusal"}
+            message["content"] = message.get("content") or refusal
+        sent.append(message)
+    return sent
+
+
 def _is_openai(base_url: str | None) -> bool:
     """True for OpenAI's own API and Azure OpenAI, which name the output cap differently."""
     if base_url is None:
@@ -317,6 +341,7 @@ def _nul_free(response: LlmResponse) -> LlmResponse:
     return replace(
         response,
         text=None if response.text is None else storable(response.text),
+        refusal=None if response.refusal is None else storable(response.refusal),
         tool_calls=tuple(
             ToolCallRequest(storable(c.id), storable(c.name), storable_json(c.arguments))
             for c in response.tool_calls

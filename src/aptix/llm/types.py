@@ -72,13 +72,18 @@ class LlmRequest:
 
 @dataclass(frozen=True, slots=True)
 class LlmResponse:
-    """The model's answer: text and/or tool calls, with usage and finish reason."""
+    """The model's answer: text and/or tool calls, with usage and finish reason.
+
+    ``refusal`` is the model declining to answer (OpenAI's ``message.refusal``), said instead
+    of text.
+    """
 
     text: str | None = None
     tool_calls: tuple[ToolCallRequest, ...] = ()
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     model_id: str | None = None
+    refusal: str | None = None
 
 
 class LlmClient(Protocol):

@@ -94,9 +94,12 @@ class TurnEndings:
     async def finish(self, turn: RunningTurn, on_event: EventSink | None) -> TurnResult:
         """End the turn with the model's answer (an error if it misses a strict format)."""
         record = turn.record
-        final = record.messages[-1].get("content") if record.messages else None
+        last = record.messages[-1] if record.messages else {}
+        final = last.get("content")
         problem = None
-        if strict_schema(record.response_format) is not None:
+        # A refusal (the model declining, OpenAI's message.refusal) is no answer to check: it
+        # is passed on as the refusal it is, as OpenAI does.
+        if strict_schema(record.response_format) is not None and not last.get("refusal"):
             # In a thread: the caller's schema and patterns run for a time only they bound,
             # and the event loop serves every other request meanwhile.
             problem = await anyio.to_thread.run_sync(answer_problem, record.response_format, final)

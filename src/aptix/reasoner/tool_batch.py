@@ -25,6 +25,8 @@ WORKFLOW_RUN_TOOL = "agent_workflow_run"
 def assistant_message(response: LlmResponse) -> Message:
     """The model's response as a transcript message (with its tool calls)."""
     message: Message = {"role": "assistant", "content": response.text}
+    if response.refusal:
+        message["refusal"] = response.refusal
     if response.tool_calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

@@ -30,14 +30,16 @@ def reply(
     *calls: ToolCallRequest,
     usage: Usage | None = None,
     model_id: str = "scripted-model",
+    refusal: str | None = None,
 ) -> LlmResponse:
-    """A scripted response: text and/or tool calls."""
+    """A scripted response: text and/or tool calls, or the model's ``refusal``."""
     return LlmResponse(
         text=text,
         tool_calls=tuple(calls),
         usage=usage or Usage(10, 5),
         finish_reason="tool_calls" if calls else "stop",
         model_id=model_id,
+        refusal=refusal,
     )
 
 

@@ -233,6 +233,8 @@ def _error(message: str, code: str) -> dict[str, Any]:
 
 def _chat_body(response: LlmResponse, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": response.text}
+    if response.refusal is not None:
+        message["refusal"] = response.refusal
     if response.tool_calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -273,6 +275,8 @@ def _chat_chunks(response: LlmResponse, model: str) -> list[dict[str, Any]]:
     chunks = [chunk({"role": "assistant", "content": ""})]
     for piece in re.findall(r"\S+\s*|\s+", response.text or ""):
         chunks.append(chunk({"content": piece}))
+    for piece in re.findall(r"\S+\s*|\s+", response.refusal or ""):
+        chunks.append(chunk({"refusal": piece}))
     for index, c in enumerate(response.tool_calls):
         half = len(c.arguments) // 2
         head = {"index": index, "id": c.id, "type": "function"}
@@ -305,14 +309,19 @@ def _chat_chunks(response: LlmResponse, model: str) -> list[dict[str, Any]]:
 
 def _responses_body(response: LlmResponse, model: str) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
-    if response.text:
+    if response.text or response.refusal:
+        content: list[dict[str, Any]] = []
+        if response.text:
+            content.append({"type": "output_text", "text": response.text, "annotations": []})
+        if response.refusal:
+            content.append({"type": "refusal", "refusal": response.refusal})
         output.append(
             {
                 "type": "message",
                 "id": f"msg_{uuid.uuid4().hex[:12]}",
                 "status": "completed",
                 "role": "assistant",
-                "content": [{"type": "output_text", "text": response.text, "annotations": []}],
+                "content": content,
             }
         )
     for c in response.tool_calls:

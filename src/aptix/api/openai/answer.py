@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from aptix.llm.types import Message
 
-__all__ = ["SEPARATOR", "StreamedText", "content_of", "last_said", "said_in"]
+__all__ = ["SEPARATOR", "StreamedText", "content_of", "last_said", "refused_in", "said_in"]
 
 #: Between the texts of two model calls of one answer.
 SEPARATOR = "\n\n"
@@ -33,6 +33,12 @@ def last_said(messages: Sequence[Message]) -> str:
     """The content of an answer in a ``response_format``: the last model call's text."""
     said = [m for m in messages if m["role"] == "assistant"]
     return str(said[-1].get("content") or "") if said else ""
+
+
+def refused_in(messages: Sequence[Message]) -> str | None:
+    """The model's refusal (OpenAI's ``message.refusal``), if its last call declined; else None."""
+    said = [m for m in messages if m["role"] == "assistant"]
+    return str(said[-1]["refusal"]) if said and said[-1].get("refusal") else None
 
 
 class StreamedText:

@@ -45,12 +45,15 @@ async def completion_chunks(
     failed: Failed,
     stopping: anyio.Event,
     held: Callable[[], str] | None = None,
+    refusal: Callable[[], str | None] = lambda: None,
 ) -> AsyncIterator[ServerSentEvent]:
     """The turn's chunks; set ``stopping`` when the server stops, to end with a 503 error.
 
     ``held`` (an answer in a ``response_format``) gives the content once the turn has
     answered: it is sent whole then, rather than each model call's text as it comes, since
     only the last call's text is the answer, and only the turn's end tells which call that is.
+    ``refusal`` gives the model's refusal once the turn has answered, sent as
+    ``delta.refusal``.
     """
     # A dict is an error body to send as it is.
     queue: asyncio.Queue[TurnEvent | TurnResult | AptixError | dict[str, Any] | None]
@@ -95,7 +98,14 @@ async def completion_chunks(
                 yield ServerSentEvent(data=_json(item))
             elif isinstance(item, TurnResult):
                 async for event in _final_chunks(
-                    item, completion_id, include_usage, text.content, answered, failed, held
+                    item,
+                    completion_id,
+                    include_usage,
+                    text.content,
+                    answered,
+                    failed,
+                    held,
+                    refusal,
                 ):
                     yield event
             elif item.type in ("text_delta", "text"):
@@ -129,6 +139,7 @@ async def _final_chunks(
     answered: Answered,
     failed: Failed,
     held: Callable[[], str] | None,
+    refusal: Callable[[], str | None],
 ) -> AsyncIterator[ServerSentEvent]:
     model = model_of_mode(result.mode)
     if result.kind == "error":
@@ -140,6 +151,8 @@ async def _final_chunks(
         content = held()
         if content:
             yield ServerSentEvent(data=completion_chunk(completion_id, model, {"content": content}))
+    if (declined := refusal()) is not None:
+        yield ServerSentEvent(data=completion_chunk(completion_id, model, {"refusal": declined}))
     calls = openai_tool_calls(handed_over(result))
     if calls:
         delta = {"tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]}

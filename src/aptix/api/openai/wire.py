@@ -92,13 +92,21 @@ def extension(result: TurnResult) -> dict[str, Any]:
     }
 
 
-def completion_body(result: TurnResult, completion_id: str, content: str) -> dict[str, Any]:
-    """The ``chat.completion`` object for a finished (or handed-over) turn saying ``content``."""
+def completion_body(
+    result: TurnResult, completion_id: str, content: str, refusal: str | None = None
+) -> dict[str, Any]:
+    """The ``chat.completion`` object for a finished (or handed-over) turn saying ``content``.
+
+    A ``refusal`` (the model declined) goes as OpenAI sends it: ``message.refusal``, with no
+    content.
+    """
     calls = openai_tool_calls(handed_over(result))
     message: dict[str, Any] = {
         "role": "assistant",
-        "content": content or ("" if not calls else None),
+        "content": content or ("" if not calls and refusal is None else None),
     }
+    if refusal is not None:
+        message["refusal"] = refusal
     if calls:
         message["tool_calls"] = calls
     return {

@@ -22,7 +22,7 @@ from aptix.api import shutdown
 from aptix.api.abandoned import settled
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError
-from aptix.api.openai.answer import last_said, said_in
+from aptix.api.openai.answer import last_said, refused_in, said_in
 from aptix.api.openai.conversation import (
     Ask,
     AskError,
@@ -211,6 +211,9 @@ async def create_chat_completion(
         added = turn.record.messages[start:]
         return last_said(added) if formatted else said_in(added)
 
+    def refusal() -> str | None:
+        return refused_in(turn.record.messages[start:])
+
     async def answered(result: TurnResult, content: str) -> None:
         answer = answer_message(content or None, openai_tool_calls(handed_over(result)))
         held = fingerprint([*body.messages, answer])
@@ -237,6 +240,7 @@ async def create_chat_completion(
             failed=failed,
             stopping=stopping,
             held=content if formatted else None,
+            refusal=refusal,
         )
         return EventSourceResponse(
             chunks,
@@ -252,7 +256,8 @@ async def create_chat_completion(
     # The same content a stream of this turn sends.
     said = content()
     await answered(result, said)
-    return StorableJSONResponse(completion_body(result, completion_id, said), headers=headers)
+    answer = completion_body(result, completion_id, said, refusal())
+    return StorableJSONResponse(answer, headers=headers)
 
 
 #: How long a request refused because the session runs another turn is told to wait.
