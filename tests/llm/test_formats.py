@@ -181,7 +181,12 @@ def test_a_recursion_error_checking_the_schema_is_a_problem(
 def test_an_answer_too_deep_to_check_is_unmet() -> None:
     tree = {"$ref": "#/$defs/t", "$defs": {"t": {"type": "array", "items": {"$ref": "#/$defs/t"}}}}
     problem = answer_problem(strict(tree), "[" * 900 + "]" * 900)
-    assert "nested too deeply" in (problem or "")
+    assert "recursed too deeply" in (problem or "")
+
+
+def test_a_ref_loop_is_refused_up_front() -> None:
+    loop = {"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"}
+    assert "without end" in (schema_problem(strict(loop)) or "")
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])

@@ -103,6 +103,11 @@ def schema_problem(response_format: dict[str, Any] | None) -> str | None:
         exc = SchemaError.create_from(error)
         where = exc.json_path if exc.path else "the schema"
         return f"json_schema.schema is not a valid JSON Schema at {where}: {_cut(exc.message)}"
+    if _loops(schema):
+        return (
+            "json_schema.schema's $refs refer to one another without end (a $ref loop), so no "
+            "answer could be checked against it."
+        )
     return None
 
 
@@ -135,8 +140,9 @@ def answer_problem(response_format: dict[str, Any] | None, text: str | None) -> 
         return None
     except RecursionError:
         return (
-            f"The model's final answer is nested too deeply to check against the schema of "
-            f"response_format {name!r}."
+            f"The model's final answer could not be checked against the schema of "
+            f"response_format {name!r}: checking recursed too deeply (an answer nested too "
+            "deeply, or $refs that refer to one another without end)."
         )
     finally:
         _deadline.reset(token)
@@ -195,6 +201,21 @@ def _unbounded(schema: Any) -> str | None:
             "strict schema cannot combine here; use additionalProperties instead."
         )
     return None
+
+
+def _loops(schema: Any) -> bool:
+    """Whether checking even ``null`` against ``schema`` recurses without end (a $ref loop)."""
+    token = _deadline.set(time.monotonic() + PATTERN_SECONDS)
+    try:
+        validator = _bounded(validator_for(schema))(schema, registry=_NO_RETRIEVAL)
+        best_match(validator.iter_errors(None))
+    except RecursionError:
+        return True
+    except Unresolvable:
+        return False
+    finally:
+        _deadline.reset(token)
+    return False
 
 
 def _too_deep() -> str:
