@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 
 from aptix.mcp.messages import EMPTY_BATCH, INITIALIZE_IN_BATCH, INVALID, batch_refused
@@ -202,3 +203,43 @@ def test_over_stdio_a_batch_call_cancelled_is_left_out_of_the_batch_answer(
         stdio.close()
     assert answered == [{"jsonrpc": "2.0", "id": 6, "result": {}}]
     assert last == {"jsonrpc": "2.0", "id": "last", "result": {}}
+
+
+async def test_over_http_a_batch_call_cancelled_is_left_out_of_the_batch_answer(
+    tmp_path: Path,
+) -> None:
+    started = tmp_path / "slow-started"
+    slow = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "slow"}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+    old = {**HEADERS, "MCP-Protocol-Version": "2025-03-26"}
+    answers: dict[str, httpx.Response] = {}
+    with serve(
+        tmp_path,
+        APTIX_SEMANTIC_MATCHING="false",
+        APTIX_TOOL_MODULES=str(CANCEL_TOOLS),
+        CANCEL_DIR=str(tmp_path),
+    ) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+            opened = await http.post("/mcp", json=_initialize("2025-03-26"), headers=old)
+            session = {**old, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+
+            async def post(name: str, body: object) -> None:
+                answers[name] = await http.post("/mcp", json=body, headers=session)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(post, "batch", [slow, _ping(6)])
+                group.start_soon(post, "alone", [slow | {"id": 7}])
+                for _ in range(1200):
+                    if started.exists():
+                        break
+                    await anyio.sleep(0.05)
+                await anyio.sleep(0.3)  # both calls are running
+                await post("cancel", cancel)
+                await post("cancel", {**cancel, "params": {"requestId": 7}})
+    assert answers["cancel"].status_code == 202
+    # As over stdio and as docs/mcp.md says: the cancelled call has no answer in the batch.
+    assert answers["batch"].status_code == 200, answers["batch"].text
+    assert answers["batch"].json() == [{"jsonrpc": "2.0", "id": 6, "result": {}}]
+    # Nothing else to answer: no answer at all.
+    assert answers["alone"].status_code == 202, answers["alone"].text
+    assert answers["alone"].content == b""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from aptix.mcp.stdio import capped_lines
+from aptix.mcp.stdio import TooLong, capped_lines
 from tests.api.live import serve
 
 
@@ -36,9 +36,14 @@ def test_an_unreadable_stdio_line_gets_a_json_rpc_error(tmp_path: Path) -> None:
     )
     answers = [json.loads(line) for line in out.splitlines()]
     assert len(answers) == 3, out
-    assert [a["error"]["code"] for a in answers] == [-32700, -32600, -32700]
-    assert answers[2]["error"]["message"] == "Parse error: the line is longer than 4096 bytes."
-    assert all(a["id"] is None and a["jsonrpc"] == "2.0" for a in answers)
+    assert [a["error"]["code"] for a in answers] == [-32700, -32600, -32600]
+    assert all(a["id"] is None and a["jsonrpc"] == "2.0" for a in answers[:2])
+    # The over-long request's id is read from its pieces: the client's call gets the refusal.
+    assert answers[2]["id"] == 1
+    assert answers[2]["error"]["message"] == (
+        "Invalid Request: the line is longer than 4096 bytes (APTIX_MAX_BODY_BYTES); "
+        "it was not read."
+    )
 
 
 class _Recording(io.BytesIO):
@@ -55,8 +60,7 @@ async def test_stdio_lines_are_read_within_the_limit() -> None:
     lines = [line async for line in capped_lines(source, 1000)]
     assert len(lines) == 3
     assert lines[1] == "short\n"
-    assert lines[0] == lines[2]
-    assert lines[0].startswith("\x00")  # not JSON: answered -32700
+    assert lines[0] == lines[2] == TooLong(None)  # no request id in it: answered -32700
     assert source.largest <= 1001
 
 

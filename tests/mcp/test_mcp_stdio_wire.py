@@ -40,8 +40,7 @@ def test_stdout_carries_only_json_rpc_and_bad_lines_are_refused_in_words(
         f'{{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {{"x": {deep}}}}}'.encode(),
         b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}',
     ]
-    # Stdin stays open until the three answers are in: a client closing it asks the server
-    # to stop, and a request still in flight then need not be answered.
+    # Stdin stays open until the three answers are in, as a client's does.
     with subprocess.Popen(
         [sys.executable, "-m", "aptix", "mcp"],
         env={

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aptix.mcp.messages import refusal
+from aptix.mcp.messages import problem, refusal
 
 BAD_IDS = ['{"a": 1}', "1.5", "true", "null", "[1]"]
 
@@ -32,8 +32,8 @@ def test_a_message_with_an_unusable_id_is_answered_over_stdio(tmp_path: Path) ->
     lines = [_ping(i) for i in BAD_IDS] + [_ping('"last"')]
     assert process.stdin is not None
     assert process.stdout is not None
-    # The input stays open until every answer is read: at its end the server stops, and the
-    # last ping could go unanswered then. A server that never answers is killed.
+    # The input stays open until every answer is read, as a client's does. A server that
+    # never answers is killed.
     watchdog = threading.Timer(60, process.kill)
     watchdog.start()
     try:
@@ -65,3 +65,35 @@ def test_the_check_is_the_one_http_applies(message_id: str) -> None:
     }
     assert refusal(_ping("7").encode()) is None
     assert refusal(_ping('"x"').encode()) is None
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        # JSON-RPC 2.0 allows positional params; MCP names them: invalid params, not "no message".
+        ({"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": [{"name": "x"}]}, -32602),
+        ({"jsonrpc": "2.0", "id": "14", "method": "tools/list", "params": "x"}, -32602),
+        ({"id": 15, "method": "ping"}, -32600),
+        ({"jsonrpc": "1.0", "id": 16, "method": "ping"}, -32600),
+        ({"jsonrpc": "2.0", "id": 17, "method": 5}, -32600),
+        ({"jsonrpc": "2.0", "id": 18}, -32600),
+    ],
+)
+def test_a_refused_request_with_a_readable_id_is_answered_with_it(
+    message: dict[str, object], code: int
+) -> None:
+    # Stdio (problem) and /mcp (refusal) answer alike: the client's waiting call gets it.
+    answer = refusal(json.dumps(message).encode())
+    assert answer is not None
+    assert answer["id"] == message["id"]
+    assert answer["error"]["code"] == code  # type: ignore[index]
+    found = problem(json.dumps(message))
+    assert found is not None
+    assert (found.code, found.request_id) == (code, message["id"])
+
+
+def test_a_malformed_response_is_still_answered_without_its_id() -> None:
+    # Its id names a request of the server's: answering with it would answer the wrong call.
+    answer = refusal(b'{"jsonrpc": "2.0", "id": 3, "result": 5}')
+    assert answer is not None
+    assert answer["id"] is None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -158,6 +158,8 @@ class _OneMessage:
     def __init__(self, app: ASGIApp, in_flight: CallsInFlight) -> None:
         self._app = app
         self._in_flight = in_flight
+        #: The requests of batches still running, by the key a cancel names them with.
+        self._members: dict[Hashable, set[_Member]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST":
@@ -243,10 +245,23 @@ class _OneMessage:
                 answers[index] = error(*found)
                 return
             kept = _KeptAnswer()
-            async with width:
-                # A scope of its own: the SDK and the cancel keys write into it.
-                await self._answer(dict(scope), text.encode(), kept, gone)
-            answers[index] = kept.answer()
+            member, key = _Member(), self._member_key(scope, part)
+            if key is not None:
+                self._members.setdefault(key, set()).add(member)
+            try:
+                async with width:
+                    if not member.cancelled:  # cancelled while waiting its turn: never run
+                        # A scope of its own: the SDK and the cancel keys write into it.
+                        await self._answer(dict(scope), text.encode(), kept, gone)
+            finally:
+                if key is not None:
+                    members = self._members.get(key, set())
+                    members.discard(member)
+                    if not members:
+                        self._members.pop(key, None)
+            # A call the client cancelled is left out, as over stdio (the SDK's dispatcher
+            # answers none there); its client stopped waiting for it.
+            answers[index] = None if member.cancelled else kept.answer()
 
         async with anyio.create_task_group() as group:
             for index, part in enumerate(parts):
@@ -266,11 +281,32 @@ class _OneMessage:
         params = message.get("params")
         if not isinstance(params, dict) or "requestId" not in params:
             return
-        user = scope.get("user")
-        token = user.access_token if isinstance(user, AuthenticatedUser) else None
-        caller = caller_from_token(token) or LOCAL_CALLER
-        who = (caller.org, caller.user, caller.key_id)
-        self._in_flight.cancel(request_key(who, session, params["requestId"]))
+        key = request_key(_who(scope), session, params["requestId"])
+        self._in_flight.cancel(key)
+        for member in self._members.get(key, ()):
+            member.cancelled = True
+
+    def _member_key(self, scope: Scope, part: object) -> Hashable | None:
+        """The key a cancel names the batch request ``part`` with; None when none can."""
+        session = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
+        if session is None or not isinstance(part, dict) or "method" not in part:
+            return None
+        return request_key(_who(scope), session, part.get("id"))
+
+
+def _who(scope: Scope) -> tuple[str, str, str]:
+    """The caller of a request, as :func:`~aptix.mcp.server.request_key` names it."""
+    user = scope.get("user")
+    token = user.access_token if isinstance(user, AuthenticatedUser) else None
+    caller = caller_from_token(token) or LOCAL_CALLER
+    return (caller.org, caller.user, caller.key_id)
+
+
+class _Member:
+    """One request of a batch: whether the client cancelled it before its answer was sent."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
 
 
 #: How many messages of one batch run at once: one POST never starts every call of a long batch.

@@ -4,6 +4,10 @@ The SDK reads a message whose ``id`` is neither a string nor an integer (an obje
 ``true``, ``null``) as a notification and never answers it, so a client waiting for the
 answer waits forever; such a message is refused here as an invalid request instead.
 
+A request whose ``id`` is a string or an integer is answered with that id whatever else is
+wrong with it (JSON-RPC 2.0 allows ``null`` only when the id cannot be read): ``params`` that
+are not an object with invalid params (-32602), any other fault with an invalid request.
+
 A lone surrogate escape (``"\ud800"``) is valid JSON that the SDK's parser cannot read. Text
 with one is refused on every surface (:data:`aptix.nul.SURROGATE_REFUSED`), so such a request
 is answered with its own id and invalid params (-32602) in the same words, never "not JSON".
@@ -31,17 +35,21 @@ __all__ = [
     "INVALID",
     "NOT_JSON",
     "NOT_UTF8",
+    "PARAMS_NOT_OBJECT",
     "TOO_DEEP",
     "Problem",
     "batch",
     "batch_part",
     "batch_refused",
     "error",
+    "plain_id",
     "problem",
     "refusal",
 ]
 
 INVALID = "Invalid Request: not a JSON-RPC 2.0 message."
+#: JSON-RPC 2.0 also allows positional params (an array); MCP names every parameter.
+PARAMS_NOT_OBJECT = "Invalid params: params must be a JSON object (MCP names every parameter)."
 #: Valid JSON the parser refuses to read (its recursion limit): saying "not JSON" would send
 #: the client hunting for a syntax error that is not there.
 TOO_DEEP = "Invalid Request: the JSON is nested too deeply (at most about 200 levels are read)."
@@ -62,7 +70,7 @@ class Problem(NamedTuple):
 
     code: int
     message: str
-    #: The request's own id when it could be read (a lone surrogate), else None.
+    #: The request's own id when it could be read, else None.
     request_id: str | int | None = None
 
 
@@ -133,13 +141,29 @@ def batch_refused(version: str | None = None) -> str:
 def _shape_problem(raw: object) -> Problem | None:
     if isinstance(raw, list):  # a batch, where the transport takes none apart
         return Problem(types.INVALID_REQUEST, batch_refused() if raw else EMPTY_BATCH)
-    if isinstance(raw, dict) and "id" in raw and not _plain_id(raw["id"]):
+    if isinstance(raw, dict) and "id" in raw and not plain_id(raw["id"]):
         return Problem(types.INVALID_REQUEST, INVALID)
     try:
         types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:
-        return Problem(types.INVALID_REQUEST, INVALID)
+        return _refused_request(raw)
     return None
+
+
+def _refused_request(raw: object) -> Problem:
+    """The refusal of a message that is no JSON-RPC message, with its id when it is a request."""
+    # A response of the client's (a result or an error, no method) carries the id of a request
+    # of the server's: never answered with it, the client would take it for its own request's.
+    if not isinstance(raw, dict) or "id" not in raw:
+        return Problem(types.INVALID_REQUEST, INVALID)
+    if "method" not in raw and ("result" in raw or "error" in raw):
+        return Problem(types.INVALID_REQUEST, INVALID)
+    request_id = raw["id"]  # a string or an integer: checked before
+    params = raw.get("params")
+    shaped = raw.get("jsonrpc") == "2.0" and isinstance(raw.get("method"), str)
+    if shaped and params is not None and not isinstance(params, dict):
+        return Problem(types.INVALID_PARAMS, PARAMS_NOT_OBJECT, request_id)
+    return Problem(types.INVALID_REQUEST, INVALID, request_id)
 
 
 def _lone_surrogate(body: bytes | str) -> Problem:
@@ -157,7 +181,11 @@ def _lone_surrogate(body: bytes | str) -> Problem:
         return Problem(types.PARSE_ERROR, NOT_JSON)
     # Read with the surrogates replaced, it must still be a message: else it is refused as one.
     if (shape := _shape_problem(storable_value(raw))) is not None:
-        return shape
+        if shape.request_id is None or not isinstance(raw, dict):
+            return shape
+        # The id as sent, not as made storable; one that cannot be sent back is not read.
+        sent = raw.get("id")
+        return shape._replace(request_id=None if find_surrogate(sent) is not None else sent)
     if not isinstance(raw, dict):  # no JSON-RPC message is anything but an object
         return Problem(types.INVALID_REQUEST, INVALID)
     request_id = raw.get("id") if "method" in raw else None
@@ -169,5 +197,6 @@ def _lone_surrogate(body: bytes | str) -> Problem:
     return Problem(types.INVALID_PARAMS, f"{SURROGATE_REFUSED} (found in '{shown}').", request_id)
 
 
-def _plain_id(value: object) -> bool:
+def plain_id(value: object) -> bool:
+    """Whether ``value`` is an id the SDK answers: a string or an integer (not a bool)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))

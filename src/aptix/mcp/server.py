@@ -292,7 +292,10 @@ async def run_stdio(settings: AptixSettings | None = None) -> None:
             # The SDK reads whole lines, however long, and one message a line: ours are
             # capped, and a batch's answers go out together (aptix.mcp.stdio).
             lines = capped_lines(sys.stdin.buffer, limit)
-            async with line_streams(lines, anyio.wrap_file(wire), limit) as (read, write):
+            # At the end of input a request read may still run as long as a tool call may.
+            drain = runtime.settings.tool_timeout_seconds + 5
+            streams = line_streams(lines, anyio.wrap_file(wire), limit, drain)
+            async with streams as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
 
