@@ -29,7 +29,7 @@ from aptix.runtime import Runtime
 from aptix.testing import reply
 from aptix.testing.server import ScriptedOpenAIServer
 from tests.api.conftest import A
-from tests.llm.test_formats import Listener, listener, strict
+from tests.llm.test_formats import ROOT, Listener, listener, strict, union_answer
 
 __all__ = ["listener"]  # a fixture, used by name
 
@@ -181,3 +181,45 @@ async def test_an_answer_with_nan_fails_a_strict_format(
         )
     assert unmet.value.code == "response_format_unmet"
     assert f"{constant} is not a JSON value" in unmet.value.message
+
+
+async def test_a_ref_to_a_resource_the_schema_embeds_is_accepted_and_checked(
+    client: AsyncOpenAI, provider: ScriptedOpenAIServer
+) -> None:
+    # Review s1 F1: refused 400 'outside the schema' though item.json is the schema's own.
+    schema = {
+        "$id": ROOT,
+        "type": "object",
+        "properties": {"a": {"$ref": "item.json"}, "b": {"$ref": f"{ROOT}#/$defs/B"}},
+        "x-source": {"$ref": "https://example.invalid/annotation.json"},
+        "$defs": {"item": {"$id": "item.json", "type": "string"}, "B": {"type": "integer"}},
+    }
+    provider.add(reply('{"a": "x", "b": 1}'))
+    completion = await client.chat.completions.create(
+        model="aptix-general", messages=ASK, response_format=strict(schema)
+    )
+    assert completion.choices[0].message.content == '{"a": "x", "b": 1}'
+    provider.add(reply('{"a": 1, "b": 1}'))
+    with pytest.raises(openai.UnprocessableEntityError) as unmet:
+        await client.chat.completions.create(
+            model="aptix-general", messages=ASK, response_format=strict(schema)
+        )
+    assert unmet.value.code == "response_format_unmet"
+    assert "at $.a: 1 is not of type 'string'" in unmet.value.message
+
+
+async def test_a_large_answer_with_a_quick_pattern_meets_its_format(
+    client: AsyncOpenAI, provider: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review s1 F2: the pattern budget ran out on the validator's walk of a large answer
+    # (99,000 characters took 1.4 s) before its one pattern, '^ok$', was matched. The budget
+    # is cut here so that a small answer's walk is as long as that one's against 1 s.
+    import aptix.llm.formats as formats
+
+    monkeypatch.setattr(formats, "PATTERN_SECONDS", 0.01)
+    schema, answer = union_answer(2000, "^ok$")
+    provider.add(reply(answer))
+    completion = await client.chat.completions.create(
+        model="aptix-general", messages=ASK, response_format=strict(schema)
+    )
+    assert completion.choices[0].message.content == answer

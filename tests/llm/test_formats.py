@@ -195,3 +195,117 @@ def test_non_standard_constants_are_not_json(constant: str) -> None:
     problem = answer_problem(strict(schema), f'{{"city": "Oslo", "celsius": {constant}}}')
     assert "is not JSON" in (problem or "")
     assert answer_problem(strict(schema), '{"celsius": 1e308}') is None
+
+
+ROOT = "https://example.com/root.json"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # Relative to the root's $id, the ref names the resource $defs.item embeds.
+        {
+            "$id": ROOT,
+            "properties": {"a": {"$ref": "item.json"}},
+            "$defs": {"item": {"$id": "item.json", "type": "string"}},
+        },
+        {
+            "$id": ROOT,
+            "properties": {"a": {"$ref": f"{ROOT}#/$defs/A"}},
+            "$defs": {"A": {"type": "string"}},
+        },
+        {
+            "properties": {"a": {"$ref": "urn:x:item"}},
+            "$defs": {"i": {"$id": "urn:x:item", "type": "string"}},
+        },
+        {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "id": ROOT,
+            "properties": {"a": {"$ref": "b.json"}},
+            "definitions": {"b": {"id": "b.json", "type": "string"}},
+        },
+        # A ref into an annotation makes its target a schema, checked like any other.
+        {"properties": {"a": {"$ref": "#/x-kinds/text"}}, "x-kinds": {"text": {"type": "string"}}},
+    ],
+)
+def test_a_ref_to_a_resource_the_schema_embeds_resolves(schema: Any) -> None:
+    assert schema_problem(strict(schema)) is None
+    assert answer_problem(strict(schema), '{"a": "x"}') is None
+    assert "at $.a: 1 is not of type 'string'" in (answer_problem(strict(schema), '{"a": 1}') or "")
+
+
+@pytest.mark.parametrize("keyword", ["x-source", "examples", "default", "const", "enum"])
+def test_a_ref_in_an_annotation_or_data_is_no_reference(keyword: str) -> None:
+    value: Any = {"$ref": "https://example.invalid/x.json"}
+    if keyword in ("examples", "enum"):
+        value = [value]
+    schema = {"type": "object", "properties": {"a": {"type": "string", keyword: value}}}
+    if keyword in ("const", "enum"):
+        schema = {"type": "object", "properties": {"a": {keyword: value}}}
+    assert schema_problem(strict(schema)) is None
+
+
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        # The meta-schema is not the caller's: known locally, but still outside the schema.
+        ({"$ref": "https://json-schema.org/draft/2020-12/schema"}, "outside the schema"),
+        ({"$id": ROOT, "properties": {"a": {"$ref": "other.json"}}}, "outside the schema"),
+        ({"$ref": "#/x-e", "x-e": {"$ref": "https://example.invalid/x.json"}}, "outside"),
+        ({"$ref": "#/x-e", "x-e": 5}, "names no schema"),
+        ({"allOf": [{}], "properties": {"a": {"$ref": "#/allOf/x"}}}, "names no schema"),
+    ],
+)
+def test_a_ref_leading_out_of_the_schema_or_to_no_schema_is_refused(
+    schema: Any, words: str, listener: Listener
+) -> None:
+    assert words in (schema_problem(strict(schema)) or "")
+    assert listener.paths == []
+
+
+def union_answer(rows: int, pattern: str) -> tuple[dict[str, Any], str]:
+    """A schema whose check takes time without patterns (a 10-way oneOf per row), and an answer."""
+    kinds = [
+        {
+            "type": "object",
+            "properties": {"kind": {"const": f"k{i}"}, "v": {"type": "integer"}},
+            "required": ["kind", "v"],
+            "additionalProperties": False,
+        }
+        for i in range(10)
+    ]
+    schema = {
+        "type": "object",
+        "properties": {
+            "rows": {"type": "array", "items": {"oneOf": kinds}},
+            "tag": {"type": "string", "pattern": pattern},
+        },
+    }
+    answer = {"rows": [{"kind": f"k{n % 10}", "v": n} for n in range(rows)], "tag": "ok"}
+    return schema, json.dumps(answer)
+
+
+def test_only_matching_is_charged_to_the_pattern_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    import aptix.llm.formats as formats
+
+    # The walk of 2,000 rows takes ~20 times this budget; the one pattern, microseconds.
+    monkeypatch.setattr(formats, "PATTERN_SECONDS", 0.01)
+    schema, answer = union_answer(2000, "^ok$")
+    assert answer_problem(strict(schema), answer) is None
+    schema, answer = union_answer(2000, "^no$")
+    assert "'ok' does not match '^no$'" in (answer_problem(strict(schema), answer) or "")
+
+
+def test_the_pattern_budget_is_for_all_matches_of_an_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import aptix.llm.formats as formats
+
+    # Each match backtracks for some milliseconds, under the budget; together they are over.
+    monkeypatch.setattr(formats, "PATTERN_SECONDS", 0.1)
+    schema = {"type": "array", "items": {"type": "string", "pattern": "^(a|a)+$"}}
+    answer = json.dumps(["a" * 16 + "!"] * 200)
+    started = time.monotonic()
+    problem = answer_problem(strict(schema), answer)
+    assert "could not be checked within 0.1 s" in (problem or "")
+    assert time.monotonic() - started < 1

@@ -6,11 +6,11 @@ but not every OpenAI-compatible endpoint does, and a capped or cut answer is not
 final answer is checked, so a client is told rather than handed text its parser fails on.
 
 The schema is the caller's, so checking with it must cost the server nothing it does not
-bound: a ``$ref`` resolves only within the schema itself (nothing is ever fetched), a schema
-nests at most :data:`MAX_SCHEMA_DEPTH` levels, and the patterns it holds run under the
-``regex`` module with a time limit (:data:`PATTERN_SECONDS` for a whole answer), which also
-reads the ECMA-262 syntax JSON Schema specifies (``\p{L}``, ``(?<name>...)``) where Python's
-``re`` does not.
+bound: a ``$ref`` resolves only within the schema itself, including the resources it embeds
+by ``$id`` (nothing is ever fetched), a schema nests at most :data:`MAX_SCHEMA_DEPTH` levels,
+and the patterns it holds run under the ``regex`` module with a time limit
+(:data:`PATTERN_SECONDS` of matching for a whole answer), which also reads the ECMA-262 syntax
+JSON Schema specifies (``\p{L}``, ``(?<name>...)``) where Python's ``re`` does not.
 """
 
 from __future__ import annotations
@@ -21,14 +21,16 @@ import json
 import time
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag
 
+import referencing.jsonschema
 import regex
 from jsonschema import FormatChecker, SchemaError, ValidationError
 from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
-from referencing import Registry
+from referencing import Registry, Resource, Specification
+from referencing._core import Resolved, Resolver
 from referencing.exceptions import Unresolvable
 
 __all__ = [
@@ -50,22 +52,27 @@ MAX_SCHEMA_DEPTH = 64
 
 #: How long the patterns of a strict schema may run, in all, checking one answer: a pattern
 #: that backtracks without end (``^(a+)+$``) makes the answer unmet, not the server stall.
+#: Only matching is charged: the rest of the check is bounded by the answer's size.
 PATTERN_SECONDS = 1.0
 
 #: The longest part of a parser's or validator's message quoted in a problem.
 _QUOTED = 300
 
-#: The keywords that name another schema by URI; only a fragment of this one is resolved.
+#: The keywords that name another schema by URI; only the schema's own resources resolve.
 _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
-#: Keywords whose values are data, not schemas: a ``$ref`` in them is no reference.
-_DATA = frozenset({"const", "default", "enum", "examples"})
-#: Keywords whose values map names to schemas (a property named ``enum`` is a schema).
-_NAMES = dict.fromkeys(
-    ("$defs", "definitions", "dependentSchemas", "patternProperties", "properties"), "names"
-)
 
-#: When the patterns checking the current answer must be done (a monotonic time).
-_deadline: contextvars.ContextVar[float] = contextvars.ContextVar("aptix_pattern_deadline")
+
+class _Budget:
+    """The matching time left to the patterns checking one answer, in seconds."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = PATTERN_SECONDS
+
+
+#: The pattern budget of the answer being checked (each check in its own context).
+_budget: contextvars.ContextVar[_Budget] = contextvars.ContextVar("aptix_pattern_budget")
 
 #: Nothing is ever retrieved: a reference that is not within the schema stays unresolved.
 _NO_RETRIEVAL: Registry[Any] = Registry()
@@ -90,8 +97,7 @@ def schema_problem(response_format: dict[str, Any] | None) -> str | None:
     if schema is None:
         return None
     try:
-        if (problem := _unbounded(schema)) is not None:
-            return problem
+        _check_depth(schema)
         cls = validator_for(schema)
         checker = validator_for(cls.META_SCHEMA, default=cls)(
             cls.META_SCHEMA, format_checker=_format_checker(cls)
@@ -103,6 +109,9 @@ def schema_problem(response_format: dict[str, Any] | None) -> str | None:
         exc = SchemaError.create_from(error)
         where = exc.json_path if exc.path else "the schema"
         return f"json_schema.schema is not a valid JSON Schema at {where}: {_cut(exc.message)}"
+    # After the meta-schema check: referencing reads every subschema as an object or boolean.
+    if (problem := _unbounded(schema, cls)) is not None:
+        return problem
     if _loops(schema):
         return (
             "json_schema.schema's $refs refer to one another without end (a $ref loop), so no "
@@ -130,7 +139,7 @@ def answer_problem(response_format: dict[str, Any] | None, text: str | None) -> 
     schema = spec.get("schema")
     if schema is None:
         return None
-    token = _deadline.set(time.monotonic() + PATTERN_SECONDS)
+    token = _budget.set(_Budget())
     try:
         validator = _bounded(validator_for(schema))(schema, registry=_NO_RETRIEVAL)
         error = best_match(validator.iter_errors(value))
@@ -145,7 +154,7 @@ def answer_problem(response_format: dict[str, Any] | None, text: str | None) -> 
             "deeply, or $refs that refer to one another without end)."
         )
     finally:
-        _deadline.reset(token)
+        _budget.reset(token)
     if error is None:
         return None
     return (
@@ -154,45 +163,54 @@ def answer_problem(response_format: dict[str, Any] | None, text: str | None) -> 
     )
 
 
-def _unbounded(schema: Any) -> str | None:
-    """What of the schema reaches outside it, or past the bounds checking it has; else None."""
-    ids: set[str] = {""}
-    refs: list[tuple[str, str]] = []
-    keywords: set[str] = set()
-
-    def walk(node: Any, base: str, depth: int, kind: str) -> None:
-        # kind: "schema", "names" (a map of names to schemas) or "data", whose values are
-        # only counted for the depth.
+def _check_depth(schema: Any) -> None:
+    """Raise :class:`_TooDeep` if ``schema`` nests more than :data:`MAX_SCHEMA_DEPTH` levels."""
+    stack = [(schema, 1)]
+    while stack:
+        node, depth = stack.pop()
         if depth > MAX_SCHEMA_DEPTH:
             raise _TooDeep
-        if isinstance(node, list):
-            for item in node:
-                walk(item, base, depth + 1, "data" if kind == "data" else "schema")
-            return
-        if not isinstance(node, dict):
-            return
-        if kind == "names":
-            for item in node.values():
-                walk(item, base, depth + 1, "schema")
-            return
-        if kind == "schema":
-            if isinstance(node.get("$id"), str):
-                base = urldefrag(urljoin(base, node["$id"])).url
-                ids.add(base)
-            keywords.update(node)
-            refs.extend((base, ref) for key in _REFS if isinstance(ref := node.get(key), str))
-        for key, item in node.items():
-            inner = "data" if kind == "data" or key in _DATA else _NAMES.get(key, "schema")
-            walk(item, base, depth + 1, inner)
+        if isinstance(node, dict):
+            stack.extend((item, depth + 1) for item in node.values())
+        elif isinstance(node, list):
+            stack.extend((item, depth + 1) for item in node)
 
-    walk(schema, "", 1, "schema")
-    for base, ref in refs:
-        if not ref.startswith("#") or urldefrag(urljoin(base, ref)).url not in ids:
-            return (
-                f"json_schema.schema refers to {_cut(json.dumps(ref))}, outside the schema: a "
-                "strict schema's $ref must name a part of the schema itself ('#', "
-                "'#/$defs/...'); nothing is fetched from elsewhere."
-            )
+
+def _unbounded(schema: Any, cls: type[Validator]) -> str | None:
+    """What of a valid schema reaches outside it, or past the bounds checking it has; else None.
+
+    Walked as the validator walks it: only subschemas (``x-...`` annotations, ``enum`` and
+    ``examples`` are data, their ``$ref`` no reference), each ``$ref`` resolved against its
+    enclosing ``$id``s with a registry of the schema's own resources that retrieves nothing.
+    """
+    # The dialect jsonschema's validator reads the schema in: its meta-schema's id.
+    meta = cls.META_SCHEMA
+    specification = referencing.jsonschema.specification_with(
+        meta.get("$id") or meta.get("id") or "urn:unknown-dialect", default=Specification.OPAQUE
+    )
+    root = specification.create_resource(schema)
+    registry: Registry[Any] = Registry().with_resource(root.id() or "", root).crawl()
+    seen: set[int] = set()
+    keywords: set[str] = set()
+    pending: list[tuple[Resolver[Any], Resource[Any]]] = [(registry.resolver_with_root(root), root)]
+    while pending:
+        resolver, resource = pending.pop()
+        contents = resource.contents
+        if not isinstance(contents, dict) or id(contents) in seen:
+            continue
+        seen.add(id(contents))
+        keywords.update(contents)
+        for key in _REFS:
+            if isinstance(ref := contents.get(key), str):
+                # The target too, wherever it is: a $ref into an annotation makes it a schema.
+                target = _resolve(resolver, ref)
+                if isinstance(target, str):
+                    return target
+                if target is not None:
+                    pending.append(
+                        (target.resolver, specification.create_resource(target.contents))
+                    )
+        pending.extend((resolver.in_subresource(sub), sub) for sub in resource.subresources())
     if {"patternProperties", "unevaluatedProperties"} <= keywords:
         # jsonschema matches patternProperties for unevaluatedProperties with Python's re,
         # which no time limit bounds.
@@ -203,9 +221,41 @@ def _unbounded(schema: Any) -> str | None:
     return None
 
 
+def _resolve(resolver: Resolver[Any], ref: str) -> Resolved[Any] | str | None:
+    """Where ``ref`` leads in the schema, why it is refused, or None if it names nothing in it."""
+    try:
+        resolved = resolver.lookup(ref)
+    except Unresolvable:
+        try:
+            resolver.lookup(urldefrag(ref).url or "#")
+        except Unresolvable:
+            return (
+                f"json_schema.schema refers to {_cut(json.dumps(ref))}, outside the schema: a "
+                "strict schema's $ref must name a part of the schema itself ('#', "
+                "'#/$defs/...', or a resource it embeds by $id); nothing is fetched from "
+                "elsewhere."
+            )
+        # A pointer or anchor naming nothing in one of the schema's own resources: left
+        # unresolved when an answer is checked, as before.
+        return None
+    except ValueError:
+        # referencing reads a pointer's segment into an array as an index ('#/allOf/x').
+        return _names_no_schema(ref)
+    if not isinstance(resolved.contents, dict | bool):
+        return _names_no_schema(ref)
+    return resolved
+
+
+def _names_no_schema(ref: str) -> str:
+    return (
+        f"json_schema.schema refers to {_cut(json.dumps(ref))}, which names no schema within "
+        "it (a $ref must lead to an object or a boolean)."
+    )
+
+
 def _loops(schema: Any) -> bool:
     """Whether checking even ``null`` against ``schema`` recurses without end (a $ref loop)."""
-    token = _deadline.set(time.monotonic() + PATTERN_SECONDS)
+    token = _budget.set(_Budget())
     try:
         validator = _bounded(validator_for(schema))(schema, registry=_NO_RETRIEVAL)
         best_match(validator.iter_errors(None))
@@ -214,7 +264,7 @@ def _loops(schema: Any) -> bool:
     except Unresolvable:
         return False
     finally:
-        _deadline.reset(token)
+        _budget.reset(token)
     return False
 
 
@@ -250,7 +300,7 @@ def _compiled(pattern: str) -> regex.Pattern[str]:
 
 @functools.cache
 def _bounded(cls: type[Validator]) -> type[Validator]:
-    """``cls`` with every keyword that matches a pattern doing so within the deadline."""
+    """``cls`` with every keyword that matches a pattern doing so within the budget."""
     bounded: type[Validator] = extend(  # type: ignore[no-untyped-call]  # untyped in the stubs
         cls,
         validators={
@@ -267,14 +317,19 @@ class _PatternTimeout(Exception):
 
 
 def _search(pattern: str, text: str) -> bool:
-    left = _deadline.get() - time.monotonic()
-    if left <= 0:
+    # Charged its own time only: the validator's walk of a large answer is no pattern's.
+    budget = _budget.get()
+    if budget.left <= 0:
         raise _PatternTimeout
+    started = time.monotonic()
     try:
         # concurrent: the match releases the GIL, so the event loop runs beside it.
-        return _compiled(pattern).search(text, concurrent=True, timeout=left) is not None
+        found = _compiled(pattern).search(text, concurrent=True, timeout=budget.left)
     except TimeoutError:
+        budget.left = 0
         raise _PatternTimeout from None
+    budget.left -= time.monotonic() - started
+    return found is not None
 
 
 def _timed_out(pattern: str) -> ValidationError:
