@@ -64,13 +64,13 @@ def test_shipped_only_for_the_lexical_configuration() -> None:
     assert "assoc" not in SEMANTIC_RANK
 
 
-@pytest.mark.parametrize("cached_terms", [4_096, 3])
+@pytest.mark.parametrize("cached_bytes", [evidence.ASSOCIATION_CACHE_BYTES, 2_000])
 def test_index_reads_the_same_scores_as_the_reference(
-    monkeypatch: pytest.MonkeyPatch, cached_terms: int
+    monkeypatch: pytest.MonkeyPatch, cached_bytes: int
 ) -> None:
     # The matcher reads each term's best association per workflow from a cache; with a
-    # tiny cache it restarts mid-message, and must still agree with the reference exactly.
-    monkeypatch.setattr(evidence, "MAX_CACHED_TERMS", cached_terms)
+    # tiny cache its terms leave mid-message, and it must still agree with the reference.
+    monkeypatch.setattr(evidence._TERMS, "limit", cached_bytes)
     routing = default_routing(False)
     assert routing.associations is not None
     item = training_sets()[1]

@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aptix.workflows.matching.associations import Associations
+from aptix.workflows.matching.bounded import BoundedCache, new_number, text_bytes
 from aptix.workflows.matching.scratch import ScratchPool
 from aptix.workflows.matching.text import MAX_CACHED_WORD, normalise
 from aptix.workflows.matching.topk import largest
@@ -50,8 +51,11 @@ NGRAM_SIZES = (3, 4, 5)
 PIVOT_SLOPE = 0.2
 #: Two candidates are siblings when this share of the smaller one's term weight is shared.
 SIBLING_OVERLAP = 0.3
-#: Message terms whose associations are kept (then the caches restart).
-MAX_CACHED_TERMS = 4_096
+#: Message terms' associations kept, every index's together: 16 MB as measured (the term,
+#: its two tables and :data:`.bounded.ENTRY_BYTES`); the least recently used term leaves first.
+ASSOCIATION_CACHE_BYTES = 16 * 1024 * 1024
+#: An empty table, and what each item adds to one (an int key, a float, its slot).
+_TABLE_BYTES, _ITEM_BYTES = 64, 100
 
 Vector = dict[str, float]
 Floats = NDArray[np.float64]
@@ -75,6 +79,13 @@ def _word_ngrams(word: str) -> tuple[str, ...]:
 
 # Messages repeat their words: each word is cut into grams once (a long one each time).
 _cached_ngrams = functools.lru_cache(maxsize=65_536)(_word_ngrams)
+
+#: A message term's word associations by term id, and its best association with each
+#: workflow row asked about so far, by (the index build's number, term), for every index of
+#: the process: one cache, whatever the number of orgs.
+_TERMS: BoundedCache[tuple[int, str], tuple[dict[int, float], dict[int, float]]] = BoundedCache(
+    ASSOCIATION_CACHE_BYTES
+)
 
 
 # math.log, as the catalog side computes its weights: the very same floats.
@@ -108,10 +119,8 @@ class WorkflowIndex:
         self._term_sets: list[frozenset[str]] = []
         #: Each workflow's term set, for an index that extends this one; None once it does.
         self._lendable: dict[str, frozenset[str]] | None = None
-        #: Message term -> its word associations by term id (a cache).
-        self._links: dict[str, dict[int, float]] = {}
-        #: Message term -> its best association with each workflow row asked about so far.
-        self._best: dict[str, dict[int, float]] = {}
+        #: This build's entries in the process's association cache (:data:`_TERMS`).
+        self._number = new_number()
 
     def build(
         self,
@@ -168,8 +177,7 @@ class WorkflowIndex:
         self._lendable = (
             None if extends is not None else dict(zip(self._owners, self._term_sets, strict=True))
         )
-        self._links = {}
-        self._best = {}
+        self._number = new_number()
 
     def associations(
         self, model: Associations, message_terms: Iterable[str], owners: Sequence[str]
@@ -180,41 +188,47 @@ class WorkflowIndex:
         workflow is worked out the first time that workflow is a candidate for it: a
         message costs one lookup per term and candidate once its terms have been seen, and a
         term never seen costs a walk over the candidates' terms only, not over the catalog.
-        Both are kept until the catalog changes. The caches assume one ``model`` per index
-        (its matcher's).
+        Both are kept in the process's cache (:data:`_TERMS`) while the catalog stands. The
+        cache assumes one ``model`` per index (its matcher's).
         """
         tables = []
         for term in dict.fromkeys(message_terms):
-            links = self._links.get(term)
-            if links is None:
-                if len(self._links) >= MAX_CACHED_TERMS:
-                    self._links.clear()
-                    self._best.clear()
+            key = (self._number, term)
+            kept = _TERMS.get(key) if len(term) <= MAX_CACHED_WORD else None
+            if kept is None:
                 ids = self._term_ids
                 links = {
                     i: a
                     for w, a in model.rows.get(term, {}).items()
                     if (i := ids.get(w)) is not None
                 }
-                self._links[term] = links
-                self._best[term] = {}
-            if links:
-                tables.append((links, self._best[term]))
+                kept = (links, {})
+                # Longer terms (identifiers, encoded data) seldom repeat: read each time.
+                if len(term) <= MAX_CACHED_WORD:
+                    size = text_bytes(term) + 2 * _TABLE_BYTES + _ITEM_BYTES * len(links)
+                    _TERMS.put(key, kept, size)
+            if kept[0]:
+                tables.append((key, *kept))
         out = [0.0] * len(owners)
         if tables:
             lists = self._term_lists
+            added = [0] * len(tables)
             for k, owner in enumerate(owners):
                 row = self._position.get(owner, -1)
                 if row < 0:
                     continue
                 total = 0.0
-                for links, best in tables:
+                for t, (_, links, best) in enumerate(tables):
                     value = best.get(row)
                     if value is None:
                         value = max((links[i] for i in lists[row] if i in links), default=0.0)
                         best[row] = value
+                        added[t] += 1
                     total += value
                 out[k] = total
+            for (key, _, _), count in zip(tables, added, strict=True):
+                if count:
+                    _TERMS.grew(key, _ITEM_BYTES * count)
         return np.asarray(out, dtype=np.float64)
 
     def terms_of(self, owners: Sequence[str]) -> list[frozenset[str]]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -27,8 +28,9 @@ import numpy as np
 from numpy.typing import NDArray
 from rapidfuzz import fuzz, process
 
+from aptix.workflows.matching.bounded import BoundedCache, new_number, text_bytes
 from aptix.workflows.matching.scratch import ScratchPool
-from aptix.workflows.matching.text import STOPWORDS, normalise, term_of, terms
+from aptix.workflows.matching.text import MAX_CACHED_WORD, STOPWORDS, normalise, term_of, terms
 from aptix.workflows.matching.topk import largest
 
 __all__ = ["LexicalMatcher", "MatchDocument"]
@@ -42,10 +44,25 @@ PHRASE_SCORE = 0.9
 SINGLE_TERM_FACTOR = 0.7
 #: Documents rescored with rapidfuzz after the index has ranked them.
 RESCORE_LIMIT = 64
-#: Typo lookups remembered per index.
-KNOWN_CACHE_SIZE = 65_536
-#: Messages whose query terms are remembered.
-QUERY_CACHE_SIZE = 64
+#: Typo lookups remembered, every index's together: 16 MB as measured (the term, the answer
+#: and :data:`.bounded.ENTRY_BYTES`), about 36,000 lookups of terms of up to 20 characters.
+KNOWN_CACHE_BYTES = 16 * 1024 * 1024
+#: What a remembered lookup's answer takes: a pair of the indexed term (the index's own
+#: string) and a float.
+_ANSWER_BYTES = 56 + 24
+#: Messages' query terms remembered, every index's together: 4 MB as measured (the message,
+#: its terms' table and :data:`.bounded.ENTRY_BYTES`).
+QUERY_CACHE_BYTES = 4 * 1024 * 1024
+
+
+#: Typo lookups made against every index of the process (a message is analysed several
+#: times), by (the index build's number, term): one cache, whatever the number of orgs.
+_KNOWN: BoundedCache[tuple[int, str], tuple[str, float] | None] = BoundedCache(KNOWN_CACHE_BYTES)
+#: Recent messages' query terms by (the index build's number, message): matching reads them
+#: more than once per message.
+_QUERIES: BoundedCache[tuple[int, str], dict[str, float]] = BoundedCache(QUERY_CACHE_BYTES)
+#: Not looked up yet (None is an answer: not a typo of any indexed term).
+_UNKNOWN: tuple[str, float] = ("", -1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +107,9 @@ class LexicalMatcher:
         self._termless: list[int] = []
         self._owner_terms: dict[str, frozenset[str]] = {}
         self._weight_array: NDArray[np.float64] = np.zeros(0)
-        #: Typo lookups already made against this index (a message is analysed several times).
-        self._known: dict[str, tuple[str, float] | None] = {}
-        #: Recent messages' query terms (matching reads them more than once per message).
-        self._queries: dict[str, dict[str, float]] = {}
+        #: This build's entries in the process's typo lookups and query terms (:data:`_KNOWN`,
+        #: :data:`_QUERIES`).
+        self._number = new_number()
         #: Per-document scratch arrays for :meth:`_accumulated`.
         self._hits = ScratchPool(0, np.float64)
         self._shared = ScratchPool(0, np.int32)
@@ -129,8 +145,7 @@ class LexicalMatcher:
         self._norms = [sum(self._idf[t] for t in sorted(doc_terms)) for doc_terms in self._terms]
         self._norm_array = np.asarray([n or 1.0 for n in self._norms], dtype=np.float64)
         self._weight_array = np.asarray(self._weights, dtype=np.float64)
-        self._known = {}
-        self._queries = {}
+        self._number = new_number()
         self._hits = ScratchPool(len(documents), np.float64)
         self._shared = ScratchPool(len(documents), np.int32)
         initials: dict[str, list[str]] = defaultdict(list)
@@ -215,7 +230,8 @@ class LexicalMatcher:
         return sum(mapped[t] is not None for t in words) / len(words)
 
     def _query_terms(self, message: str) -> dict[str, float]:
-        cached = self._queries.get(message)
+        key = (self._number, message)
+        cached = _QUERIES.get(key)
         if cached is not None:
             return dict(cached)
         query: dict[str, float] = {}
@@ -225,9 +241,9 @@ class LexicalMatcher:
             found = mapped[term]
             if found is not None:
                 query[found[0]] = max(query.get(found[0], 0.0), found[1])
-        if len(self._queries) >= QUERY_CACHE_SIZE:
-            self._queries.clear()
-        self._queries[message] = dict(query)
+        kept = dict(query)
+        # The terms are the index's own strings; each strength is a float of its own.
+        _QUERIES.put(key, kept, text_bytes(message) + sys.getsizeof(kept) + 24 * len(kept))
         return query
 
     def _mapped(self, message_terms: list[str]) -> dict[str, tuple[str, float] | None]:
@@ -253,8 +269,13 @@ class LexicalMatcher:
 
     def _typo_of(self, term: str) -> tuple[str, float] | None:
         """The indexed term an unknown ``term`` is a typo of, with how sure that is (< 1.0)."""
-        if term in self._known:
-            return self._known[term]
+        # Longer terms (identifiers, encoded data) seldom repeat: looked up each time.
+        remember = len(term) <= MAX_CACHED_WORD
+        key = (self._number, term)
+        if remember:
+            kept = _KNOWN.get(key, _UNKNOWN)
+            if kept is not _UNKNOWN:
+                return kept
         found = process.extractOne(
             term,
             self._by_initial.get(term[0], ()),
@@ -262,9 +283,8 @@ class LexicalMatcher:
             score_cutoff=TYPO_CUTOFF,
         )
         known = None if found is None else (found[0], found[1] / 100.0)
-        if len(self._known) >= KNOWN_CACHE_SIZE:
-            self._known.clear()
-        self._known[term] = known
+        if remember:
+            _KNOWN.put(key, known, text_bytes(term) + (0 if known is None else _ANSWER_BYTES))
         return known
 
     @contextlib.contextmanager

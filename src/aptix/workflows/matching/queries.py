@@ -4,6 +4,10 @@ Matching a message reads its embedding several times (ranking, evidence, the req
 the reason given); it is encoded once and remembered. :meth:`QueryEmbeddings.prefetch`
 starts the encoding on a worker thread: the model runs outside the GIL, so the lexical
 evidence gathered meanwhile costs no extra latency.
+
+A message's encoding depends on the encoder alone, not on the catalog: every matcher of the
+process that encodes with the same encoder (the deployment-wide one and each org's) reads the
+same remembered encodings, one cache per process bounded by :data:`QUERY_CACHE_BYTES`.
 """
 
 from __future__ import annotations
@@ -12,13 +16,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
-__all__ = ["QueryEmbeddings"]
+from aptix.workflows.matching.bounded import BoundedCache, number_of, text_bytes
 
-#: Messages whose embeddings are remembered.
-QUERY_CACHE_SIZE = 512
-#: Messages being encoded ahead and not yet collected.
+__all__ = ["QUERY_CACHE_BYTES", "QueryEmbeddings"]
+
+#: The remembered encodings of the process, every encoder's together: 32 MB as measured (the
+#: message and the arrays kept of its encoding, plus :data:`.bounded.ENTRY_BYTES`).
+QUERY_CACHE_BYTES = 32 * 1024 * 1024
+#: Messages being encoded ahead and not yet collected, in the whole process.
 PENDING_QUERIES = 8
 #: Threads encoding messages ahead, shared by every matcher of the process.
 ENCODER_THREADS = 2
@@ -30,6 +37,11 @@ T = TypeVar("T")
 _ENCODER: ThreadPoolExecutor | None = None
 _ENCODER_LOCK = threading.Lock()
 
+#: Encodings by (the encoder's number, message).
+_DONE: BoundedCache[tuple[int, str], object] = BoundedCache(QUERY_CACHE_BYTES)
+_PENDING: OrderedDict[tuple[int, str], Future[object]] = OrderedDict()
+_PENDING_LOCK = threading.Lock()
+
 
 def _encoder() -> ThreadPoolExecutor:
     """The threads that encode messages ahead (started on first use)."""
@@ -40,17 +52,29 @@ def _encoder() -> ThreadPoolExecutor:
         return _ENCODER
 
 
-class QueryEmbeddings(Generic[T]):
-    """Recent messages' encodings, and the messages being encoded ahead."""
+def remembered() -> BoundedCache[tuple[int, str], object]:
+    """The process's cache of encoded messages (to measure it)."""
+    return _DONE
 
-    def __init__(self, encode: Callable[[str], T]) -> None:
+
+class QueryEmbeddings(Generic[T]):
+    """One encoder's view of the process's encoded messages, and of those encoded ahead.
+
+    ``encoder`` names the encoding: views given the same object share what is remembered.
+    ``size`` is what an encoding takes in memory, in bytes.
+    """
+
+    def __init__(
+        self, encoder: object, encode: Callable[[str], T], size: Callable[[T], int]
+    ) -> None:
+        self._number = number_of(encoder)
         self._encode = encode
-        self._done: OrderedDict[str, T] = OrderedDict()
-        self._pending: OrderedDict[str, Future[T]] = OrderedDict()
+        self._size = size
 
     def prefetch(self, message: str) -> None:
         """Start encoding ``message`` on a worker thread; :meth:`get` collects it."""
-        if message in self._done or message in self._pending:
+        key = (self._number, message)
+        if _DONE.get(key) is not None:
             return
         started = threading.Event()
 
@@ -58,9 +82,12 @@ class QueryEmbeddings(Generic[T]):
             started.set()
             return self._encode(text)
 
-        self._pending[message] = _encoder().submit(encode, message)
-        if len(self._pending) > PENDING_QUERIES:
-            self._pending.popitem(last=False)[1].cancel()
+        with _PENDING_LOCK:
+            if key in _PENDING:
+                return
+            _PENDING[key] = cast("Future[object]", _encoder().submit(encode, message))
+            if len(_PENDING) > PENDING_QUERIES:
+                _PENDING.popitem(last=False)[1].cancel()
         # The worker needs the GIL to start: while this thread holds it, matching the message,
         # the encoding would only begin once the embedding is asked for. Waiting here hands the
         # GIL over until the model runs, which releases it. Bounded: the workers may be busy.
@@ -68,17 +95,16 @@ class QueryEmbeddings(Generic[T]):
 
     def get(self, message: str) -> T:
         """The message's encoding: remembered, prefetched or encoded now."""
-        cached = self._done.get(message)
+        key = (self._number, message)
+        cached = _DONE.get(key)
         if cached is not None:
-            self._done.move_to_end(message)
-            return cached
-        pending = self._pending.pop(message, None)
+            return cast(T, cached)
+        with _PENDING_LOCK:
+            pending = _PENDING.pop(key, None)
         if pending is not None and not pending.cancel():
-            value = pending.result()
+            value = cast(T, pending.result())
         else:
             # Not prefetched, or still queued behind other messages: encode here.
             value = self._encode(message)
-        self._done[message] = value
-        if len(self._done) > QUERY_CACHE_SIZE:
-            self._done.popitem(last=False)
+        _DONE.put(key, value, text_bytes(message) + self._size(value))
         return value
