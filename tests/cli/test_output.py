@@ -62,7 +62,7 @@ def test_fail_keeps_the_message_on_one_line(monkeypatch: pytest.MonkeyPatch) -> 
 def test_session_titles_survive_create_list_and_show(title: str) -> None:
     created = runner.invoke(app, ["sessions", "create", "--title", title])
     assert created.exit_code == 0, created.output
-    session_id = created.stdout.split()[2]
+    session_id = created.stdout.strip()  # the id alone (review r2 F6)
     listed = runner.invoke(app, ["sessions", "list"])
     assert listed.exit_code == 0, listed.output
     assert title in listed.stdout

@@ -1,92 +1,33 @@
-"""The ``aptix`` application: sub-commands are registered here."""
+"""Entry point of the ``aptix`` script: a Ctrl-C at any moment ends it quietly.
+
+This module stays light: the application (:mod:`aptix.cli.app`) imports the reasoner,
+workflows and matching packages, seconds on a loaded machine, and a Ctrl-C meanwhile would
+otherwise print a KeyboardInterrupt traceback, before typer handles interrupts.
+"""
 
 from __future__ import annotations
 
-import os
-from typing import Annotated
+import sys
+from typing import Any
 
-import typer
-from typer.core import TyperOption
-
-from aptix.cli import chat, db, mcp, modes, serve, sessions, tools, workflows
-from aptix.cli.output import say
-
-_typed = TyperOption.display_type_rich
-
-
-def _display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
-    # Typer's boxed help shows "<bool>" beside a flag (--help, --version, the completion
-    # options), as if it took a value; its plain help shows none, as here.
-    return None if self.is_flag else _typed(self, ctx)
-
-
-TyperOption.display_type_rich = _display_type_rich  # type: ignore[method-assign,assignment]
-
-app = typer.Typer(
-    name="aptix",
-    help="Aptix: a governed runtime for LLM agent tools.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},  # sub-commands inherit it
-)
-
-
-def _show_version(value: bool) -> None:
-    if value:
-        from aptix import __version__
-
-        say(f"aptix {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            "-V",
-            callback=_show_version,
-            is_eager=True,
-            help="Print the version and exit.",
-        ),
-    ] = False,
-) -> None:
-    """Aptix: a governed runtime for LLM agent tools."""
-
-
-app.add_typer(tools.app, name="tools")
-app.add_typer(modes.app, name="modes")
-app.add_typer(sessions.app, name="sessions")
-app.add_typer(db.app, name="db")
-app.add_typer(serve.config_app, name="config")
-app.command("serve")(serve.serve)
-app.command("chat")(chat.chat)
-app.command("mcp")(mcp.mcp)
-app.add_typer(workflows.app, name="workflows")
+#: The exit code of a command ended by Ctrl-C (128 + SIGINT), as typer gives once it runs.
+INTERRUPTED = 130
 
 
 def main() -> None:
     """Entry point of the ``aptix`` script."""
-    from aptix.log_setup import claim_process
-
-    # This process is Aptix's own: every line on stderr, other libraries' too, is in its format.
-    claim_process()
-    _reserve_closed_stdout()
-    app()
-
-
-def _reserve_closed_stdout() -> None:
-    """Put the null device at file descriptor 1 when the process started with stdout closed.
-
-    Python then has no ``sys.stdout`` (a command's output ends with one line saying so), and
-    the first file the command opens, the SQLite database say, would otherwise get the
-    descriptor: whatever a library or a subprocess writes to "stdout" would land in it.
-    """
     try:
-        os.fstat(1)
-    except OSError:
-        null = os.open(os.devnull, os.O_WRONLY)
-        if null != 1:
-            os.dup2(null, 1)
-            os.close(null)
+        from aptix.cli.app import run
+
+        run()
+    except KeyboardInterrupt:
+        sys.exit(INTERRUPTED)
+
+
+def __getattr__(name: str) -> Any:
+    # ``from aptix.cli.main import app`` (tests, embedders) without importing it up front.
+    if name == "app":
+        from aptix.cli.app import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,6 +22,9 @@ from aptix.urls import mask_credentials
 
 if TYPE_CHECKING:
     from aptix.settings import AptixSettings, KeyOwner
+
+#: uvicorn's default backlog.
+BACKLOG = 2048
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 
@@ -52,10 +57,7 @@ def serve(
     ] = None,
 ) -> None:
     """Start the HTTP API (and MCP at /mcp) on the embedded default or the configured database."""
-    import uvicorn
-
-    from aptix.cli.stopping_server import GRACEFUL_SECONDS, STARTUP_FAILURE, StoppingServer
-    from aptix.llm.demo import is_demo, use_demo_model
+    from aptix.llm.demo import use_demo_model
 
     if demo:  # through the environment, which the app factory (and --reload's child) reads
         use_demo_model()
@@ -75,6 +77,21 @@ def serve(
             "is the single local user — set APTIX_API_KEYS, or bind 127.0.0.1.",
             code=2,
         )
+    listen_port = port if port is not None else settings.port
+    # Bound first: a port in use (another program, a second `aptix serve`) is one line at
+    # once, not uvicorn's log lines after a banner naming an address another program answers.
+    listener = _bound(bind, listen_port)
+    with listener:
+        _serve(settings, listener, keys=bool(keys), reload=reload)
+
+
+def _serve(settings: AptixSettings, listener: socket.socket, *, keys: bool, reload: bool) -> None:
+    """Check the runtime, announce the address bound, and serve on ``listener``."""
+    import uvicorn
+
+    from aptix.cli.stopping_server import GRACEFUL_SECONDS, StoppingServer
+    from aptix.llm.demo import is_demo
+
     # Everything the app opens at start-up is opened once here first, so that a bad
     # database URL, catalog or manifest is one line before "Aptix API on ..." is printed.
     check_runtime(settings)
@@ -91,27 +108,30 @@ def serve(
             "No model configured (APTIX_LLM_MODEL): /v1/agent/execute answers 503; "
             "every other route works."
         )
-    listen_port = port if port is not None else settings.port
+    # Listening from the banner on: a request sent at once waits for the app, not refused.
+    listener.listen(BACKLOG)
+    host, listen_port = _shown_address(listener)
     notice(
-        f"Aptix API on http://{bind}:{listen_port} (OpenAPI at /docs). Ctrl-C stops.",
+        f"Aptix API on http://{host}:{listen_port} (OpenAPI at /docs). Ctrl-C stops.",
         logging.INFO,
     )
     options: dict[str, Any] = {
         "factory": True,
-        "host": bind,
+        "host": listener.getsockname()[0],
         "port": listen_port,
         # One configuration for aptix's and uvicorn's loggers: the same format (JSON lines
         # with APTIX_LOG_JSON), request ids on every line, an access line per request.
         "log_config": logging_config(settings.log_level, json_lines=settings.log_json),
         "timeout_graceful_shutdown": GRACEFUL_SECONDS,
     }
-    if reload:
+    if reload:  # the reloader binds in this process and hands the socket to each child
+        listener.close()
         uvicorn.run("aptix.api.app:create_app", reload=True, **options)
         return
     server = StoppingServer(uvicorn.Config("aptix.api.app:create_app", **options))
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            server.run()
+            server.run(sockets=[listener])
     except SystemExit:
         if server.started:
             raise
@@ -119,8 +139,45 @@ def serve(
     if not server.started:
         from aptix.api.app import STARTUP_REFUSALS
 
-        # A configuration error found as the app started exits as one found before it did.
-        raise typer.Exit(2 if STARTUP_REFUSALS else STARTUP_FAILURE)
+        # A configuration error found as the app started exits as one found before it did;
+        # anything else (logged above) is a command that could not finish, as the README's
+        # exit codes say: 3, uvicorn's own, is not one of them.
+        raise typer.Exit(2 if STARTUP_REFUSALS else 1)
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (as uvicorn binds one); if it cannot be, one line.
+
+    Exit code 2, as for a configuration error: what to change is ``--port``/``APTIX_PORT``
+    or ``--host``/``APTIX_HOST`` (or the program already listening there).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    # As uvicorn: a port left in TIME_WAIT by a server just stopped can be bound again.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            fail(
+                f"Port {port} on {host} is in use (another program, or another aptix serve, "
+                "listens there) — stop it, or choose another port with --port or APTIX_PORT",
+                code=2,
+            )
+        fail(
+            f"Cannot listen on {host} port {port}: {exc.strerror or exc} — choose another "
+            "address with --host or APTIX_HOST, or another port with --port or APTIX_PORT",
+            code=2,
+        )
+    sock.set_inheritable(True)  # as uvicorn's: the reloader's children inherit it
+    return sock
+
+
+def _shown_address(listener: socket.socket) -> tuple[str, int]:
+    """The host and port a browser reaches ``listener`` at (the port chosen for port 0)."""
+    host, port = listener.getsockname()[:2]
+    return (f"[{host}]" if ":" in host else host), port
 
 
 def _keys_or_exit(settings: AptixSettings) -> dict[str, KeyOwner]:

@@ -8,6 +8,7 @@ import typer
 
 from aptix.cli.output import (
     add_row,
+    err_console,
     fail,
     new_table,
     print_json,
@@ -63,7 +64,11 @@ def create(
     if as_json:
         print_json(session_to_json(created.result))
     else:
-        say("Created session ", (created.result.id, "bold"), f" in mode {created.result.mode}.")
+        # The id alone on stdout, so that `S=$(aptix sessions create)` holds it; a person
+        # at a terminal also reads the mode.
+        say(created.result.id)
+        if err_console.is_terminal:
+            say(f"Created in mode {created.result.mode}.", to=err_console)
 
 
 @app.command("list")

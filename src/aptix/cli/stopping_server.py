@@ -8,10 +8,7 @@ import uvicorn
 
 from aptix.reasoner.stopping import GRACEFUL_SECONDS, stop_process
 
-__all__ = ["GRACEFUL_SECONDS", "STARTUP_FAILURE", "StoppingServer"]
-
-#: uvicorn's exit code for an application that could not start.
-STARTUP_FAILURE = 3
+__all__ = ["GRACEFUL_SECONDS", "StoppingServer"]
 
 
 class StoppingServer(uvicorn.Server):

@@ -36,8 +36,8 @@ WORD_DELAY_SECONDS = 0.01
 _EXPRESSION = re.compile(r"[-+(]*\d[\d\s.,+\-*/%()^e]*")
 _MODE = re.compile(r"\b(?:to|into|in)\s+(?:the\s+)?([a-z][a-z0-9_]*)(?:\s+mode)?", re.I)
 _CAPABILITIES = (
-    "calculate 2*(3+4) · list the modes · switch to calculation mode · "
-    "show the workflows · ask me for approval"
+    "calculate 2*(3+4) · list the modes · show the workflows · ask me for approval · "
+    "switch to calculation mode"
 )
 
 

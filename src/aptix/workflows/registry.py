@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus, WorkflowVisibility
 from aptix.workflows.matching.arbiter import MatchArbiter
 from aptix.workflows.matching.combined import RankedWorkflow, WorkflowMatcher
+from aptix.workflows.matching.exiting import Stopped, start_tracked
 from aptix.workflows.matching.explicit import id_key, keyed, named_in, names_unknown
 from aptix.workflows.matching.routing import Decision
 from aptix.workflows.validation import FieldProblem, validate_manifest
@@ -392,12 +394,11 @@ class WorkflowRegistry:
                     if m.visibility is not WorkflowVisibility.HIDDEN
                     and m.status is not WorkflowStatus.DRAFT
                 ]
-                threading.Thread(
-                    target=self._rebuild,
-                    args=(scope, index, matchable, stamp),
-                    name="aptix-index",
-                    daemon=True,
-                ).start()
+                # Tracked: an exiting process (a Ctrl-C during start-up) stops it first.
+                start_tracked(
+                    functools.partial(self._rebuild, scope, index, matchable, stamp),
+                    "aptix-index",
+                )
             return freed
 
     def _rebuild(
@@ -411,6 +412,8 @@ class WorkflowRegistry:
                     pass
             index.matcher.rebuild(matchable)
             index.stamp = stamp
+        except Stopped as exc:  # the process exits: nobody will match on this index
+            error = exc
         except Exception as exc:
             _log.exception("Rebuilding the workflow match index failed")
             error = exc

@@ -75,8 +75,13 @@ def build_matcher(
         return WorkflowMatcher()
     _log.info("Workflow matching model ready in %.2f s.", time.perf_counter() - started)
     larger = None if cascade is False else _cascade(cascade is True, index_dir)
+    from aptix.workflows.matching.exiting import until_exit
+
+    # Its index builds stop when the process exits (a Ctrl-C during start-up) rather than
+    # abort it from inside onnxruntime.
     return WorkflowMatcher(
-        SemanticMatcher(embedder, store=_stored(index_dir, DEFAULT_MODEL)), cascade=larger
+        SemanticMatcher(until_exit(embedder), store=_stored(index_dir, DEFAULT_MODEL)),
+        cascade=larger,
     )
 
 

@@ -15,7 +15,6 @@ the catalog being served, MiniLM's order stands.
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
 import threading
@@ -26,16 +25,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aptix.workflows.matching.exiting import Stopped, exiting, start_tracked, until_exit
 from aptix.workflows.matching.fusion import FusionModel
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.routing import WEIGHTS_FILE, Decision
 from aptix.workflows.matching.semantic import (
     Embedder,
-    Encoded,
     SemanticMatcher,
-    TokenEmbedder,
-    Vectors,
-    encoded_many,
 )
 from aptix.workflows.matching.stored import StoredEncodings
 
@@ -103,69 +99,6 @@ def reorder(
     return Decision(tuple((w, probabilities[w]) for w in order), first.gate, first.weak)
 
 
-#: Set when the process exits: index builds stop between two calls of the model.
-_EXITING = threading.Event()
-_WORKERS: set[threading.Thread] = set()
-#: How long an exiting process waits for a build to stop (it stops between two calls of
-#: BUILD_CHUNK texts, a few seconds at most).
-EXIT_WAIT_SECONDS = 10.0
-
-
-class _Stopped(Exception):
-    """The process is exiting; an index build ends here."""
-
-
-class _UntilExit:
-    """An embedder that refuses work once the process exits.
-
-    A daemon thread still inside onnxruntime when the interpreter finalises aborts the
-    process ("terminate called without an active exception"): a one-shot CLI command or a
-    server stopping mid-build would end with SIGABRT instead of its own exit code.
-    """
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-
-    def encode(self, texts: Sequence[str]) -> Vectors:
-        """The inner encoder's vectors, unless the process is exiting."""
-        if _EXITING.is_set():
-            raise _Stopped
-        return self.inner.encode(texts)
-
-
-class _TokensUntilExit(_UntilExit):
-    """:class:`_UntilExit` for an encoder that also returns token states."""
-
-    def encode_tokens(self, text: str) -> Encoded:
-        """The inner encoder's vector and token states, unless the process is exiting."""
-        if _EXITING.is_set():
-            raise _Stopped
-        assert isinstance(self.inner, TokenEmbedder)
-        return self.inner.encode_tokens(text)
-
-    def encode_tokens_many(self, texts: Sequence[str]) -> list[Encoded]:
-        """The inner encoder's :func:`encoded_many`, unless the process is exiting."""
-        if _EXITING.is_set():
-            raise _Stopped
-        assert isinstance(self.inner, TokenEmbedder)
-        return encoded_many(self.inner, texts)
-
-
-def _until_exit(embedder: Embedder) -> Embedder:
-    if isinstance(embedder, _UntilExit):
-        return embedder
-    return (
-        _TokensUntilExit(embedder) if isinstance(embedder, TokenEmbedder) else _UntilExit(embedder)
-    )
-
-
-@atexit.register
-def _stop_builds() -> None:
-    _EXITING.set()
-    for worker in list(_WORKERS):
-        worker.join(EXIT_WAIT_SECONDS)
-
-
 class Cascade:
     """The larger encoder's index of the catalog, built behind it, and when to consult it."""
 
@@ -174,7 +107,7 @@ class Cascade:
     ) -> None:
         self._model = model
         #: The last index built, kept for its cache of encoded texts even once stale.
-        self._last = SemanticMatcher(_until_exit(embedder), store=store)
+        self._last = SemanticMatcher(until_exit(embedder), store=store)
         #: The index of the catalog being served; None while it is being built.
         self._ready: SemanticMatcher | None = None
         self._generation = 0
@@ -205,17 +138,12 @@ class Cascade:
             # A stale index lacks the new workflows' texts: no order is better than its.
             self._ready = None
             if self._worker is None:
-                self._worker = threading.Thread(
-                    target=self._work, name="aptix-cascade-index", daemon=True
-                )
-                _WORKERS.add(self._worker)
-                self._worker.start()
+                self._worker = start_tracked(self._work, "aptix-cascade-index")
 
     def _work(self) -> None:
         while True:
             with self._changed:
-                if self._pending is None or _EXITING.is_set():
-                    _WORKERS.discard(threading.current_thread())
+                if self._pending is None or exiting():
                     self._worker = None
                     self._changed.notify_all()
                     return
@@ -229,7 +157,7 @@ class Cascade:
                 lender = extends._last
             try:
                 matcher.build(documents, lender)
-            except _Stopped:
+            except Stopped:
                 continue  # the loop's next turn sees the exit and ends the worker
             except Exception as exc:  # the larger encoder failing must leave MiniLM's order
                 _log.warning(
