@@ -13,6 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import typer
+
+from aptix.cli import serve
 from tests.api.live import free_port
 
 
@@ -55,3 +59,27 @@ def test_an_address_that_cannot_be_bound_is_one_error_line(tmp_path: Path) -> No
     [line] = done.stderr.splitlines()
     assert line.startswith(f"error: Cannot listen on 192.0.2.1 port {port}: "), line
     assert line.endswith("with --host or APTIX_HOST, or another port with --port or APTIX_PORT")
+
+
+def test_a_port_taken_between_bind_and_listen_is_the_same_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review s2 F1: two serves started together both bound the port (neither listened yet).
+
+    The one that listened second died with a traceback (``OSError: [Errno 98]`` from
+    ``listen``) and exit code 1, instead of the one line a port in use gets.
+    """
+    port = free_port()
+    first, second = socket.socket(), socket.socket()
+    with first, second:
+        for sock in (first, second):  # as _bound binds: both succeed while neither listens
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", port))
+        first.listen()
+        with pytest.raises(typer.Exit) as exited:
+            serve.listen(second)
+    assert exited.value.exit_code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: Port {port} on 127.0.0.1 is in use (another program, or another aptix "
+        "serve, listens there) — stop it, or choose another port with --port or APTIX_PORT"
+    ]

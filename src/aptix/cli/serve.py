@@ -10,7 +10,7 @@ import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -109,7 +109,7 @@ def _serve(settings: AptixSettings, listener: socket.socket, *, keys: bool, relo
             "every other route works."
         )
     # Listening from the banner on: a request sent at once waits for the app, not refused.
-    listener.listen(BACKLOG)
+    listen(listener)
     host, listen_port = _shown_address(listener)
     notice(
         f"Aptix API on http://{host}:{listen_port} (OpenAPI at /docs). Ctrl-C stops.",
@@ -159,19 +159,38 @@ def _bound(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            fail(
-                f"Port {port} on {host} is in use (another program, or another aptix serve, "
-                "listens there) — stop it, or choose another port with --port or APTIX_PORT",
-                code=2,
-            )
-        fail(
-            f"Cannot listen on {host} port {port}: {exc.strerror or exc} — choose another "
-            "address with --host or APTIX_HOST, or another port with --port or APTIX_PORT",
-            code=2,
-        )
+        _unusable(host, port, exc)
     sock.set_inheritable(True)  # as uvicorn's: the reloader's children inherit it
     return sock
+
+
+def listen(listener: socket.socket) -> None:
+    """Listen on ``listener``; if the port was taken meanwhile, one line and exit code 2.
+
+    Two sockets may bind one port until either listens (``SO_REUSEADDR``), so a second serve
+    started at the same moment as another learns that the port is taken only here.
+    """
+    try:
+        listener.listen(BACKLOG)
+    except OSError as exc:
+        host, port = listener.getsockname()[:2]
+        listener.close()
+        _unusable(host, port, exc)
+
+
+def _unusable(host: str, port: int, exc: OSError) -> NoReturn:
+    """Say in one line why ``host``:``port`` cannot be served on, and exit 2."""
+    if exc.errno == errno.EADDRINUSE:
+        fail(
+            f"Port {port} on {host} is in use (another program, or another aptix serve, "
+            "listens there) — stop it, or choose another port with --port or APTIX_PORT",
+            code=2,
+        )
+    fail(
+        f"Cannot listen on {host} port {port}: {exc.strerror or exc} — choose another "
+        "address with --host or APTIX_HOST, or another port with --port or APTIX_PORT",
+        code=2,
+    )
 
 
 def _shown_address(listener: socket.socket) -> tuple[str, int]:
