@@ -181,12 +181,9 @@ class WorkflowAuthoring:
                 "status", "status must be draft, published, deprecated or disabled."
             )
         if status.strip().lower() != "draft":
-            if len(changes) > 1:
-                return AuthoringOutcome.fail(
-                    "status", "Change status in an update_workflow call of its own."
-                )
+            others = {name: value for name, value in changes.items() if name != "status"}
             return await self._change_status(
-                workflow_id, status.strip().lower(), actor, org, expected_revision
+                workflow_id, status.strip().lower(), others, actor, org, expected_revision
             )
         # ``status: draft`` asks for a draft of the served version even when no field changes.
         draft_asked = changes.pop("status", None) is not None
@@ -388,6 +385,7 @@ class WorkflowAuthoring:
         self,
         workflow_id: str,
         status: str,
+        others: dict[str, Any],
         actor: str | None,
         org: str,
         expected_revision: int | None,
@@ -399,6 +397,18 @@ class WorkflowAuthoring:
             refusal = unchangeable(self._registry, state, expected_revision)
             if refusal is not None:
                 return refusal
+            base = state.working_copy
+            # Fields re-sent as read ride along with a status change; a real content change
+            # goes through a draft, so it is refused with a status change.
+            if base is not None and _differing(base, others):
+                return AuthoringOutcome.fail(
+                    "status", "Change status in an update_workflow call of its own."
+                )
+            served = state.served
+            # The status the workflow already has writes nothing (once governance could act:
+            # a pending draft is still named, so that it is not mistaken for the served one).
+            if base is not None and state.draft is None and served and target is served.status:
+                return _unchanged(state, base, sorted([*others, "status"]), new_draft=False)
             return await change_status(
                 self._store, self._registry, state, target, actor, org, expected_revision
             )
@@ -442,6 +452,18 @@ def _unchanged(
     return AuthoringOutcome(
         ok=True, workflow=base.to_wire(), messages=tuple(messages), revision=state.tag
     )
+
+
+def _differing(base: WorkflowManifest, fields: Mapping[str, Any]) -> list[str]:
+    """The names in ``fields`` whose values, compared as stored, differ from ``base``'s."""
+    if not fields:
+        return []
+    stored_now = base.to_wire()
+    manifest, _ = parse_manifest({**stored_now, **fields})
+    if manifest is None:
+        return sorted(fields)
+    wanted = manifest.to_wire()
+    return sorted(name for name in fields if wanted.get(name) != stored_now[name])
 
 
 def _meanwhile(state: WorkflowState) -> str:
