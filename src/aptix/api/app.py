@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.telemetry import TelemetryConfig
 from pydantic.alias_generators import to_camel
@@ -149,7 +150,14 @@ def create_app(
         app.include_router(router, responses=ERROR_RESPONSES)
     install_offline_docs(app)
     app.mount("/console", ConsoleFiles(), name="console")
+    app.add_api_route("/", _to_console, include_in_schema=False)
     return app
+
+
+async def _to_console() -> RedirectResponse:
+    """The banner's address, opened in a browser, leads to the console rather than a 404."""
+    # Relative, so it still holds behind a proxy that serves Aptix under a path prefix.
+    return RedirectResponse("console/", status_code=307)
 
 
 def _attach(app: FastAPI, runtime: Runtime, model: LlmClient | None) -> None:

@@ -112,7 +112,8 @@ def _serve(settings: AptixSettings, listener: socket.socket, *, keys: bool, relo
     listen(listener)
     host, listen_port = _shown_address(listener)
     notice(
-        f"Aptix API on http://{host}:{listen_port} (OpenAPI at /docs). Ctrl-C stops.",
+        f"Aptix API on http://{host}:{listen_port} (console at /console, OpenAPI at /docs). "
+        "Ctrl-C stops.",
         logging.INFO,
     )
     options: dict[str, Any] = {
