@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from pluggy import Result
 
+from aptix.nul import without_surrogates
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import RecordingLogger
@@ -22,6 +24,24 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile("ci" if os.environ.get("APTIX_CI") else "dev")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Result[pytest.TestReport]]:
+    """A report's captured output and failure text with lone surrogates made U+FFFD.
+
+    The suite feeds hostile text (``"\\ud800"``) to Aptix on purpose. A report holding one,
+    in a captured log line or an assertion's text, cannot be sent from an xdist worker
+    (execnet refuses strings that are not UTF-8) and stopped the whole run with an
+    INTERNALERROR instead of reporting the test.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    report.sections = [(title, without_surrogates(text)) for title, text in report.sections]
+    if report.longrepr is not None:
+        text = str(report.longrepr)
+        if without_surrogates(text) != text:
+            report.longrepr = without_surrogates(text)
 
 
 @pytest.fixture
