@@ -205,3 +205,30 @@ async def succeeded(tool: AgentTool, context: AgentToolExecutionContext, **args:
     assert outcome.successful, outcome.error_message
     assert outcome.result is not None
     return json.loads(outcome.result)
+
+
+#: What makes the ``offsite`` draft complete enough to publish.
+OFFSITE_FIELDS = {
+    "userIntentPatterns": ["plan a team offsite"],
+    "instructionText": "1. Ask for dates.",
+    "permittedTools": ["agent_calculator"],
+    "completionCriteria": ["Dates agreed."],
+}
+
+
+async def update_offsite(tool: AgentTool, context: AgentToolExecutionContext, fields: Any) -> Any:
+    """The parsed result of ``update_workflow`` on ``offsite`` with ``fields``."""
+    return await succeeded(
+        tool, context, operation="update_workflow", workflowId="offsite", fields=fields
+    )
+
+
+@pytest.fixture
+async def published(tool: AgentTool, context: AgentToolExecutionContext) -> None:
+    """``offsite`` 0.1.0 published at revision 3."""
+    args = {"workflowId": "offsite", "title": "Offsite", "description": "Plans it."}
+    assert (await succeeded(tool, context, operation="draft_workflow", **args))["ok"]
+    assert (await update_offsite(tool, context, OFFSITE_FIELDS))["ok"]
+    assert (await succeeded(tool, context, operation="publish_workflow", workflowId="offsite"))[
+        "ok"
+    ]

@@ -8,31 +8,7 @@ from typing import Any
 import pytest
 
 from aptix.workflows.store import InMemoryWorkflowStore
-from tests.workflows.conftest import succeeded
-
-FIELDS = {
-    "userIntentPatterns": ["plan a team offsite"],
-    "instructionText": "1. Ask for dates.",
-    "permittedTools": ["agent_calculator"],
-    "completionCriteria": ["Dates agreed."],
-}
-
-
-async def _update(tool, context, fields: Any) -> Any:
-    return await succeeded(
-        tool, context, operation="update_workflow", workflowId="offsite", fields=fields
-    )
-
-
-@pytest.fixture
-async def published(tool, context) -> None:
-    """``offsite`` published at revision 3."""
-    args = {"workflowId": "offsite", "title": "Offsite", "description": "Plans it."}
-    assert (await succeeded(tool, context, operation="draft_workflow", **args))["ok"]
-    assert (await _update(tool, context, FIELDS))["ok"]
-    assert (await succeeded(tool, context, operation="publish_workflow", workflowId="offsite"))[
-        "ok"
-    ]
+from tests.workflows.conftest import OFFSITE_FIELDS, succeeded, update_offsite
 
 
 @pytest.mark.parametrize(
@@ -42,7 +18,7 @@ async def published(tool, context) -> None:
 async def test_fields_whose_values_are_all_null_are_refused_like_no_fields(
     tool, context, store: InMemoryWorkflowStore, fields: dict[str, Any]
 ) -> None:
-    result = await _update(tool, context, fields)
+    result = await update_offsite(tool, context, fields)
     assert result["ok"] is False
     assert result["errors"] == [
         {
@@ -58,7 +34,7 @@ async def test_fields_whose_values_are_all_null_are_refused_like_no_fields(
 async def test_a_status_that_is_not_text_is_refused_on_its_field(
     tool, context, store: InMemoryWorkflowStore, status: Any
 ) -> None:
-    result = await _update(tool, context, {"status": status, "notes": ["bring snacks"]})
+    result = await update_offsite(tool, context, {"status": status, "notes": ["bring snacks"]})
     assert result["ok"] is False
     assert result["errors"] == [
         {"field": "status", "message": "status must be draft, published, deprecated or disabled."}
@@ -70,11 +46,11 @@ async def test_a_status_that_is_not_text_is_refused_on_its_field(
 async def test_status_draft_alone_starts_a_draft_once_and_then_sets_nothing(
     tool, context, store: InMemoryWorkflowStore
 ) -> None:
-    started = await _update(tool, context, {"status": "draft"})
+    started = await update_offsite(tool, context, {"status": "draft"})
     assert started["ok"], started
     assert started["workflow"]["version"] == "0.1.1"
     assert not any("Updated" in m for m in started["messages"])
-    again = await _update(tool, context, {"status": "draft"})
+    again = await update_offsite(tool, context, {"status": "draft"})
     assert again["ok"] is False
     assert again["errors"][0]["field"] == "status"
     assert "is a draft already" in again["errors"][0]["message"]
@@ -98,7 +74,7 @@ async def test_status_draft_alone_starts_a_draft_once_and_then_sets_nothing(
 async def test_fields_that_hold_the_values_given_change_nothing(
     tool, context, store: InMemoryWorkflowStore, fields: dict[str, Any]
 ) -> None:
-    result = await _update(tool, context, fields)
+    result = await update_offsite(tool, context, fields)
     assert result["ok"] is True, result
     names = ", ".join(sorted(k[0].lower() + k[1:] for k in fields))
     held = "holds the value" if len(fields) == 1 else "hold the values"
@@ -111,7 +87,7 @@ async def test_fields_that_hold_the_values_given_change_nothing(
     assert (result["workflow"]["status"], result["workflow"]["version"]) == ("published", "0.1.0")
     assert len(await store.history("offsite", context.org)) == 3
     # No pending draft is left to block an admin's status change.
-    disabled = await _update(tool, context, {"status": "disabled"})
+    disabled = await update_offsite(tool, context, {"status": "disabled"})
     assert disabled["ok"] is True, disabled
 
 
@@ -120,8 +96,8 @@ async def test_a_draft_given_its_own_values_writes_no_revision(
 ) -> None:
     args = {"workflowId": "offsite", "title": "Offsite", "description": "Plans it."}
     assert (await succeeded(tool, context, operation="draft_workflow", **args))["ok"]
-    assert (await _update(tool, context, FIELDS))["ok"]
-    again = await _update(tool, context, {**FIELDS, "description": "Plans it."})
+    assert (await update_offsite(tool, context, OFFSITE_FIELDS))["ok"]
+    again = await update_offsite(tool, context, {**OFFSITE_FIELDS, "description": "Plans it."})
     assert again["ok"] is True, again
     assert again["revision"] == 2
     assert again["messages"][0].startswith(
@@ -136,7 +112,9 @@ async def test_a_draft_given_its_own_values_writes_no_revision(
 async def test_only_the_fields_that_change_are_named_as_updated(
     tool, context, store: InMemoryWorkflowStore
 ) -> None:
-    result = await _update(tool, context, {"title": "Offsite", "description": "Plans it well."})
+    result = await update_offsite(
+        tool, context, {"title": "Offsite", "description": "Plans it well."}
+    )
     assert result["ok"] is True, result
     assert result["messages"][0] == "Updated description of draft 'offsite'."
     assert result["workflow"]["version"] == "0.1.1"
@@ -147,7 +125,7 @@ async def test_only_the_fields_that_change_are_named_as_updated(
 async def test_status_draft_with_unchanged_fields_still_starts_the_draft_asked_for(
     tool, context, store: InMemoryWorkflowStore
 ) -> None:
-    result = await _update(tool, context, {"status": "draft", "title": "Offsite"})
+    result = await update_offsite(tool, context, {"status": "draft", "title": "Offsite"})
     assert result["ok"] is True, result
     assert result["workflow"]["status"] == "draft"
     assert not any(m.startswith(("Updated", "Nothing")) for m in result["messages"])

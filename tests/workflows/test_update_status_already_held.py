@@ -3,36 +3,10 @@ as read do not turn a status change into a refused two-part change (review s2-F2
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from aptix.workflows.store import InMemoryWorkflowStore
-from tests.workflows.conftest import succeeded
-
-FIELDS = {
-    "userIntentPatterns": ["plan a team offsite"],
-    "instructionText": "1. Ask for dates.",
-    "permittedTools": ["agent_calculator"],
-    "completionCriteria": ["Dates agreed."],
-}
-
-
-async def _update(tool, context, fields: Any) -> Any:
-    return await succeeded(
-        tool, context, operation="update_workflow", workflowId="offsite", fields=fields
-    )
-
-
-@pytest.fixture
-async def published(tool, context) -> None:
-    """``offsite`` 0.1.0 published at revision 3."""
-    args = {"workflowId": "offsite", "title": "Offsite", "description": "Plans it."}
-    assert (await succeeded(tool, context, operation="draft_workflow", **args))["ok"]
-    assert (await _update(tool, context, FIELDS))["ok"]
-    assert (await succeeded(tool, context, operation="publish_workflow", workflowId="offsite"))[
-        "ok"
-    ]
+from tests.workflows.conftest import succeeded, update_offsite
 
 
 def _nothing_changed(names: str, revision: int) -> str:
@@ -48,7 +22,7 @@ def _nothing_changed(names: str, revision: int) -> str:
 async def test_published_on_a_published_workflow_changes_nothing(
     tool, context, store: InMemoryWorkflowStore, status: str
 ) -> None:
-    result = await _update(tool, context, {"status": status})
+    result = await update_offsite(tool, context, {"status": status})
     assert result["ok"] is True, result
     assert result["messages"] == [_nothing_changed("status", 3)]
     assert result["revision"] == 3
@@ -61,19 +35,19 @@ async def test_published_on_a_published_workflow_changes_nothing(
 async def test_a_status_set_again_writes_no_revision(
     tool, context, store: InMemoryWorkflowStore, status: str
 ) -> None:
-    first = await _update(tool, context, {"status": status})
+    first = await update_offsite(tool, context, {"status": status})
     assert first["ok"] is True, first
     assert first["messages"] == [f"Workflow 'offsite' is now {status}."]
     assert first["revision"] == 4
     for _ in range(2):
-        again = await _update(tool, context, {"status": status})
+        again = await update_offsite(tool, context, {"status": status})
         assert again["ok"] is True, again
         assert again["messages"] == [_nothing_changed("status", 4)]
         assert again["revision"] == 4
         assert again["workflow"]["status"] == status
     assert len(await store.history("offsite", context.org)) == 4
     # A real change back is still a status change, written once.
-    back = await _update(tool, context, {"status": "published"})
+    back = await update_offsite(tool, context, {"status": "published"})
     assert back["messages"] == ["Workflow 'offsite' is now published."]
     assert back["revision"] == 5
 
@@ -83,13 +57,13 @@ async def test_a_new_status_with_fields_resent_as_read_is_a_status_change(
     tool, context, store: InMemoryWorkflowStore
 ) -> None:
     fields = {"title": " Offsite ", "userIntentPatterns": "plan a team offsite"}
-    result = await _update(tool, context, {**fields, "status": "disabled"})
+    result = await update_offsite(tool, context, {**fields, "status": "disabled"})
     assert result["ok"] is True, result
     assert result["messages"] == ["Workflow 'offsite' is now disabled."]
     assert (result["workflow"]["status"], result["workflow"]["version"]) == ("disabled", "0.1.0")
     assert result["revision"] == 4
     # The whole workflow sent back as read, status included, changes nothing.
-    again = await _update(tool, context, {**fields, "status": "disabled"})
+    again = await update_offsite(tool, context, {**fields, "status": "disabled"})
     assert again["ok"] is True, again
     assert again["messages"] == [_nothing_changed("status, title, userIntentPatterns", 4)]
     assert len(await store.history("offsite", context.org)) == 4
@@ -100,7 +74,7 @@ async def test_a_new_status_with_fields_resent_as_read_is_a_status_change(
 async def test_a_status_with_a_field_that_changes_is_still_refused(
     tool, context, store: InMemoryWorkflowStore, status: str
 ) -> None:
-    result = await _update(tool, context, {"title": "Offsite 2", "status": status})
+    result = await update_offsite(tool, context, {"title": "Offsite 2", "status": status})
     assert result["ok"] is False
     assert result["errors"] == [
         {"field": "status", "message": "Change status in an update_workflow call of its own."}
@@ -112,8 +86,8 @@ async def test_a_status_with_a_field_that_changes_is_still_refused(
 async def test_a_pending_draft_still_blocks_a_status_the_served_version_has(
     tool, context, store: InMemoryWorkflowStore
 ) -> None:
-    assert (await _update(tool, context, {"description": "Plans it well."}))["ok"]
-    result = await _update(tool, context, {"status": "published"})
+    assert (await update_offsite(tool, context, {"description": "Plans it well."}))["ok"]
+    result = await update_offsite(tool, context, {"status": "published"})
     assert result["ok"] is False
     assert "has a pending draft (version 0.1.1)" in result["errors"][0]["message"]
     assert len(await store.history("offsite", context.org)) == 4
@@ -124,7 +98,7 @@ async def test_a_never_published_draft_is_still_told_to_publish(
 ) -> None:
     args = {"workflowId": "offsite", "title": "Offsite", "description": "Plans it."}
     assert (await succeeded(tool, context, operation="draft_workflow", **args))["ok"]
-    result = await _update(tool, context, {"title": "Offsite", "status": "published"})
+    result = await update_offsite(tool, context, {"title": "Offsite", "status": "published"})
     assert result["ok"] is False
     assert result["errors"] == [
         {
