@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import aptix.api.app as app_module
 from aptix.api import create_app
 from aptix.errors import LlmError
 from aptix.log_setup import JsonLinesFormatter, LogContextFilter, PlainFormatter
@@ -127,6 +128,56 @@ async def test_the_request_span_names_the_org_and_the_request_id(tmp_path: Path)
     assert anonymous["aptix.request.id"]
     exported = json.dumps([dict(s.attributes or {}) for s in spans])
     assert "secret-key-a" not in exported
+
+
+@pytest.mark.parametrize("keys", ["secret-key-a=acme:ann", None], ids=["key", "no keys"])
+async def test_the_mcp_request_span_names_the_org(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keys: str | None
+) -> None:
+    """``POST /mcp``'s span carries the caller's org as every other route's does.
+
+    Fixer f1, round 67: it had ``aptix.request.id`` but no ``aptix.org.id``, so a trace of an
+    MCP client's calls could not be told apart by org (its ``execute_tool`` spans could).
+    """
+    provider, exporter = _provider()
+    # /mcp is mounted by the app's own lifespan, which opens the runtime with this tracing.
+    monkeypatch.setattr(app_module, "open_tracing", lambda *_, **__: OtelTracing(provider))
+    settings = AptixSettings(
+        data_dir=tmp_path, load_plugins=False, semantic_matching=False, api_keys=keys
+    )
+    app = create_app(settings)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "agent_calculator", "arguments": {"expression": "6*7"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    if keys is not None:
+        headers["Authorization"] = "Bearer secret-key-a"
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8000"
+        ) as client,
+    ):
+        answered = await client.post("/mcp", json=call, headers=headers)
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["result"]["isError"] is False
+        if keys is not None:
+            refused = await client.post(
+                "/mcp", json=call, headers={**headers, "Authorization": "Bearer wrong"}
+            )
+            assert refused.status_code == 401
+    spans = exporter.get_finished_spans()
+    org = "acme" if keys is not None else "local"
+    served, *anonymous = _attrs(spans, "POST /mcp")
+    assert served["aptix.org.id"] == org
+    assert served["aptix.request.id"]
+    [tool] = _attrs(spans, "execute_tool agent_calculator")
+    assert tool["aptix.org.id"] == org
+    assert ["aptix.org.id" in a for a in anonymous] == ([False] if keys is not None else [])
+    assert "secret-key-a" not in json.dumps([dict(s.attributes or {}) for s in spans])
 
 
 @contextlib.contextmanager

@@ -53,6 +53,7 @@ from aptix.mcp.server import (
     request_key,
 )
 from aptix.runtime import Runtime
+from aptix.telemetry import ORG_ATTRIBUTE, Tracing
 
 __all__ = ["mcp_http_app"]
 
@@ -71,7 +72,7 @@ async def mcp_http_app(runtime: Runtime, verifier: ApiKeyVerifier) -> AsyncItera
         # every real host name.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    app: ASGIApp = _OneMessage(inner, in_flight)
+    app: ASGIApp = _OneMessage(inner, in_flight, runtime.tracing)
     if verifier.enabled:
         app = AuthenticationMiddleware(
             _RequireKey(AuthContextMiddleware(app)), backend=BearerAuthBackend(verifier)
@@ -152,16 +153,22 @@ class _OneMessage:
     is an object with 202 and no answer at all. Inside the key check: a caller without a
     key gets 401 before its body is read. It also ties a client's cancel and a closed
     connection to the calls they concern (``in_flight``), and answers a batch under
-    protocol 2025-03-26, which the SDK cannot read (:meth:`_answer_batch`).
+    protocol 2025-03-26, which the SDK cannot read (:meth:`_answer_batch`). Past the key
+    check, it puts the caller's org on the request's span (``aptix.org.id``).
     """
 
-    def __init__(self, app: ASGIApp, in_flight: CallsInFlight) -> None:
+    def __init__(self, app: ASGIApp, in_flight: CallsInFlight, tracing: Tracing) -> None:
         self._app = app
         self._in_flight = in_flight
+        self._tracing = tracing
         #: The requests of batches still running, by the key a cancel names them with.
         self._members: dict[Hashable, set[_Member]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            # The org on the request's span, as the API's routes put it there (its name; the
+            # key stays out of every trace): the caller is known here, past the key check.
+            self._tracing.annotate({ORG_ATTRIBUTE: _who(scope)[0]})
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self._app(scope, receive, send)
             return
