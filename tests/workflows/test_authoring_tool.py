@@ -138,6 +138,8 @@ async def test_editing_a_published_workflow_creates_a_draft_and_keeps_serving(
         "visibility": "public",
         "publishedVersion": "0.1.0",
         "publishedStatus": "published",
+        "publishedTitle": "Onboard a new hire",
+        "publishedVisibility": "public",
         "revision": 4,
     }
 

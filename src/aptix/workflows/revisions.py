@@ -91,6 +91,10 @@ class WorkflowState:
             row["publishedVersion"] = served.version
             # Served only while published or deprecated: a disabled one is not.
             row["publishedStatus"] = served.status.value
+            # What the published version is listed as until the draft is published (the
+            # console's Workflows list shows a disabled one from this row).
+            row["publishedTitle"] = served.title
+            row["publishedVisibility"] = served.visibility.value
         if self.not_served:
             row["served"] = False
             row["notServedReason"] = self.not_served

@@ -65,8 +65,10 @@ export async function workflowsView(el, params) {
   for (const w of authored?.workflows || []) {
     const shown = rows.some((r) => r.workflowId === w.workflowId);
     const served = servedStatus(w);
-    if (!shown && w.visibility !== "hidden" && (served === "disabled" || served === "deprecated")) {
-      rows.push({ ...row(w, w), description: "" });
+    // Listed as the version served is, not as a pending draft over it would be.
+    const version = servedVersion(w);
+    if (!shown && version.visibility !== "hidden" && (served === "disabled" || served === "deprecated")) {
+      rows.push({ ...row(version, w), description: "" });
     }
   }
   const request = h("input", { id: "match-request", type: "text", autocomplete: "off" });
@@ -123,6 +125,16 @@ export async function workflowsView(el, params) {
     form,
     results,
   );
+}
+
+/** A list_authoring_workflows row with the title and visibility of its version served, not its pending draft's. */
+function servedVersion(authoredRow) {
+  if (authoredRow.status !== "draft" || !authoredRow.publishedVersion) return authoredRow;
+  return {
+    ...authoredRow,
+    title: authoredRow.publishedTitle ?? authoredRow.title,
+    visibility: authoredRow.publishedVisibility ?? authoredRow.visibility,
+  };
 }
 
 /** The status of the version served, from a list_authoring_workflows row (none for a draft only). */
