@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -109,6 +110,55 @@ async def test_a_server_silent_through_two_timeouts_in_a_row_is_restarted(
     again = await _run(flaky, "flaky_echo", {"text": "fresh"})
     assert again.outcome == "succeeded", again.error_message
     assert connection._live is not live
+
+
+async def test_calls_sent_together_that_time_out_together_leave_the_server_running(
+    flaky: Runtime, log: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A slow tool called twice at once (a model's parallel calls): not "two in a row"."""
+    assert flaky.mcp is not None
+    connection = flaky.mcp.connections["flaky"]
+    live = connection._live
+    # A and B time out together at 4 s; C, sent at 2 s, answers at 5 s, inside its own limit.
+    first, second, other = await asyncio.gather(
+        _run(flaky, "flaky_slow", {"text": "A", "seconds": 8}),
+        _run(flaky, "flaky_slow", {"text": "B", "seconds": 8}),
+        _run(flaky, "flaky_slow", {"text": "C", "seconds": 3}, delay=2),
+    )
+    assert first.outcome == second.outcome == "timed_out"
+    assert other.outcome == "succeeded", other.error_message
+    assert json.loads(other.result_json)["content"][0]["text"] == "C"
+    assert connection._live is live is not None  # the session was kept
+    assert "restarted" not in caplog.text
+    assert "slow-end C" in await asyncio.to_thread(log.read_text)
+
+
+async def test_calls_their_callers_cancelled_do_not_make_a_server_look_stuck(
+    flaky: Runtime, log: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cancelled call is owed no answer: the server's silence after one proves nothing."""
+    assert flaky.mcp is not None
+    connection = flaky.mcp.connections["flaky"]
+    live = connection._live
+    assert (await _run(flaky, "flaky_slow", {"text": "first", "seconds": 6})).outcome == (
+        "timed_out"
+    )
+    # The only traffic since: a call its caller gave up on (the server is told, and is silent).
+    given_up = asyncio.create_task(connection.call_tool("slow", {"text": "gone", "seconds": 9}))
+    while "slow-start gone" not in await asyncio.to_thread(log.read_text):  # noqa: ASYNC110
+        await asyncio.sleep(0.05)  # (the server, another process, writes the log)
+    given_up.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await given_up
+    # Then a call times out while another one is still running on the healthy server.
+    late, other = await asyncio.gather(
+        _run(flaky, "flaky_slow", {"text": "late", "seconds": 6}),
+        _run(flaky, "flaky_slow", {"text": "other", "seconds": 3}, delay=1),
+    )
+    assert late.outcome == "timed_out"
+    assert other.outcome == "succeeded", other.error_message
+    assert connection._live is live is not None
+    assert "restarted" not in caplog.text
 
 
 async def test_a_crash_after_the_call_was_sent_is_unknown_not_failed(flaky: Runtime) -> None:

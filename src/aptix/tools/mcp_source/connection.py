@@ -84,7 +84,8 @@ class _Live:
     ended: bool = False
     #: A streamable-HTTP server refused the session id (it restarted): requests are not run.
     stale: bool = False
-    #: Loop times of the last message from the server and of the last timed-out call.
+    #: Loop times of the last message from the server and of the last timed-out call (None
+    #: again once a call its caller cancelled leaves the server's silence unexplained).
     heard: float = 0.0
     timed_out: float | None = None
     #: A reply that answers no call was reported (once per session: a server may send many).
@@ -161,16 +162,24 @@ class McpConnection:
             live: _Live | None = None
             ended = False
             sent = Attempt()
+            sent_at: float | None = None
             try:
                 async with asyncio.timeout_at(deadline):
                     live = await self._ready()
                     connecting = limit - (deadline - loop.time())
                     ended = live.ended  # already closed: this request cannot be delivered
                     with sending(sent):
+                        sent_at = loop.time()
                         return await _session(live).call_tool(
                             tool, arguments, read_timeout_seconds=limit, meta=cast(Any, meta)
                         )
             except McpCallError:
+                raise
+            except asyncio.CancelledError:
+                if live is not None and sent_at is not None:
+                    # Its caller gave up on it (the SDK cancels it on the server, which then
+                    # owes no answer): the server's silence since says nothing of it.
+                    live.timed_out = None
                 raise
             except Exception as exc:
                 if live is None:  # still connecting: the attempt goes on for the next call
@@ -186,7 +195,7 @@ class McpConnection:
                     # delivered. Once it was sent, a later refusal (of the SDK's GET resuming
                     # the cut answer stream) leaves the call lost, as the cut does.
                     raise self._failed(doing, sent.refused, live) from None
-                raise self._call_failed(doing, exc, live, kind, connecting) from None
+                raise self._call_failed(doing, exc, live, kind, connecting, sent_at) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:
@@ -381,11 +390,18 @@ class McpConnection:
         return self._down(doing, exc, kind=kind)
 
     def _call_failed(
-        self, doing: str, exc: Exception, live: _Live, kind: McpFailure, connecting: float = 0.0
+        self,
+        doing: str,
+        exc: Exception,
+        live: _Live,
+        kind: McpFailure,
+        connecting: float = 0.0,
+        sent_at: float | None = None,
     ) -> McpCallError:
         """Describe a failed call; only a broken transport costs the session.
 
-        ``connecting``: the seconds of the call's limit spent opening its session.
+        ``connecting``: the seconds of the call's limit spent opening its session;
+        ``sent_at``: the loop time its request was sent.
         """
         if kind in ("lost", "not_delivered"):
             return self._failed(doing, exc, live, kind)
@@ -397,9 +413,17 @@ class McpConnection:
         if kind == "timeout":  # one call, not an outage: the other calls go on
             previous, live.timed_out = live.timed_out, asyncio.get_running_loop().time()
             note = "the request was cancelled"
-            if previous is not None and live.heard < previous:
-                # Two timeouts with not a word from the server in between: it is stuck (a
-                # blocked loop, a clogged pipe), and only a fresh session gets it back.
+            if (
+                previous is not None
+                and sent_at is not None
+                and sent_at > previous
+                and live.heard < previous
+            ):
+                # Two timeouts in a row, the second of a call sent after the first, with not
+                # a word from the server since: it is stuck (a blocked loop, a clogged pipe),
+                # and only a fresh session gets it back. Calls sent together time out
+                # together on a healthy server (a slow tool called twice at once), and the
+                # server's other calls must go on.
                 self._drop(live)
                 note += "; the server sent nothing since its last timeout, so it is restarted"
             self._logger.add_custom_event(
