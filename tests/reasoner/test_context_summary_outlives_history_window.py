@@ -54,8 +54,10 @@ async def test_the_summary_is_sent_and_counted_however_many_short_turns_follow(
         written = (await runtime.turns.list_turns(session_id, "acme"))[-1].context_dropped
         assert written is not None
         assert written["summarized"] > 0
-        # Many more short turns than the window holds, none of which needs a new summary.
+        # Many more short turns than the window holds: the summary keeps standing, and the
+        # turns that leave the window join it (review r7 F2: they were lost in between).
         for n in range(3 * HISTORY_TURNS):
+            before = sum(1 for r in model.requests if _is_summary_request(r))
             await turn(f"small {n}")
             main = model.requests[-1]
             assert not _is_summary_request(main)
@@ -64,7 +66,8 @@ async def test_the_summary_is_sent_and_counted_however_many_short_turns_follow(
             [latest] = await runtime.turns.list_turns(session_id, "acme", limit=1)
             dropped = latest.context_dropped
             assert dropped is not None, f"contextDropped null after small {n}"
-            assert dropped["summarized"] == written["summarized"]
-            assert dropped["throughTurnId"] == written["throughTurnId"]
-            assert dropped["turns"] >= dropped["summarized"]
-    assert sum(1 for r in model.requests if _is_summary_request(r)) == 1
+            assert dropped["summarized"] >= written["summarized"]
+            # Every turn older than the window is left out, and the summary stands for each.
+            assert dropped["turns"] == dropped["summarized"]
+            assert dropped["turns"] >= latest.seq - 1 - HISTORY_TURNS
+            assert sum(1 for r in model.requests if _is_summary_request(r)) - before <= 1

@@ -7,15 +7,17 @@ keeps it whole). With the ``summarize`` strategy the model writes a summary of w
 sent as a message of its own framed as a record, not as instructions. The summary gives way to
 the current turn: it gets what the turn leaves (at most ``summary_tokens``), never room the
 turn needs. Every turn that uses a summary stores it, so it keeps standing for the turns it
-covers however many turns follow, until more has to go. Tokens are counted as
-:mod:`aptix.reasoner.tokens` says.
+covers however many turns follow, until more has to go: turns dropped for the budget, and
+turns that left the ``APTIX_HISTORY_TURNS`` window since it was written (folded in, a quarter
+of the window ahead, so that the turns leaving it next are already in the summary). Tokens
+are counted as :mod:`aptix.reasoner.tokens` says.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +35,7 @@ __all__ = [
     "ContextStrategy",
     "EstimatedTokens",
     "Fitted",
+    "OlderTurns",
     "PastTurn",
     "TokenCounter",
     "default_counter",
@@ -40,6 +43,9 @@ __all__ = [
 ]
 
 ContextStrategy = Literal["drop", "summarize"]
+#: The session's ended turns with ``after < seq < before``, oldest first: the newest of them
+#: up to the bound the caller keeps (the turns of the history window, at most).
+OlderTurns = Callable[[int, int], Awaitable[Sequence[TurnRecord]]]
 
 #: Tokens a chat API adds around every message, and once to prime the answer.
 MESSAGE_OVERHEAD = 4
@@ -260,6 +266,7 @@ class ContextBudget:
         model: LlmClient,
         on_response: Callable[[LlmResponse], None] | None = None,
         instructions: str = "",
+        older: OlderTurns | None = None,
     ) -> tuple[Message, ...]:
         """The messages of ``record``'s next request, within the budget.
 
@@ -268,8 +275,10 @@ class ContextBudget:
         the turn uses, written now or carried from the latest turn that used one: ``history``
         is a window, and the summary must outlive the turn that wrote it); a failing summary
         request, or a turn that leaves no room for a summary, leaves a warning on the turn and
-        the turns are dropped instead. Raises :class:`ContextOverflowError` when the current
-        turn alone does not fit (naming ``instructions``, the mode's, when they take the room).
+        the turns are dropped instead. With the ``summarize`` strategy, ``older`` reads the
+        turns that left the window since the summary was written, which it folds in (none
+        is read without it). Raises :class:`ContextOverflowError` when the current turn alone
+        does not fit (naming ``instructions``, the mode's, when they take the room).
         """
         stored = record.context_summary or summaries.latest_summary(history)
         record.context_summary = stored
@@ -280,42 +289,49 @@ class ContextBudget:
             for t in history
             if t.status not in OPEN and t.seq > through
         ]
+        # Neither sent (out of the window) nor in the summary: folded in below, or dropped.
+        gap = await self._left_window(record, history, through, older)
         current = record.messages
         plan = self.fit(system, earlier, current, tools, summary=summary, instructions=instructions)
-        if plan.dropped and self.strategy == "summarize":
+        if (plan.dropped or gap) and self.strategy == "summarize":
+            left_out = len(gap) + len(plan.dropped)
             # Room for the new summary comes from the turns it stands for, never from the
             # current turn: what the turn leaves, at most summary_tokens.
             wider = self.fit(
                 system, earlier, current, tools, reserve=self.summary_tokens + self._frame
             )
+            # Turns leave the window one per turn: a quarter of it is folded ahead with them,
+            # so that one summary request serves that many turns, not one each.
+            ahead = min(len(earlier), len(history) // 4) if gap else 0
+            folded = earlier[: max(len(wider.dropped), ahead)]
             if wider.reserved - self._frame < _MIN_SUMMARY:
                 _warn(
                     record,
-                    f"No summary of {len(plan.dropped)} earlier turn(s): this turn leaves no "
+                    f"No summary of {left_out} earlier turn(s): this turn leaves no "
                     "room for one in the context budget (APTIX_LLM_CONTEXT_TOKENS); they were "
                     "left out of the request instead.",
                 )
-            elif wider.dropped:  # none when only a summary from a larger budget took the room
+            elif folded or gap:  # neither when only a summary from a larger budget took the room
                 try:
-                    text = await self.summarize(model, summary, wider.dropped, on_response)
+                    text = await self.summarize(model, summary, (*gap, *folded), on_response)
                 except LlmError as exc:
                     _warn(
                         record,
-                        f"Could not summarize {len(plan.dropped)} earlier turn(s) ({exc}); "
+                        f"Could not summarize {left_out} earlier turn(s) ({exc}); "
                         "they were left out of the request instead.",
                     )
                 else:
-                    last = wider.dropped[-1]
+                    last = (*gap, *folded)[-1]
                     covered = int(stored["turns"]) if stored else 0
                     stored = {
                         "text": text,
                         "throughTurnId": last.id,
                         "throughSeq": last.seq,
-                        "turns": covered + len(wider.dropped),
+                        "turns": covered + len(gap) + len(folded),
                     }
                     record.context_summary = stored
-                    rest = earlier[len(wider.dropped) :]
-                    plan = self.fit(system, rest, current, tools, summary=text)
+                    gap = ()
+                    plan = self.fit(system, earlier[len(folded) :], current, tools, summary=text)
         for name in plan.clipped:
             _warn(
                 record,
@@ -323,13 +339,45 @@ class ContextBudget:
                 "(APTIX_LLM_CONTEXT_TOKENS): the model saw its start; the turn keeps it whole.",
             )
         summarized = int(stored["turns"]) if stored else 0
-        if plan.dropped or summarized:
+        unsent = (*gap, *plan.dropped)
+        if unsent or summarized:
             record.context_dropped = {
-                "turns": summarized + len(plan.dropped),
-                "throughTurnId": plan.dropped[-1].id if plan.dropped else stored["throughTurnId"],  # type: ignore[index]
+                "turns": summarized + len(unsent),
+                "throughTurnId": unsent[-1].id if unsent else stored["throughTurnId"],  # type: ignore[index]
                 "summarized": summarized,
             }
         return plan.messages
+
+    async def _left_window(
+        self,
+        record: TurnRecord,
+        history: Sequence[TurnRecord],
+        through: int,
+        older: OlderTurns | None,
+    ) -> tuple[PastTurn, ...]:
+        """The turns between the summary (``through``) and the window, under ``summarize``.
+
+        Turns older than the window are not sent; under ``summarize`` every turn that is not
+        sent is in the summary, so those that left the window since it was written are read
+        to be folded in. At most what ``older`` reads: the rest (a session that ran under
+        ``drop``, or turns that left the window before this was so) is named in a warning.
+        """
+        if self.strategy != "summarize" or older is None:
+            return ()
+        first = history[0].seq if history else record.seq
+        if first <= through + 1:  # a session's turns are numbered 1, 2, ... without holes
+            return ()
+        turns = [t for t in await older(through, first) if through < t.seq < first]
+        unread = first - through - 1 - len(turns)
+        if unread > 0:
+            _warn(
+                record,
+                f"{unread} earlier turn(s) had left the history window (APTIX_HISTORY_TURNS) "
+                "before a summary took them: they are neither sent nor summarized.",
+            )
+        return tuple(
+            PastTurn(t.id, t.seq, _with_ending(t), t.version) for t in turns if t.status not in OPEN
+        )
 
     async def summarize(
         self,

@@ -27,7 +27,7 @@ from aptix.reasoner import ledger
 from aptix.reasoner.batch import ToolRunner
 from aptix.reasoner.caps import ResponseCaps
 from aptix.reasoner.claims import Decide, Lease, Plan, mark_dead, resume_plan, start_plan
-from aptix.reasoner.context import ContextBudget, ContextOverflowError
+from aptix.reasoner.context import ContextBudget, ContextOverflowError, OlderTurns
 from aptix.reasoner.endings import TurnEndings
 from aptix.reasoner.overflow import crowded_mode_warning
 from aptix.reasoner.prompt import system_message
@@ -336,6 +336,7 @@ class AgentReasoner:
                     SpannedModel(self._model, self._tracing),  # summaries get chat spans
                     self._summary_noter(turn),
                     self._modes.get_mode(turn.session.mode).instructions,
+                    self._older_turns(record),
                 )
             except ContextOverflowError as exc:
                 return await self._end.overflow(turn, exc, on_event)
@@ -455,6 +456,23 @@ class AgentReasoner:
                 ("ConversationId", turn.record.id),
             )
         return capped
+
+    def _older_turns(self, record: TurnRecord) -> OlderTurns | None:
+        """Reads the session's turns before the history window (none with a window of 0).
+
+        Under ``summarize`` they are folded into the summary (:class:`ContextBudget`): at
+        most a window's worth per turn, so a turn still reads no more than twice the window.
+        """
+        if not self._history_turns:
+            return None
+
+        async def read(after: int, before: int) -> Sequence[TurnRecord]:
+            limit = min(before - after - 1, self._history_turns)
+            return await self._turns.list_turns(
+                record.session_id, record.org, limit=limit, before=before
+            )
+
+        return read
 
     def _summary_noter(self, turn: RunningTurn) -> Callable[[LlmResponse], None]:
         def note(response: LlmResponse) -> None:
