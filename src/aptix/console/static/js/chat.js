@@ -251,17 +251,28 @@ export class Chat {
     }
   }
 
-  /** A message: the user's as typed (text), the model's as sanitised Markdown. */
-  say(role, text) {
+  /** A message: the user's as typed (text), the model's as sanitised Markdown. ``busy``: it is
+   * still being written (stream()). */
+  say(role, text, busy = false) {
     const body = role === "user" ? h("p", {}, text) : markdownBlock(text);
-    const el = h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You" : "Aptix"), body);
+    const who = h("span", { class: "who" }, role === "user" ? "You" : "Aptix");
+    const el = h("div", { class: `msg ${role}`, "aria-busy": busy ? "true" : null }, who, body);
     this.put(el);
     return el;
   }
 
-  /** Streamed text: rendered again at most once a frame, whole (Markdown needs the whole). */
+  /**
+   * Streamed text: rendered again at most once a frame, whole (Markdown needs the whole).
+   * The transcript is a live region (role "log") that tells what is added: each frame would
+   * add the whole text so far and a screen reader read it again and again. The message is
+   * aria-busy while it streams (WAI-ARIA: assistive technology waits for the node to finish);
+   * streamed() adds its final text once.
+   */
   stream(delta) {
-    if (!this.bubble) this.bubble = { el: this.say("assistant", "").querySelector(".md"), text: "", frame: 0 };
+    if (!this.bubble) {
+      const message = this.say("assistant", "", true);
+      this.bubble = { message, el: message.querySelector(".md"), text: "", frame: 0 };
+    }
     const bubble = this.bubble;
     bubble.text += delta;
     if (bubble.frame) return;
@@ -281,6 +292,8 @@ export class Chat {
       return;
     }
     if (bubble.frame) cancelAnimationFrame(bubble.frame);
+    // Not busy first: the final text is added to the live region as it is told, once.
+    bubble.message.removeAttribute("aria-busy");
     renderMarkdown(bubble.el, text);
   }
 
@@ -490,9 +503,10 @@ export class Chat {
 
   card(call) {
     const pending = this.pending;
-    // Not the call id in the id: it is the model's text and may hold spaces (aria-labelledby
+    // Not the call id in the ids: it is the model's text and may hold spaces (aria-labelledby
     // would read it as several ids).
-    const title = `card-title-${++cardCount}`;
+    const id = `card-${++cardCount}`;
+    const title = `${id}-title`;
     const request = approvalRequest(call);
     let card;
     const answer = (result, label, isError = false) => {
@@ -520,28 +534,51 @@ export class Chat {
       );
       return card;
     }
-    const approve = h("button", { type: "button", class: "approve" }, "Approve");
-    const deny = h("button", { type: "button", class: "deny" }, "Deny");
+    // Several cards may wait at once: each card is named by its question, and its buttons by
+    // the action they answer ("Approve archive report"), as shown (visible text), never the
+    // model's raw string. What is shown on the buttons stays "Approve" and "Deny".
+    const prompt = request.prompt ? `${id}-prompt` : null;
+    const action = request.action ? `${id}-action` : null;
+    const named = action || prompt;
+    const flag = request.destructive ? `${id}-destructive` : null;
+    const about = [named === prompt ? null : prompt, flag && `${flag}-term`, flag].filter(Boolean).join(" ");
+    const button = (kind, label) =>
+      h(
+        "button",
+        {
+          type: "button",
+          class: kind,
+          id: `${id}-${kind}`,
+          "aria-labelledby": named ? `${id}-${kind} ${named}` : null,
+          "aria-describedby": about || null,
+        },
+        label,
+      );
+    const approve = button("approve", "Approve");
+    const deny = button("deny", "Deny");
     // The answer the server expects of both kinds of approval (docs/mcp-servers.md).
     approve.addEventListener("click", () => answer({ approved: true }, "You approved."));
     deny.addEventListener("click", () => answer({ approved: false }, "You denied."));
     card = h(
       "section",
-      { class: `card approval${request.destructive ? " destructive" : ""}`, "aria-labelledby": title },
+      {
+        class: `card approval${request.destructive ? " destructive" : ""}`,
+        "aria-labelledby": named ? `${title} ${prompt || action}` : title,
+      },
       h("h2", { id: title }, "Approval needed"),
-      h("p", { class: "prompt" }, request.prompt || ""),
+      h("p", { class: "prompt", id: prompt }, request.prompt || ""),
       h(
         "dl",
         {},
         h("dt", {}, "Action"),
-        h("dd", {}, request.action || "(not named)"),
+        h("dd", { id: action }, request.action || "(not named)"),
         "arguments" in request
           ? [h("dt", {}, "Arguments"), h("dd", {}, approvalArguments(request.arguments))]
           : request.details
             ? [h("dt", {}, "Details"), h("dd", {}, request.details)]
             : null,
-        h("dt", {}, "Destructive"),
-        h("dd", { class: "destructive-flag" }, request.destructive ? "Yes — this cannot be undone" : "No"),
+        h("dt", { id: flag && `${flag}-term` }, "Destructive"),
+        h("dd", { class: "destructive-flag", id: flag }, request.destructive ? "Yes — this cannot be undone" : "No"),
       ),
       h("div", { class: "buttons" }, approve, deny),
     );
