@@ -14,6 +14,11 @@ a call sent with the same one, by the same key. A cancel without one is acknowle
 dropped, as the SDK drops every cancel posted under the 2026-07-28 protocol: nothing tells
 whose call its id names, and ids collide (every client counts from 1). Such a client cancels
 by closing the connection.
+
+A cancel that comes before its call got that far (the two travel on connections of their
+own) is kept a short while and stops the call before it runs. A call the client cancelled is
+not answered (MCP), as over stdio: its POST gets 202 and no body, as a batch with nothing left
+to answer does. (The SDK's own transport would answer it -32800 on this wire.)
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from aptix.mcp.messages import (
 )
 from aptix.mcp.messages import refusal as _refusal
 from aptix.mcp.server import (
+    CANCELLED_SCOPE_KEY,
     EXCHANGE_SCOPE_KEY,
     SESSION_SCOPE_KEY,
     CallsInFlight,
@@ -208,14 +214,35 @@ class _OneMessage:
         async with anyio.create_task_group() as group:
             group.start_soon(watch)
             if parts is None:
-                await self._answer(scope, body, send, gone)
+                await self._answer_alone(scope, body, send, gone)
             else:
                 await self._answer_batch(scope, parts, send, gone)
             group.cancel_scope.cancel()
 
-    async def _answer(self, scope: Scope, body: bytes, send: Send, gone: anyio.Event) -> None:
-        """Pass one readable message to the SDK, ``gone`` set when the client goes away."""
+    async def _answer_alone(self, scope: Scope, body: bytes, send: Send, gone: anyio.Event) -> None:
+        """Answer one message posted alone; a call the client cancelled gets 202 and no body.
+
+        MCP: a cancelled request is not answered (stdio and batches leave it out); the POST
+        still needs an end, and it gets the one a batch with nothing left to answer gets.
+        """
         parsed = json.loads(body)
+        if not (isinstance(parsed, dict) and parsed.get("method") == "tools/call"):
+            await self._answer(scope, body, parsed, send, gone)
+            return
+        held = _HeldAnswer()
+        if await self._answer(scope, body, parsed, held, gone):
+            await _send_empty(send)
+        else:
+            await held.send_to(send)
+
+    async def _answer(
+        self, scope: Scope, body: bytes, parsed: object, send: Send, gone: anyio.Event
+    ) -> bool:
+        """Pass one readable message (``body``, read as ``parsed``) to the SDK.
+
+        ``gone`` is set when the client goes away. True when it was a call the client
+        cancelled: the answer it was given is to be dropped.
+        """
         session = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
         if session is not None:
             scope[SESSION_SCOPE_KEY] = session
@@ -233,6 +260,7 @@ class _OneMessage:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self._app(scope, replay, send)
+        return scope.get(CANCELLED_SCOPE_KEY) is True
 
     async def _answer_batch(
         self, scope: Scope, parts: list[object], send: Send, gone: anyio.Event
@@ -257,9 +285,13 @@ class _OneMessage:
                 self._members.setdefault(key, set()).add(member)
             try:
                 async with width:
-                    if not member.cancelled:  # cancelled while waiting its turn: never run
-                        # A scope of its own: the SDK and the cancel keys write into it.
-                        await self._answer(dict(scope), text.encode(), kept, gone)
+                    # Cancelled while waiting its turn: never run. Its own scope, which the SDK
+                    # and the cancel keys write into; a cancel that came before the batch
+                    # itself is found as the call starts.
+                    if not member.cancelled and await self._answer(
+                        dict(scope), text.encode(), part, kept, gone
+                    ):
+                        member.cancelled = True
             finally:
                 if key is not None:
                     members = self._members.get(key, set())
@@ -277,9 +309,7 @@ class _OneMessage:
         if found:
             await _send_json(send, 200, found)
         else:
-            empty = [(b"content-length", b"0")]
-            await send({"type": "http.response.start", "status": 202, "headers": empty})
-            await send({"type": "http.response.body", "body": b""})
+            await _send_empty(send)
 
     def _forward_cancel(self, scope: Scope, session: str, message: object) -> None:
         """A client's ``notifications/cancelled`` cancels its own call in ``session``."""
@@ -289,9 +319,12 @@ class _OneMessage:
         if not isinstance(params, dict) or "requestId" not in params:
             return
         key = request_key(_who(scope), session, params["requestId"])
-        self._in_flight.cancel(key)
-        for member in self._members.get(key, ()):
+        members = self._members.get(key, set())
+        for member in members:
             member.cancelled = True
+        # One that finds nothing is kept for the call to come: the call, posted first, may
+        # not have been read yet, or may still be on its way to the tool (quota, sync).
+        self._in_flight.cancel(key, keep=not members)
 
     def _member_key(self, scope: Scope, part: object) -> Hashable | None:
         """The key a cancel names the batch request ``part`` with; None when none can."""
@@ -318,6 +351,29 @@ class _Member:
 
 #: How many messages of one batch run at once: one POST never starts every call of a long batch.
 _BATCH_WIDTH = 8
+
+
+async def _send_empty(send: Send) -> None:
+    """202 and no body: accepted, with no JSON-RPC answer to give."""
+    empty = [(b"content-length", b"0")]
+    await send({"type": "http.response.start", "status": 202, "headers": empty})
+    await send({"type": "http.response.body", "body": b""})
+
+
+class _HeldAnswer:
+    """An ASGI ``send`` that holds an answer until it is known whether it is to be sent."""
+
+    def __init__(self) -> None:
+        self._messages: list[Message] = []
+
+    async def __call__(self, message: Message) -> None:
+        """Hold the message."""
+        self._messages.append(message)
+
+    async def send_to(self, send: Send) -> None:
+        """Send what was held, as it was given."""
+        for message in self._messages:
+            await send(message)
 
 
 class _KeptAnswer:

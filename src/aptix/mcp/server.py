@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Hashable, Iterator
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager, suppress
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import anyio
 from mcp import types
@@ -27,6 +29,7 @@ from aptix.db.outage import (
 from aptix.errors import ConfigurationError, NotFoundError
 from aptix.nul import NUL_REFUSED, SURROGATE_REFUSED, find_nul, find_surrogate
 from aptix.quotas import PAYER, Payer
+from aptix.results import InvokeResult
 from aptix.runtime import Runtime
 from aptix.settings import AptixSettings
 from aptix.tools.base import AgentTool
@@ -51,17 +54,53 @@ EXCHANGE_SCOPE_KEY = "aptix.mcp.exchange"
 #: that tells two clients of one key apart, whose JSON-RPC ids are alike (both count from 1).
 SESSION_SCOPE_KEY = "aptix.mcp.session"
 
+#: Where the call handler marks the ASGI scope of a call the client cancelled: the transport
+#: then sends no JSON-RPC answer for it (MCP: a cancelled request is not answered).
+CANCELLED_SCOPE_KEY = "aptix.mcp.cancelled"
+
+#: How long a cancel that found no call of its id is kept for the call to come: over HTTP the
+#: call and its cancel travel on connections of their own, and the cancel can win the race.
+EARLY_CANCEL_SECONDS = 30.0
+#: How many such cancels are kept for one client session, and for all of them together.
+EARLY_CANCELS_PER_SESSION = 64
+EARLY_CANCELS_KEPT = 4096
+
+
+class RequestKey(NamedTuple):
+    """A request id in one client session of one caller, as ``notifications/cancelled`` names it."""
+
+    caller: tuple[str, str, str]
+    session: str
+    #: The id as JSON: ``1`` and ``"1"`` are two ids.
+    request_id: str
+
 
 class CallsInFlight:
-    """The running ``tools/call`` handlers, so a transport can cancel the ones it carried."""
+    """The running ``tools/call`` handlers, so a transport can cancel the ones it carried.
 
-    def __init__(self) -> None:
+    A cancel by request id that finds no call running under it is kept a short while
+    (:data:`EARLY_CANCEL_SECONDS`, at most :data:`EARLY_CANCELS_PER_SESSION` for one client
+    session): the call it names may not have got this far yet, and it is then cancelled
+    before it runs. ``clock`` tells the time (seconds, monotonic).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._scopes: dict[Hashable, set[anyio.CancelScope]] = {}
+        self._clock = clock
+        #: Early cancels, oldest first, with the time each is kept until.
+        self._early: OrderedDict[RequestKey, float] = OrderedDict()
+        self._early_per_session: dict[tuple[tuple[str, str, str], str], int] = {}
 
     @contextmanager
     def running(self, *keys: Hashable) -> Iterator[anyio.CancelScope]:
-        """Run the block in a cancel scope that :meth:`cancel` reaches by any of ``keys``."""
+        """Run the block in a cancel scope that :meth:`cancel` reaches by any of ``keys``.
+
+        The scope is cancelled from the start when a cancel for one of ``keys`` came first:
+        the block checks ``cancel_called`` before doing anything.
+        """
         scope = anyio.CancelScope()
+        if any(self._take_early(key) for key in keys):
+            scope.cancel()
         for key in keys:
             self._scopes.setdefault(key, set()).add(scope)
         try:
@@ -75,20 +114,64 @@ class CallsInFlight:
                     if not scopes:
                         del self._scopes[key]
 
-    def cancel(self, key: Hashable) -> None:
-        """Cancel every call running under ``key``."""
-        for scope in list(self._scopes.get(key, ())):
+    def cancel(self, key: Hashable, *, keep: bool = False) -> None:
+        """Cancel every call running under ``key``.
+
+        ``keep``: when none runs under a :class:`RequestKey`, the cancel is kept for the call
+        to come (an id is never reused within a session, so a late one is kept harmlessly).
+        """
+        scopes = list(self._scopes.get(key, ()))
+        for scope in scopes:
             scope.cancel()
+        if keep and not scopes and isinstance(key, RequestKey):
+            self._keep_early(key)
+
+    def _keep_early(self, key: RequestKey) -> None:
+        now = self._clock()
+        self._forget_expired(now)
+        session = (key.caller, key.session)
+        if key in self._early:
+            self._early.move_to_end(key)
+        elif self._early_per_session.get(session, 0) >= EARLY_CANCELS_PER_SESSION:
+            return  # a client with that many calls still to come is not kept further
+        else:
+            if len(self._early) >= EARLY_CANCELS_KEPT:
+                self._forget(next(iter(self._early)))
+            self._early_per_session[session] = self._early_per_session.get(session, 0) + 1
+        self._early[key] = now + EARLY_CANCEL_SECONDS
+
+    def _take_early(self, key: Hashable) -> bool:
+        """Whether a cancel for ``key`` came before its call (it is then used up)."""
+        if not isinstance(key, RequestKey) or not self._early:
+            return False
+        self._forget_expired(self._clock())
+        if key not in self._early:
+            return False
+        self._forget(key)
+        return True
+
+    def _forget_expired(self, now: float) -> None:
+        while self._early and next(iter(self._early.values())) <= now:
+            self._forget(next(iter(self._early)))
+
+    def _forget(self, key: RequestKey) -> None:
+        del self._early[key]
+        session = (key.caller, key.session)
+        left = self._early_per_session[session] - 1
+        if left:
+            self._early_per_session[session] = left
+        else:
+            del self._early_per_session[session]
 
 
-def request_key(caller: tuple[str, str, str], session: str, request_id: object) -> Hashable:
+def request_key(caller: tuple[str, str, str], session: str, request_id: object) -> RequestKey:
     """The key of a request id in one client session, as its ``notifications/cancelled`` names it.
 
     A request id is unique only within one client's session, never across the clients of
     one key (or of the keyless local caller), so a call is reachable by its id only together
     with the session the client sent it in.
     """
-    return ("request", caller, session, json.dumps(request_id))
+    return RequestKey(caller, session, json.dumps(request_id))
 
 
 def build_mcp_server(
@@ -158,16 +241,21 @@ def build_mcp_server(
         if (exchange := scope.get(EXCHANGE_SCOPE_KEY)) is not None:
             keys.append(exchange)
         try:
+            ran: InvokeResult[str] | None = None
             with (in_flight or CallsInFlight()).running(*keys) as running:
-                context = await runtime.session_context(
-                    org=caller.org,
-                    user=caller.user,
-                    role=caller.role,
-                    session_id=session_id,
-                )
-                outcome = await runtime.executor.invoke(params.name, json.dumps(arguments), context)
-            if running.cancelled_caught:
+                if not running.cancel_called:  # a cancel that came first: never run
+                    context = await runtime.session_context(
+                        org=caller.org,
+                        user=caller.user,
+                        role=caller.role,
+                        session_id=session_id,
+                    )
+                    ran = await runtime.executor.invoke(params.name, json.dumps(arguments), context)
+            if ran is None:
+                # The transport sends no answer for it (MCP); this one is for the record.
+                scope[CANCELLED_SCOPE_KEY] = True
                 return _error("The call was cancelled by the client.")
+            outcome = ran
         except NotFoundError as exc:
             return _error(str(exc))
         except Exception as exc:
