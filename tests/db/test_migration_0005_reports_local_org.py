@@ -44,7 +44,7 @@ def test_db_upgrade_names_each_workflow_given_org_local(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "Database is at the newest revision" in done.stdout
+    assert "Database migrated from 0003_turns to the newest revision" in done.stdout
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 2, done.stderr
     acme, gamma = sorted(lines)

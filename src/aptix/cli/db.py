@@ -17,21 +17,25 @@ app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 def upgrade() -> None:
     """Apply pending migrations to the configured database (also done on first use)."""
     from aptix.db.engine import open_database
-    from aptix.db.migrate import current_revision, head_revision
+    from aptix.db.migrate import Upgrade, current_revision, head_revision
 
     settings = settings_or_exit()
 
-    async def work() -> str | None:
+    async def work() -> tuple[Upgrade | None, str | None]:
         database = await open_database(settings.effective_database_url)
         try:
-            return await current_revision(database.engine)
+            return database.upgrade, await current_revision(database.engine)
         finally:
             await database.close()
 
     try:
-        revision = asyncio.run(work())
+        done, revision = asyncio.run(work())
     except ConfigurationError as exc:
         config_failed(exc)
-    if revision != head_revision():
+    if done is None or revision != head_revision():
         fail(f"The database is at {revision}, expected {head_revision()}.")
-    say(f"Database is at the newest revision ({revision}).")
+    if not done.migrated:
+        say(f"Database is at the newest revision ({revision}): nothing to migrate.")
+        return
+    found = done.before or "nothing (an empty database)"
+    say(f"Database migrated from {found} to the newest revision ({revision}).")

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy import create_engine as create_sync_engine
@@ -27,6 +27,9 @@ from aptix.db.postgres_url import asyncpg_arguments
 from aptix.db.sqlite_file import SqliteFile
 from aptix.errors import ConfigurationError
 from aptix.urls import mask_credentials, mask_url
+
+if TYPE_CHECKING:
+    from aptix.db.migrate import Upgrade
 
 __all__ = [
     "MIGRATE_RIGHTS_HINT",
@@ -70,6 +73,8 @@ class Database:
         self.sync_engine: Engine | None = None
         self._worker: ThreadPoolExecutor | None = None
         self._file: SqliteFile | None = None
+        # What migrating did as ``open_database`` opened it (None: it did not migrate).
+        self.upgrade: Upgrade | None = None
         database = engine.url.database or ""
         if self.is_sqlite and database and database != ":memory:":
             # The same file through the stdlib driver: a second engine, not a second database.
@@ -275,7 +280,7 @@ async def open_database(url: str, *, migrate: bool = True) -> Database:
     if migrate:
         try:
             await _first_connection(database, url)
-            await upgrade_to_head(database.engine)
+            database.upgrade = await upgrade_to_head(database.engine)
         except ConfigurationError:
             await database.close()
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
@@ -15,10 +16,23 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from aptix.errors import ConfigurationError
 
-__all__ = ["current_revision", "head_revision", "upgrade_to_head"]
+__all__ = ["Upgrade", "current_revision", "head_revision", "upgrade_to_head"]
 
 # Any constant works; it only has to be the same in every Aptix process sharing a database.
 _PG_MIGRATION_LOCK = 0x41505449
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """What migrating did: the revision found (None: never migrated) and the one left."""
+
+    before: str | None
+    after: str
+
+    @property
+    def migrated(self) -> bool:
+        """Whether any migration ran."""
+        return self.before != self.after
 
 
 def _config() -> Config:
@@ -40,13 +54,15 @@ def head_revision() -> str:
     return head
 
 
-def _upgrade(connection: Connection) -> None:
+def _upgrade(connection: Connection) -> Upgrade:
     if connection.dialect.name == "postgresql":
         # Several server processes may start at once against one database.
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+    # Read under the lock: a process that waited on another's migration finds it done.
     current = MigrationContext.configure(connection).get_current_revision()
-    if current == head_revision():
-        return
+    done = Upgrade(current, head_revision())
+    if not done.migrated:
+        return done
     _refuse_unknown(current)
     cfg = _config()
     cfg.attributes["connection"] = connection
@@ -60,6 +76,7 @@ def _upgrade(connection: Connection) -> None:
         destination_rev="head",
     ):
         script.run_env()
+    return done
 
 
 def _refuse_unknown(current: str | None) -> None:
@@ -76,10 +93,10 @@ def _refuse_unknown(current: str | None) -> None:
         ) from None
 
 
-async def upgrade_to_head(engine: AsyncEngine) -> None:
-    """Apply every pending migration in one transaction."""
+async def upgrade_to_head(engine: AsyncEngine) -> Upgrade:
+    """Apply every pending migration in one transaction; say from which revision."""
     async with engine.begin() as connection:
-        await connection.run_sync(_upgrade)
+        return await connection.run_sync(_upgrade)
 
 
 async def current_revision(engine: AsyncEngine) -> str | None:

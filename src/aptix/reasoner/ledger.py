@@ -72,6 +72,7 @@ CallState = Literal[
 ]
 #: States that are a call's last word.
 FINAL = frozenset({"succeeded", "failed", "timed_out", "abandoned", "unknown", "denied"})
+_WAITING = ("awaiting_client", "awaiting_approval")
 
 UNKNOWN = (
     "The server stopped while this call ran, so its outcome is unknown. It was not run "
@@ -603,9 +604,10 @@ def _never_recorded(call: dict[str, Any]) -> dict[str, Any]:
 
 
 def _legacy(record: TurnRecord) -> None:
-    """Give a state to the calls of a turn stored before the ledger existed."""
-    if any("state" not in e for e in record.tool_calls):
-        record.tool_calls = stated_calls(record.tool_calls, waiting=record.status == "pending")
+    """Give a state to the calls of a turn stored (or answered) before the ledger existed."""
+    calls = record.tool_calls
+    if any("state" not in e for e in calls) or _copied_answers(calls):
+        record.tool_calls = stated_calls(calls, waiting=record.status == "pending")
 
 
 def stated_calls(calls: Sequence[dict[str, Any]], *, waiting: bool) -> list[dict[str, Any]]:
@@ -616,12 +618,23 @@ def stated_calls(calls: Sequence[dict[str, Any]], *, waiting: bool) -> list[dict
     approval policy) was a hand-off whose result is its approval request, and its approved run
     was kept beside the answer: it reads ``awaiting_approval`` while the turn waits, and never
     ``succeeded`` without the tool's own result on record. ``waiting``: the turn is pending.
-    Entries with a state are returned as they are; the others are copies.
+
+    A version from before the ledger that answered a turn the ledger left waiting kept its
+    answer so too, a copy of the waiting entry (its ``state`` copied with it) plus the answer:
+    that copy is read as such an answer, and takes the waiting entry's place, never listed
+    beside it still waiting. Other entries with a state are returned as they are; the rest
+    are copies.
     """
     answers = {e["callId"]: e for e in calls if "state" not in e and "clientResult" in e}
+    copied = _copied_answers(calls)
     placed: set[str] = set()
     stated: list[dict[str, Any]] = []
     for entry in calls:
+        if entry["callId"] in copied:
+            if entry["callId"] not in placed:
+                placed.add(entry["callId"])
+                stated.append(_copied_answer(copied[entry["callId"]], waiting))
+            continue
         if "state" in entry:
             stated.append(entry)
             continue
@@ -633,11 +646,37 @@ def stated_calls(calls: Sequence[dict[str, Any]], *, waiting: bool) -> list[dict
     return stated
 
 
-def _legacy_entry(entry: dict[str, Any], waiting: bool) -> dict[str, Any]:
-    """One call as a pre-ledger turn kept it, with the state that says what happened."""
+def _copied_answers(calls: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The answers a version from before the ledger appended to the ledger's calls, by id.
+
+    Such an answer repeats a call already listed and still reads as waiting (it copied the
+    waiting entry), yet holds the client's answer: the ledger never keeps one so (accepting
+    an answer moves the call on in the same write), and lists each call once.
+    """
+    listed: set[str] = set()
+    copied: dict[str, dict[str, Any]] = {}
+    for entry in calls:
+        call_id = entry["callId"]
+        if call_id in listed and entry.get("state") in _WAITING and "clientResult" in entry:
+            copied[call_id] = entry
+        listed.add(call_id)
+    return copied
+
+
+def _copied_answer(copy: dict[str, Any], waiting: bool) -> dict[str, Any]:
+    """A pre-ledger answer copied from a waiting ledger entry, read as that version kept it."""
+    answer = {k: v for k, v in copy.items() if k not in ("state", "outcome")}
+    return _legacy_entry(answer, waiting, gated=copy["state"] == "awaiting_approval")
+
+
+def _legacy_entry(entry: dict[str, Any], waiting: bool, *, gated: bool = False) -> dict[str, Any]:
+    """One call as a pre-ledger turn kept it, with the state that says what happened.
+
+    ``gated``: the call is known to wait for approval whatever the entry shows.
+    """
     entry = dict(entry)
     name = str(entry.get("name") or "")
-    gated = "approved" in entry or _legacy_approval_request(entry)
+    gated = gated or "approved" in entry or _legacy_approval_request(entry)
     if gated:
         entry["wasExecuted"] = False  # until its approved run is on record
     if "approved" in entry:  # the user answered, and that version settled the answer
