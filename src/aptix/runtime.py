@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -61,6 +61,7 @@ from aptix.workflows.services import (
     semantic_available,
 )
 from aptix.workflows.sql_store import SqlWorkflowStore
+from aptix.workflows.sync import WorkflowSync
 
 if TYPE_CHECKING:
     from aptix.tools.mcp_source.source import McpToolSource
@@ -193,7 +194,8 @@ class Runtime:
             ),
             context=context,
             tracing=self.tracing,
-            refresh_workflows=self.workflows.sync.check,
+            # Each step offers the workflows' tools: on a copy it could confirm, or not at all.
+            refresh_workflows=self.workflows.sync.confirm,
             running=self.turn_tasks,
             release_workflow=self._release_unserved_workflow,
         )
@@ -313,6 +315,25 @@ def _offer_outside_tools(
             modes.offer([pattern], config.modes, source=f"MCP server '{name}' (its 'modes')")
 
 
+def workflows_before_call(
+    sync: WorkflowSync,
+) -> Callable[[AgentToolExecutionContext], Awaitable[bool]]:
+    """What the executor awaits before each call: the workflows as stored, for its decision.
+
+    A call in a session is decided on them (its permission under the active workflow, a
+    ``start_workflow``): on a copy read within one interval, or it fails unrun as a database
+    outage (503 over HTTP), never on a copy that could not be read again. A call without a
+    session has no workflow to answer to: the throttled check, which never fails it.
+    """
+
+    async def before_call(context: AgentToolExecutionContext) -> bool:
+        if context.session_id:
+            return await sync.confirm()
+        return await sync.check()
+
+    return before_call
+
+
 def quotas_for(settings: AptixSettings) -> Quotas:
     """The deployment's limits, counted in Redis when ``APTIX_REDIS_URL`` is set."""
     redis = settings.redis_url.get_secret_value() if settings.redis_url else None
@@ -408,7 +429,7 @@ async def open_runtime(
                 workflows.registry, modes.tools_for_mode, lambda: registry.registered_tools
             ),
             # Each call decides on the workflows as stored, not as this request found them.
-            before_call=workflows.sync.check,
+            before_call=workflows_before_call(workflows.sync),
         )
         if mcp is not None:  # tools of a server that comes up later get their limits too
             mcp.on_timeout = executor.set_timeout

@@ -18,6 +18,7 @@ __all__ = [
     "database_refusal",
     "from_aptix_database",
     "is_database_outage",
+    "is_disconnect",
     "mark_from_aptix_database",
     "refusal_in",
 ]
@@ -103,6 +104,15 @@ def is_database_outage(exc: BaseException) -> bool:
         if connecting and isinstance(link, _REFUSED_AT_CONNECT):
             return True
     return False
+
+
+def is_disconnect(exc: BaseException) -> bool:
+    """True when ``exc`` met a pooled connection that had died (a restart, a failover).
+
+    SQLAlchemy then renews the whole pool, so the same statement tried once more meets a
+    live connection, or the outage itself.
+    """
+    return isinstance(exc, sa.DBAPIError) and exc.connection_invalidated
 
 
 def database_refusal(exc: BaseException) -> str | None:

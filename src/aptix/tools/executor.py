@@ -100,7 +100,7 @@ class AgentToolExecutor:
         timeout_seconds: float | None = 30.0,
         timeouts: dict[str, float] | None = None,
         guard: CallGuard | None = None,
-        before_call: Callable[[], Awaitable[object]] | None = None,
+        before_call: Callable[[AgentToolExecutionContext], Awaitable[object]] | None = None,
         max_result_bytes: int = MAX_RESULT_BYTES,
     ) -> None:
         self._registry = registry
@@ -109,8 +109,9 @@ class AgentToolExecutor:
         self._timeout = timeout_seconds
         self._timeouts = {k.casefold(): v for k, v in (timeouts or {}).items()}
         self._guard = guard
-        #: Awaited before each call is decided on: the runtime brings its workflows up to
-        #: date there, which the guard and the workflow tools decide on.
+        #: Awaited with the call's context before each call is decided on: the runtime brings
+        #: its workflows up to date there, which the guard and the workflow tools decide on.
+        #: Aptix's database failing there fails the call unrun, as an outage under a tool does.
         self._before_call = before_call
         # Tools abandoned at their time limit: kept referenced until they really end.
         self._stray: set[asyncio.Future[Any]] = set()
@@ -174,7 +175,12 @@ class AgentToolExecutor:
         if self._before_call is not None:
             # Another process may have disabled, narrowed or removed a workflow since this
             # request or turn began, and a turn runs for minutes: decide on the catalog now.
-            await self._before_call()
+            try:
+                await self._before_call(context)
+            except Exception as exc:
+                if (failure := _database_failure(exc)) is None:
+                    raise
+                return replace(call, is_server_tool=True, error_message=failure, outcome="failed")
         if self._guard is not None:
             refusal = self._guard(tool, context)
             if refusal is not None:
@@ -413,11 +419,8 @@ class AgentToolExecutor:
         # Aptix's own database failing under a tool (a built-in's store call): the surface
         # logs an outage or a refusal once, without a traceback. A tool's own database (a
         # SQLite file, its own engine or socket) failing is the tool's failure.
-        if from_aptix_database(exc):
-            if (reason := database_refusal(exc)) is not None:
-                return InvokeResult.from_error(DATABASE_REFUSED.format(reason=reason))
-            if is_database_outage(exc):
-                return InvokeResult.from_error(DATABASE_UNAVAILABLE)
+        if (failure := _database_failure(exc)) is not None:
+            return InvokeResult.from_error(failure)
         self._logger.add_exception(
             f"[{tool.TOOL_NAME}_ExecuteAsync__Exception]", exc, *context.log_pairs()
         )
@@ -479,3 +482,16 @@ def _unknown_tool_message(name: str, registry: AgentToolRegistry) -> str:
         return "The tool call has no tool name."
     known = ", ".join(registry.registered_tools) or "none"
     return f"Unknown tool '{name}'. Registered tools: {known}."
+
+
+def _database_failure(exc: BaseException) -> str | None:
+    """The call's failure when ``exc`` is Aptix's own database refusing or unreachable.
+
+    The surfaces know these words (HTTP answers 503, MCP a tool error, a turn tells the
+    model); None for any other error, a tool's own database's included.
+    """
+    if not from_aptix_database(exc):
+        return None
+    if (reason := database_refusal(exc)) is not None:
+        return DATABASE_REFUSED.format(reason=reason)
+    return DATABASE_UNAVAILABLE if is_database_outage(exc) else None

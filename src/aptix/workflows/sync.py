@@ -11,6 +11,11 @@ workflows when it moved.
   :data:`SYNC_INTERVAL` per process: one primary-key read, and a reload only after a change.
 * Authoring checks too (throttled alike), but decides on the revision log it reads, never on
   this copy, and writes with a compare-and-set (:mod:`aptix.workflows.revisions`).
+* Only a read that succeeded is a check. The first statement after a database restart or
+  failover meets a dead pooled connection: the read is tried again at once on the renewed
+  pool. A read that still fails leaves the copy to requests that decide nothing on it, and
+  :meth:`WorkflowSync.confirm`, which every decision uses (a call in a session, a step of a
+  turn), raises the database's error rather than decide on a copy it could not confirm.
 
 So a change committed by one process governs every decision another process takes
 :data:`SYNC_INTERVAL` (0.5 s) or more after the commit, in requests and turns that began
@@ -26,6 +31,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from aptix.db.outage import is_disconnect
 from aptix.workflows.loader import ManifestProblem
 from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.registry import WorkflowRegistry
@@ -93,7 +99,10 @@ class WorkflowSync:
         self._interval = interval
         self._clock = clock
         self._lock = asyncio.Lock()
+        #: When the last successful read began: the copy is what the store held then.
         self._checked_at: float | None = None
+        #: When the last failed read began: check() waits an interval before the next one.
+        self._failed_at: float | None = None
         self._loaded: int | None = None
         self._failing = False
         #: Each left-out revision is warned about once, not at every reload.
@@ -118,44 +127,86 @@ class WorkflowSync:
 
         Without ``force`` the counter is read at most once per interval. A database error
         is logged once and leaves the registry as it is (the request goes on, and fails on
-        its own if it needs the database); with ``force`` it is raised.
+        its own if it needs the database); the next check repeats the read an interval
+        after the failed one, and :meth:`confirm` at once. With ``force`` it is raised.
         """
-        if not force and self._recent():
+        if not force and (self._recent() or self._failed_recently()):
             return False
         async with self._lock:
-            if not force and self._recent():
+            if not force and (self._recent() or self._failed_recently()):
                 return False  # another request checked while this one waited
             try:
-                self._checked_at = self._clock()
-                if await self._store.change_marker() == self._loaded:
-                    changed = False
-                else:
-                    before = self._registry.revision
-                    await self._load()
-                    changed = self._registry.revision != before
-            except Exception as exc:  # an outage must not fail requests that need no workflow
-                # Still throttled: during an outage requests do not each wait on the database.
-                if not self._failing:
-                    _log.warning("Could not check for workflow changes: %s", exc)
-                self._failing = True
+                return await self._read()
+            except Exception:  # an outage must not fail requests that need no workflow
                 if force:
                     raise
                 return False
-            self._failing = False
-            return changed
+
+    async def confirm(self) -> bool:
+        """Like :meth:`check`, for a decision: on a copy read within one interval, or none.
+
+        A call in a session (its permission, a ``start_workflow``) and each step of a turn
+        decide on the workflows: a copy that could not be read again is no copy to decide
+        on, so the database's error is raised (503 ``database_unavailable`` at the edge),
+        however recently a check failed.
+        """
+        if self._recent():
+            return False
+        async with self._lock:
+            if self._recent():
+                return False
+            return await self._read()
+
+    async def _read(self) -> bool:
+        """Read the counter, reload on a change; a failed read is no check (F1, round 67)."""
+        started = self._clock()
+        try:
+            try:
+                changed = await self._reload_if_changed()
+            except Exception as exc:
+                if not is_disconnect(exc):
+                    raise
+                # The first statement after a restart or failover meets a dead pooled
+                # connection; the pool is renewed by now, so the second read is the answer.
+                changed = await self._reload_if_changed()
+        except Exception as exc:
+            # Still throttled for check(): during an outage requests do not each wait on the
+            # database. It never counts as a check: confirm() reads again.
+            self._failed_at = started
+            if not self._failing:
+                _log.warning("Could not check for workflow changes: %s", exc)
+            self._failing = True
+            raise
+        if self._checked_at is None or self._checked_at < started:  # a reload stamps later
+            self._checked_at = started
+        self._failed_at = None
+        self._failing = False
+        return changed
+
+    async def _reload_if_changed(self) -> bool:
+        if await self._store.change_marker() == self._loaded:
+            return False
+        before = self._registry.revision
+        await self._load()
+        return self._registry.revision != before
 
     def _recent(self) -> bool:
         checked = self._checked_at
         return checked is not None and self._clock() - checked < self._interval
 
+    def _failed_recently(self) -> bool:
+        failed = self._failed_at
+        return failed is not None and self._clock() - failed < self._interval
+
     async def _load(self) -> list[ManifestProblem]:
         # The time before the read, the counter before the content: a commit after either
-        # is seen by the next check.
-        self._checked_at = self._clock()
+        # is seen by the next check. Stamped once the read succeeded: a failed one is no check.
+        started = self._clock()
         marker = await self._store.change_marker()
         authored, problems = await read_published(self._store, self._registry)
         self._registry.replace_authored(authored)
         self._loaded = marker
+        self._checked_at = started
         sentences = left_out(problems)
         for sentence in sentences:
             if sentence not in self._warned:
