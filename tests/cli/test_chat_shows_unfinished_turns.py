@@ -130,8 +130,8 @@ async def test_a_resumed_chat_shows_each_unfinished_turn_as_such_with_its_calls(
         "    Asking you first.",
         "  ⚙ request_user_approval → failed: closed dialog",
         "you> add then stop",
-        "agent> (turn interrupted: the process running it stopped; it ended without a finished"
-        " answer)",
+        "agent> (turn interrupted: the process running it stopped or lost contact with the "
+        "database; it ended without a finished answer)",
         "  partial text, not a finished answer:",
         "    Working on it.",
         "  ⚙ agent_calculator → succeeded",

@@ -159,7 +159,11 @@ async def test_a_turn_cut_short_by_a_shutdown_is_followed_by_how_it_ended(
     await chat.ask("are you there?")
     assert script.seen() == [
         ("user", "wait"),
-        ("assistant", "[This turn ended without a final answer: the server running it stopped.]"),
+        (
+            "assistant",
+            "[This turn ended without a final answer: the process running it stopped or lost "
+            "contact with the database.]",
+        ),
         ("user", "are you there?"),
     ]
 

@@ -168,7 +168,10 @@ async def _show_recent(runtime: Runtime, session_id: str) -> None:
 _UNFINISHED = {
     "cancelled": "it was cancelled and ended without a finished answer",
     "error": "it failed and ended without a finished answer",
-    "interrupted": "the process running it stopped; it ended without a finished answer",
+    "interrupted": (
+        "the process running it stopped or lost contact with the database; it ended without a "
+        "finished answer"
+    ),
     "pending": "it waits for tool results and has no finished answer yet",
     "running": "it has no finished answer yet",
 }

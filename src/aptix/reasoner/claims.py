@@ -40,8 +40,9 @@ _HOST = socket.gethostname()
 OWNER = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 INTERRUPTED = (
-    "Interrupted: the process running this turn stopped before it finished; its calls are "
-    "recorded with their outcomes, and a call whose outcome is unknown was not run again."
+    "Interrupted: the process running this turn stopped, or lost contact with the database "
+    "for longer than the turn's lease, before it finished; its calls are recorded with their "
+    "outcomes, and a call whose outcome is unknown was not run again."
 )
 
 

@@ -59,7 +59,7 @@ _MIN_SUMMARY = 32
 #: How a turn that ended without completing ended, in the note the model reads after it.
 _ENDINGS = {
     "cancelled": "it was cancelled.",
-    "interrupted": "the server running it stopped.",
+    "interrupted": "the process running it stopped or lost contact with the database.",
 }
 #: An error's message in the note is cut here: it is the model endpoint's words, unbounded.
 _NOTE_ERROR_CHARS = 500

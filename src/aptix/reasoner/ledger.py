@@ -74,8 +74,12 @@ CallState = Literal[
 FINAL = frozenset({"succeeded", "failed", "timed_out", "abandoned", "unknown", "denied"})
 _WAITING = ("awaiting_client", "awaiting_approval")
 
+# A call left started by a turn closed without its process (a server, or `aptix chat`
+# killed; or one whose lease ran out while it could not reach the database): how the call
+# ended is known nowhere. Not "the server stopped": a chat runs turns too (review r6, F1).
 UNKNOWN = (
-    "The server stopped while this call ran, so its outcome is unknown. It was not run "
+    "The process running this turn stopped, or lost contact with the database for longer "
+    "than the turn's lease, while this call ran, so its outcome is unknown. It was not run "
     "again: check whether it took effect before retrying it."
 )
 CANCELLED_RUNNING = (

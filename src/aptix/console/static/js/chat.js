@@ -8,7 +8,7 @@ const APPROVAL_TOOL = "request_user_approval";
 /** What a reopened session says after a turn that ended without completing. */
 const ENDED = {
   cancelled: "Turn cancelled.",
-  interrupted: "Turn interrupted: the server running it stopped.",
+  interrupted: "Turn interrupted: the process running it stopped or lost contact with the database.",
   error: "Turn failed.",
 };
 let cardCount = 0;
