@@ -36,6 +36,14 @@ class OpenAiLlmClient:
     the newer name, and as ``max_output_tokens`` to the Responses API); ``extra_headers``
     are added to every HTTP request. A request's ``response_format`` goes as Chat
     Completions' ``response_format``, or as the Responses API's ``text.format``.
+
+    Whichever API answers, the response's ``finish_reason`` is a Chat Completions word
+    (``stop``, ``tool_calls``, ``length``, ``content_filter``): the Responses API's
+    ``status`` and ``incomplete_details`` are read as those (see :func:`_responses_finish`),
+    and a Responses ``status`` that is no answer (``failed``, ``cancelled``, ...) is an
+    :class:`LlmError` with the endpoint's message. Usage counts the endpoint leaves out or
+    sends as ``null`` are read as 0, and a tool call without an id gets ``""`` (the reasoner
+    names it).
     """
 
     def __init__(
@@ -144,7 +152,8 @@ class OpenAiLlmClient:
         completion = await self._client.chat.completions.create(**kwargs)
         choice = completion.choices[0]
         calls = tuple(
-            ToolCallRequest(c.id, c.function.name, c.function.arguments or "")
+            # A missing or null id is "" as in a stream: the reasoner gives it a fresh one.
+            ToolCallRequest(c.id or "", c.function.name or "", c.function.arguments or "")
             for c in (choice.message.tool_calls or ())
             if getattr(c, "function", None) is not None
         )
@@ -152,7 +161,7 @@ class OpenAiLlmClient:
         return LlmResponse(
             text=choice.message.content,
             tool_calls=calls,
-            usage=Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage(),
+            usage=_usage(usage, "prompt_tokens", "completion_tokens"),
             finish_reason=choice.finish_reason,
             model_id=completion.model,
             refusal=getattr(choice.message, "refusal", None) or None,
@@ -179,7 +188,7 @@ class OpenAiLlmClient:
         async for chunk in stream:
             model_id = chunk.model or model_id
             if chunk.usage is not None:
-                usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                usage = _usage(chunk.usage, "prompt_tokens", "completion_tokens")
             for choice in chunk.choices:
                 finish = choice.finish_reason or finish
                 delta = choice.delta
@@ -230,6 +239,7 @@ class OpenAiLlmClient:
         if request.tools:
             kwargs["tools"] = [{**t, "strict": False} for t in request.tools]
         response = await self._client.responses.create(**kwargs)
+        finish = _responses_finish(response)
         # The Responses API is not streamed here: its text is passed on whole.
         texts: list[str] = []
         refusals: list[str] = []
@@ -239,18 +249,63 @@ class OpenAiLlmClient:
                 texts.extend(c.text for c in item.content if c.type == "output_text")
                 refusals.extend(c.refusal for c in item.content if c.type == "refusal")
             elif item.type == "function_call":
-                calls.append(ToolCallRequest(item.call_id, item.name, item.arguments or ""))
-        usage = response.usage
+                calls.append(
+                    ToolCallRequest(item.call_id or "", item.name or "", item.arguments or "")
+                )
         if on_text is not None and texts:
             await on_text("".join(texts))
         return LlmResponse(
             text="".join(texts) or None,
             tool_calls=tuple(calls),
-            usage=Usage(usage.input_tokens, usage.output_tokens) if usage else Usage(),
-            finish_reason="tool_calls" if calls else (response.status or "stop"),
+            usage=_usage(response.usage, "input_tokens", "output_tokens"),
+            finish_reason="tool_calls" if calls and finish == "stop" else finish,
             model_id=response.model,
             refusal="".join(refusals) or None,
         )
+
+
+def _responses_finish(response: Any) -> str:
+    """A Responses API answer's ending as a Chat Completions ``finish_reason``.
+
+    ``completed`` (or no status, as some compatible servers send) is ``stop``; ``incomplete``
+    is ``content_filter`` when ``incomplete_details.reason`` says the provider's filter
+    stopped it, else ``length`` (the output cap, ``max_output_tokens``, or a reason this
+    version does not know: either way the answer was cut). Any other status (``failed``,
+    ``cancelled``, ``queued``, ``in_progress``) carries no answer: an :class:`LlmError` with
+    the endpoint's ``error`` message, as an HTTP failure of the endpoint would be.
+    """
+    status = getattr(response, "status", None)
+    if status in (None, "completed"):
+        return "stop"
+    if status == "incomplete":
+        details = getattr(response, "incomplete_details", None)
+        reason = getattr(details, "reason", None)
+        return "content_filter" if reason == "content_filter" else "length"
+    error = getattr(response, "error", None)
+    message = getattr(error, "message", None)
+    code = getattr(error, "code", None)
+    why = f"status '{_short(str(status), 40)}'"
+    if isinstance(code, str) and code:
+        why += f", {_short(code, 40)}"
+    said = f": {_short(message)}" if isinstance(message, str) and message else ""
+    raise LlmError(storable(f"The model endpoint gave no answer ({why}){said}"))
+
+
+def _usage(usage: Any, prompt: str, completion: str) -> Usage:
+    """The usage counts an endpoint reported; one it left out or sent as ``null`` is 0.
+
+    0 is what a response without ``usage`` reads as too: the endpoint did not count.
+    """
+    if usage is None:
+        return Usage()
+    return Usage(_count(getattr(usage, prompt, None)), _count(getattr(usage, completion, None)))
+
+
+def _count(value: Any) -> int:
+    """A token count as sent, or 0 for anything that is no count (null, text, negative)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value
 
 
 def to_chat_tool(schema: dict[str, Any]) -> dict[str, Any]:

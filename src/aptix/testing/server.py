@@ -1,8 +1,10 @@
 """A scripted OpenAI-compatible HTTP server on 127.0.0.1, for exercising real clients.
 
 It answers ``POST /v1/chat/completions`` and ``POST /v1/responses`` from a script of
-:class:`~aptix.llm.types.LlmResponse` values (see :func:`aptix.testing.reply`), scripted
-HTTP failures (:class:`Fail`), unreadable answers (:class:`Raw`), delays (:class:`Delay`)
+:class:`~aptix.llm.types.LlmResponse` values (see :func:`aptix.testing.reply`; a
+``finish_reason`` of ``length`` or ``content_filter`` is sent as each API says it), scripted
+HTTP failures (:class:`Fail`), Responses API answers that hold none (:class:`Unfinished`),
+unreadable answers (:class:`Raw`), delays (:class:`Delay`)
 and answers held until the test releases them (:class:`Hold`), then from an optional
 ``respond`` function, and records every request body.
 It uses only the standard library, so it starts in milliseconds in any test.
@@ -26,7 +28,7 @@ from typing import Any
 
 from aptix.llm.types import LlmResponse
 
-__all__ = ["Delay", "Fail", "Hold", "Raw", "ScriptedOpenAIServer"]
+__all__ = ["Delay", "Fail", "Hold", "Raw", "ScriptedOpenAIServer", "Unfinished"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,20 @@ class Fail:
 
     status: int
     message: str = "scripted failure"
+
+
+@dataclass(frozen=True, slots=True)
+class Unfinished:
+    """A Responses API answer (HTTP 200) with no output and a ``status`` that is no answer.
+
+    ``failed`` carries ``error`` ``{"code": code, "message": message}``; ``cancelled``,
+    ``queued`` and ``in_progress`` carry none. Chat Completions knows no such answer: a
+    request to it gets HTTP 500 with ``message``.
+    """
+
+    status: str = "failed"
+    message: str = "The server had an error while processing your request."
+    code: str = "server_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +83,7 @@ class Hold:
     then: LlmResponse | Fail | Raw
 
 
-Step = LlmResponse | Fail | Raw | Delay | Hold
+Step = LlmResponse | Fail | Raw | Delay | Hold | Unfinished
 
 
 @dataclass
@@ -189,7 +205,11 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     if owner._stopped.is_set():
                         return  # dropped: the server stops without answering
                 step = step.then
-            if isinstance(step, Fail):
+            if isinstance(step, Unfinished) and self.path == "/v1/responses":
+                self._send(200, _unfinished_body(step, body.get("model", "scripted")))
+            elif isinstance(step, Unfinished):
+                self._send(500, _error(step.message, step.code))
+            elif isinstance(step, Fail):
                 self._send(step.status, _error(step.message, "scripted"))
             elif isinstance(step, Raw):
                 kind = "text/event-stream" if body.get("stream") else "application/json"
@@ -249,7 +269,7 @@ def _chat_body(response: LlmResponse, model: str) -> dict[str, Any]:
             {
                 "index": 0,
                 "message": message,
-                "finish_reason": "tool_calls" if response.tool_calls else "stop",
+                "finish_reason": _finish(response),
             }
         ],
         "usage": {
@@ -292,7 +312,7 @@ def _chat_chunks(response: LlmResponse, model: str) -> list[dict[str, Any]]:
         chunks.append(
             chunk({"tool_calls": [{"index": index, "function": {"arguments": c.arguments[half:]}}]})
         )
-    chunks.append(chunk({}, "tool_calls" if response.tool_calls else "stop"))
+    chunks.append(chunk({}, _finish(response)))
     chunks.append(
         {
             **base,
@@ -335,11 +355,14 @@ def _responses_body(response: LlmResponse, model: str) -> dict[str, Any]:
                 "status": "completed",
             }
         )
+    cut = _finish(response) in ("length", "content_filter")
+    reason = "content_filter" if _finish(response) == "content_filter" else "max_output_tokens"
     return {
         "id": f"resp_{uuid.uuid4().hex[:12]}",
         "object": "response",
         "created_at": int(time.time()),
-        "status": "completed",
+        "status": "incomplete" if cut else "completed",
+        "incomplete_details": {"reason": reason} if cut else None,
         "model": response.model_id or model,
         "output": output,
         "parallel_tool_calls": True,
@@ -352,6 +375,29 @@ def _responses_body(response: LlmResponse, model: str) -> dict[str, Any]:
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": response.usage.total_tokens,
         },
+    }
+
+
+def _finish(response: LlmResponse) -> str:
+    """The Chat Completions ``finish_reason``: the scripted one, else what the answer holds."""
+    return response.finish_reason or ("tool_calls" if response.tool_calls else "stop")
+
+
+def _unfinished_body(step: Unfinished, model: str) -> dict[str, Any]:
+    error = {"code": step.code, "message": step.message} if step.status == "failed" else None
+    return {
+        "id": f"resp_{uuid.uuid4().hex[:12]}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": step.status,
+        "error": error,
+        "incomplete_details": None,
+        "model": model,
+        "output": [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": None,
     }
 
 

@@ -65,11 +65,20 @@ def openai_tool_calls(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+#: The endings of a model's answer an OpenAI client is told as they are (the SDK acts on
+#: them: ``parse`` raises for both); any other ending of a finished turn reads ``stop``.
+_CUT = ("length", "content_filter")
+
+
 def finish_reason(result: TurnResult) -> str:
-    """``tool_calls`` while the client has calls to answer, ``length`` when cut, else ``stop``."""
+    """How the turn's answer ended, in the words every OpenAI client knows.
+
+    ``tool_calls`` while the client has calls to answer; ``length`` when the output cap cut
+    the answer, ``content_filter`` when the provider's filter stopped it; else ``stop``.
+    """
     if handed_over(result):
         return "tool_calls"
-    return "length" if result.finish_reason == "length" else "stop"
+    return result.finish_reason if result.finish_reason in _CUT else "stop"
 
 
 def usage_body(result: TurnResult) -> dict[str, int]:
