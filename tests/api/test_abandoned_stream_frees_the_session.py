@@ -104,6 +104,8 @@ async def test_the_next_instruction_after_a_closed_stream_is_accepted(tmp_path: 
                 assert answer.json()["text"] == "Next answer."
                 turns = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
                 assert [t["status"] for t in turns] == ["cancelled", "completed"]
+                # What it streamed before the client left is on record (review r6 F2).
+                assert turns[0]["text"] == "first "
     # Each abandoned turn is forgotten once it has ended: nothing is kept per session.
     assert abandoned._ABANDONED == {}
 
@@ -132,4 +134,6 @@ async def test_the_next_chat_completion_after_a_closed_stream_is_accepted(tmp_pa
                 assert answer.json()["choices"][0]["message"]["content"] == "Next answer."
                 turns = (await api.get(f"/v1/sessions/{sid}")).json()["turns"]
                 assert [t["status"] for t in turns] == ["cancelled", "completed"]
+                # What it streamed before the client left is on record (review r6 F2).
+                assert turns[0]["text"] == "first "
     assert abandoned._ABANDONED == {}

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from aptix.settings import AptixSettings
 
 APPROVAL_TOOL = "request_user_approval"
+#: Why a turn ending so cut off the text it was streaming, by its result's kind.
+_CUT_OFF = {"cancelled": "turn cancelled", "error": "turn failed"}
 DEMO_TRY = "Try: calculate 2*(3+4), list the modes, show the workflows, ask me for approval."
 #: Where the chat's log lines go (in the data directory): the screen is the conversation's.
 LOG_FILE = "chat.log"
@@ -280,13 +282,15 @@ async def _turn(
                 runtime, reasoner, state.session_id, instruction, results, view, interrupts
             )
         except AptixError as exc:  # busy session, unknown session: nothing ran
-            view.close()
+            view.close(cut_off="turn failed")
             say(("error:", "bold red"), " ", str(exc))
             return False
         except BaseException:  # SIGTERM or SIGHUP: the spinner gives the cursor back
-            view.close()
+            ended = interrupts.ended_by
+            view.close(cut_off=f"ended by {ended.name}" if ended is not None else "turn failed")
             raise
-        view.close()
+        # Text streamed by a turn that ends without its answer is marked so where it stands.
+        view.close(cut_off=_CUT_OFF.get(result.kind))
         if view.lost:  # the chat ends: its task's cancel, asked for meanwhile, comes here
             await asyncio.sleep(0)
         if result.kind != "tool-only":

@@ -42,7 +42,7 @@ from rich.table import Table
 from rich.text import Text, TextType
 
 from aptix.cli.chat_tail import StreamedTail
-from aptix.cli.output import console, inert, styled
+from aptix.cli.output import console, folded, inert, styled
 from aptix.reasoner import TurnEvent
 
 __all__ = ["InertMarkdown", "TurnView", "tool_line"]
@@ -225,8 +225,13 @@ class TurnView:
                 if data.get("welcomeMessage"):
                     console.print(styled((str(data["welcomeMessage"]), "italic")), soft_wrap=True)
 
-    def close(self) -> None:
-        """End the turn's display; text still streaming stays on screen as it came."""
+    def close(self, cut_off: str | None = None) -> None:
+        """End the turn's display; text still streaming stays on screen as it came.
+
+        ``cut_off`` says why the turn ended before its answer was whole ("turn cancelled"):
+        text it streamed is then marked as cut off, never left looking like an answer (the
+        record keeps it as partial text, and a resumed chat labels it so too).
+        """
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
@@ -235,6 +240,10 @@ class TurnView:
         with self._drawing():
             if self._streamed:
                 self._text("".join(self._streamed), markdown=False)
+                if cut_off is not None:
+                    note = f"(cut off: {cut_off}; partial text, not a finished answer)"
+                    for row in folded((note, "yellow"), indent=len(LABEL[0]) + 1):
+                        console.print(row, soft_wrap=True)
             if self._live is not None:
                 live, self._live = self._live, None
                 live.stop()

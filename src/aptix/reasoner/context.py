@@ -406,12 +406,29 @@ def ending_note(turn: TurnRecord) -> Message | None:
         how = f"it failed. {reason}" if reason else "it failed."
     else:
         how = _ENDINGS.get(turn.status, f"it ended {turn.status}.")
+        if _answered(turn):
+            # The model answered before the turn was closed (an answer that came after is
+            # not kept: ledger.merge_closed): not "without a final answer".
+            return {
+                "role": "assistant",
+                "content": f"[This turn ended after the answer above, before it completed: {how}]",
+            }
     # An assistant message: it may follow the instruction (a user message; another user
     # message would put two back to back) or the last tool results (valid after them in the
     # chat format), and the next turn's instruction follows it as usual. Written in brackets
     # in the third person so that it reads as the record it is, not as something the
     # assistant said to the user.
     return {"role": "assistant", "content": f"[This turn ended without a final answer: {how}]"}
+
+
+def _answered(turn: TurnRecord) -> bool:
+    """Whether ``turn``'s last message is an answer of the model (text, no tool calls)."""
+    last = turn.messages[-1] if turn.messages else {}
+    return (
+        last.get("role") == "assistant"
+        and not last.get("tool_calls")
+        and bool(str(last.get("content") or "").strip())
+    )
 
 
 def _with_ending(turn: TurnRecord) -> Sequence[Message]:

@@ -180,7 +180,13 @@ class TurnEndings:
         record.result = result.to_wire()
         with contextlib.suppress(Exception):
             if not await self._turns.save(record):  # already closed by whoever cancelled it
-                record = await self._turns.settle(record) or record
+                settled = await self._turns.settle(record)
+                if settled is not None and _late_answer_dropped(record, settled):
+                    # Cancelled elsewhere before this run saved its model answer: the
+                    # answer says what the turn holds, as the record does.
+                    turn.record, turn.finish_reason = settled, None
+                    result = result_of(turn, "cancelled")
+                record = settled or record
         # The save or the settlement may have taken an outcome another process settled into
         # the turn (a call it ran before this run took the turn over): the answer says it too.
         return _as_recorded(record, result)
@@ -220,6 +226,8 @@ class TurnEndings:
             return result_of(turn, "error", error=TAKEN_OVER)
         if merged.status in ("completed", "pending") and merged.result is not None:
             return TurnResult.from_wire(merged.result)
+        if _late_answer_dropped(turn.record, merged):
+            turn.finish_reason = None  # the finish of an answer the turn does not hold
         turn.record = merged
         if merged.status == "cancelled":
             return result_of(turn, "cancelled")
@@ -305,6 +313,15 @@ class TurnEndings:
         )
         await emit(on_event, "turn_finished", answer)
         return result
+
+
+def _late_answer_dropped(ours: TurnRecord, merged: TurnRecord) -> bool:
+    """Whether ``merged`` (the turn closed elsewhere) left out a model answer ``ours`` took."""
+
+    def answers(record: TurnRecord) -> int:
+        return sum(1 for m in record.messages if m.get("role") == "assistant")
+
+    return answers(merged) < answers(ours)
 
 
 def _as_recorded(record: TurnRecord, result: TurnResult) -> TurnResult:

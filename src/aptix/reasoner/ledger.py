@@ -106,6 +106,12 @@ CANCELLED_ELSEWHERE = (
     "It was not run again: check whether it took effect before retrying it."
 )
 NOT_STARTED = "The turn was closed before this call started; it was not run."
+#: The warning of a turn closed elsewhere whose process took a model answer after its last
+#: save: the answer is not part of the turn (review r7, F1).
+LATE_ANSWER = (
+    "The model answered after this turn was {status}; the answer was not kept, and later "
+    "turns do not see it."
+)
 CANCELLED_BEFORE_START = "The turn was cancelled before this call started; it was not run."
 SHUT_DOWN_BEFORE_START = (
     "The process running this turn stopped before this call started; it was not run."
@@ -510,6 +516,10 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
     process ran the turn since (a resume retried after this process's lease ran out), that
     run's progress, text and stored answer stand, and this process only adds how the calls
     it ran ended. Either way a known outcome is never written over with ``unknown``.
+
+    A model answer this run took after its last save is not part of the turn
+    (:func:`_drop_late_answers`): the turn was closed as the stored copy has it, before the
+    answer was on record, as a cancel in this process would have cut the model call short.
     """
     if stored.owner != ours.owner:
         _answers_follow(stored, _endings_into(stored, ours))
@@ -528,6 +538,7 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
     # This run's copy may still read a call lost whose outcome the run that ran it wrote
     # into the turn (:func:`carry_endings`) after this run's last save: that outcome stands.
     _answers_follow(ours, _endings_into(ours, stored, lost_only=True))
+    _drop_late_answers(stored, ours)
     ours.status = stored.status
     ours.version = stored.version
     ours.lease_until = None
@@ -535,6 +546,42 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
     ours.warnings.extend(w for w in stored.warnings if w not in ours.warnings)
     close_dangling(ours, "ended")
     return ours
+
+
+def _drop_late_answers(stored: TurnRecord, ours: TurnRecord) -> None:
+    """Take out of ``ours`` the model responses it took after its last save; note it if any.
+
+    ``stored`` is this run's last save as whoever closed the turn left it, which only adds
+    tool results (and call endings) to it: a model response of ``ours`` past the stored
+    ones came after that save, when the turn was no longer this run's. Its text is no answer
+    of the turn, and the calls it asked for never ran (a call runs only once its ``started``
+    is saved): the response, its calls and their results go, with the answer this run made
+    of it (its text, its stored answer). The outcomes of the calls on record stay, and so
+    does the text this run kept of a response cut short (what it had streamed); the model
+    call stays in ``model_calls`` (it was made, and cost tokens).
+    """
+    known = sum(1 for m in stored.messages if m.get("role") == "assistant")
+    seen, late, messages = 0, set[str](), []
+    for message in ours.messages:
+        if message.get("role") == "assistant":
+            seen += 1
+            if seen > known:
+                late.update(str(c["id"]) for c in message.get("tool_calls") or ())
+                continue
+        elif seen > known and message.get("tool_call_id") in late:
+            continue
+        messages.append(message)
+    if seen <= known:
+        return
+    ours.messages = messages
+    ours.tool_calls = [e for e in ours.tool_calls if e["callId"] not in late]
+    ours.text = stored.text
+    ours.result = stored.result
+    ours.answers = {k: v for k, v in ours.answers.items() if k in stored.answers}
+    ours.resume_key = stored.resume_key
+    warning = LATE_ANSWER.format(status=stored.status)
+    if warning not in ours.warnings:
+        ours.warnings.append(warning)
 
 
 def adopt_ending(stored: TurnRecord, ours: TurnRecord) -> None:

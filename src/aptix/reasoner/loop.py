@@ -342,14 +342,16 @@ class AgentReasoner:
                 return await self._end.overflow(turn, exc, on_event)
             request = LlmRequest(messages, tools, response_format=record.response_format)
             started = time.perf_counter()
+            turn.streamed.clear()
             try:
                 with self._tracing.model_call(self._model, request) as span:
                     response = await self._model.complete(
-                        request, text_sink(on_event, self._caps.max_text_chars)
+                        request, text_sink(on_event, self._caps.max_text_chars, turn.streamed)
                     )
                     span.model_response(response)
             except LlmError as exc:
                 return await self._end.fail(turn, exc, on_event)
+            turn.streamed.clear()  # the response's own text is what it said
             self._note_model_call(turn, response, time.perf_counter() - started)
             response, renamed = ledger.fresh_ids(record, self._capped(turn, response))
             # The response and its calls go on record at once, before anything can be cut short.

@@ -21,6 +21,7 @@ __all__ = [
     "RunningTurn",
     "TurnLost",
     "emit",
+    "keep_streamed",
     "result_of",
     "text_sink",
 ]
@@ -60,6 +61,9 @@ class RunningTurn:
     finish_reason: str | None = None
     model_id: str | None = None
     saving: asyncio.Future[bool] | None = None
+    #: The text pieces the model call under way has streamed to the caller so far; emptied
+    #: once its response is taken. A turn cut short meanwhile keeps them (:func:`keep_streamed`).
+    streamed: list[str] = field(default_factory=list)
 
 
 def result_of(turn: RunningTurn, kind: TurnKind, error: str | None = None) -> TurnResult:
@@ -131,11 +135,14 @@ class Heartbeat:
             self._task.cancel()
 
 
-def text_sink(sink: EventSink | None, max_chars: int | None = None) -> TextSink | None:
+def text_sink(
+    sink: EventSink | None, max_chars: int | None = None, sent: list[str] | None = None
+) -> TextSink | None:
     """The model's text pieces as ``text_delta`` events (None without a sink).
 
     At most ``max_chars`` characters are sent per response: the same cut as the final text
     gets (``APTIX_MAX_MODEL_TEXT_CHARS``), so a client never sees more streamed than kept.
+    Each piece sent is added to ``sent`` too (:attr:`RunningTurn.streamed`).
     """
     if sink is None:
         return None
@@ -146,9 +153,26 @@ def text_sink(sink: EventSink | None, max_chars: int | None = None) -> TextSink 
         if remaining is not None:
             piece, remaining = piece[:remaining], max(remaining - len(piece), 0)
         if piece:
+            if sent is not None:
+                sent.append(piece)  # before the event: a cancel while it is sent was seen
             await sink(TurnEvent("text_delta", {"delta": piece}))
 
     return on_text
+
+
+def keep_streamed(turn: RunningTurn) -> None:
+    """Keep as the turn's text what the model call cut short had streamed (DESIGN §14).
+
+    The caller was shown it (``aptix chat``'s screen, an SSE client): a turn cancelled, or
+    stopped, mid-answer must not read as if nothing was said. Its status says it is no
+    finished answer; the model is not shown it again (it is no message of the turn). A
+    model stream that broke off is a model error whose message says its partial answer was
+    not kept (:mod:`aptix.llm.openai_client`): that ending keeps none.
+    """
+    streamed = "".join(turn.streamed)
+    turn.streamed.clear()
+    if streamed.strip():
+        turn.record.text = streamed
 
 
 async def emit(sink: EventSink | None, kind: str, data: dict[str, Any]) -> None:

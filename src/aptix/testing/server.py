@@ -77,10 +77,13 @@ class Hold:
     """Answer with ``then`` only once :meth:`ScriptedOpenAIServer.release` is called.
 
     A slow model without a clock: the test decides when (or whether) it answers. If the
-    server stops first, the held request is dropped without an answer.
+    server stops first, the held request is dropped without an answer. ``after_words``: a
+    streamed Chat Completions answer sends that many words of ``then``'s text first, and
+    holds the rest (a model stopped mid-answer; the test reads the words it streamed).
     """
 
     then: LlmResponse | Fail | Raw
+    after_words: int = 0
 
 
 Step = LlmResponse | Fail | Raw | Delay | Hold | Unfinished
@@ -201,9 +204,15 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 time.sleep(step.seconds)
                 step = step.then
             elif isinstance(step, Hold):
-                while not owner._released.wait(0.05):
-                    if owner._stopped.is_set():
-                        return  # dropped: the server stops without answering
+                streamed = self.path == "/v1/chat/completions" and body.get("stream")
+                if step.after_words and streamed and isinstance(step.then, LlmResponse):
+                    chunks = _chat_chunks(step.then, body.get("model", "scripted"))
+                    self._stream(chunks[: 1 + step.after_words], done=False)
+                    if self._held():
+                        self._stream(chunks[1 + step.after_words :], head=False)
+                    return
+                if not self._held():
+                    return
                 step = step.then
             if isinstance(step, Unfinished) and self.path == "/v1/responses":
                 self._send(200, _unfinished_body(step, body.get("model", "scripted")))
@@ -221,14 +230,25 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send(200, _responses_body(step, body.get("model", "scripted")))
 
-        def _stream(self, chunks: list[dict[str, Any]]) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
+        def _held(self) -> bool:
+            """Wait for the release; False when the server stops first (nothing more sent)."""
+            while not owner._released.wait(0.05):
+                if owner._stopped.is_set():
+                    return False  # dropped: the server stops without answering
+            return True
+
+        def _stream(
+            self, chunks: list[dict[str, Any]], *, head: bool = True, done: bool = True
+        ) -> None:
+            if head:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
             for chunk in chunks:
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
-            self.wfile.write(b"data: [DONE]\n\n")
+            if done:
+                self.wfile.write(b"data: [DONE]\n\n")
             self.close_connection = True
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
