@@ -26,7 +26,7 @@ from aptix.reasoner.claims import CANCELLED
 from aptix.reasoner.context import ContextOverflowError
 from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.result import EventSink, TurnKind, TurnResult
-from aptix.reasoner.running import RunningTurn, TurnLost, emit, result_of
+from aptix.reasoner.running import RunningTurn, TurnLost, emit, keep_streamed, result_of
 from aptix.reasoner.turns import TurnStore
 from aptix.urls import mask_credentials
 
@@ -173,6 +173,7 @@ class TurnEndings:
         if turn.saving is not None:
             with contextlib.suppress(Exception):
                 await turn.saving
+        keep_streamed(turn)
         record = turn.record
         ledger.stopped_by_cancel(record, in_thread)
         ledger.end(record, "cancelled", CANCELLED)
@@ -202,6 +203,7 @@ class TurnEndings:
         if turn.saving is not None:
             with contextlib.suppress(Exception):
                 await turn.saving
+        keep_streamed(turn)
         record = turn.record
         ledger.stopped_by_cancel(record, in_thread, shutdown=True)
         record.lease_until = utc_now()
@@ -266,6 +268,7 @@ class TurnEndings:
         if turn.saving is not None:
             with contextlib.suppress(Exception):
                 await turn.saving
+        keep_streamed(turn)
         ledger.end(turn.record, "error", warning)
         turn.record.result = {
             **result_of(turn, "error", error=warning).to_wire(),
