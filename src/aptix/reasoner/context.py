@@ -9,8 +9,8 @@ the current turn: it gets what the turn leaves (at most ``summary_tokens``), nev
 turn needs. Every turn that uses a summary stores it, so it keeps standing for the turns it
 covers however many turns follow, until more has to go: turns dropped for the budget, and
 turns that left the ``APTIX_HISTORY_TURNS`` window since it was written (folded in, a quarter
-of the window ahead, so that the turns leaving it next are already in the summary). Tokens
-are counted as :mod:`aptix.reasoner.tokens` says.
+of the window ahead and at least one turn, so that the turns leaving it next are already in
+the summary). Tokens are counted as :mod:`aptix.reasoner.tokens` says.
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ REPLY_PRIMING = 3
 _MIN_RESULT_HEAD = 16
 #: A summary with less room than this would say too little to be worth a model call.
 _MIN_SUMMARY = 32
+#: The fewest window turns folded ahead with turns leaving the window: a quarter of a window
+#: under four turns is none, and each turn would make a summary request of its own.
+_FOLD_AHEAD_MIN = 1
 
 #: How a turn that ended without completing ended, in the note the model reads after it.
 _ENDINGS = {
@@ -300,9 +303,10 @@ class ContextBudget:
             wider = self.fit(
                 system, earlier, current, tools, reserve=self.summary_tokens + self._frame
             )
-            # Turns leave the window one per turn: a quarter of it is folded ahead with them,
-            # so that one summary request serves that many turns, not one each.
-            ahead = min(len(earlier), len(history) // 4) if gap else 0
+            # Turns leave the window one per turn: a quarter of it (at least one turn, for a
+            # window under four) is folded ahead with them, so that one summary request
+            # serves that many turns and the next, not one each.
+            ahead = min(len(earlier), max(_FOLD_AHEAD_MIN, len(history) // 4)) if gap else 0
             folded = earlier[: max(len(wider.dropped), ahead)]
             if wider.reserved - self._frame < _MIN_SUMMARY:
                 _warn(
