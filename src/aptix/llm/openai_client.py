@@ -12,7 +12,15 @@ import openai
 from openai import AsyncOpenAI
 
 from aptix.errors import LlmError
-from aptix.llm.types import LlmRequest, LlmResponse, Message, TextSink, ToolCallRequest, Usage
+from aptix.llm.types import (
+    RESPONSES_FINISH,
+    LlmRequest,
+    LlmResponse,
+    Message,
+    TextSink,
+    ToolCallRequest,
+    Usage,
+)
 from aptix.nul import storable, storable_json
 from aptix.urls import mask_credentials
 
@@ -275,12 +283,14 @@ def _responses_finish(response: Any) -> str:
     the endpoint's ``error`` message, as an HTTP failure of the endpoint would be.
     """
     status = getattr(response, "status", None)
-    if status in (None, "completed"):
+    if status is None:
         return "stop"
     if status == "incomplete":
         details = getattr(response, "incomplete_details", None)
-        reason = getattr(details, "reason", None)
-        return "content_filter" if reason == "content_filter" else "length"
+        if getattr(details, "reason", None) == "content_filter":
+            return "content_filter"
+    if isinstance(status, str) and status in RESPONSES_FINISH:
+        return RESPONSES_FINISH[status]
     error = getattr(response, "error", None)
     message = getattr(error, "message", None)
     code = getattr(error, "code", None)

@@ -20,12 +20,31 @@ __all__ = [
     "ToolCallRequest",
     "Usage",
     "answers_in_formats",
+    "chat_finish",
 ]
 
 Message = dict[str, Any]
 
 #: Receives pieces of the model's text as they arrive (streaming).
 TextSink = Callable[[str], Awaitable[None]]
+
+#: A Responses API ``status`` that ends an answer, as a Chat Completions ``finish_reason``:
+#: what a response's ending reads on both APIs. Turns stored before round 67 with the
+#: Responses API kept the status itself as the finish reason: read back as this too.
+RESPONSES_FINISH = {"completed": "stop", "incomplete": "length"}
+
+
+def chat_finish(reason: Any, *, calls: bool = False) -> Any:
+    """A finish reason in Chat Completions' words (``stop``, ``tool_calls``, ``length``...).
+
+    A Responses API status (:data:`RESPONSES_FINISH`) is mapped: ``completed`` is
+    ``tool_calls`` when the answer asked for ``calls``, else ``stop``; ``incomplete`` is
+    ``length`` (its ``incomplete_details`` were not kept). Anything else is as given.
+    """
+    if not isinstance(reason, str) or reason not in RESPONSES_FINISH:
+        return reason
+    finish = RESPONSES_FINISH[reason]
+    return "tool_calls" if calls and finish == "stop" else finish
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from sqlalchemy import (
 from aptix.db.engine import Database
 from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
+from aptix.llm.types import RESPONSES_FINISH, chat_finish
 from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
 from aptix.reasoner.ledger import carry_endings, merge_closed
 from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
@@ -421,7 +422,7 @@ def _footprint(turn: TurnRecord) -> int:
 
 
 def _to_record(row: Row[Any]) -> TurnRecord:
-    data = row.data or {}
+    data = _in_chat_words(row.data or {})
     return TurnRecord(
         id=row.id,
         session_id=row.session_id,
@@ -438,6 +439,34 @@ def _to_record(row: Row[Any]) -> TurnRecord:
         owner=row.owner,
         **{name: data.get(name) or _empty(name) for name in _JSON_FIELDS},
     )
+
+
+def _in_chat_words(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the finish reasons stored by older versions in this version's words.
+
+    Before round 67 a turn run with the Responses API stored the answer's ``status``
+    (``completed``, ``incomplete``) as its finish reason, in its model calls and in the
+    results it answered: read here, where every stored turn is read, as :func:`chat_finish`
+    says, so the session's ``modelCalls``, the console, a replayed answer and the
+    OpenAI-compatible wire all see ``stop``, ``tool_calls`` or ``length``.
+    """
+    for call in data.get("model_calls") or ():
+        if isinstance(call, dict) and call.get("finishReason") in RESPONSES_FINISH:
+            call["finishReason"] = chat_finish(
+                call["finishReason"], calls=bool(call.get("toolCalls"))
+            )
+    answers = data.get("answers")
+    bodies = [data.get("result"), *(answers.values() if isinstance(answers, dict) else ())]
+    for body in bodies:
+        if isinstance(body, dict) and body.get("finishReason") in RESPONSES_FINISH:
+            waiting = any(
+                isinstance(c, dict)
+                and c.get("requiresClientExecution")
+                and c.get("outcome", "pending") == "pending"
+                for c in body.get("toolCalls") or ()
+            )
+            body["finishReason"] = chat_finish(body["finishReason"], calls=waiting)
+    return data
 
 
 def _empty(name: str) -> Any:
