@@ -23,7 +23,7 @@ from aptix.api.auth import ApiKeyVerifier
 from aptix.mcp.http import mcp_http_app
 from aptix.mcp.server import (
     EARLY_CANCEL_SECONDS,
-    EARLY_CANCELS_KEPT,
+    EARLY_CANCELS_PER_CALLER,
     EARLY_CANCELS_PER_SESSION,
     CallsInFlight,
     request_key,
@@ -193,14 +193,28 @@ async def test_an_early_cancel_is_kept_a_short_while_and_used_once() -> None:
     assert not _starts_cancelled(calls, request_key(ann, "s1", 2))  # too old
 
 
-async def test_early_cancels_are_bounded_per_session_and_in_all() -> None:
+async def test_early_cancels_are_bounded_per_session_and_per_caller() -> None:
     calls = CallsInFlight(_Clock())
     ann = ("acme", "ann", "k1")
     for request_id in range(EARLY_CANCELS_PER_SESSION + 5):
         calls.cancel(request_key(ann, "busy", request_id), keep=True)
     assert _starts_cancelled(calls, request_key(ann, "busy", 0))
     assert not _starts_cancelled(calls, request_key(ann, "busy", EARLY_CANCELS_PER_SESSION))
-    for number in range(EARLY_CANCELS_KEPT):
+    for number in range(EARLY_CANCELS_PER_CALLER):
         calls.cancel(request_key(ann, f"s{number}", 1), keep=True)
     assert not _starts_cancelled(calls, request_key(ann, "busy", 1))  # the oldest went
-    assert _starts_cancelled(calls, request_key(ann, f"s{EARLY_CANCELS_KEPT - 1}", 1))
+    assert _starts_cancelled(calls, request_key(ann, f"s{EARLY_CANCELS_PER_CALLER - 1}", 1))
+
+
+async def test_one_callers_cancels_never_evict_another_callers_early_cancel() -> None:
+    """Session ids are the client's word: made-up ones must not push out another org's cancel."""
+    calls = CallsInFlight(_Clock())
+    bob = request_key(("org-b", "bob", "key-b"), "sess-b", 7)
+    calls.cancel(bob, keep=True)  # org B's cancel came before its call 7
+    eve = ("org-a", "eve", "key-a")
+    for session in range(64):  # 4,096 cancels under 64 made-up sessions
+        for request_id in range(EARLY_CANCELS_PER_SESSION):
+            calls.cancel(request_key(eve, f"fake-{session}", request_id), keep=True)
+    assert _starts_cancelled(calls, bob)  # B's call still never runs
+    assert _starts_cancelled(calls, request_key(eve, "fake-63", 63))  # her newest are kept
+    assert not _starts_cancelled(calls, request_key(eve, "fake-0", 0))  # her oldest went

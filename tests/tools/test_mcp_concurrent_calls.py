@@ -95,21 +95,48 @@ async def test_an_error_reply_leaves_the_session_and_the_other_calls_alone(
     assert "WARNING" not in capsys.readouterr().err
 
 
-async def test_a_server_silent_through_two_timeouts_in_a_row_is_restarted(
-    flaky: Runtime,
+async def _pinged(live: Any) -> bool:
+    """Wait for the ping a timeout sent; True when the server answered it."""
+    probe = live.probe
+    assert probe is not None  # a timeout asks the server whether it still answers
+    return bool(await probe)
+
+
+async def test_a_server_that_leaves_a_ping_unanswered_after_a_timeout_is_restarted(
+    flaky: Runtime, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert flaky.mcp is not None
     connection = flaky.mcp.connections["flaky"]
     live = connection._live
     blocked = await _run(flaky, "flaky_block", {"seconds": 120})
     assert blocked.outcome == "timed_out"
-    assert connection._live is live  # one timeout: the session is kept
-    stuck = await _run(flaky, "flaky_echo", {"text": "stuck"})
-    assert stuck.outcome == "timed_out"
-    # Not a word from the server since the first timeout: a fresh one answers at once.
+    # Its loop is blocked: the ping after the timeout goes unanswered too.
+    assert not await _pinged(live)
+    assert connection._live is not live
+    assert "did not answer a ping within 5 seconds after a call timed out" in caplog.text
     again = await _run(flaky, "flaky_echo", {"text": "fresh"})
     assert again.outcome == "succeeded", again.error_message
-    assert connection._live is not live
+
+
+async def test_a_stuck_server_is_restarted_while_its_calls_overlap(
+    flaky: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Steady load: each call is sent before the one ahead of it timed out (review s1 F1)."""
+    assert flaky.mcp is not None
+    connection = flaky.mcp.connections["flaky"]
+    live = connection._live
+    blocked, waiting = await asyncio.gather(
+        _run(flaky, "flaky_block", {"seconds": 120}),
+        _run(flaky, "flaky_echo", {"text": "waiting"}, delay=2),
+    )
+    assert blocked.outcome == waiting.outcome == "timed_out"
+    assert live is not None
+    if getattr(live, "probe", None) is not None:  # one ping for both timeouts
+        assert not await _pinged(live)
+    assert connection._live is not live  # restarted while its calls overlapped
+    assert "restarted" in caplog.text
+    again = await _run(flaky, "flaky_echo", {"text": "fresh"})
+    assert again.outcome == "succeeded", again.error_message
 
 
 async def test_calls_sent_together_that_time_out_together_leave_the_server_running(
@@ -191,9 +218,10 @@ async def test_a_call_whose_limit_ends_while_the_server_restarts_says_so(
     assert flaky.mcp is not None
     connection = flaky.mcp.connections["flaky"]
     connection.config = connection.config.model_copy(update={"timeout_seconds": 1})
-    # Two timeouts in a row, not a word between: the server is stuck and is restarted.
+    # A timeout, then no answer to a ping either: the server is stuck and is restarted.
+    live = connection._live
     assert (await _run(flaky, "flaky_block", {"seconds": 60})).outcome == "timed_out"
-    assert (await _run(flaky, "flaky_echo", {"text": "stuck"})).outcome == "timed_out"
+    assert not await _pinged(live)
     # The restarted server takes 3 s to start, longer than the call's 1 s limit.
     slow_start = (
         f"import runpy, time; time.sleep(3); runpy.run_path({FLAKY!r}, run_name='__main__')"

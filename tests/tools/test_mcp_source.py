@@ -412,6 +412,12 @@ async def test_huge_and_malformed_results_are_clear_failures(flaky_runtime: Runt
         "over the limit of 100000 bytes" in huge.error_message
         or "no answer within 3 seconds" in huge.error_message
     )
+    # A timeout sends the server a ping (its pipe may still be clogged): wait for its answer,
+    # or for the restart, before the next call.
+    assert flaky_runtime.mcp is not None
+    live = flaky_runtime.mcp.connections["flaky"]._live
+    if live is not None and live.probe is not None:
+        await live.probe
     malformed = await _invoke(flaky_runtime, "flaky_malformed")
     assert malformed.error_message is not None
     assert "MCP server 'flaky' failed while calling 'malformed'" in malformed.error_message

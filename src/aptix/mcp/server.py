@@ -61,9 +61,11 @@ CANCELLED_SCOPE_KEY = "aptix.mcp.cancelled"
 #: How long a cancel that found no call of its id is kept for the call to come: over HTTP the
 #: call and its cancel travel on connections of their own, and the cancel can win the race.
 EARLY_CANCEL_SECONDS = 30.0
-#: How many such cancels are kept for one client session, and for all of them together.
+#: How many such cancels are kept for one client session, and for all the sessions of one
+#: caller (a caller's own oldest make room: the session id is the client's word, so one
+#: caller's cancels must never evict another's).
 EARLY_CANCELS_PER_SESSION = 64
-EARLY_CANCELS_KEPT = 4096
+EARLY_CANCELS_PER_CALLER = 1024
 
 
 class RequestKey(NamedTuple):
@@ -80,8 +82,9 @@ class CallsInFlight:
 
     A cancel by request id that finds no call running under it is kept a short while
     (:data:`EARLY_CANCEL_SECONDS`, at most :data:`EARLY_CANCELS_PER_SESSION` for one client
-    session): the call it names may not have got this far yet, and it is then cancelled
-    before it runs. ``clock`` tells the time (seconds, monotonic).
+    session and :data:`EARLY_CANCELS_PER_CALLER` for one caller): the call it names may not
+    have got this far yet, and it is then cancelled before it runs. ``clock`` tells the time
+    (seconds, monotonic).
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
@@ -90,6 +93,8 @@ class CallsInFlight:
         #: Early cancels, oldest first, with the time each is kept until.
         self._early: OrderedDict[RequestKey, float] = OrderedDict()
         self._early_per_session: dict[tuple[tuple[str, str, str], str], int] = {}
+        #: The same cancels by caller, oldest first.
+        self._early_by_caller: dict[tuple[str, str, str], OrderedDict[RequestKey, None]] = {}
 
     @contextmanager
     def running(self, *keys: Hashable) -> Iterator[anyio.CancelScope]:
@@ -132,12 +137,15 @@ class CallsInFlight:
         session = (key.caller, key.session)
         if key in self._early:
             self._early.move_to_end(key)
+            self._early_by_caller[key.caller].move_to_end(key)
         elif self._early_per_session.get(session, 0) >= EARLY_CANCELS_PER_SESSION:
             return  # a client with that many calls still to come is not kept further
         else:
-            if len(self._early) >= EARLY_CANCELS_KEPT:
-                self._forget(next(iter(self._early)))
+            mine = self._early_by_caller.get(key.caller)
+            if mine is not None and len(mine) >= EARLY_CANCELS_PER_CALLER:
+                self._forget(next(iter(mine)))  # the caller's own oldest, never another's
             self._early_per_session[session] = self._early_per_session.get(session, 0) + 1
+            self._early_by_caller.setdefault(key.caller, OrderedDict())[key] = None
         self._early[key] = now + EARLY_CANCEL_SECONDS
 
     def _take_early(self, key: Hashable) -> bool:
@@ -156,6 +164,10 @@ class CallsInFlight:
 
     def _forget(self, key: RequestKey) -> None:
         del self._early[key]
+        mine = self._early_by_caller[key.caller]
+        del mine[key]
+        if not mine:
+            del self._early_by_caller[key.caller]
         session = (key.caller, key.session)
         left = self._early_per_session[session] - 1
         if left:

@@ -4,7 +4,8 @@ The transport and ``ClientSession`` are entered and left by one background task 
 task groups must be), which holds them open until :meth:`McpConnection.aclose` or until the
 server's side of the transport closes. Calls come from any task and are bounded by the
 server's ``timeout_seconds``. A call that times out (the SDK cancels it on the server) or that
-the server answers with an error fails alone: the session and the other calls go on. Only a
+the server answers with an error fails alone: the session and the other calls go on, unless
+the server then leaves a ``ping`` unanswered too (it is stuck, and restarted). Only a
 broken transport (closed stream, broken pipe, failed reconnect) fails the calls in flight and
 leaves the session to be closed in the background and reopened by the next call. A server
 that is down is reported once (a warning naming it) until it answers again. A reply the SDK
@@ -51,6 +52,9 @@ CONNECT_SECONDS = 30.0
 #: Seconds spent opening a call's session from which a timeout says how many they were.
 _CONNECTING_TOLD = 0.5
 
+#: How long a server gets to answer the ``ping`` sent when one of its calls timed out.
+PING_SECONDS = 5.0
+
 
 #: Why a call failed: ``timeout`` (no answer within the limit; the request was cancelled),
 #: ``lost`` (the connection ended after the request was sent: it may have taken effect),
@@ -84,10 +88,9 @@ class _Live:
     ended: bool = False
     #: A streamable-HTTP server refused the session id (it restarted): requests are not run.
     stale: bool = False
-    #: Loop times of the last message from the server and of the last timed-out call (None
-    #: again once a call its caller cancelled leaves the server's silence unexplained).
-    heard: float = 0.0
-    timed_out: float | None = None
+    #: The ``ping`` asking whether the server still answers after a call timed out (calls
+    #: that time out meanwhile share it); it restarts a server that leaves it unanswered.
+    probe: asyncio.Task[bool] | None = None
     #: A reply that answers no call was reported (once per session: a server may send many).
     unreadable_reported: bool = False
 
@@ -103,7 +106,7 @@ class McpConnection:
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
-        self._closing: set[asyncio.Task[None]] = set()
+        self._closing: set[asyncio.Task[Any]] = set()
         self._reported: str | None = None
         self._pending: asyncio.Future[_Live] | None = None
         self._started = 0.0
@@ -162,24 +165,22 @@ class McpConnection:
             live: _Live | None = None
             ended = False
             sent = Attempt()
-            sent_at: float | None = None
             try:
                 async with asyncio.timeout_at(deadline):
-                    live = await self._ready()
+                    ready = await self._ready()
+                    while ready.probe is not None:
+                        # A call timed out and the server is being asked whether it still
+                        # answers: a stuck one is not sent more, its restart is waited for.
+                        await asyncio.shield(ready.probe)
+                        ready = await self._ready()
+                    live = ready
                     connecting = limit - (deadline - loop.time())
                     ended = live.ended  # already closed: this request cannot be delivered
                     with sending(sent):
-                        sent_at = loop.time()
                         return await _session(live).call_tool(
                             tool, arguments, read_timeout_seconds=limit, meta=cast(Any, meta)
                         )
             except McpCallError:
-                raise
-            except asyncio.CancelledError:
-                if live is not None and sent_at is not None:
-                    # Its caller gave up on it (the SDK cancels it on the server, which then
-                    # owes no answer): the server's silence since says nothing of it.
-                    live.timed_out = None
                 raise
             except Exception as exc:
                 if live is None:  # still connecting: the attempt goes on for the next call
@@ -195,7 +196,7 @@ class McpConnection:
                     # delivered. Once it was sent, a later refusal (of the SDK's GET resuming
                     # the cut answer stream) leaves the call lost, as the cut does.
                     raise self._failed(doing, sent.refused, live) from None
-                raise self._call_failed(doing, exc, live, kind, connecting, sent_at) from None
+                raise self._call_failed(doing, exc, live, kind, connecting) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:
@@ -268,10 +269,6 @@ class McpConnection:
         session is dropped at once, so the next call opens a fresh one instead of failing.
         """
         live = _Live()
-        loop = asyncio.get_running_loop()
-
-        def heard() -> None:
-            live.heard = loop.time()
 
         def ended() -> None:
             live.ended = True
@@ -293,7 +290,7 @@ class McpConnection:
                 read, write = await stack.enter_async_context(self._transport(live))
                 session = await stack.enter_async_context(
                     ClientSession(
-                        _Watched(read, heard, ended, stray),
+                        _Watched(read, ended, stray),
                         write,
                         read_timeout_seconds=self._connect_limit,
                         message_handler=self._on_message,
@@ -396,12 +393,10 @@ class McpConnection:
         live: _Live,
         kind: McpFailure,
         connecting: float = 0.0,
-        sent_at: float | None = None,
     ) -> McpCallError:
-        """Describe a failed call; only a broken transport costs the session.
+        """Describe a failed call; only a broken transport, or a stuck server, costs the session.
 
-        ``connecting``: the seconds of the call's limit spent opening its session;
-        ``sent_at``: the loop time its request was sent.
+        ``connecting``: the seconds of the call's limit spent opening its session.
         """
         if kind in ("lost", "not_delivered"):
             return self._failed(doing, exc, live, kind)
@@ -411,25 +406,45 @@ class McpConnection:
             # A (re)start took most of the limit: the server had only the rest to answer.
             problem += f", {connecting:.1f} of them spent connecting"
         if kind == "timeout":  # one call, not an outage: the other calls go on
-            previous, live.timed_out = live.timed_out, asyncio.get_running_loop().time()
-            note = "the request was cancelled"
-            if (
-                previous is not None
-                and sent_at is not None
-                and sent_at > previous
-                and live.heard < previous
-            ):
-                # Two timeouts in a row, the second of a call sent after the first, with not
-                # a word from the server since: it is stuck (a blocked loop, a clogged pipe),
-                # and only a fresh session gets it back. Calls sent together time out
-                # together on a healthy server (a slow tool called twice at once), and the
-                # server's other calls must go on.
-                self._drop(live)
-                note += "; the server sent nothing since its last timeout, so it is restarted"
             self._logger.add_custom_event(
-                LogLevel.WARNING, _TAG, f"{problem}; {note}.", ("Server", self.name)
+                LogLevel.WARNING,
+                _TAG,
+                f"{problem}; the request was cancelled.",
+                ("Server", self.name),
             )
+            self._ask_if_stuck(live)
         return McpCallError(problem, kind)
+
+    def _ask_if_stuck(self, live: _Live) -> None:
+        """Ping the server in the background; restart it when the ping goes unanswered.
+
+        A healthy server busy with a slow tool answers and keeps its session and its other
+        calls; a stuck one (a blocked loop, a clogged pipe) does not, and only a fresh session
+        gets it back. One ping at a time per session: calls that time out meanwhile share it.
+        """
+        if live.probe is not None or live.ended or self._live is not live:
+            return
+        live.probe = asyncio.create_task(
+            self._probe(live, _session(live)), name=f"aptix-mcp-ping-{self.name}"
+        )
+        self._closing.add(live.probe)  # closing the connection waits for it
+        live.probe.add_done_callback(self._closing.discard)
+
+    async def _probe(self, live: _Live, session: ClientSession) -> bool:
+        try:
+            answered = await _ping(session)
+        finally:
+            live.probe = None  # the next timeout asks again
+        if not answered and self._live is live:
+            self._drop(live)
+            self._logger.add_custom_event(
+                LogLevel.WARNING,
+                _TAG,
+                f"MCP server '{self.name}' did not answer a ping within {PING_SECONDS:g} "
+                "seconds after a call timed out: it is taken as stuck and restarted.",
+                ("Server", self.name),
+            )
+        return answered
 
     def _not_yet_connected(self, exc: Exception) -> McpCallError:
         """The call's limit ended while its session was still being opened (never sent).
@@ -467,6 +482,20 @@ class McpConnection:
         return McpCallError(self.problem, kind)
 
 
+async def _ping(session: ClientSession) -> bool:
+    """True when the server answers a ``ping`` (an error answer too) in :data:`PING_SECONDS`."""
+    try:
+        async with asyncio.timeout(PING_SECONDS):
+            await session.send_ping()
+    except TimeoutError:
+        return False
+    except MCPError as exc:
+        return exc.code != types.REQUEST_TIMEOUT  # any other answer: it is listening
+    except Exception:
+        return False  # the transport broke: the session is no use either
+    return True
+
+
 async def _stop_holder(task: asyncio.Task[None], stop: asyncio.Event) -> None:
     """Tell a holder task to close its session; cancel it when it does not end in 5 s."""
     stop.set()
@@ -500,7 +529,7 @@ def _code(exc: BaseException) -> int | None:
 
 
 class _Watched:
-    """The transport's read stream: ``on_item`` hears of each message, ``on_end`` of its end.
+    """The transport's read stream: ``on_end`` hears of its end.
 
     A reply the transport could not read comes as an exception: one that answers a call
     becomes that call's error answer, any other goes to ``on_stray`` (and on to the session,
@@ -510,12 +539,10 @@ class _Watched:
     def __init__(
         self,
         inner: Any,
-        on_item: Callable[[], None],
         on_end: Callable[[], None],
         on_stray: Callable[[Exception], None],
     ) -> None:
         self._inner = inner
-        self._on_item = on_item
         self._on_end = on_end
         self._on_stray = on_stray
 
@@ -531,7 +558,6 @@ class _Watched:
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_end()
             raise
-        self._on_item()
         if isinstance(item, Exception):
             answer = answer_in(item)
             if answer is not None:
