@@ -112,6 +112,10 @@ class Turn(OutModel):
     status: str = Field(description="running, pending, completed, error, interrupted or cancelled.")
     instruction: str | None
     text: str | None
+    refusal: str | None = Field(
+        description="The model declined to answer (OpenAI's `message.refusal`): its reason, "
+        "when the turn's last model response was a refusal; else null."
+    )
     tool_calls: list[dict[str, Any]]
     model_calls: list[dict[str, Any]] = Field(
         description="One entry per model request: promptTokens, completionTokens, "
@@ -179,3 +183,8 @@ class TurnResultBody(OutModel):
     usage: Usage
     finish_reason: str | None
     model_id: str | None
+    refusal: str | None = Field(
+        None,
+        description="Only when the model declined to answer (OpenAI's `message.refusal`): "
+        "its reason, in place of an answer (`kind` `empty`, as no text came).",
+    )

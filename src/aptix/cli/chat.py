@@ -27,6 +27,7 @@ from aptix.cli.chat_commands import (
     help_line,
     open_session,
     run_command,
+    show_refusal,
 )
 from aptix.cli.chat_input import LineReader, open_reader
 from aptix.cli.chat_signals import ChatSignals, cut_short, end_by, ending_note
@@ -401,6 +402,8 @@ def _asks_approval(call: dict[str, Any]) -> bool:
 
 
 def _show_result(result: TurnResult) -> None:
+    if result.refusal:
+        show_refusal(result.refusal)
     if result.kind == "error":
         say(("error:", "bold red"), " ", " ".join((result.error or "").split()))
     elif result.kind == "cancelled":

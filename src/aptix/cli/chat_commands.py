@@ -21,6 +21,7 @@ __all__ = [
     "help_line",
     "open_session",
     "run_command",
+    "show_refusal",
 ]
 
 #: Turns of a resumed session shown before its prompt.
@@ -160,8 +161,18 @@ async def _show_recent(runtime: Runtime, session_id: str) -> None:
         if turn.status == "completed":
             if turn.text:
                 say_rows(folded(turn.text, indent=len(LABEL[0]) + 1, label=LABEL))
+            if turn.refusal:
+                show_refusal(turn.refusal)
             continue
         _show_unfinished(turn)
+
+
+def show_refusal(refusal: str) -> None:
+    """The model declining to answer (OpenAI's ``message.refusal``): its reason, as it said it."""
+    from aptix.cli.chat_view import LABEL
+
+    say(LABEL, " ", ("(the model declined to answer)", "yellow"))
+    say_rows(folded(refusal, indent=4))
 
 
 #: How a turn that has no finished answer stands, by its status.

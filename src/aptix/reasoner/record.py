@@ -59,3 +59,11 @@ class TurnRecord:
     version: int = 1
     lease_until: datetime | None = None
     owner: str | None = None
+
+    @property
+    def refusal(self) -> str | None:
+        """The model's refusal (OpenAI's ``message.refusal``) when its last response declined."""
+        last = self.messages[-1] if self.messages else None
+        if last is None or last.get("role") != "assistant" or not last.get("refusal"):
+            return None
+        return str(last["refusal"])

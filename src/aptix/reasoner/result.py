@@ -39,6 +39,8 @@ class TurnResult:
     branched_session_id: str | None = None
     welcome_message: str | None = None
     error: str | None = None
+    #: The model declined to answer (OpenAI's ``message.refusal``): why there is no ``text``.
+    refusal: str | None = None
     #: The code of an ``error`` ending, as the turn's record stores it (``model_error``,
     #: ``context_overflow``...): for its span; the answer's body is :meth:`to_wire`.
     error_code: str | None = field(default=None, compare=False)
@@ -65,6 +67,7 @@ class TurnResult:
             ("branchedSessionId", self.branched_session_id),
             ("welcomeMessage", self.welcome_message),
             ("error", self.error),
+            ("refusal", self.refusal),
         ):
             if value is not None:
                 body[key] = value
@@ -88,6 +91,7 @@ class TurnResult:
             branched_session_id=body.get("branchedSessionId"),
             welcome_message=body.get("welcomeMessage"),
             error=body.get("error"),
+            refusal=body.get("refusal"),
         )
 
 

@@ -84,6 +84,7 @@ def result_of(turn: RunningTurn, kind: TurnKind, error: str | None = None) -> Tu
         branched_session_id=turn.branched_session_id,
         welcome_message=turn.welcome_message,
         error=error,
+        refusal=turn.record.refusal,
     )
 
 

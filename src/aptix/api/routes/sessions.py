@@ -131,6 +131,7 @@ def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
         "status": turn.status,
         "instruction": turn.instruction,
         "text": turn.text,
+        "refusal": turn.refusal,
         "toolCalls": [ledger.wire(e) for e in calls],
         "modelCalls": turn.model_calls,
         "warnings": turn.warnings,

@@ -213,6 +213,7 @@ export class Chat {
       if (turn.instruction) this.say("user", turn.instruction);
       for (const call of turn.toolCalls) if (!("clientResult" in call)) this.callFinished(call);
       if (turn.text) this.say("assistant", turn.text);
+      if (turn.refusal) this.declined(turn.refusal);
       if (turn.error) this.note(errorText(turn.error), "error");
       // As the live chat says it; the text such a turn kept is not its answer.
       const ended = ENDED[turn.status];
@@ -295,6 +296,11 @@ export class Chat {
     // Not busy first: the final text is added to the live region as it is told, once.
     bubble.message.removeAttribute("aria-busy");
     renderMarkdown(bubble.el, text);
+  }
+
+  /** The model declined to answer (OpenAI's message.refusal): its reason, in place of an answer. */
+  declined(refusal) {
+    return this.note(`The model declined to answer: ${refusal}`, "refusal");
   }
 
   note(text, kind = "note") {
@@ -410,6 +416,7 @@ export class Chat {
     }
     this.note(`Already answered elsewhere: the turn is ${turn ? turn.status : "no longer on record"}.`);
     if (turn && turn.status === "completed" && turn.text) this.say("assistant", turn.text);
+    if (turn && turn.status === "completed" && turn.refusal) this.declined(turn.refusal);
   }
 
   setBusy(busy) {
@@ -481,7 +488,9 @@ export class Chat {
     } else this.pending = null;
     if (data.kind === "cancelled") this.note("Turn cancelled.");
     if (data.kind === "error") this.note(errorText(data.error) || data.text || "The turn failed.", "error");
-    if (data.kind === "empty") this.note("The model answered with no text.");
+    // A refusal says why there is no answer; the note below would only say that there is none.
+    if (data.refusal) this.declined(data.refusal);
+    else if (data.kind === "empty") this.note("The model answered with no text.");
     for (const warning of data.warnings || []) this.note(typeof warning === "string" ? warning : pretty(warning), "warning");
     if (data.branchedSessionId) {
       const go = h("button", { type: "button", class: "link" }, "Continue in the new session");
@@ -691,6 +700,7 @@ export class Chat {
       } else if (turn && (turn.status === "completed" || turn.status === "pending") && !waitsFor(turn, resumed)) {
         for (const call of turn.toolCalls) if (!this.calls.has(call.callId)) this.callFinished(call);
         if (turn.text) this.say("assistant", turn.text);
+        if (turn.refusal) this.declined(turn.refusal);
         if (resumed) this.settle(resumed, turn);
         if (turn.status === "pending") this.ask(turn.turnId, turn.pendingCalls);
       } else if (resumed && turn && turn.status === "error") {

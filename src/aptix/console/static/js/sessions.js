@@ -132,6 +132,8 @@ function turnView(turn) {
     h("h3", {}, `Turn ${turn.seq} · ${turn.status} · ${tokens} tokens`),
     turn.instruction ? h("p", { class: "instruction" }, h("span", { class: "who" }, "Instruction "), turn.instruction) : null,
     turn.text ? h("div", { class: "answer-text" }, h("span", { class: "who" }, textLabel(turn.status)), markdownBlock(turn.text)) : null,
+    // The model declined to answer (OpenAI's message.refusal): why the turn has no answer.
+    turn.refusal ? h("p", { class: "refusal-text" }, h("span", { class: "who" }, "The model declined to answer "), turn.refusal) : null,
     turn.error ? h("p", { class: "error-text turn-error" }, h("span", { class: "who" }, "Error "), errorText(turn.error)) : null,
     turn.modelCalls.length
       ? table(
