@@ -67,6 +67,15 @@ def own_pg() -> Iterator[str]:
     drop_pg_database(url)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Each test twice, on an empty database: every test here publishes the same workflow."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'aptix.db'}"
+    else:
+        yield request.getfixturevalue("own_pg")
+
+
 async def _terminate_connections(url: str) -> None:
     """What a PostgreSQL restart or failover does to each pooled connection to ``url``."""
     name = url.rsplit("/", 1)[-1]
@@ -128,6 +137,7 @@ async def test_a_start_after_the_connections_died_is_refused_for_a_workflow_disa
 ) -> None:
     async with _two_processes(tmp_path, own_pg) as (a, b), _api(b) as api:
         await _publish(a)
+        await asyncio.sleep(SYNC_INTERVAL)  # B's copy is as fresh as one interval promises
         session_id = (await api.post("/v1/sessions", json={})).json()["sessionId"]
         assert (await api.get("/v1/workflows/risky")).status_code == 200  # B serves it
         await _disable(a)
