@@ -146,7 +146,7 @@ class AptixSettings(BaseSettings):
         100_000,
         ge=1,
         description="Characters of one model response's text that are kept "
-        "(and streamed as text_delta).",
+        "(and streamed as text_delta); as many of its refusal, apart.",
     )
     history_turns: int = Field(
         50, ge=0, description="Most recent completed turns read to build a turn's transcript."

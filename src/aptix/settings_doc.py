@@ -47,8 +47,8 @@ secrets, and are shown so that a URL can be fixed).
 Setting names are as below; the JSON Aptix reads at run time (API request bodies, tool
 arguments) takes camelCase or PascalCase keys ([HTTP API](http-api.md)). The caps that bound
 one request are `APTIX_MAX_BODY_BYTES` (a body, and a stdio line of `aptix mcp`) and
-`APTIX_MAX_MODEL_TEXT_CHARS` (a model response's text, streamed or kept); the caps on what
-an MCP server's tools bring in are fixed ([using MCP servers](mcp-servers.md)).
+`APTIX_MAX_MODEL_TEXT_CHARS` (a model response's text, streamed or kept, and its refusal);
+the caps on what an MCP server's tools bring in are fixed ([using MCP servers](mcp-servers.md)).
 
 | Variable | Type | Default | Description |
 |---|---|---|---|

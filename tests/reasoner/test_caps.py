@@ -84,3 +84,16 @@ async def test_streamed_text_stops_at_the_same_cap(harness: Harness) -> None:
     streamed = "".join(deltas)
     assert len(streamed) == 100_000
     assert streamed == result.text  # type: ignore[attr-defined]
+
+
+async def test_a_refusal_beyond_the_cap_is_cut_with_a_warning(harness: Harness) -> None:
+    # A refusal is model output in place of text: kept, answered and replayed like text.
+    harness.model.add(reply(None, refusal="n" * 150_000))
+    result = await _turn(harness)
+    assert len(result.refusal or "") == 100_000  # type: ignore[attr-defined]
+    [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
+    assert len(turn.refusal or "") == 100_000
+    assert turn.warnings == [
+        "The model's refusal was 150000 characters; only the first 100000 were kept "
+        "(APTIX_MAX_MODEL_TEXT_CHARS)."
+    ]

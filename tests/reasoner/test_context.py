@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from aptix.errors import LlmError
+from aptix.llm.openai_client import sendable
 from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.reasoner.context import ContextBudget, EstimatedTokens, default_counter
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
-from aptix.testing import FunctionModel, call, reply
+from aptix.testing import FunctionModel, ScriptedModel, call, reply
 
 BUDGET = 6000
 
@@ -81,6 +82,31 @@ async def test_forty_long_turns_stay_inside_a_6000_token_budget(small_runtime: R
     assert dropped["throughTurnId"] == turns[38 - kept].id
     assert dropped["summarized"] == 0
     assert turns[0].context_dropped is None
+
+
+async def test_a_long_refusal_counts_toward_the_budget_of_later_turns(
+    small_runtime: Runtime,
+) -> None:
+    # The refusal is sent as the assistant message's text (sendable): it costs what text does.
+    created = await small_runtime.services.sessions.create_session(org="acme", user="ann")
+    assert created.result is not None
+    session_id = created.result.id
+    refusal = "no, I will not. " * 2_500  # 40,000 characters: far over the 6,000 tokens
+    model = ScriptedModel([reply(None, refusal=refusal), reply("Hello.")])
+    reasoner = small_runtime.reasoner(model)
+    first = await reasoner.execute(session_id=session_id, org="acme", user="ann", instruction="Go")
+    assert first.refusal == refusal
+    second = await reasoner.execute(
+        session_id=session_id, org="acme", user="ann", instruction="Again"
+    )
+    assert second.kind == "ok", second.error
+    sent = sendable(model.requests[-1].messages)
+    counter = EstimatedTokens()
+    assert sum(counter.count(str(m.get("content") or "")) for m in sent) <= BUDGET
+    assert all(m.get("content") != refusal for m in sent)
+    turns = await small_runtime.turns.list_turns(session_id, "acme")
+    assert turns[-1].context_dropped is not None
+    assert turns[-1].context_dropped["turns"] == 1
 
 
 async def test_a_current_turn_larger_than_the_budget_ends_with_a_clear_error(

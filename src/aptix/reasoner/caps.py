@@ -30,16 +30,21 @@ class ResponseCaps:
                 f"{self.max_tool_calls} were run (APTIX_MAX_TOOL_CALLS_PER_RESPONSE)."
             )
             calls = calls[: self.max_tool_calls]
-        text = response.text
-        if text is not None and len(text) > self.max_text_chars:
-            warnings.append(
-                f"The model's text was {len(text)} characters; only the first "
-                f"{self.max_text_chars} were kept (APTIX_MAX_MODEL_TEXT_CHARS)."
-            )
-            text = text[: self.max_text_chars]
+        text = self._cut(response.text, "text", warnings)
+        # A refusal is said in place of text: kept, answered and replayed to the model alike.
+        refusal = self._cut(response.refusal, "refusal", warnings)
         if not warnings:
             return response, warnings
-        return replace(response, text=text, tool_calls=tuple(calls)), warnings
+        return replace(response, text=text, refusal=refusal, tool_calls=tuple(calls)), warnings
+
+    def _cut(self, said: str | None, what: str, warnings: list[str]) -> str | None:
+        if said is None or len(said) <= self.max_text_chars:
+            return said
+        warnings.append(
+            f"The model's {what} was {len(said)} characters; only the first "
+            f"{self.max_text_chars} were kept (APTIX_MAX_MODEL_TEXT_CHARS)."
+        )
+        return said[: self.max_text_chars]
 
 
 def _unique(calls: tuple[ToolCallRequest, ...], warnings: list[str]) -> list[ToolCallRequest]:

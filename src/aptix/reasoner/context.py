@@ -127,7 +127,9 @@ class ContextBudget:
 
     def message_tokens(self, message: Message) -> int:
         """The tokens one message costs in a request."""
-        total = MESSAGE_OVERHEAD + self.counter.count(str(message.get("content") or ""))
+        # A refusal is sent as the message's text when it has none (openai_client.sendable).
+        said = message.get("content") or message.get("refusal") or ""
+        total = MESSAGE_OVERHEAD + self.counter.count(str(said))
         calls = message.get("tool_calls")
         if calls:
             total += self.counter.count(json.dumps(calls, ensure_ascii=False))
