@@ -37,6 +37,8 @@ _INSTRUCTIONS = (
 _CONTROLS = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 )
+#: Most characters of the model's reason for declining a summary that its warning quotes.
+_REASON_CHARS = 200
 
 
 def visible(text: str) -> str:
@@ -89,9 +91,19 @@ async def summarize(
         if on_response is not None:
             on_response(response)
         if not (response.text or "").strip():
-            raise LlmError("The model returned an empty summary.")
+            raise LlmError(_no_summary(response))
         summary = budget.clip(visible(response.text or ""), budget.summary_tokens)
     return summary or ""
+
+
+def _no_summary(response: LlmResponse) -> str:
+    """Why ``response`` is no summary: the model declined (with its reason, shortened) or not."""
+    reason = " ".join(visible(response.refusal or "").split())
+    if not reason:
+        return "The model returned an empty summary."
+    if len(reason) > _REASON_CHARS:
+        reason = reason[:_REASON_CHARS] + "…"
+    return f"The model declined the summary request: {reason}"
 
 
 def _render(turn: PastTurn) -> str:
@@ -99,6 +111,8 @@ def _render(turn: PastTurn) -> str:
     for message in turn.messages:
         role = message.get("role", "?")
         content = str(message.get("content") or "")
+        # Said instead of text: the summary can then tell that the model declined, and why.
+        refusal = str(message.get("refusal") or "")
         if role == "tool":
             lines.append(f"tool result: {content}")
         elif message.get("tool_calls"):
@@ -107,6 +121,8 @@ def _render(turn: PastTurn) -> str:
                 for c in message["tool_calls"]
             )
             lines.append(f"{role}: {content} [calls {calls}]".replace(":  [", ": ["))
-        else:
+        elif content or not refusal:
             lines.append(f"{role}: {content}")
+        if refusal:
+            lines.append(f"{role} (declined): {refusal}")
     return "\n".join(lines)
