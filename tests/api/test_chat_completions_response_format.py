@@ -7,6 +7,7 @@ scripted OpenAI-compatible server, which records what it was asked.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -189,6 +190,48 @@ async def test_a_resume_after_a_client_tool_keeps_the_turns_format(
         assert Weather.model_validate_json(text) == Weather(city="Oslo", celsius=4)
     assert len(provider.requests) == 2
     assert _asked(provider, 1) == _asked(provider, 0) is not None
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_hand_off_carries_no_content_though_the_model_said_text_beside_the_call(
+    client: AsyncOpenAI, provider: ScriptedOpenAIServer, stream: bool
+) -> None:
+    # Review r3 F1 (round 68): the text said beside handed-over calls was the content, so
+    # parse() raised on it as JSON off the schema and never reached the tool calls.
+    tools = [openai.pydantic_function_tool(GetWeather)]
+    provider.add(
+        reply("Checking the weather first.", call("GetWeather", {"city": "Oslo"}, id="w1"))
+    )
+    provider.add(reply(OSLO))
+    if stream:
+        async with client.chat.completions.stream(
+            model="aptix-general", messages=ASK, tools=tools, response_format=Weather
+        ) as streamed:
+            pieces = [e.delta async for e in streamed if e.type == "content.delta"]
+            first = await streamed.get_final_completion()
+        assert "".join(pieces) == ""
+    else:
+        first = await client.chat.completions.parse(
+            model="aptix-general", messages=ASK, tools=tools, response_format=Weather
+        )
+    choice = first.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert (choice.message.content or None, choice.message.parsed) == (None, None)
+    assert choice.message.tool_calls is not None
+    (handed,) = choice.message.tool_calls
+    assert handed.function.parsed_arguments == GetWeather(city="Oslo")
+    messages: list[Any] = [
+        *ASK,
+        choice.message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"}),
+        {"role": "tool", "tool_call_id": "w1", "content": '{"sky": "clear", "celsius": 4}'},
+    ]
+    second = await client.chat.completions.parse(
+        model="aptix-general", messages=messages, tools=tools, response_format=Weather
+    )
+    assert second.choices[0].message.parsed == Weather(city="Oslo", celsius=4)
+    # The same session resumed, and the text left out of the answer stayed in it.
+    assert len(provider.requests) == 2
+    assert "Checking the weather first." in json.dumps(provider.requests[1])
 
 
 async def test_an_answer_that_is_not_json_fails_a_strict_format(

@@ -4,7 +4,8 @@ A turn may call the model several times (some text, a server tool, then more tex
 sends each call's text as it comes, a blank line between calls; the plain answer carries the
 same content, so a client that keeps either holds the same conversation, and its fingerprint
 finds the session again. An answer in a ``response_format`` is the last call's text alone
-(:func:`last_said`): a client parses it, and the text said beside tool calls is no part of it.
+(:func:`last_said`): a client parses it, and the text said beside tool calls is no part of it,
+so one that hands client calls over has no content.
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ def said_in(messages: Sequence[Message]) -> str:
 def last_said(messages: Sequence[Message]) -> str:
     """The content of an answer in a ``response_format``: the last model call's text."""
     said = [m for m in messages if m["role"] == "assistant"]
-    return str(said[-1].get("content") or "") if said else ""
+    if not said or said[-1].get("tool_calls"):
+        # A call that hands tools over gives no final answer yet: the text beside its calls
+        # is no part of one (a client would parse it), so the hand-off has no content.
+        return ""
+    return str(said[-1].get("content") or "")
 
 
 def refused_in(messages: Sequence[Message]) -> str | None:
