@@ -253,6 +253,37 @@ async def test_a_call_whose_limit_ends_while_the_server_restarts_says_so(
     assert json.loads(later.result_json)["content"][0]["text"] == "later"
 
 
+async def test_a_call_held_back_by_a_pending_ping_says_so_not_connecting(
+    flaky: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Review r1 F3 (round 68): the session was open; the call waited for the ping."""
+    assert flaky.mcp is not None
+    connection = flaky.mcp.connections["flaky"]
+    connection.config = connection.config.model_copy(update={"timeout_seconds": 1})
+    live = connection._live
+    assert (await _run(flaky, "flaky_block", {"seconds": 60})).outcome == "timed_out"
+    assert live is not None
+    assert live.probe is not None  # the ping waits up to 5 s
+    caplog.clear()
+    held = await _run(flaky, "flaky_echo", {"text": "held"})
+    assert held.outcome == "failed"
+    message = held.error_message or ""
+    assert "connecting" not in message
+    assert (
+        "MCP server 'flaky' failed while calling 'echo': not sent within the call's limit of 1 "
+        "seconds, waiting for the server to answer a ping after an earlier call timed out (it "
+        "is restarted if it leaves the ping unanswered for 5 seconds)"
+    ) in message
+    # Not an outage: the server is not reported down while connecting.
+    assert flaky.mcp.status()["flaky"] is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert not any("connecting" in line for line in warnings), warnings
+    assert any("waiting for the server to answer a ping" in line for line in warnings), warnings
+    assert not await _pinged(live)
+    assert connection._live is not live
+    assert "is connected again" not in caplog.text
+
+
 async def test_a_timeout_says_how_much_of_the_limit_went_on_connecting(
     flaky: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -163,6 +163,7 @@ class McpConnection:
         deadline = loop.time() + limit
         for attempt in (1, 2):
             live: _Live | None = None
+            held: asyncio.Task[bool] | None = None
             ended = False
             sent = Attempt()
             try:
@@ -171,7 +172,9 @@ class McpConnection:
                     while ready.probe is not None:
                         # A call timed out and the server is being asked whether it still
                         # answers: a stuck one is not sent more, its restart is waited for.
-                        await asyncio.shield(ready.probe)
+                        held = ready.probe
+                        await asyncio.shield(held)
+                        held = None
                         ready = await self._ready()
                     live = ready
                     connecting = limit - (deadline - loop.time())
@@ -183,6 +186,9 @@ class McpConnection:
             except McpCallError:
                 raise
             except Exception as exc:
+                if held is not None and isinstance(exc, TimeoutError):
+                    # The session was open: the limit ended while the ping was waited for.
+                    raise self._held_back(doing) from None
                 if live is None:  # still connecting: the attempt goes on for the next call
                     raise self._not_yet_connected(exc) from None
                 kind = _kind(exc, ended, sent)
@@ -445,6 +451,21 @@ class McpConnection:
                 ("Server", self.name),
             )
         return answered
+
+    def _held_back(self, doing: str) -> McpCallError:
+        """The call's limit ended while it waited for the ping after a timeout (never sent).
+
+        Not an outage: the session is open and the ping decides whether it is restarted, so
+        the server is not reported down; a warning tells this one call, as a timeout does.
+        """
+        problem = (
+            f"MCP server '{self.name}' failed while {doing}: not sent within the call's limit "
+            f"of {self.config.timeout_seconds:g} seconds, waiting for the server to answer a "
+            "ping after an earlier call timed out (it is restarted if it leaves the ping "
+            f"unanswered for {PING_SECONDS:g} seconds)"
+        )
+        self._logger.add_custom_event(LogLevel.WARNING, _TAG, f"{problem}.", ("Server", self.name))
+        return McpCallError(problem, "not_delivered")
 
     def _not_yet_connected(self, exc: Exception) -> McpCallError:
         """The call's limit ended while its session was still being opened (never sent).
