@@ -6,10 +6,16 @@ apart, one entry per call, so that a refusal can tell a budget spent from one th
 progress hold and will partly give back when they end. With Redis the list is a sorted set
 per org, scored by each entry's deadline: an entry its process never ended (the process
 died) goes after :data:`HOLD_SECONDS`, while its tokens stay counted, as spent.
+
+A hold is settled in the window it was taken in, or not at all: once that window is gone
+(it renewed, or Redis lost its keys) the count holds other calls' tokens, which a give-back
+would take off. With Redis each window has a set of the holds taken in it, emptied when a
+new window starts and gone with the window; in memory each hold remembers its window's end.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -26,36 +32,70 @@ local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ms)
 """
-#: The calls listed at KEYS[2] and the tokens they hold (each entry ends in ``:<tokens>``).
+#: The calls listed at KEYS[2] whose holds are in the window of KEYS[3], and the tokens they
+#: hold (each entry ends in ``:<tokens>``).
 _HELD = """
 local entries = redis.call('ZRANGE', KEYS[2], 0, -1)
+local calls = 0
 local held = 0
 for _, entry in ipairs(entries) do
-  held = held + tonumber(string.match(entry, '(%d+)$'))
+  if redis.call('SISMEMBER', KEYS[3], entry) == 1 then
+    calls = calls + 1
+    held = held + tonumber(string.match(entry, '(%d+)$'))
+  end
 end
 """
+#: Adds ARGV[1] tokens to the count KEYS[1]; the first tokens start a window of ARGV[2]
+#: seconds, as the ``limits`` library counts, whose set of holds KEYS[3] starts empty.
+_COUNT = """
+local function count(tokens, seconds)
+  if redis.call('INCRBY', KEYS[1], tokens) == tokens then
+    redis.call('EXPIRE', KEYS[1], seconds)
+    redis.call('DEL', KEYS[3])
+  end
+end
+"""
+#: Counts the tokens a call without a hold used (KEYS[2] unused).
+_CHARGE = _COUNT + "count(tonumber(ARGV[1]), ARGV[2])\n"
 #: Holds ARGV[1] tokens on the count KEYS[1] while it is below ARGV[2] (a window of ARGV[3]
-#: seconds starts with its first tokens, as the ``limits`` library counts), listing the
-#: entry ARGV[4] for ARGV[5] ms; else the count and the holds listed, as they were then.
+#: seconds), listing the entry ARGV[4] for ARGV[5] ms at KEYS[2] and in the window's set
+#: KEYS[3], which ends with the window; else the count and the holds, as they were then.
 _TAKE = (
     _NOW
+    + _COUNT
     + """
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-if count < tonumber(ARGV[2]) then
-  local tokens = tonumber(ARGV[1])
-  if redis.call('INCRBY', KEYS[1], tokens) == tokens then
-    redis.call('EXPIRE', KEYS[1], ARGV[3])
-  end
+local count_now = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count_now < tonumber(ARGV[2]) then
+  count(tonumber(ARGV[1]), ARGV[3])
   redis.call('ZADD', KEYS[2], ms + tonumber(ARGV[5]), ARGV[4])
   redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  redis.call('SADD', KEYS[3], ARGV[4])
+  local left = redis.call('PTTL', KEYS[1])
+  if left > 0 then
+    redis.call('PEXPIRE', KEYS[3], left)
+  end
   return {1, 0, 0, 0}
 end
 """
     + _HELD
-    + "return {0, count, #entries, held}\n"
+    + "return {0, count_now, calls, held}\n"
 )
-#: The count KEYS[1] and the holds listed at KEYS[2], at one instant.
-_TALLY = _NOW + _HELD + "return {tonumber(redis.call('GET', KEYS[1]) or '0'), #entries, held}\n"
+#: The count KEYS[1] and the holds listed at KEYS[2] in its window, at one instant.
+_TALLY = _NOW + _HELD + "return {tonumber(redis.call('GET', KEYS[1]) or '0'), calls, held}\n"
+#: Ends the hold ARGV[1]: unlisted, and, while its window lasts, its count changed by ARGV[2]
+#: (up, or down to no lower than zero). A window gone holds other calls' tokens: unchanged.
+_SETTLE = """
+redis.call('ZREM', KEYS[2], ARGV[1])
+if redis.call('SREM', KEYS[3], ARGV[1]) == 1 and redis.call('EXISTS', KEYS[1]) == 1 then
+  local change = tonumber(ARGV[2])
+  if change > 0 then
+    redis.call('INCRBY', KEYS[1], change)
+  elseif change < 0 then
+    local count = tonumber(redis.call('GET', KEYS[1]))
+    redis.call('DECRBY', KEYS[1], math.min(count, -change))
+  end
+end
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +133,15 @@ class BudgetHolds:
         self._redis = redis
         self._memory = memory
         self._prefix = f"{prefix}:holds"
+        self._windows = f"{prefix}:holds-in"
         self._limits_prefix = limits_prefix
-        #: org -> entry -> tokens, without Redis.
-        self._listed: dict[str, dict[str, int]] = {}
+        #: org -> entry -> (tokens, the end of the window they are held in), without Redis.
+        self._listed: dict[str, dict[str, tuple[int, float]]] = {}
         if redis is not None:
             self._take_script = redis.register_script(_TAKE)
             self._tally_script = redis.register_script(_TALLY)
+            self._charge_script = redis.register_script(_CHARGE)
+            self._settle_script = redis.register_script(_SETTLE)
 
     async def take(self, org: str, key: str, tokens: int, limit: int, expiry: int) -> Hold | Tally:
         """Hold ``tokens`` on the count ``key`` while it is below ``limit``, else the tally.
@@ -107,41 +150,66 @@ class BudgetHolds:
         """
         entry = f"{uuid.uuid4().hex}:{tokens}"
         if self._memory is None:
-            keys = [f"{self._limits_prefix}:{key}", f"{self._prefix}:{org}"]
             answer = await self._take_script(
-                keys, [tokens, limit, expiry, entry, HOLD_SECONDS * 1000]
+                self._keys(org, key), [tokens, limit, expiry, entry, HOLD_SECONDS * 1000]
             )
             taken, count, calls, held = (int(value) for value in answer)
             return Hold(tokens, entry) if taken else Tally(count, calls, held)
         count = await self._memory.incr(key, expiry, amount=tokens)
         # No await from the count to the list: other calls see both or neither.
         if count - tokens < limit:
-            self._listed.setdefault(org, {})[entry] = tokens
+            window = self._memory.expirations[key]
+            self._listed.setdefault(org, {})[entry] = (tokens, window)
             return Hold(tokens, entry)
-        tally = self._memory_tally(org, count - tokens)
+        tally = self._memory_tally(org, key, count - tokens)
         await self._memory.decr(key, tokens)  # refused: a hold only for calls that run
         return tally
 
     async def tally(self, org: str, key: str) -> Tally:
-        """The count ``key`` and the org's holds."""
+        """The count ``key`` and the org's holds in its window."""
         if self._memory is None:
-            keys = [f"{self._limits_prefix}:{key}", f"{self._prefix}:{org}"]
-            count, calls, held = (int(value) for value in await self._tally_script(keys, []))
+            answer = await self._tally_script(self._keys(org, key), [])
+            count, calls, held = (int(value) for value in answer)
             return Tally(count, calls, held)
-        return self._memory_tally(org, await self._memory.get(key))
+        return self._memory_tally(org, key, await self._memory.get(key))
 
-    async def end(self, org: str, hold: Hold) -> None:
-        """Unlist ``hold``: its call ended, and its tokens were settled on the count."""
+    async def charge(self, org: str, key: str, tokens: int, expiry: int) -> None:
+        """Count ``tokens`` a call used without a hold on ``key`` (a window of ``expiry`` s)."""
+        if self._memory is None:
+            await self._charge_script(self._keys(org, key), [tokens, expiry])
+        else:
+            await self._memory.incr(key, expiry, amount=tokens)
+
+    async def settle(self, org: str, key: str, hold: Hold, change: int) -> None:
+        """End ``hold``, changing the count ``key`` by ``change`` if its window still lasts."""
         if not hold.entry:
             return
         if self._memory is None:
-            await self._redis.zrem(f"{self._prefix}:{org}", hold.entry)
+            await self._settle_script(self._keys(org, key), [hold.entry, change])
             return
         listed = self._listed.get(org, {})
-        listed.pop(hold.entry, None)
+        taken = listed.pop(hold.entry, None)
         if not listed:
             self._listed.pop(org, None)
+        if taken is None or change == 0:
+            return
+        await self._memory.get(key)  # forgets a window that ended
+        if self._memory.expirations.get(key) != taken[1]:
+            return  # another window's count: the hold is not in it
+        if change > 0:  # within the window: its end stays where it is
+            await self._memory.incr(key, taken[1] - time.time(), amount=change)
+        else:
+            await self._memory.decr(key, -change)
 
-    def _memory_tally(self, org: str, count: int) -> Tally:
-        listed = self._listed.get(org, {})
-        return Tally(count, len(listed), sum(listed.values()))
+    def _keys(self, org: str, key: str) -> list[str]:
+        """The count, the org's list of holds, and the holds in the count's window."""
+        return [
+            f"{self._limits_prefix}:{key}",
+            f"{self._prefix}:{org}",
+            f"{self._windows}:{key}",
+        ]
+
+    def _memory_tally(self, org: str, key: str, count: int) -> Tally:
+        window = self._memory.expirations.get(key) if self._memory is not None else None
+        held = [tokens for tokens, end in self._listed.get(org, {}).values() if end == window]
+        return Tally(count, len(held), sum(held))

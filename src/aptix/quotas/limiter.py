@@ -46,16 +46,6 @@ redis.call('ZADD', KEYS[1], ms + tonumber(ARGV[3]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """
-#: Gives back up to ARGV[1] of the count at KEYS[1] (tokens held for a model call that used
-#: fewer): never below zero, and nothing once the window has ended (the key is gone).
-_GIVE_BACK = """
-local held = tonumber(redis.call('GET', KEYS[1]) or '0')
-local back = math.min(held, tonumber(ARGV[1]))
-if back > 0 then
-  redis.call('DECRBY', KEYS[1], back)
-end
-return back
-"""
 #: How long a caller refused because Redis is down is told to wait.
 _OUTAGE_RETRY_SECONDS = 5
 #: How long a caller refused because calls in progress hold the budget is told to wait: the
@@ -111,7 +101,6 @@ class Quotas:
                 redis_url.removeprefix("async+"), socket_timeout=2, socket_connect_timeout=2
             )
             self._enter_script = self._redis.register_script(_ENTER_TURN)
-            self._give_back_script = self._redis.register_script(_GIVE_BACK)
             # The same connections (and their 2 s timeouts), so aclose() closes them all; the
             # URL only tells ``limits`` which client to use (``async+unix`` reads as valkey).
             url = redis_url.removeprefix("async+")
@@ -310,17 +299,19 @@ class Quotas:
         """Record one model call's tokens against the org's budget and in the usage meter.
 
         ``held`` is what :meth:`reserve` held for the call: only the difference is counted
-        (given back when the call used less), and the hold ends.
+        (given back when the call used less), and the hold ends. That is in the window the
+        hold was taken in: once it has ended, the count holds other calls' tokens, and the
+        call stays counted at its hold, in the window it started in.
         """
         item = self._budget
         change = usage.total_tokens - held.tokens
         if item is not None and (change or held.entry) and not self._breaker.skip():
+            key = item.key_for("tokens", org)
             try:
-                if change > 0:
-                    await self._limiter.hit(item, "tokens", org, cost=change)
-                elif change < 0:
-                    await self._give_back(item.key_for("tokens", org), -change)
-                await self._holds.end(org, held)  # after the count: never counted twice
+                if held.entry:
+                    await self._holds.settle(org, key, held, change)
+                elif change > 0:
+                    await self._holds.charge(org, key, change, item.get_expiry())
             except Exception as exc:
                 self._failed(exc)
             else:
@@ -330,22 +321,14 @@ class Quotas:
     async def release(self, org: str, held: Hold) -> None:
         """Give back a hold of a model call that used nothing (it ended before any answer)."""
         item = self._budget
-        if item is None or not held.tokens or self._breaker.skip():
+        if item is None or not held.entry or self._breaker.skip():
             return
         try:
-            await self._give_back(item.key_for("tokens", org), held.tokens)
-            await self._holds.end(org, held)
+            await self._holds.settle(org, item.key_for("tokens", org), held, -held.tokens)
         except Exception as exc:
             self._failed(exc)
         else:
             self._up()
-
-    async def _give_back(self, key: str, tokens: int) -> None:
-        """Take up to ``tokens`` off the budget count ``key`` of the current window."""
-        if self._memory is not None:
-            await self._memory.decr(key, tokens)
-        else:
-            await self._give_back_script([f"{self._limits_prefix}:{key}"], [tokens])
 
     def _budget_refusal(self, item: RateLimitItem, tally: Tally, reset_time: float) -> Refusal:
         """Why a model call may not start: the budget is spent, or held by calls in progress.
