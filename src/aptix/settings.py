@@ -277,7 +277,9 @@ class AptixSettings(BaseSettings):
         "open",
         description="While Redis cannot be reached: `open` lets requests through unlimited, "
         "`closed` refuses them with 503 and `Retry-After` (logged once per outage either way). "
-        "After a call to Redis fails, the limits do without it for 5 s, then try it again.",
+        "After a call to Redis fails, the limits do without it for 5 s, then try it again; "
+        "ending a turn or a model call that began before still tries it, and a model call's "
+        "hold that could not be settled then is settled once Redis answers.",
     )
     public_metrics: bool = Field(
         False, description="With API keys: serve /metrics, /docs and /openapi.json without a key."

@@ -5,7 +5,8 @@ one entry each, with a deadline of their own. The storage is Redis when ``APTIX_
 set, so every process shares the counts, and memory otherwise. A Redis that stops answering
 is logged once and the limits then fail open (allow) or closed (refuse with 503), as
 ``APTIX_LIMITS_WHEN_REDIS_DOWN`` says; a request never fails with a 500 for it. During the
-cool-off after a failure (:mod:`aptix.quotas.breaker`) they do so without asking Redis.
+cool-off after a failure (:mod:`aptix.quotas.breaker`) they do so without asking Redis, but
+for ending what a turn or a model call took on Redis before: its slot, its hold.
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ class Quotas:
         # Slots asked of a Redis that did not answer, for turns that were then refused: Redis
         # may still apply the request once it answers again, so they are given back then.
         self._orphans: dict[str, set[str]] = {}
+        #: Holds whose calls ended while Redis did not answer: (org, count key, hold, change),
+        #: settled by the next call that reaches Redis.
+        self._unsettled: list[tuple[str, str, Hold, int]] = []
         if redis_url is not None:
             try:
                 import redis.asyncio
@@ -256,6 +260,7 @@ class Quotas:
         if self._breaker.skip():
             return self._unavailable()
         try:
+            await self._settle_unsettled()
             tally = await self._holds.tally(org, item.key_for("tokens", org))
             if tally.count < item.amount:
                 self._up()
@@ -283,6 +288,7 @@ class Quotas:
             return self._unavailable() or NO_HOLD
         key = item.key_for("tokens", org)
         try:
+            await self._settle_unsettled()
             taken = await self._holds.take(org, key, max(1, tokens), item.amount, item.get_expiry())
             if isinstance(taken, Hold):
                 self._up()
@@ -305,13 +311,12 @@ class Quotas:
         """
         item = self._budget
         change = usage.total_tokens - held.tokens
-        if item is not None and (change or held.entry) and not self._breaker.skip():
-            key = item.key_for("tokens", org)
+        if item is not None and held.entry:
+            await self._settle(org, item.key_for("tokens", org), held, change)
+        elif item is not None and change > 0 and not self._breaker.skip():
             try:
-                if held.entry:
-                    await self._holds.settle(org, key, held, change)
-                elif change > 0:
-                    await self._holds.charge(org, key, change, item.get_expiry())
+                key = item.key_for("tokens", org)
+                await self._holds.charge(org, key, change, item.get_expiry())
             except Exception as exc:
                 self._failed(exc)
             else:
@@ -321,14 +326,29 @@ class Quotas:
     async def release(self, org: str, held: Hold) -> None:
         """Give back a hold of a model call that used nothing (it ended before any answer)."""
         item = self._budget
-        if item is None or not held.entry or self._breaker.skip():
-            return
+        if item is not None and held.entry:
+            await self._settle(org, item.key_for("tokens", org), held, -held.tokens)
+
+    async def _settle(self, org: str, key: str, held: Hold, change: int) -> None:
+        """End ``held``, changing the count ``key`` by ``change``; kept if Redis does not answer."""
+        # Tried even during a cool-off, as a turn's slot is given back: left on Redis, a hold
+        # counts its whole estimate and reads as a call in progress for 15 minutes.
         try:
-            await self._holds.settle(org, item.key_for("tokens", org), held, -held.tokens)
+            await self._settle_unsettled()
+            await self._holds.settle(org, key, held, change)
         except Exception as exc:
+            self._unsettled.append((org, key, held, change))
             self._failed(exc)
         else:
             self._up()
+
+    async def _settle_unsettled(self) -> None:
+        """Settle the holds whose calls ended while Redis did not answer, oldest first."""
+        # Settling again one that Redis did apply changes nothing: its window no longer has it.
+        while self._unsettled:
+            org, key, held, change = self._unsettled[0]
+            await self._holds.settle(org, key, held, change)
+            del self._unsettled[0]
 
     def _budget_refusal(self, item: RateLimitItem, tally: Tally, reset_time: float) -> Refusal:
         """Why a model call may not start: the budget is spent, or held by calls in progress.
@@ -376,6 +396,7 @@ class Quotas:
         if self._breaker.skip():
             return unknown
         try:
+            await self._settle_unsettled()
             stats = await self._limiter.get_window_stats(item, "tokens", org)
         except Exception as exc:
             self._failed(exc)
