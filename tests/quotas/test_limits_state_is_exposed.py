@@ -15,6 +15,9 @@ import httpx
 import pytest
 
 from aptix.api import create_app
+from aptix.llm.types import Usage
+from aptix.quotas import Quotas
+from aptix.quotas.holds import Hold
 from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
 from tests.api.tcp_proxy import TcpProxy
@@ -70,3 +73,37 @@ async def test_limits_counting_in_memory_have_no_redis_to_report(tmp_path: Path)
     assert health["limits"] == {"store": "memory", "redisUp": None, "whenRedisDown": "open"}
     assert "aptix_limits_redis_up" not in metrics
     assert "# TYPE aptix_limits_refusals_total counter" in metrics
+
+
+async def test_only_the_refusals_a_caller_gets_count_as_limits_unavailable(
+    redis_proxy: TcpProxy, prefix: str
+) -> None:
+    # Ending a call or a turn, or reading the budget, while Redis is out refuses no one.
+    quotas = Quotas(
+        rate_limit="100/minute",
+        max_concurrent_turns=2,
+        token_budget="100000/hour",
+        redis_url=f"redis://127.0.0.1:{redis_proxy.port}/0",
+        key_prefix=prefix,
+        fail_open=False,
+    )
+    try:
+        assert await quotas.enter_turn("acme") is None
+        spent, released = await quotas.reserve("acme", 50), await quotas.reserve("acme", 50)
+        assert isinstance(spent, Hold)
+        assert isinstance(released, Hold)
+        redis_proxy.stop()
+        state = await quotas.budget_state("acme")
+        assert state == {"limit": "100000/hour", "remaining": None, "resetSeconds": None}
+        await quotas.spend("acme", "key-1", "ann", Usage(10, 5), held=spent)
+        await quotas.release("acme", released)
+        await quotas.leave_turn("acme")
+        assert quotas.redis_up is False
+        assert quotas.refused["limits_unavailable"] == 0
+
+        refusal = await quotas.request("key-1")
+        assert refusal is not None
+        assert refusal.code == "limits_unavailable"
+        assert quotas.refused["limits_unavailable"] == 1
+    finally:
+        await quotas.aclose()

@@ -227,7 +227,7 @@ class Quotas:
         try:
             await self._redis.zrem(f"{self._turns_key}:{org}", slot)
         except Exception as exc:
-            self._failed(exc)
+            self._breaker.failed(exc)
         else:
             self._up()
 
@@ -318,7 +318,7 @@ class Quotas:
                 key = item.key_for("tokens", org)
                 await self._holds.charge(org, key, change, item.get_expiry())
             except Exception as exc:
-                self._failed(exc)
+                self._breaker.failed(exc)
             else:
                 self._up()
         await self.usage.record(org, key_id, user, usage)
@@ -338,7 +338,7 @@ class Quotas:
             await self._holds.settle(org, key, held, change)
         except Exception as exc:
             self._unsettled.append((org, key, held, change))
-            self._failed(exc)
+            self._breaker.failed(exc)
         else:
             self._up()
 
@@ -399,7 +399,7 @@ class Quotas:
             await self._settle_unsettled()
             stats = await self._limiter.get_window_stats(item, "tokens", org)
         except Exception as exc:
-            self._failed(exc)
+            self._breaker.failed(exc)
             return unknown
         self._up()
         # No window: the library reports one ending now, and the budget is whole.
@@ -448,7 +448,11 @@ class Quotas:
             await self._redis.aclose()
 
     def _failed(self, exc: Exception) -> Refusal | None:
-        """Redis did not answer: log once per outage, then allow or refuse as configured."""
+        """Redis did not answer: log once per outage, then allow or refuse as configured.
+
+        For a caller waiting on the answer; what refuses no one (ending a call or a turn,
+        reading the budget) tells the breaker alone, so ``refused`` counts refusals given.
+        """
         self._breaker.failed(exc)
         return self._unavailable()
 
