@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy import create_engine as create_sync_engine
@@ -44,6 +47,18 @@ __all__ = [
 
 T = TypeVar("T")
 
+#: How long a unit of work on a SQLite file waits for the file's write lock, queueing in this
+#: process included, before it fails with "database is locked" (503 ``database_unavailable``).
+BUSY_TIMEOUT_SECONDS = 30.0
+_BUSY_TIMEOUT_MS = int(BUSY_TIMEOUT_SECONDS * 1000)
+#: The execution option of a SQLite connection that only reads: it takes no write lock.
+_READS_ONLY = "aptix_reads_only"
+#: Where a pooled SQLite connection keeps the busy timeout it was last given, in ms.
+_BUSY_MS = "aptix_busy_timeout_ms"
+#: What a SQLite engine's Database does just before ``BEGIN IMMEDIATE``, where SQLite waits
+#: (an engine's listeners cannot be ordered: one added later runs after, whatever it asks).
+_BEFORE_BEGIN: WeakKeyDictionary[Engine, Callable[[Connection], None]] = WeakKeyDictionary()
+
 
 class Database:
     """An async engine plus a session factory; ``transaction()`` is the unit of work.
@@ -64,6 +79,10 @@ class Database:
         # for seconds. Queueing on an asyncio lock first hands the lock over at once, in
         # order; other processes still meet the busy timeout.
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
+        #: The longest a SQLite unit of work waits for the write lock, in the queue and in SQLite.
+        self.busy_timeout = BUSY_TIMEOUT_SECONDS
+        # When the unit holding ``_write_lock`` must have SQLite's lock (time.monotonic()).
+        self._deadline: float | None = None
         # The same pool; a connection checked out here sends no BEGIN, so each statement is a
         # transaction of its own that the server commits (durably: synchronous_commit stands)
         # before it answers. Setting and resetting the level on checkout costs no round trip.
@@ -80,13 +99,16 @@ class Database:
             # The same file through the stdlib driver: a second engine, not a second database.
             self.sync_engine = create_sync_engine(
                 engine.url.set(drivername="sqlite"),
-                connect_args={"timeout": 30},
+                connect_args={"timeout": BUSY_TIMEOUT_SECONDS},
                 hide_parameters=True,
             )
             _configure_sqlite(self.sync_engine)
+            _BEFORE_BEGIN[self.sync_engine] = self._bound_the_wait
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="aptix-sqlite")
             self._file = SqliteFile(database)
             self._file.check()
+        if self.is_sqlite:
+            _BEFORE_BEGIN[engine.sync_engine] = self._bound_the_wait
 
     @property
     def is_sqlite(self) -> bool:
@@ -131,6 +153,25 @@ class Database:
             mark_from_aptix_database(exc)
             raise
 
+    async def read_one(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn``, which issues a single statement that only reads (``run_one`` on PostgreSQL).
+
+        On SQLite it neither queues for the write lock nor takes it: in WAL mode a read waits
+        for no writer, so a lock another process holds does not hold it up.
+        """
+        if self._file is None:
+            # PostgreSQL; or SQLite in memory, whose one shared connection a read's rollback
+            # on its return to the pool would roll back under another unit of work.
+            return await self.run_one(fn)
+        try:
+            self._file.check()  # a read of a file that was replaced would answer wrongly
+            async with self.engine.connect() as connection:
+                await connection.execution_options(**{_READS_ONLY: True})
+                return await connection.run_sync(fn)
+        except Exception as exc:
+            mark_from_aptix_database(exc)
+            raise
+
     def _run(self, fn: Callable[[Connection], T]) -> T:
         assert self.sync_engine is not None
         with self.sync_engine.begin() as connection:
@@ -138,9 +179,12 @@ class Database:
 
     async def ping(self) -> None:
         """Raise unless the database answers (and, on SQLite, its file is still in place)."""
+        if self.is_sqlite:
+            # The file checked and its first page read, without the write lock another
+            # process may hold for a while: /healthz answers at once.
+            await self.read_one(lambda c: c.exec_driver_sql("PRAGMA schema_version").scalar())
+            return
         try:
-            if self._file is not None:
-                self._file.check()
             async with self.engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
         except Exception as exc:
@@ -149,13 +193,41 @@ class Database:
 
     @asynccontextmanager
     async def _locked(self) -> AsyncIterator[None]:
+        """Hold the write lock: queueing here and waiting in SQLite share one busy timeout.
+
+        Without it for the queue, a lock held by another process for minutes made each unit
+        queued behind it wait for all those before it (a busy timeout each) and then its own.
+        """
         if self._write_lock is None:
             yield
             return
-        async with self._write_lock:
+        deadline = time.monotonic() + self.busy_timeout
+        try:
+            async with asyncio.timeout(self.busy_timeout):
+                await self._write_lock.acquire()
+        except TimeoutError:
+            raise _still_locked() from None
+        try:
             if self._file is not None:
                 self._file.check()  # a unit of work on a removed file would be lost
+            self._deadline = deadline
             yield
+        finally:
+            self._deadline = None
+            self._write_lock.release()
+
+    def _bound_the_wait(self, connection: Connection) -> None:
+        """Give SQLite what is left of the unit's busy timeout, before it begins waiting."""
+        deadline = self._deadline  # None: no unit of work (migrating, on one connection)
+        wanted = (
+            _BUSY_TIMEOUT_MS
+            if deadline is None
+            else max(0, int((deadline - time.monotonic()) * 1000))
+        )
+        # Set only when it changes by more than a moment: an unqueued unit costs no statement.
+        if abs(connection.info.get(_BUSY_MS, _BUSY_TIMEOUT_MS) - wanted) > 100:
+            connection.exec_driver_sql(f"PRAGMA busy_timeout = {wanted}")
+            connection.info[_BUSY_MS] = wanted
 
     async def close(self) -> None:
         """Dispose of the connection pools and the worker thread."""
@@ -215,7 +287,9 @@ def create_engine(url: str) -> AsyncEngine:
                     f"Cannot create the folder {folder} for the SQLite database ({exc}).",
                     hint="set APTIX_DATA_DIR (or APTIX_DATABASE_URL) to a writable place",
                 ) from exc
-        engine = create_async_engine(parsed, connect_args={"timeout": 30}, hide_parameters=True)
+        engine = create_async_engine(
+            parsed, connect_args={"timeout": BUSY_TIMEOUT_SECONDS}, hide_parameters=True
+        )
         _configure_sqlite(engine.sync_engine)
         return engine
     if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() != "asyncpg":
@@ -247,6 +321,14 @@ def create_engine(url: str) -> AsyncEngine:
     return engine
 
 
+def _still_locked() -> OperationalError:
+    """What SQLite raises when its busy timeout runs out, for a unit that ran out in the queue.
+
+    Every surface answers it already: 503 ``database_unavailable``, the CLI's lock hint.
+    """
+    return OperationalError("BEGIN IMMEDIATE", None, sqlite3.OperationalError("database is locked"))
+
+
 def _is_uri(url: URL) -> bool:
     return str(url.query.get("uri", "")).lower() in ("true", "1")
 
@@ -260,7 +342,7 @@ def _configure_sqlite(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         # WAL + NORMAL stays consistent after a crash; only the last commits may be lost
         # on power failure, the usual trade for an embedded store.
         cursor.execute("PRAGMA synchronous=NORMAL")
@@ -268,7 +350,11 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(connection: Any) -> None:
+    def _on_begin(connection: Connection) -> None:
+        if connection.get_execution_options().get(_READS_ONLY):
+            return  # in WAL mode a read waits for no writer, and one statement needs no BEGIN
+        if (before := _BEFORE_BEGIN.get(connection.engine)) is not None:
+            before(connection)
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
@@ -334,8 +420,8 @@ _SQLITE_HINTS = (
     ),
     (
         "locked",
-        "another process holds the SQLite file's write lock (Aptix waits 30 s for it): let it "
-        "finish or stop it, then retry",
+        f"another process holds the SQLite file's write lock (Aptix waits "
+        f"{BUSY_TIMEOUT_SECONDS:g} s for it): let it finish or stop it, then retry",
     ),
     ("disk is full", "free space on the disk that holds the SQLite file"),
     (

@@ -140,8 +140,9 @@ class SqlWorkflowStore:
         """The change counter: one primary-key read; it grows with every committed append."""
         query = select(WorkflowChangesRow.counter).where(WorkflowChangesRow.id == CHANGES_ROW_ID)
         # One statement: on PostgreSQL it needs no BEGIN/COMMIT around it (every process
-        # asks this at most every 0.5 s).
-        counter = await self._database.run_one(lambda c: c.execute(query).scalar())
+        # asks this at most every 0.5 s); on SQLite it waits for no writer (every request
+        # asks it first, /healthz too).
+        counter = await self._database.read_one(lambda c: c.execute(query).scalar())
         return int(counter or 0)
 
 
