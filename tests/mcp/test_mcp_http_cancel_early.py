@@ -10,6 +10,7 @@ batch): its POST ends with 202 and no body.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,10 +19,12 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from starlette.types import ASGIApp
 
 from aptix.api.auth import ApiKeyVerifier
 from aptix.mcp.http import mcp_http_app
 from aptix.mcp.server import (
+    EARLY_CANCEL_ID_CHARS,
     EARLY_CANCEL_SECONDS,
     EARLY_CANCELS_PER_CALLER,
     EARLY_CANCELS_PER_SESSION,
@@ -56,18 +59,26 @@ def _cancel(request_id: int) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def _served(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[Runtime, httpx.AsyncClient]]:
-    """A runtime with the cancel test's tools, and an HTTP client of its ``/mcp`` (in-process).
+async def _mcp_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *tool_modules: Path
+) -> AsyncIterator[tuple[Runtime, ASGIApp]]:
+    """A runtime with the cancel test's tools (and ``tool_modules``), and its ``/mcp`` app.
 
     (Not a fixture: the SDK's session manager must be left in the task it was entered in.)
     """
     monkeypatch.setenv("CANCEL_DIR", str(tmp_path))
-    settings = AptixSettings(
-        data_dir=tmp_path, load_plugins=False, tool_modules=[str(CANCEL_TOOLS)]
-    )
+    modules = [str(module) for module in (CANCEL_TOOLS, *tool_modules)]
+    settings = AptixSettings(data_dir=tmp_path, load_plugins=False, tool_modules=modules)
     async with open_runtime(settings) as runtime, mcp_http_app(runtime, ApiKeyVerifier({})) as app:
+        yield runtime, app
+
+
+@asynccontextmanager
+async def _served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Runtime, httpx.AsyncClient]]:
+    """A runtime with the cancel test's tools, and an HTTP client of its ``/mcp`` (in-process)."""
+    async with _mcp_app(tmp_path, monkeypatch) as (runtime, app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(
             transport=transport, base_url="http://127.0.0.1", timeout=60
@@ -218,3 +229,75 @@ async def test_one_callers_cancels_never_evict_another_callers_early_cancel() ->
     assert _starts_cancelled(calls, bob)  # B's call still never runs
     assert _starts_cancelled(calls, request_key(eve, "fake-63", 63))  # her newest are kept
     assert not _starts_cancelled(calls, request_key(eve, "fake-0", 0))  # her oldest went
+
+
+BATCH_VERSION = {"MCP-Protocol-Version": "2025-03-26"}
+
+
+async def test_a_batchs_own_cancel_stops_its_call_as_over_stdio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The review's case: the cancel came on the call's heels, while it was on its way."""
+    async with _served(tmp_path, monkeypatch) as (_, http):
+        session = {**await _session(http), **BATCH_VERSION}
+        batch = [_call(1, "pay", {"invoice": 1}), _cancel(1)]
+        answered = await http.post("/mcp", json=batch, headers=session)
+        # A later call of another id in the same session is not cancelled by it.
+        later = await http.post("/mcp", json=[_call(2, "pay", {"invoice": 2})], headers=session)
+    assert _paid(tmp_path) == ["2"]  # invoice 1 was never paid, as the client was told
+    assert answered.status_code == 202, answered.text
+    assert answered.content == b""
+    assert later.json()[0]["result"]["content"][0]["text"] == json.dumps("paid 2")
+
+
+@asynccontextmanager
+async def _logged(caplog: pytest.LogCaptureFixture) -> AsyncIterator[None]:
+    """Capture ``/mcp``'s log: once Aptix configures logging, ``aptix`` does not propagate."""
+    logger = logging.getLogger("aptix.mcp.http")
+    logger.addHandler(caplog.handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(caplog.handler)
+
+
+def _cancel_of(request_id: object) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request_id},
+    }
+
+
+async def test_a_cancel_kept_for_its_call_is_small_and_others_never_take_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Review r6 F3: each kept cancel held its whole id (a megabyte, say), whatever its type."""
+    longest = "x" * EARLY_CANCEL_ID_CHARS
+    async with _logged(caplog), _served(tmp_path, monkeypatch) as (_, http):
+        session = await _session(http)
+        # A session's worth of cancels no call can have (MCP: an id is a string or an
+        # integer), or too long to keep: none is kept, so none takes a kept cancel's place.
+        unkeepable: list[object] = [True, False, None]
+        for number in range(EARLY_CANCELS_PER_SESSION):
+            unkeepable += [f"{longest}{number}", 10**EARLY_CANCEL_ID_CHARS + number, number + 0.5]
+            unkeepable += [{"id": number}, [number]]
+        for request_id in unkeepable:
+            accepted = await http.post("/mcp", json=_cancel_of(request_id), headers=session)
+            assert accepted.status_code == 202, accepted.text
+        await http.post("/mcp", json=_cancel(3), headers=session)
+        await http.post("/mcp", json=_call(3, "pay", {"invoice": 3}), headers=session)
+        # The longest id kept is EARLY_CANCEL_ID_CHARS characters; one longer runs.
+        for request_id, invoice in ((longest, 4), (longest + "y", 5)):
+            await http.post("/mcp", json=_cancel_of(request_id), headers=session)
+            call = _call(0, "pay", {"invoice": invoice}) | {"id": request_id}
+            await http.post("/mcp", json=call, headers=session)
+        # So is the longest session id: the session's id is the client's own text.
+        for length, invoice in ((EARLY_CANCEL_ID_CHARS, 6), (EARLY_CANCEL_ID_CHARS + 1, 7)):
+            own = {**HEADERS, "Mcp-Session-Id": "s" * length}
+            await http.post("/mcp", json=_cancel(8), headers=own)
+            await http.post("/mcp", json=_call(8, "pay", {"invoice": invoice}), headers=own)
+    assert _paid(tmp_path) == ["5", "7"]
+    told = [r.getMessage() for r in caplog.records if r.name == "aptix.mcp.http"]
+    assert len(told) == 1, told  # logged once, however many came
+    assert str(EARLY_CANCEL_ID_CHARS) in told[0]

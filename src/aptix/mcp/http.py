@@ -16,7 +16,9 @@ whose call its id names, and ids collide (every client counts from 1). Such a cl
 by closing the connection.
 
 A cancel that comes before its call got that far (the two travel on connections of their
-own) is kept a short while and stops the call before it runs. A call the client cancelled is
+own) is kept a short while and stops the call before it runs; what is kept stays small (an
+id that is a string or an integer, and it and the session id of at most
+:data:`~aptix.mcp.server.EARLY_CANCEL_ID_CHARS` characters). A call the client cancelled is
 not answered (MCP), as over stdio: its POST gets 202 and no body, as a batch with nothing left
 to answer does. (The SDK's own transport would answer it -32800 on this wire.)
 """
@@ -24,6 +26,7 @@ to answer does. (The SDK's own transport would answer it -32800 on this wire.)
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
@@ -52,6 +55,7 @@ from aptix.mcp.messages import (
 from aptix.mcp.messages import refusal as _refusal
 from aptix.mcp.server import (
     CANCELLED_SCOPE_KEY,
+    EARLY_CANCEL_ID_CHARS,
     EXCHANGE_SCOPE_KEY,
     SESSION_SCOPE_KEY,
     CallsInFlight,
@@ -62,6 +66,8 @@ from aptix.runtime import Runtime
 from aptix.telemetry import ORG_ATTRIBUTE, Tracing
 
 __all__ = ["mcp_http_app"]
+
+logger = logging.getLogger(__name__)
 
 
 @asynccontextmanager
@@ -169,6 +175,8 @@ class _OneMessage:
         self._tracing = tracing
         #: The requests of batches still running, by the key a cancel names them with.
         self._members: dict[Hashable, set[_Member]] = {}
+        #: Whether a cancel not kept for its id's size or type was logged (it is, once).
+        self._told_not_kept = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -209,15 +217,19 @@ class _OneMessage:
             while (await receive())["type"] != "http.disconnect":
                 pass
             gone.set()
-            self._in_flight.cancel(exchange)
+            # The calls running, and those still on their way to their tool, never run on.
+            self._in_flight.end(exchange)
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(watch)
-            if parts is None:
-                await self._answer_alone(scope, body, send, gone)
-            else:
-                await self._answer_batch(scope, parts, send, gone)
-            group.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(watch)
+                if parts is None:
+                    await self._answer_alone(scope, body, send, gone)
+                else:
+                    await self._answer_batch(scope, parts, send, gone)
+                group.cancel_scope.cancel()
+        finally:
+            self._in_flight.release(exchange)
 
     async def _answer_alone(self, scope: Scope, body: bytes, send: Send, gone: anyio.Event) -> None:
         """Answer one message posted alone; a call the client cancelled gets 202 and no body.
@@ -285,13 +297,14 @@ class _OneMessage:
                 self._members.setdefault(key, set()).add(member)
             try:
                 async with width:
-                    # Cancelled while waiting its turn: never run. Its own scope, which the SDK
-                    # and the cancel keys write into; a cancel that came before the batch
-                    # itself is found as the call starts.
-                    if not member.cancelled and await self._answer(
-                        dict(scope), text.encode(), part, kept, gone
-                    ):
-                        member.cancelled = True
+                    # Cancelled while waiting its turn, or its client gone: never run. Its own
+                    # scope, which the SDK and the cancel keys write into; a cancel that came
+                    # before the batch itself, or after it began, is found as the call starts.
+                    if not member.cancelled and not gone.is_set():
+                        member.begun = True
+                        member.cancelled = await self._answer(
+                            dict(scope), text.encode(), part, kept, gone
+                        )
             finally:
                 if key is not None:
                     members = self._members.get(key, set())
@@ -318,20 +331,53 @@ class _OneMessage:
         params = message.get("params")
         if not isinstance(params, dict) or "requestId" not in params:
             return
-        key = request_key(_who(scope), session, params["requestId"])
+        request_id = params["requestId"]
+        if not _is_request_id(request_id):
+            # No request has it (one posted with it was refused): nothing to stop or keep.
+            self._not_kept("its requestId is not a string or an integer")
+            return
+        key = request_key(_who(scope), session, request_id)
         members = self._members.get(key, set())
         for member in members:
-            member.cancelled = True
-        # One that finds nothing is kept for the call to come: the call, posted first, may
-        # not have been read yet, or may still be on its way to the tool (quota, sync).
-        self._in_flight.cancel(key, keep=not members)
+            if not member.begun:
+                member.cancelled = True  # still waiting its turn: it never begins
+        # One that stops no running call is kept for the call to come: the call, posted first,
+        # may not have been read yet, or may still be on its way to the tool (quota, sync),
+        # as a batch's own call is when the cancel follows it in the batch. Only one that
+        # stopped every request it names while they waited their turn has nothing to keep.
+        keep = not members or any(member.begun for member in members)
+        if keep and max(len(str(request_id)), len(session)) > EARLY_CANCEL_ID_CHARS:
+            # What is kept is the client's text: a long one still stops a call running.
+            self._not_kept(
+                f"its requestId or Mcp-Session-Id is over {EARLY_CANCEL_ID_CHARS} characters"
+            )
+            keep = False
+        self._in_flight.cancel(key, keep=keep)
+
+    def _not_kept(self, why: str) -> None:
+        """Log, the first time only, that a client's cancel is not kept for its call to come."""
+        if not self._told_not_kept:
+            self._told_not_kept = True
+            logger.warning(
+                "a notifications/cancelled was not kept for the call it names: %s (MCP ids are "
+                "strings or integers, and a kept cancel's requestId and Mcp-Session-Id are at "
+                "most %d characters); such cancels are not kept, and this is logged once.",
+                why,
+                EARLY_CANCEL_ID_CHARS,
+            )
 
     def _member_key(self, scope: Scope, part: object) -> Hashable | None:
         """The key a cancel names the batch request ``part`` with; None when none can."""
         session = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
         if session is None or not isinstance(part, dict) or "method" not in part:
             return None
-        return request_key(_who(scope), session, part.get("id"))
+        request_id = part.get("id")  # none for a notification: no cancel names it
+        return request_key(_who(scope), session, request_id) if _is_request_id(request_id) else None
+
+
+def _is_request_id(value: object) -> bool:
+    """Whether ``value`` can be a request's id: MCP's ids are strings and integers only."""
+    return isinstance(value, str | int) and not isinstance(value, bool)
 
 
 def _who(scope: Scope) -> tuple[str, str, str]:
@@ -343,9 +389,15 @@ def _who(scope: Scope) -> tuple[str, str, str]:
 
 
 class _Member:
-    """One request of a batch: whether the client cancelled it before its answer was sent."""
+    """One request of a batch: whether it began, and whether the client cancelled it.
+
+    A cancel stops one that has not begun; one that began is stopped where a call posted
+    alone is (:class:`~aptix.mcp.server.CallsInFlight`), and is left out of the answer only
+    when it was: a call that ran to its end despite the cancel is answered.
+    """
 
     def __init__(self) -> None:
+        self.begun = False
         self.cancelled = False
 
 

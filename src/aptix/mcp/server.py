@@ -66,6 +66,9 @@ EARLY_CANCEL_SECONDS = 30.0
 #: caller's cancels must never evict another's).
 EARLY_CANCELS_PER_SESSION = 64
 EARLY_CANCELS_PER_CALLER = 1024
+#: The longest ``requestId`` (a string's characters, an integer's digits) and client session id
+#: a cancel is kept for: both are the client's own text, and what a caller holds stays small.
+EARLY_CANCEL_ID_CHARS = 128
 
 
 class RequestKey(NamedTuple):
@@ -83,12 +86,15 @@ class CallsInFlight:
     A cancel by request id that finds no call running under it is kept a short while
     (:data:`EARLY_CANCEL_SECONDS`, at most :data:`EARLY_CANCELS_PER_SESSION` for one client
     session and :data:`EARLY_CANCELS_PER_CALLER` for one caller): the call it names may not
-    have got this far yet, and it is then cancelled before it runs. ``clock`` tells the time
-    (seconds, monotonic).
+    have got this far yet, and it is then cancelled before it runs. An exchange that
+    :meth:`end` ended cancels every call that starts under it until :meth:`release`.
+    ``clock`` tells the time (seconds, monotonic).
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._scopes: dict[Hashable, set[anyio.CancelScope]] = {}
+        #: Keys (a transport's exchanges) under which no call is to run any more.
+        self._ended: set[Hashable] = set()
         self._clock = clock
         #: Early cancels, oldest first, with the time each is kept until.
         self._early: OrderedDict[RequestKey, float] = OrderedDict()
@@ -104,7 +110,7 @@ class CallsInFlight:
         the block checks ``cancel_called`` before doing anything.
         """
         scope = anyio.CancelScope()
-        if any(self._take_early(key) for key in keys):
+        if any(self._take_early(key) for key in keys) or not self._ended.isdisjoint(keys):
             scope.cancel()
         for key in keys:
             self._scopes.setdefault(key, set()).add(scope)
@@ -130,6 +136,19 @@ class CallsInFlight:
             scope.cancel()
         if keep and not scopes and isinstance(key, RequestKey):
             self._keep_early(key)
+
+    def end(self, key: Hashable) -> None:
+        """Cancel every call running under ``key``, and every one starting under it from now on.
+
+        A transport ends its exchange when the client goes away: a call still on its way to
+        its tool (quota, workflow sync) would otherwise start after the client had gone.
+        """
+        self._ended.add(key)
+        self.cancel(key)
+
+    def release(self, key: Hashable) -> None:
+        """Forget that ``key`` was ended: its exchange is over, and no call starts under it."""
+        self._ended.discard(key)
 
     def _keep_early(self, key: RequestKey) -> None:
         now = self._clock()
