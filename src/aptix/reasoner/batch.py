@@ -11,7 +11,7 @@ from typing import Any
 from aptix.logger import AdminLogger, LogLevel, bounded
 from aptix.reasoner import ledger
 from aptix.reasoner.result import EventSink
-from aptix.reasoner.running import RunningTurn, emit
+from aptix.reasoner.running import RunningTurn, TurnLost, emit
 from aptix.reasoner.stopping import process_stopping
 from aptix.reasoner.tool_batch import MODE_CHANGE_TOOL, WORKFLOW_RUN_TOOL, branched_id, not_offered
 from aptix.sessions.models import AgentSession
@@ -93,7 +93,8 @@ class ToolRunner:
             entry["isServerTool"] = tool_types[call.name] is not None
         # A client-final tool's run only prepares its hand-off: nothing to guard. The rest are
         # on record as started, in the checkpoint that stores the model's response.
-        ledger.start(e for c, e in runnable if _server_final(registry, c.name))
+        server_calls = [e for c, e in runnable if _server_final(registry, c.name)]
+        ledger.start(server_calls)
         try:
             await save()
             for call in calls:
@@ -103,8 +104,18 @@ class ToolRunner:
         except asyncio.CancelledError:
             # Cancelled (a client hung up) or shut down before any call was dispatched: the
             # turn's ending must not read them as stopped mid-run.
-            ledger.not_run(entries, shutdown=process_stopping())
+            stopping = process_stopping()
+            why = ledger.SHUT_DOWN_BEFORE_START if stopping else ledger.CANCELLED_BEFORE_START
+            ledger.not_run(entries, why)
             raise
+        except TurnLost:
+            raise  # closed elsewhere: the settlement tells what the stored turn holds
+        except Exception:
+            # The save failed (the database): none of them reached its tool, and the turn's
+            # ending must say so rather than "unknown" (the request is answered "retry").
+            ledger.not_run(entries, ledger.NOT_STARTED)
+            raise
+        turn.calls_ran = turn.calls_ran or bool(server_calls)
         started = time.perf_counter()
         kept = _Outcomes(len(runnable), save)
         # Calls that change the session are not independent: they run one after another, in
@@ -130,6 +141,7 @@ class ToolRunner:
         starts (the caller saves the last), so a crash between two loses none.
         """
         entries = ledger.calls_to_run(turn.record)
+        turn.calls_ran = turn.calls_ran or bool(entries)
         kept = _Outcomes(len(entries), save)
         for entry in entries:
             call = AgentToolCall(entry["callId"], entry["name"], entry["argumentsJson"])

@@ -16,7 +16,8 @@ from typing import Any
 
 import anyio
 
-from aptix.db.outage import database_error_code, is_database_outage
+from aptix.db.outage import database_error_code, database_refusal, is_database_outage
+from aptix.db.outage_log import OutageLog, RefusalLog
 from aptix.db.types import utc_now
 from aptix.errors import LlmError
 from aptix.llm.formats import FORMAT_UNMET, answer_problem, strict_schema
@@ -30,7 +31,14 @@ from aptix.reasoner.running import RunningTurn, TurnLost, emit, keep_streamed, r
 from aptix.reasoner.turns import TurnStore
 from aptix.urls import mask_credentials
 
-__all__ = ["ERROR_CODE", "SAVE_RETRY_SECONDS", "TAKEN_OVER", "UNSETTLED", "TurnEndings"]
+__all__ = [
+    "CALLS_RAN",
+    "ERROR_CODE",
+    "SAVE_RETRY_SECONDS",
+    "TAKEN_OVER",
+    "UNSETTLED",
+    "TurnEndings",
+]
 
 #: The key, in an ``error`` turn's stored answer (``TurnRecord.result``), of the code saying
 #: why it failed: ``model_error`` (the model endpoint), ``token_budget_exhausted`` or
@@ -47,6 +55,15 @@ _CAUSES = {
     "database_unavailable": "the database was unavailable",
     "database_refused": "the database refused a statement",
 }
+
+#: Said in the answer of a turn a database failure ended after calls of its request ran.
+CALLS_RAN = (
+    "This request's calls ran (listed with their outcomes): sending it again would run them "
+    "again. Read the session to see how they ended."
+)
+_UNAVAILABLE_TAG = "[AgentReasoner_Database__Unavailable]"
+_REFUSED_TAG = "[AgentReasoner_Database__Refused]"
+_ENDING_TURNS = "ending the turns that meet it as errors, their calls recorded,"
 
 #: Pauses between the attempts to store the ending of a turn a database outage broke (3.5 s
 #: in all): the request that ran it answers after them.
@@ -71,6 +88,10 @@ class TurnEndings:
     def __init__(self, turns: TurnStore, logger: AdminLogger) -> None:
         self._turns = turns
         self._logger = logger
+        # The turns a database failure ends are logged once per outage (or reason), as the
+        # requests the HTTP API answers 503 are: not one traceback per turn.
+        self._outages = OutageLog(tag=_UNAVAILABLE_TAG, answer=_ENDING_TURNS)
+        self._refusals = RefusalLog(tag=_REFUSED_TAG, answer=_ENDING_TURNS)
 
     async def checkpoint(self, turn: RunningTurn) -> None:
         """Save the running turn; :class:`TurnLost` when someone else closed it."""
@@ -247,44 +268,54 @@ class TurnEndings:
             await asyncio.sleep(pause)
         return None
 
-    async def broken(self, turn: RunningTurn, exc: BaseException) -> None:
+    async def broken(self, turn: RunningTurn, exc: BaseException) -> TurnResult:
         """End at once a turn whose run failed unexpectedly (a database outage, a bug).
 
         Its status says so truthfully. A database outage gets the save retried for a few
         seconds (:data:`SAVE_RETRY_SECONDS`); if even then it cannot be stored, the claims and
         reads of this process treat the turn as ended as it ended here, its calls with the
-        outcomes they had here (no waiting for its lease).
+        outcomes they had here (no waiting for its lease). Returns the turn's answer, which
+        says when calls of the request ran (:attr:`RunningTurn.calls_ran`).
         """
-        self._logger.add_exception(
-            "[AgentReasoner_ExecuteAsync__Exception]",
-            exc,
-            ("SessionId", turn.session.id),
-            ("ConversationId", turn.record.id),
-        )
-        mark_logged(exc)  # re-raised: the HTTP layer answers it without a second traceback
         code = database_error_code(exc) or "internal_error"
+        self._log_broken(turn, exc, code)
+        mark_logged(exc)  # re-raised: the HTTP layer answers it without a second traceback
         cause = _CAUSES.get(code, "an unexpected error")
         warning = f"Ended because {cause} ({type(exc).__name__}); see the server log."
+        if turn.calls_ran:
+            warning += f" {CALLS_RAN}"
         if turn.saving is not None:
             with contextlib.suppress(Exception):
                 await turn.saving
         keep_streamed(turn)
         ledger.end(turn.record, "error", warning)
-        turn.record.result = {
-            **result_of(turn, "error", error=warning).to_wire(),
-            ERROR_CODE: code,
-        }
+        result = dataclasses.replace(result_of(turn, "error", error=warning), error_code=code)
+        turn.record.result = {**result.to_wire(), ERROR_CODE: code}
         for pause in (*SAVE_RETRY_SECONDS, None):
             try:
                 if not await self._turns.save(turn.record):
                     await self._turns.settle(turn.record)
-                return
+                return result
             except Exception as failed:
                 if pause is None or not is_database_outage(failed):
                     break
             # The calls' outcomes are known only here: a short outage should not lose them.
             await asyncio.sleep(pause)
         ledger.ENDED_HERE[turn.record.id] = copy.deepcopy(turn.record)
+        return result
+
+    def _log_broken(self, turn: RunningTurn, exc: BaseException, code: str) -> None:
+        """Log a bug with its traceback; a database failure once while it lasts."""
+        ids = (("SessionId", turn.session.id), ("ConversationId", turn.record.id))
+        if code == "database_unavailable":
+            self._outages.failed(exc)
+        elif code == "database_refused":
+            self._refusals.refused(database_refusal(exc) or type(exc).__name__)
+        else:
+            self._logger.add_exception("[AgentReasoner_ExecuteAsync__Exception]", exc, *ids)
+            return
+        # Expected while the database fails: the turn's record says how it ended.
+        self._logger.trace(f"turn {turn.record.id} ended: {code}", *ids)
 
     async def close(
         self,

@@ -188,17 +188,17 @@ def start(entries: Iterable[dict[str, Any]]) -> None:
         entry["state"] = "started"
 
 
-def not_run(entries: Iterable[dict[str, Any]], *, shutdown: bool) -> None:
+def not_run(entries: Iterable[dict[str, Any]], why: str) -> None:
     """Calls on record as ``started`` that this process stopped before it ran any of them.
 
     Their ``started`` may be stored, but none reached its tool: they failed, not run,
-    rather than reading as stopped mid-run (``unknown``).
+    rather than reading as stopped mid-run (``unknown``). ``why`` is their error message.
     """
     for entry in entries:
         if entry["state"] != "started":
             continue
         entry["state"] = entry["outcome"] = "failed"
-        entry["errorMessage"] = SHUT_DOWN_BEFORE_START if shutdown else CANCELLED_BEFORE_START
+        entry["errorMessage"] = why
         entry["wasExecuted"] = False
 
 

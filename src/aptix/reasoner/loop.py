@@ -292,8 +292,15 @@ class AgentReasoner:
                 heartbeat.stop()
                 # A database outage or a bug: the turn ends now with a true status, rather than
                 # holding the session until its lease runs out and then reading "interrupted".
-                await asyncio.shield(self._end.broken(turn, exc))
-                raise
+                result = await asyncio.shield(self._end.broken(turn, exc))
+                if not turn.calls_ran or result.error_code == "internal_error":
+                    # A bug (a 500), or nothing ran: a 503 "retry shortly" runs nothing twice.
+                    raise
+                # The database failed after calls of this request ran: answered as the failed
+                # turn it is, with what ran, never as an outage to send the request again in
+                # (which would run them again).
+                await emit(on_event, "turn_finished", result.to_wire())
+                return result
             finally:
                 heartbeat.stop()
                 # Only this run: a run that took the turn over in this process stays stoppable.

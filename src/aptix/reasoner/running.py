@@ -61,6 +61,9 @@ class RunningTurn:
     finish_reason: str | None = None
     model_id: str | None = None
     saving: asyncio.Future[bool] | None = None
+    #: A server call of this request was sent to its tool: the request sent again would run
+    #: it again, so a failure after it is answered as the turn ended, never as "retry".
+    calls_ran: bool = False
     #: The text pieces the model call under way has streamed to the caller so far; emptied
     #: once its response is taken. A turn cut short meanwhile keeps them (:func:`keep_streamed`).
     streamed: list[str] = field(default_factory=list)

@@ -64,8 +64,9 @@ NO_MODEL = (
         503: {
             "model": ErrorBody,
             "description": "No model is configured (`model_not_configured`), the database is "
-            "unreachable, or the server shut down before the turn finished (`shutting_down`, "
-            "with `Retry-After`).",
+            "unreachable (before any call of the turn ran; after, the turn is answered as it "
+            'ended, `kind: "error"`), or the server shut down before the turn finished '
+            "(`shutting_down`, with `Retry-After`).",
         },
     },
 )

@@ -46,6 +46,7 @@ from aptix.api.schemas import ErrorBody
 from aptix.api.storable_json import StorableJSONResponse
 from aptix.errors import SessionBusyError, ToolContractError, TurnError
 from aptix.llm.formats import FORMAT_UNMET, schema_problem
+from aptix.logger import bounded
 from aptix.reasoner import AgentReasoner, TurnResult
 from aptix.reasoner.endings import ERROR_CODE
 from aptix.reasoner.loop import PreparedTurn
@@ -129,8 +130,9 @@ async def retrieve_model(
         422: {
             "model": ErrorBody,
             "description": "The turn stopped before a final answer (`iteration_cap`, "
-            "`turn_token_budget`), or its final answer is not the JSON a strict "
-            "`response_format` asked for (`response_format_unmet`).",
+            "`turn_token_budget`), its final answer is not the JSON a strict "
+            "`response_format` asked for (`response_format_unmet`), or the database failed "
+            "after its tools ran (`database_unavailable`, `database_refused`).",
         },
         429: {
             "model": ErrorBody,
@@ -141,8 +143,8 @@ async def retrieve_model(
         503: {
             "model": ErrorBody,
             "description": "No model is configured (`model_not_configured`), the database is "
-            "unreachable, or the server shut down before the turn finished (`shutting_down`, "
-            "with `Retry-After`).",
+            "unreachable (before any tool of the turn ran), or the server shut down before "
+            "the turn finished (`shutting_down`, with `Retry-After`).",
         },
     },
 )
@@ -288,6 +290,13 @@ async def _failure(
         # The turn's own limit stopped it before a final answer, or its final answer is not
         # in the strict format asked for, after its tools ran: a 4xx the openai SDK does not
         # retry on its own (a retry would run the tools again).
+        return ApiError(422, message, str(stored[ERROR_CODE]), headers=headers)
+    if stored.get(ERROR_CODE) in ("database_unavailable", "database_refused"):
+        # Answered (not raised) only once its calls ran: not the 503 an outage is otherwise,
+        # which the SDK retries, running them again. The turn and what ran are named, since
+        # an OpenAI error has no field for them.
+        ran = ", ".join(f"{bounded(c['name'])} ({c['outcome']})" for c in result.tool_calls)
+        message = f"{message} Turn {result.turn_id} ran: {ran}."
         return ApiError(422, message, str(stored[ERROR_CODE]), headers=headers)
     refusal = await runtime.quotas.tokens(caller.org)
     if refusal is not None:  # the org's token budget ran out during the turn
