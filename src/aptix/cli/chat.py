@@ -33,11 +33,13 @@ from aptix.cli.chat_input import LineReader, open_reader
 from aptix.cli.chat_signals import ChatSignals, cut_short, end_by, ending_note
 from aptix.cli.chat_view import TurnView
 from aptix.cli.output import console, fail, refuse_unstorable, say, unstorable
-from aptix.cli.runtime import config_failed
+from aptix.cli.runtime import config_failed, database_failed, database_failure, is_database_error
 from aptix.llm.demo import is_demo
+from aptix.urls import mask_credentials
 
 if TYPE_CHECKING:
     from aptix.reasoner import AgentReasoner, ToolResultInput, TurnResult
+    from aptix.reasoner.running import PreparedTurn
     from aptix.runtime import Runtime
     from aptix.settings import AptixSettings
 
@@ -47,6 +49,10 @@ _CUT_OFF = {"cancelled": "turn cancelled", "error": "turn failed"}
 DEMO_TRY = "Try: calculate 2*(3+4), list the modes, show the workflows, ask me for approval."
 #: Where the chat's log lines go (in the data directory): the screen is the conversation's.
 LOG_FILE = "chat.log"
+#: What follows a database failure's line, for a message that failed before its turn began,
+#: and for a turn that the failure cut short (ended on record, its calls with their outcomes).
+_NOT_SENT = "The message was not sent: send it again once the database is back."
+_CUT_SHORT = "The turn ended there; any tool call shown above did run."
 
 
 def chat(
@@ -128,6 +134,10 @@ async def _main(session_id: str | None, mode: str | None, details: bool, resume:
     log_to_file(settings.data_dir / LOG_FILE)
     try:
         await _chat(settings, session_id, mode, details, resume)
+    except Exception as exc:  # before the chat began (its session), or on its way out
+        if not is_database_error(exc):
+            raise
+        database_failed(settings.effective_database_url, exc)
     finally:
         log_to_file(None)  # for whatever this process does next (a test's next command)
 
@@ -208,12 +218,19 @@ async def _converse(
             # Refused before anything stores it, as HTTP and MCP refuse it: the chat goes on.
             say(("error:", "bold red"), f" {refused}; the line was not sent.")
             continue
-        if line.startswith("/"):
-            if await run_command(runtime, state, line):
-                return
-            continue
-        interrupts.pressed.clear()  # only a Ctrl-C from now on stops this turn
-        armed = await _turn(runtime, reasoner, reader, state, line, interrupts)
+        try:
+            if line.startswith("/"):
+                if await run_command(runtime, state, line):
+                    return
+                continue
+            interrupts.pressed.clear()  # only a Ctrl-C from now on stops this turn
+            armed = await _turn(runtime, reasoner, reader, state, line, interrupts)
+        except Exception as exc:
+            # A command's (or a cancel's) database failed: said in one line, as every other
+            # command says it, and the chat goes on, for the next line once it is back.
+            if not is_database_error(exc):
+                raise
+            _say_database_failed(runtime, exc)
 
 
 async def _answer_waiting_turn(
@@ -278,18 +295,29 @@ async def _turn(
         # cut short and reads interrupted, never "error" for a screen that could not be drawn.
         view = TurnView(details=state.details, on_lost=interrupts.lose_output)
         view.open()
+        prepared: PreparedTurn | None = None
         try:
-            result = await _run(
-                runtime, reasoner, state.session_id, instruction, results, view, interrupts
+            prepared = await reasoner.prepare(
+                session_id=state.session_id,
+                org=ORG,
+                user=USER,
+                instruction=None if results else instruction,
+                tool_results=results,
             )
+            result = await _run(runtime, reasoner, state.session_id, prepared, view, interrupts)
         except AptixError as exc:  # busy session, unknown session: nothing ran
             view.close(cut_off="turn failed")
             say(("error:", "bold red"), " ", str(exc))
             return False
-        except BaseException:  # SIGTERM or SIGHUP: the spinner gives the cursor back
+        except BaseException as exc:  # SIGTERM or SIGHUP: the spinner gives the cursor back
             ended = interrupts.ended_by
             view.close(cut_off=f"ended by {ended.name}" if ended is not None else "turn failed")
-            raise
+            if ended is not None or not is_database_error(exc):
+                raise
+            # The database failed (a restart, a lock held past the busy timeout): one line, and
+            # the chat goes on. A turn it cut short is ended on record with its calls' outcomes.
+            _say_database_failed(runtime, exc, _NOT_SENT if prepared is None else _CUT_SHORT)
+            return False
         # Text streamed by a turn that ends without its answer is marked so where it stands.
         view.close(cut_off=_CUT_OFF.get(result.kind))
         if view.lost:  # the chat ends: its task's cancel, asked for meanwhile, comes here
@@ -304,26 +332,27 @@ async def _turn(
             return True
 
 
+def _say_database_failed(runtime: Runtime, exc: BaseException, then: str = "") -> None:
+    """One ``error:`` line for a database error: the driver's words, a hint, and ``then``."""
+    line = database_failure(runtime.settings.effective_database_url, exc)
+    if then:
+        line = f"{line.rstrip('.')}. {then}"
+    # As fail() says it for the other commands: a driver's words may quote a URL.
+    say(("error:", "bold red"), " ", mask_credentials(" ".join(line.split())))
+
+
 async def _run(
     runtime: Runtime,
     reasoner: AgentReasoner,
     session_id: str,
-    instruction: str,
-    results: list[ToolResultInput] | None,
+    prepared: PreparedTurn,
     view: TurnView,
     interrupts: ChatSignals,
 ) -> TurnResult:
-    """Claim and run one turn as a task; Ctrl-C cancels it, recorded ``cancelled``."""
+    """Run one claimed turn as a task; Ctrl-C cancels it, recorded ``cancelled``."""
     from aptix.errors import AptixError
     from aptix.reasoner import TurnResult
 
-    prepared = await reasoner.prepare(
-        session_id=session_id,
-        org=ORG,
-        user=USER,
-        instruction=None if results else instruction,
-        tool_results=results,
-    )
     task = asyncio.ensure_future(reasoner.run(prepared, view.on_event))
     pressed = asyncio.ensure_future(interrupts.pressed.wait())
     try:

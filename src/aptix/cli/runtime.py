@@ -58,9 +58,12 @@ def is_database_error(exc: BaseException) -> bool:
     """True for an error of the database (the driver's, or a SQLite file gone), not of Aptix."""
     from sqlalchemy.exc import DBAPIError
 
-    from aptix.db.outage import DatabaseUnavailable
+    from aptix.db.outage import DatabaseUnavailable, database_error_code, from_aptix_database
 
-    return isinstance(exc, DBAPIError | DatabaseUnavailable)
+    if isinstance(exc, DBAPIError | DatabaseUnavailable):
+        return True
+    # A server that refuses to connect: asyncpg raises the socket's own error, unwrapped.
+    return from_aptix_database(exc) and database_error_code(exc) is not None
 
 
 def run_with_runtime(
