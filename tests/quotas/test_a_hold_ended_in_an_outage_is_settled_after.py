@@ -102,3 +102,47 @@ async def test_a_call_ending_while_redis_is_down_settles_its_hold_once_redis_ans
         assert await _budget_left(prefix, quotas) == (left, 0)
     finally:
         await quotas.aclose()
+
+
+@ENDS
+async def test_calls_ending_together_after_a_blip_settle_every_kept_hold_once(
+    redis_proxy: TcpProxy,
+    prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+    end: Callable[[Quotas, Hold], Awaitable[None]],
+    left: int,
+) -> None:
+    # Two calls ending at once both settle the holds kept in the outage. The second one
+    # settled the same kept hold as the first, and the first then took off the list one
+    # nobody had settled, or failed on an empty list with an IndexError reported as an outage.
+    url = f"redis://127.0.0.1:{redis_proxy.port}/0"
+    quotas = Quotas(token_budget=BUDGET, redis_url=url, key_prefix=prefix)
+    try:
+        holds = [await quotas.reserve("acme", 700) for _ in range(4)]
+        assert all(isinstance(hold, Hold) for hold in holds)
+        first, second, third, fourth = holds
+        redis_proxy.stop()
+        await end(quotas, first)  # kept
+        await end(quotas, second)  # kept too, after the first failed to settle again
+        redis_proxy.start()
+        # The first kept hold's settling waits until the other call has ended, so the two
+        # calls settle the kept holds at the same time, whatever the scheduling.
+        settle = quotas._holds.settle
+        entered, go_on = asyncio.Event(), asyncio.Event()
+
+        async def held_back(org: str, key: str, hold: Hold, change: int) -> None:
+            if not entered.is_set():
+                entered.set()
+                await go_on.wait()
+            await settle(org, key, hold, change)
+
+        monkeypatch.setattr(quotas._holds, "settle", held_back)
+        ending = asyncio.create_task(end(quotas, third))
+        await entered.wait()
+        await end(quotas, fourth)
+        go_on.set()
+        await ending
+        assert quotas.redis_up is True  # no bookkeeping error taken for an outage
+        assert await _budget_left(prefix, quotas) == (4 * left, 0)
+    finally:
+        await quotas.aclose()

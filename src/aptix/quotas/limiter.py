@@ -345,10 +345,15 @@ class Quotas:
     async def _settle_unsettled(self) -> None:
         """Settle the holds whose calls ended while Redis did not answer, oldest first."""
         # Settling again one that Redis did apply changes nothing: its window no longer has it.
+        # Each is taken off the list before Redis is asked, so calls ending together settle
+        # different holds (none twice while another is dropped), and put back if Redis fails.
         while self._unsettled:
-            org, key, held, change = self._unsettled[0]
-            await self._holds.settle(org, key, held, change)
-            del self._unsettled[0]
+            unsettled = self._unsettled.pop(0)
+            try:
+                await self._holds.settle(*unsettled)
+            except BaseException:
+                self._unsettled.insert(0, unsettled)
+                raise
 
     def _budget_refusal(self, item: RateLimitItem, tally: Tally, reset_time: float) -> Refusal:
         """Why a model call may not start: the budget is spent, or held by calls in progress.
