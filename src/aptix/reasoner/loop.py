@@ -293,12 +293,12 @@ class AgentReasoner:
                 # A database outage or a bug: the turn ends now with a true status, rather than
                 # holding the session until its lease runs out and then reading "interrupted".
                 result = await asyncio.shield(self._end.broken(turn, exc))
-                if not turn.calls_ran or result.error_code == "internal_error":
-                    # A bug (a 500), or nothing ran: a 503 "retry shortly" runs nothing twice.
+                if not turn.calls_ran:
+                    # Nothing ran: a 503 "retry shortly" (or a bug's 500) runs nothing twice.
                     raise
-                # The database failed after calls of this request ran: answered as the failed
-                # turn it is, with what ran, never as an outage to send the request again in
-                # (which would run them again).
+                # The database or a bug failed the turn after calls of this request ran:
+                # answered as the failed turn it is, with what ran, never as a status clients
+                # send the request again on by themselves (which would run them again).
                 await emit(on_event, "turn_finished", result.to_wire())
                 return result
             finally:

@@ -132,7 +132,8 @@ async def retrieve_model(
             "description": "The turn stopped before a final answer (`iteration_cap`, "
             "`turn_token_budget`), its final answer is not the JSON a strict "
             "`response_format` asked for (`response_format_unmet`), or the database failed "
-            "after its tools ran (`database_unavailable`, `database_refused`).",
+            "or a bug struck after its tools ran (`database_unavailable`, `database_refused`, "
+            "`internal_error`: a 5xx would be retried by the SDKs, running the tools again).",
         },
         429: {
             "model": ErrorBody,
@@ -291,10 +292,10 @@ async def _failure(
         # in the strict format asked for, after its tools ran: a 4xx the openai SDK does not
         # retry on its own (a retry would run the tools again).
         return ApiError(422, message, str(stored[ERROR_CODE]), headers=headers)
-    if stored.get(ERROR_CODE) in ("database_unavailable", "database_refused"):
-        # Answered (not raised) only once its calls ran: not the 503 an outage is otherwise,
-        # which the SDK retries, running them again. The turn and what ran are named, since
-        # an OpenAI error has no field for them.
+    if stored.get(ERROR_CODE) in ("database_unavailable", "database_refused", "internal_error"):
+        # Answered (not raised) only once its calls ran: not the 503 an outage or the 500 a
+        # bug is otherwise, which the SDK retries, running them again. The turn and what ran
+        # are named, since an OpenAI error has no field for them.
         ran = ", ".join(f"{bounded(c['name'])} ({c['outcome']})" for c in result.tool_calls)
         message = f"{message} Turn {result.turn_id} ran: {ran}."
         return ApiError(422, message, str(stored[ERROR_CODE]), headers=headers)
