@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import socket
+import sqlite3
 from collections.abc import Iterator
 
 import asyncpg  # type: ignore[import-untyped]
@@ -104,6 +105,18 @@ def is_database_outage(exc: BaseException) -> bool:
         if connecting and isinstance(link, _REFUSED_AT_CONNECT):
             return True
     return False
+
+
+def waited_for_lock(exc: BaseException) -> bool:
+    """True when ``exc`` is SQLite's busy timeout run out: the unit already waited it whole.
+
+    Another process holds the file's write lock. The same unit tried again at once would
+    wait that long again, unlike one that met an outage, which fails fast.
+    """
+    return any(
+        isinstance(link, sqlite3.OperationalError) and "database is locked" in str(link)
+        for link in _chain(exc)
+    )
 
 
 def is_disconnect(exc: BaseException) -> bool:

@@ -16,7 +16,12 @@ from typing import Any
 
 import anyio
 
-from aptix.db.outage import database_error_code, database_refusal, is_database_outage
+from aptix.db.outage import (
+    database_error_code,
+    database_refusal,
+    is_database_outage,
+    waited_for_lock,
+)
 from aptix.db.outage_log import OutageLog, RefusalLog
 from aptix.db.types import utc_now
 from aptix.errors import LlmError
@@ -68,6 +73,16 @@ _ENDING_TURNS = "ending the turns that meet it as errors, their calls recorded,"
 #: Pauses between the attempts to store the ending of a turn a database outage broke (3.5 s
 #: in all): the request that ran it answers after them.
 SAVE_RETRY_SECONDS = (0.5, 1.0, 2.0)
+
+
+def _worth_retrying(failed: BaseException) -> bool:
+    """Whether a save that failed with ``failed`` is tried again after a pause.
+
+    Only for an outage that fails at once: a save that met another process's SQLite write
+    lock has waited the whole busy timeout already, and each retry would wait it again.
+    """
+    return is_database_outage(failed) and not waited_for_lock(failed)
+
 
 #: The answer of a request whose turn another process took over while it ran here.
 TAKEN_OVER = (
@@ -262,7 +277,7 @@ class TurnEndings:
             try:
                 return await self._turns.settle(record)
             except Exception as failed:
-                if pause is None or not is_database_outage(failed):
+                if pause is None or not _worth_retrying(failed):
                     return None
             # The outcomes are known only here: a short outage should not lose them.
             await asyncio.sleep(pause)
@@ -297,7 +312,7 @@ class TurnEndings:
                     await self._turns.settle(turn.record)
                 return result
             except Exception as failed:
-                if pause is None or not is_database_outage(failed):
+                if pause is None or not _worth_retrying(failed):
                     break
             # The calls' outcomes are known only here: a short outage should not lose them.
             await asyncio.sleep(pause)
