@@ -7,6 +7,7 @@ can report all of them at once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -64,9 +65,19 @@ class ManifestProblem:
 
 def load_builtin() -> tuple[list[LoadedManifest], list[ManifestProblem]]:
     """The workflows shipped inside the package."""
+    loaded, problems = _builtin()
+    return list(loaded), list(problems)
+
+
+@functools.cache
+def _builtin() -> tuple[tuple[LoadedManifest, ...], tuple[ManifestProblem, ...]]:
+    """The shipped workflows, parsed once per process: every runtime opened reads them."""
     folder = resources.files("aptix.workflows") / "builtin"
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name)
-    return _load_texts((f"{BUILTIN_SOURCE}:{f.name}", f.read_text("utf-8")) for f in files)
+    loaded, problems = _load_texts(
+        (f"{BUILTIN_SOURCE}:{f.name}", f.read_text("utf-8")) for f in files
+    )
+    return tuple(loaded), tuple(problems)
 
 
 def load_folder(path: Path) -> tuple[list[LoadedManifest], list[ManifestProblem]]:
