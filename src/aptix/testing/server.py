@@ -2,7 +2,9 @@
 
 It answers ``POST /v1/chat/completions`` and ``POST /v1/responses`` from a script of
 :class:`~aptix.llm.types.LlmResponse` values (see :func:`aptix.testing.reply`; a
-``finish_reason`` of ``length`` or ``content_filter`` is sent as each API says it), scripted
+``finish_reason`` of ``length`` or ``content_filter`` is sent as each API says it), streamed
+when the request asks (``"stream": true``: Chat Completions chunks, or the Responses API's
+events: ``response.created``, ``response.output_text.delta``, ... ``response.completed``), scripted
 HTTP failures (:class:`Fail`), Responses API answers that hold none (:class:`Unfinished`),
 unreadable answers (:class:`Raw`), delays (:class:`Delay`)
 and answers held until the test releases them (:class:`Hold`), then from an optional
@@ -44,8 +46,10 @@ class Unfinished:
     """A Responses API answer (HTTP 200) with no output and a ``status`` that is no answer.
 
     ``failed`` carries ``error`` ``{"code": code, "message": message}``; ``cancelled``,
-    ``queued`` and ``in_progress`` carry none. Chat Completions knows no such answer: a
-    request to it gets HTTP 500 with ``message``.
+    ``queued`` and ``in_progress`` carry none. Streamed, ``failed`` ends with a
+    ``response.failed`` event; any other status is one ``response.created`` event holding it,
+    and the stream ends there, as one broken off does. Chat Completions knows no such answer:
+    a request to it gets HTTP 500 with ``message``.
     """
 
     status: str = "failed"
@@ -78,8 +82,9 @@ class Hold:
 
     A slow model without a clock: the test decides when (or whether) it answers. If the
     server stops first, the held request is dropped without an answer. ``after_words``: a
-    streamed Chat Completions answer sends that many words of ``then``'s text first, and
-    holds the rest (a model stopped mid-answer; the test reads the words it streamed).
+    streamed answer (Chat Completions or Responses) sends that many words of ``then``'s text
+    first, and holds the rest (a model stopped mid-answer; the test reads the words it
+    streamed).
     """
 
     then: LlmResponse | Fail | Raw
@@ -204,18 +209,21 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 time.sleep(step.seconds)
                 step = step.then
             elif isinstance(step, Hold):
-                streamed = self.path == "/v1/chat/completions" and body.get("stream")
-                if step.after_words and streamed and isinstance(step.then, LlmResponse):
-                    chunks = _chat_chunks(step.then, body.get("model", "scripted"))
-                    self._stream(chunks[: 1 + step.after_words], done=False)
+                if step.after_words and body.get("stream") and isinstance(step.then, LlmResponse):
+                    events, cut = self._events(step.then, body, step.after_words)
+                    self._stream(events[:cut], done=False)
                     if self._held():
-                        self._stream(chunks[1 + step.after_words :], head=False)
+                        self._stream(events[cut:], head=False, done=self._chat)
                     return
                 if not self._held():
                     return
                 step = step.then
-            if isinstance(step, Unfinished) and self.path == "/v1/responses":
-                self._send(200, _unfinished_body(step, body.get("model", "scripted")))
+            model = body.get("model", "scripted")
+            responses = self.path == "/v1/responses"
+            if isinstance(step, Unfinished) and responses and body.get("stream"):
+                self._stream(_unfinished_events(step, model), done=False)
+            elif isinstance(step, Unfinished) and responses:
+                self._send(200, _unfinished_body(step, model))
             elif isinstance(step, Unfinished):
                 self._send(500, _error(step.message, step.code))
             elif isinstance(step, Fail):
@@ -223,12 +231,28 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             elif isinstance(step, Raw):
                 kind = "text/event-stream" if body.get("stream") else "application/json"
                 self._send_bytes(200, step.body, kind)
-            elif self.path == "/v1/chat/completions" and body.get("stream"):
-                self._stream(_chat_chunks(step, body.get("model", "scripted")))
-            elif self.path == "/v1/chat/completions":
-                self._send(200, _chat_body(step, body.get("model", "scripted")))
+            elif body.get("stream"):
+                self._stream(self._events(step, body, 0)[0], done=self._chat)
+            elif self._chat:
+                self._send(200, _chat_body(step, model))
             else:
-                self._send(200, _responses_body(step, body.get("model", "scripted")))
+                self._send(200, _responses_body(step, model))
+
+        @property
+        def _chat(self) -> bool:
+            return self.path == "/v1/chat/completions"
+
+        def _events(
+            self, response: LlmResponse, body: dict[str, Any], words: int
+        ) -> tuple[list[dict[str, Any]], int]:
+            """The stream of this API for ``response``, and where its first ``words`` end."""
+            model = body.get("model", "scripted")
+            if self._chat:
+                return _chat_chunks(response, model), 1 + words
+            events = _responses_events(response, model)
+            deltas = [i for i, e in enumerate(events) if e["type"] == "response.output_text.delta"]
+            cut = deltas[words - 1] + 1 if 0 < words <= len(deltas) else len(events) - 1
+            return events, cut
 
         def _held(self) -> bool:
             """Wait for the release; False when the server stops first (nothing more sent)."""
@@ -245,7 +269,9 @@ def _handler(owner: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
             for chunk in chunks:
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                # A Responses event is named on its own line too, as the API sends it.
+                named = f"event: {chunk['type']}\n" if "sequence_number" in chunk else ""
+                self.wfile.write(f"{named}data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
             if done:
                 self.wfile.write(b"data: [DONE]\n\n")
@@ -390,12 +416,102 @@ def _responses_body(response: LlmResponse, model: str) -> dict[str, Any]:
         "tools": [],
         "usage": {
             "input_tokens": response.usage.prompt_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": response.usage.completion_tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": response.usage.total_tokens,
         },
     }
+
+
+def _responses_events(response: LlmResponse, model: str) -> list[dict[str, Any]]:
+    """The events a streaming Responses API server sends for ``response``.
+
+    ``response.created`` and ``response.in_progress``; per output item
+    ``response.output_item.added``, its text (or refusal) word by word within a content part,
+    or a call's arguments in two pieces, and ``response.output_item.done``; then
+    ``response.completed``, or ``response.incomplete`` for an answer that was cut.
+    """
+    whole = _responses_body(response, model)
+    started = {**whole, "status": "in_progress", "incomplete_details": None, "output": []}
+    started["usage"] = None
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": started},
+        {"type": "response.in_progress", "response": started},
+    ]
+    for index, item in enumerate(whole["output"]):
+        at = {"output_index": index}
+        if item["type"] == "function_call":
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    **at,
+                    "item": {**item, "arguments": "", "status": "in_progress"},
+                }
+            )
+            arguments = item["arguments"]
+            half = len(arguments) // 2
+            for piece in (arguments[:half], arguments[half:]):
+                events.append(
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        **at,
+                        "item_id": item["id"],
+                        "delta": piece,
+                    }
+                )
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    **at,
+                    "item_id": item["id"],
+                    "arguments": arguments,
+                }
+            )
+        else:
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    **at,
+                    "item": {**item, "content": [], "status": "in_progress"},
+                }
+            )
+            for part_index, part in enumerate(item["content"]):
+                events.extend(_part_events(part, {**at, "item_id": item["id"]}, part_index))
+        events.append({"type": "response.output_item.done", **at, "item": item})
+    ending = "response.incomplete" if whole["status"] == "incomplete" else "response.completed"
+    events.append({"type": ending, "response": whole})
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+
+def _part_events(part: dict[str, Any], at: dict[str, Any], index: int) -> list[dict[str, Any]]:
+    """A message's content part as it streams: added, its words, its whole, done."""
+    text = part["type"] == "output_text"
+    key, kind = ("text", "output_text") if text else ("refusal", "refusal")
+    where = {**at, "content_index": index}
+    extra: dict[str, Any] = {"logprobs": []} if text else {}
+    events: list[dict[str, Any]] = [
+        {"type": "response.content_part.added", **where, "part": {**part, key: ""}}
+    ]
+    for piece in re.findall(r"\S+\s*|\s+", part[key]):
+        events.append({"type": f"response.{kind}.delta", **where, "delta": piece, **extra})
+    events.append({"type": f"response.{kind}.done", **where, key: part[key], **extra})
+    events.append({"type": "response.content_part.done", **where, "part": part})
+    return events
+
+
+def _unfinished_events(step: Unfinished, model: str) -> list[dict[str, Any]]:
+    """A streamed answer that holds none: ``failed`` ends so; other statuses never end."""
+    body = _unfinished_body(step, model)
+    if step.status != "failed":
+        return [{"type": "response.created", "response": body, "sequence_number": 0}]
+    started = {**body, "status": "in_progress", "error": None}
+    events = [
+        {"type": "response.created", "response": started},
+        {"type": "response.in_progress", "response": started},
+        {"type": "response.failed", "response": body},
+    ]
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
 
 
 def _finish(response: LlmResponse) -> str:

@@ -1,8 +1,9 @@
 """``python -m aptix.testing.server``: the scripted OpenAI-compatible server from a shell.
 
 It answers from ``--reply`` texts and a ``--script`` JSON file in order, then echoes each
-last user message, so ``aptix serve``, ``aptix chat`` or any OpenAI client can be tried
-against a model whose answers are known in advance::
+last user message (of a Chat Completions ``messages`` or a Responses ``input``), so ``aptix
+serve``, ``aptix chat`` or any OpenAI client can be tried against a model whose answers are
+known in advance::
 
     python -m aptix.testing.server --port 8900 --reply "Hello." --script steps.json
 
@@ -42,10 +43,31 @@ def _step(step: Any, where: str) -> Step:
 
 
 def _echo(body: dict[str, Any]) -> Step:
-    users = [m for m in body.get("messages") or () if m.get("role") == "user"]
-    content = users[-1].get("content") if users else None
-    said = content if isinstance(content, str) else json.dumps(content)
+    # Chat Completions sends ``messages``; the Responses API sends ``input``: a string, or
+    # items whose user messages hold a string or ``input_text`` parts.
+    said = body.get("input") if "messages" not in body else None
+    if not isinstance(said, str):
+        items = body.get("messages") or said or ()
+        users = [m for m in items if isinstance(m, dict) and m.get("role") == "user"]
+        said = _said(users[-1].get("content") if users else None)
     return reply(f"(scripted server) You said: {said}")
+
+
+def _said(content: Any) -> str:
+    """A message's content as text: its text parts joined, else the content as JSON."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            p["text"]
+            for p in content
+            if isinstance(p, dict)
+            and p.get("type") in ("text", "input_text")
+            and isinstance(p.get("text"), str)
+        ]
+        if texts:
+            return "".join(texts)
+    return json.dumps(content)
 
 
 def main(argv: list[str] | None = None) -> None:
