@@ -88,8 +88,32 @@ def test_two_processes_share_rate_limits_token_budgets_and_usage(
     assert usage["limits"]["tokenBudget"]["remaining"] == 0
 
 
+class _Records(logging.Handler):
+    """Every record of the logger it is added to (the runtime's logging does not propagate)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 @pytest.fixture
-async def gone(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[httpx.AsyncClient]:
+def quotas_log() -> Iterator[list[logging.LogRecord]]:
+    """The records of ``aptix.quotas``, from start-up on (the outage is logged there)."""
+    handler, logger = _Records(), logging.getLogger("aptix.quotas")
+    logger.addHandler(handler)
+    try:
+        yield handler.records
+    finally:
+        logger.removeHandler(handler)
+
+
+@pytest.fixture
+async def gone(
+    tmp_path: Path, request: pytest.FixtureRequest, quotas_log: list[logging.LogRecord]
+) -> AsyncIterator[httpx.AsyncClient]:
     """An app whose Redis is a port nobody listens on."""
     settings = AptixSettings(
         data_dir=tmp_path,
@@ -110,31 +134,29 @@ async def gone(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[
             yield client
 
 
-def outage_lines(caplog: pytest.LogCaptureFixture) -> list[Any]:
-    return [r for r in caplog.records if "Quotas_Redis__Unavailable" in r.getMessage()]
+def outage_lines(records: list[logging.LogRecord]) -> list[Any]:
+    return [r for r in records if "Quotas_Redis__Unavailable" in r.getMessage()]
 
 
 @pytest.mark.parametrize("gone", ["open"], indirect=True)
 async def test_a_redis_gone_fails_open_with_one_log_line(
-    gone: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    gone: httpx.AsyncClient, quotas_log: list[logging.LogRecord]
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="aptix.quotas"):
-        for _ in range(8):  # more than the rate: nothing is counted, nothing refused
-            assert (await gone.get("/v1/modes")).status_code == 200
-        usage = await gone.get("/v1/usage")
+    for _ in range(8):  # more than the rate: nothing is counted, nothing refused
+        assert (await gone.get("/v1/modes")).status_code == 200
+    usage = await gone.get("/v1/usage")
     assert usage.status_code == 503
     assert usage.json()["error"]["code"] == "limits_unavailable"
-    assert len(outage_lines(caplog)) == 1
+    assert len(outage_lines(quotas_log)) == 1  # at start-up, whose ping failed; not again
 
 
 @pytest.mark.parametrize("gone", ["closed"], indirect=True)
 async def test_a_redis_gone_fails_closed_with_503_and_one_log_line(
-    gone: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    gone: httpx.AsyncClient, quotas_log: list[logging.LogRecord]
 ) -> None:
     chat = {"model": "aptix-general", "messages": [{"role": "user", "content": "hi"}]}
-    with caplog.at_level(logging.ERROR, logger="aptix.quotas"):
-        answers = [await gone.get("/v1/modes") for _ in range(3)]
-        answers.append(await gone.post("/v1/chat/completions", json=chat))
+    answers = [await gone.get("/v1/modes") for _ in range(3)]
+    answers.append(await gone.post("/v1/chat/completions", json=chat))
     for answer in answers:
         assert answer.status_code == 503, answer.text
         assert answer.json()["error"]["code"] == "limits_unavailable"
@@ -142,4 +164,4 @@ async def test_a_redis_gone_fails_closed_with_503_and_one_log_line(
         # No limit could be checked: a quota of 0 in the IETF fields would be untrue.
         assert "RateLimit" not in answer.headers
         assert "RateLimit-Policy" not in answer.headers
-    assert len(outage_lines(caplog)) == 1
+    assert len(outage_lines(quotas_log)) == 1

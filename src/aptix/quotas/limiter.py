@@ -420,8 +420,8 @@ class Quotas:
 
         A Redis that answers but refuses the URL's database (or its credentials) never will
         work, nor a URL whose options the client cannot use (it fails before connecting, the
-        same way every time). One that does not answer is an outage, met by the first request
-        that counts (``APTIX_LIMITS_WHEN_REDIS_DOWN``), as when it stops answering later.
+        same way every time). One that does not answer is an outage, as when it stops answering
+        later: logged once and shown as down, then met by ``APTIX_LIMITS_WHEN_REDIS_DOWN``.
         """
         if self._redis is None:
             return
@@ -443,8 +443,10 @@ class Quotas:
                 f"APTIX_REDIS_URL: the Redis client cannot use the URL ({type(exc).__name__}).",
                 hint="remove the query options the client does not take",
             ) from None
-        except Exception:
-            return  # not answering: an outage, reported by the first request it fails
+        except Exception as exc:
+            # Not answering: an outage, shown and logged from now on as it is later on (an
+            # idle process would otherwise look healthy); the cool-off retries it as usual.
+            self._breaker.failed(exc)
 
     async def aclose(self) -> None:
         """Close the Redis connections (nothing to do in memory)."""
