@@ -151,11 +151,39 @@ def too_large(limit: int | None) -> str:
     return f"The request body is larger than {limit} bytes."
 
 
+#: What a body JSON cannot read is told, with the reason after a colon when it is known.
+_NOT_JSON = "The request body is not valid JSON"
+#: FastAPI's 400 when reading the body raised anything but a JSON syntax error.
+_FASTAPI_UNREADABLE = "There was an error parsing the body"
+
+
+def _unreadable_json(exc: StarletteHTTPException) -> str | None:
+    """The bad-JSON message for FastAPI's 400 on a body ``json.loads`` gave up on, or None.
+
+    Bytes that are not UTF-8, nesting past the parser's recursion limit and an integer past
+    Python's digit limit are not ``JSONDecodeError``, so FastAPI answers them with its own
+    400 ``bad_request``; they are bad JSON all the same. Anything else (the client leaving
+    mid-body) keeps that answer.
+    """
+    if exc.status_code != 400 or exc.detail != _FASTAPI_UNREADABLE:
+        return None
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        return f"{_NOT_JSON}: it is not valid UTF-8."
+    if isinstance(cause, RecursionError):
+        return f"{_NOT_JSON}: it nests too deep."
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return f"{_NOT_JSON}: it has a number too long to read."
+    if isinstance(cause, ValueError):
+        return f"{_NOT_JSON}."
+    return None
+
+
 def _describe(exc: RequestValidationError) -> str:
     problems = []
     for err in exc.errors():
         if err.get("type") == "json_invalid":
-            return "The request body is not valid JSON."
+            return f"{_NOT_JSON}."
         where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
         message = err.get("msg", "invalid")
         if err.get("ctx", {}).get("pattern") == NOT_BLANK_PATTERN:
@@ -239,6 +267,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if (unreadable := _unreadable_json(exc)) is not None:
+            # Answered as _invalid answers a JSON syntax error: the same error to the client.
+            if _is_openai(request.url.path):
+                return _response(400, "invalid_request_error", unreadable, path=request.url.path)
+            return _response(422, "invalid_request", unreadable, path=request.url.path)
         message = exc.detail if isinstance(exc.detail, str) else "Request failed."
         if exc.status_code == 404 and message == "Not Found":
             message = "No such route."
