@@ -80,7 +80,17 @@ async def remove(
     """Stop serving ``state``'s disabled workflow; its history is kept."""
     served = state.served
     if served is None:
-        return AuthoringOutcome.fail("workflowId", f"Unknown workflow '{state.workflow_id}'.")
+        draft = state.draft
+        if draft is None:
+            return AuthoringOutcome.fail("workflowId", f"Unknown workflow '{state.workflow_id}'.")
+        # Never published, or drafted again after a removal: get_workflow shows the draft,
+        # so "unknown" would be untrue. Removal (TUL-006 §8.9) is of a disabled, served
+        # workflow; a draft is dropped by discard_draft.
+        return AuthoringOutcome.fail(
+            "status",
+            f"Workflow '{state.workflow_id}' has no published version to remove, only a draft "
+            f"(version {draft.manifest.version}); drop it with discard_draft.",
+        )
     refusal = _refusal(registry, state, expected_revision)
     if refusal is not None:
         return refusal
