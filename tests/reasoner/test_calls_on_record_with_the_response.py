@@ -10,7 +10,7 @@ import pytest
 from aptix.api.routes.sessions import turn_to_json
 from aptix.errors import LlmError
 from aptix.reasoner import ToolResultInput, TurnEvent, ledger
-from aptix.reasoner.ledger import CANCELLED_BEFORE_START, NOT_STARTED, UNKNOWN
+from aptix.reasoner.ledger import CANCELLED_BEFORE_START, CANCELLED_ELSEWHERE
 from aptix.reasoner.record import TurnRecord
 from aptix.testing import call, reply
 from tests.reasoner.conftest import Harness
@@ -59,8 +59,9 @@ async def test_a_turn_cancelled_before_its_call_ran_records_the_call_as_not_run(
     assert json.loads(told["content"]) == {"error": CANCELLED_BEFORE_START}
 
 
-def test_a_model_call_stored_without_its_ledger_entry_is_recorded_as_not_run() -> None:
-    # Turns stored by earlier versions could keep the model's message without its call.
+def test_a_model_call_stored_without_its_ledger_entry_is_recorded_as_lost() -> None:
+    # Only a version from before the ledger kept the model's message without its call (it
+    # kept a batch's calls once the batch had returned): the call may have run (review r4 F1).
     message = {
         "role": "assistant",
         "content": "On it.",
@@ -74,12 +75,12 @@ def test_a_model_call_stored_without_its_ledger_entry_is_recorded_as_not_run() -
     )  # fmt: skip
     ledger.end(record, "cancelled")
     [entry] = record.tool_calls
-    assert (entry["callId"], entry["name"], entry["outcome"]) == ("c9", "pay", "failed")
-    assert (entry["errorMessage"], entry["wasExecuted"]) == (NOT_STARTED, False)
+    assert (entry["callId"], entry["name"], entry["outcome"]) == ("c9", "pay", "unknown")
+    assert (entry["errorMessage"], entry["wasExecuted"]) == (CANCELLED_ELSEWHERE, False)
+    assert (entry["lost"], entry["idempotent"]) == (True, False)  # never run again
     told = record.messages[-1]
     assert told["tool_call_id"] == "c9"
-    assert json.loads(told["content"]) == {"error": NOT_STARTED}
-    assert UNKNOWN not in told["content"]  # the server never stopped
+    assert json.loads(told["content"]) == {"error": CANCELLED_ELSEWHERE}
 
 
 async def test_after_a_failed_resume_a_call_reads_the_same_in_tool_calls_and_pending_calls(

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from aptix.llm.types import LlmResponse, Message, ToolCallRequest
 from aptix.logger import bounded
-from aptix.reasoner.record import TurnRecord, TurnStatus
+from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
 from aptix.reasoner.result import ToolResultInput
 from aptix.reasoner.tool_batch import assistant_message, wire_call
 from aptix.tools.context import AgentToolCall
@@ -38,6 +38,7 @@ __all__ = [
     "carry_endings",
     "client_error",
     "close_dangling",
+    "close_pre_ledger",
     "end",
     "fresh_ids",
     "is_approval",
@@ -395,10 +396,13 @@ def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", 
 
     ``started`` calls become ``unknown`` (nothing in memory says how they ended: the
     process running them stopped, or, ``cancelled``, the turn was cancelled while they ran
-    elsewhere); calls still waiting for the client or an approval did not run. Afterwards
-    the turn's messages replay whole: each call of each model message has its tool message.
+    elsewhere); calls still waiting for the client or an approval did not run. So do the
+    calls a version from before the ledger left without entry or result
+    (:func:`_unrecorded`). Afterwards the turn's messages replay whole: each call of each
+    model message has its tool message.
     """
     _legacy(record)
+    record.tool_calls.extend(_unrecorded(record))
     for entry in record.tool_calls:
         state = entry["state"]
         if state in FINAL:
@@ -434,15 +438,10 @@ def _answer_every_call(record: TurnRecord) -> None:
         for call in message.get("tool_calls") or ():
             if call["id"] in answered:
                 continue
-            entry = by_id.get(call["id"])
-            if entry is None:
-                # Kept without its ledger entry by an earlier version (a cancel landed between
-                # the two): a call is on record before it can run, so this one never ran.
-                entry = by_id[call["id"]] = _never_recorded(call)
-                record.tool_calls.append(entry)
-            closed.append(
-                {"role": "tool", "tool_call_id": call["id"], "content": tool_content(entry)}
-            )
+            # Every call without a result has its entry (close_dangling gave one to those a
+            # version from before the ledger left without).
+            content = tool_content(by_id[call["id"]])
+            closed.append({"role": "tool", "tool_call_id": call["id"], "content": content})
     if len(closed) != len(record.messages):
         # The missing results go right after their model message (before any real results of
         # the same batch), where the model expects them and the context budget keeps them.
@@ -642,16 +641,52 @@ def _as_now(shown: Any, entries: dict[str, dict[str, Any]]) -> Any:
     return wire(entries[call_id]) if call_id in entries else shown
 
 
-def _never_recorded(call: dict[str, Any]) -> dict[str, Any]:
-    """The ledger entry of a model's call that was never put on record: failed, not run."""
-    function = call.get("function") or {}
-    done = AgentToolCall(
-        call["id"],
-        str(function.get("name") or ""),
-        str(function.get("arguments") or "{}"),
-        error_message=NOT_STARTED,
-    )
-    return {**wire_call(done), "state": "failed", "outcome": "failed", "idempotent": False}
+def close_pre_ledger(record: TurnRecord) -> None:
+    """Close, as read, an ended turn a version from before the ledger left mid-batch.
+
+    Such a version ended a turn (cancelled, or swept as interrupted) without an entry or a
+    result for the calls of its last batch: they read lost, and the turn replays whole to the
+    model, as :func:`close_dangling` closes them when a turn it left running ends now.
+    """
+    if record.status not in OPEN and _unrecorded(record):
+        close_dangling(record, "cancelled" if record.status == "cancelled" else "ended")
+
+
+def _unrecorded(record: TurnRecord) -> list[dict[str, Any]]:
+    """``started`` entries for the calls of the model's messages with neither entry nor result.
+
+    Only a version from before the ledger stores a call so: it kept a batch's entries and
+    results once the whole batch had returned, after the checkpoint of the model's message,
+    its mark that the calls were starting. A turn it left mid-batch (its process killed or
+    stopped, the turn cancelled) may have run any of them. The ledger keeps every call on
+    record with its message, and answers each when the turn ends.
+    """
+    listed = {e["callId"] for e in record.tool_calls}
+    listed.update(m.get("tool_call_id") for m in record.messages if m.get("role") == "tool")
+    found: list[dict[str, Any]] = []
+    for message in record.messages:
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or ():
+            if call["id"] in listed:
+                continue
+            listed.add(call["id"])
+            function = call.get("function") or {}
+            started = AgentToolCall(
+                call["id"],
+                str(function.get("name") or ""),
+                str(function.get("arguments") or "{}"),
+            )
+            # Never idempotent: a call that may have run is not run again.
+            found.append(
+                {
+                    **wire_call(started),
+                    "state": "started",
+                    "outcome": "pending",
+                    "idempotent": False,
+                }
+            )
+    return found
 
 
 def _legacy(record: TurnRecord) -> None:

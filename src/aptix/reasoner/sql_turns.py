@@ -36,7 +36,7 @@ from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.llm.types import RESPONSES_FINISH, chat_finish
 from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
-from aptix.reasoner.ledger import carry_endings, merge_closed
+from aptix.reasoner.ledger import carry_endings, close_pre_ledger, merge_closed
 from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
 from aptix.reasoner.tables import TurnRow
 from aptix.sessions.access import is_owner
@@ -423,7 +423,7 @@ def _footprint(turn: TurnRecord) -> int:
 
 def _to_record(row: Row[Any]) -> TurnRecord:
     data = _in_chat_words(row.data or {})
-    return TurnRecord(
+    record = TurnRecord(
         id=row.id,
         session_id=row.session_id,
         org=row.org,
@@ -439,6 +439,9 @@ def _to_record(row: Row[Any]) -> TurnRecord:
         owner=row.owner,
         **{name: data.get(name) or _empty(name) for name in _JSON_FIELDS},
     )
+    # Closed as read (by GET, the model's context, a resume); the row stays as it is.
+    close_pre_ledger(record)
+    return record
 
 
 def _in_chat_words(data: dict[str, Any]) -> dict[str, Any]:
