@@ -89,7 +89,8 @@ def _refuse_unknown(current: str | None) -> None:
         raise ConfigurationError(
             f"The database is at revision {current!r}, which this Aptix does not know: a newer "
             f"Aptix wrote it (this one goes up to {head_revision()}).",
-            hint="upgrade Aptix to the version that wrote the database",
+            hint="upgrade Aptix to the version that wrote the database, or roll the database "
+            "back where docs/deployment.md (Rolling back an upgrade) says it is safe",
         ) from None
 
 
