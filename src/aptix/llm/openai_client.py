@@ -45,6 +45,11 @@ class OpenAiLlmClient:
     are added to every HTTP request. A request's ``response_format`` goes as Chat
     Completions' ``response_format``, or as the Responses API's ``text.format``.
 
+    A caller that streams (an ``on_text`` sink) gets a streamed call on either API: the text
+    is passed on in pieces as the model writes it, and a stream that ends before its answer's
+    last event is an :class:`LlmError`. A Responses answer's message items are separated by a
+    blank line, and only its ``final_answer`` items are the text when it marks any.
+
     Whichever API answers, the response's ``finish_reason`` is a Chat Completions word
     (``stop``, ``tool_calls``, ``length``, ``content_filter``): the Responses API's
     ``status`` and ``incomplete_details`` are read as those (see :func:`_responses_finish`),
@@ -219,11 +224,7 @@ class OpenAiLlmClient:
             # (the connection dropped, or its last event was cut mid-JSON, which the openai
             # package skips without a word): what arrived is a fragment, not the model's
             # answer, so it fails like the unreadable body it would be without streaming.
-            raise LlmError(
-                "The model endpoint's stream ended before the answer was finished "
-                "(no finish_reason; the connection dropped or the endpoint broke off); "
-                "the partial answer was not kept."
-            )
+            raise LlmError(_cut_off("no finish_reason"))
         return LlmResponse(
             text="".join(text) or None,
             tool_calls=tuple(
@@ -246,30 +247,118 @@ class OpenAiLlmClient:
             kwargs["text"] = {"format": answer_format}
         if request.tools:
             kwargs["tools"] = [{**t, "strict": False} for t in request.tools]
+        if on_text is not None:
+            return await self._responses_stream(kwargs, on_text)
         response = await self._client.responses.create(**kwargs)
-        finish = _responses_finish(response)
-        # The Responses API is not streamed here: its text is passed on whole.
-        texts: list[str] = []
-        refusals: list[str] = []
-        calls: list[ToolCallRequest] = []
-        for item in response.output:
-            if item.type == "message":
-                texts.extend(c.text for c in item.content if c.type == "output_text")
-                refusals.extend(c.refusal for c in item.content if c.type == "refusal")
-            elif item.type == "function_call":
-                calls.append(
-                    ToolCallRequest(item.call_id or "", item.name or "", item.arguments or "")
-                )
-        if on_text is not None and texts:
-            await on_text("".join(texts))
-        return LlmResponse(
-            text="".join(texts) or None,
-            tool_calls=tuple(calls),
-            usage=_usage(response.usage, "input_tokens", "output_tokens"),
-            finish_reason="tool_calls" if calls and finish == "stop" else finish,
-            model_id=response.model,
-            refusal="".join(refusals) or None,
-        )
+        return _read_response(response, response.output)
+
+    async def _responses_stream(self, kwargs: dict[str, Any], on_text: TextSink) -> LlmResponse:
+        """A streamed Responses call: text pieces passed on as they come, as with chat."""
+        final: Any = None
+        done: dict[int, Any] = {}  # output items as each one finished
+        phases: dict[int, Any] = {}
+        deltas: dict[int, list[str]] = {}
+        sent: list[str] = []
+        last: int | None = None
+        stream = await self._client.responses.create(**kwargs, stream=True)
+        try:
+            async for received in stream:
+                event: Any = received
+                kind = getattr(event, "type", None)
+                index = getattr(event, "output_index", 0)
+                index = index if isinstance(index, int) else 0
+                if kind == "response.output_item.added":
+                    phases[index] = getattr(event.item, "phase", None)
+                elif kind == "response.output_text.delta" and event.delta:
+                    deltas.setdefault(index, []).append(event.delta)
+                    # Commentary is the answer only if no final answer follows: it waits.
+                    if phases.get(index) == "commentary":
+                        continue
+                    pieces = [_ITEMS, event.delta] if sent and index != last else [event.delta]
+                    last = index
+                    for piece in pieces:
+                        sent.append(piece)
+                        await on_text(piece)
+                elif kind == "response.output_item.done":
+                    done[index] = event.item
+                elif kind in ("response.completed", "response.incomplete", "response.failed"):
+                    final = event.response
+                    break
+                elif kind == "error":
+                    raise _stream_error(event)
+        finally:
+            await stream.close()
+        if final is None:
+            # As on Chat Completions: what arrived is a fragment, not the model's answer.
+            raise LlmError(_cut_off("no response.completed"))
+        # An endpoint may leave the last event's output out: the items as they finished are it.
+        output = getattr(final, "output", None) or [done[i] for i in sorted(done)]
+        answer = _read_response(final, output)
+        if answer.text is None and not any(getattr(i, "type", None) == "message" for i in output):
+            texts = ("".join(deltas[i]) for i in sorted(deltas))
+            answer = replace(answer, text=_ITEMS.join(t for t in texts if t) or None)
+        # Text not streamed yet (commentary that turned out to be the answer, or an endpoint
+        # that sends its text only with the last event) is passed on now, so the pieces a
+        # caller got add up to the answer.
+        said = "".join(sent)
+        if answer.text and answer.text != said and answer.text.startswith(said):
+            await on_text(answer.text[len(said) :])
+        return answer
+
+
+#: Between the texts of two message items of one Responses answer, as between a turn's texts.
+_ITEMS = "\n\n"
+
+
+def _cut_off(missing: str) -> str:
+    """The error of a stream that closed before its answer's end."""
+    return (
+        "The model endpoint's stream ended before the answer was finished "
+        f"({missing}; the connection dropped or the endpoint broke off); "
+        "the partial answer was not kept."
+    )
+
+
+def _stream_error(event: Any) -> LlmError:
+    """A Responses stream's ``error`` event, as the failed call it is."""
+    code = getattr(event, "code", None)
+    message = getattr(event, "message", None)
+    why = "an error event" + (f", {_short(code, 40)}" if isinstance(code, str) and code else "")
+    said = f": {_short(message)}" if isinstance(message, str) and message else ""
+    return LlmError(storable(f"The model endpoint's stream ended with an error ({why}){said}"))
+
+
+def _read_response(response: Any, output: Any) -> LlmResponse:
+    """A Responses API answer (its ``output`` items) as an :class:`LlmResponse`.
+
+    Message items' texts are joined with a blank line; when any item is marked
+    ``phase: "final_answer"``, only those are the answer (the ``commentary`` before it is the
+    model's working, not its answer). A ``status`` that is no answer raises, as
+    :func:`_responses_finish` says.
+    """
+    finish = _responses_finish(response)
+    messages: list[tuple[Any, str]] = []
+    refusals: list[str] = []
+    calls: list[ToolCallRequest] = []
+    for item in output or ():
+        kind = getattr(item, "type", None)
+        if kind == "message":
+            content = getattr(item, "content", None) or ()
+            text = "".join(c.text for c in content if getattr(c, "type", None) == "output_text")
+            messages.append((getattr(item, "phase", None), text))
+            refusals.extend(c.refusal for c in content if getattr(c, "type", None) == "refusal")
+        elif kind == "function_call":
+            calls.append(ToolCallRequest(item.call_id or "", item.name or "", item.arguments or ""))
+    final = [text for phase, text in messages if phase == "final_answer"]
+    texts = final or [text for _, text in messages]
+    return LlmResponse(
+        text=_ITEMS.join(t for t in texts if t) or None,
+        tool_calls=tuple(calls),
+        usage=_usage(getattr(response, "usage", None), "input_tokens", "output_tokens"),
+        finish_reason="tool_calls" if calls and finish == "stop" else finish,
+        model_id=getattr(response, "model", None),
+        refusal="".join(refusals) or None,
+    )
 
 
 def _responses_finish(response: Any) -> str:
