@@ -80,3 +80,72 @@ def positive_int(text: str) -> int:
 def positive_ints(text: str) -> list[int]:
     """An ``argparse`` type: comma-separated whole numbers of at least 1."""
     return [positive_int(part.strip()) for part in text.split(",")]
+
+
+def _figure(value: float) -> str:
+    """A figure at a precision that reads well whatever its size."""
+    if abs(value) >= 100 or float(value).is_integer():
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def verdict(met: bool) -> str:
+    """What a table title says of its targets."""
+    return "met" if met else "NOT met"
+
+
+class Targets:
+    """The targets one run of a benchmark states, each checked against a figure of that run.
+
+    A miss is remembered with its row and by how much it missed; :meth:`finish` prints them
+    all after the last table and gives the exit status, so a person and CI both see it.
+    """
+
+    def __init__(self, bench: str) -> None:
+        self.bench = bench
+        self.checked = 0
+        self.missed: list[str] = []
+
+    def at_most(self, row: str, value: float, limit: float, unit: str = "") -> bool:
+        """Whether ``value`` ≤ ``limit``; a miss is remembered."""
+        return self._check(row, value, limit, unit, value <= limit, "≤")
+
+    def at_least(self, row: str, value: float, limit: float, unit: str = "") -> bool:
+        """Whether ``value`` ≥ ``limit``; a miss is remembered."""
+        return self._check(row, value, limit, unit, value >= limit, "≥")
+
+    def below(self, row: str, value: float, limit: float, unit: str = "") -> bool:
+        """Whether ``value`` < ``limit``; a miss is remembered."""
+        return self._check(row, value, limit, unit, value < limit, "<")
+
+    def _check(
+        self, row: str, value: float, limit: float, unit: str, met: bool, relation: str
+    ) -> bool:
+        self.checked += 1
+        if not met:
+            self.missed.append(
+                f"{row}: {_figure(value)}{unit}, target {relation} {_figure(limit)}{unit}, "
+                f"missed by {_figure(abs(value - limit))}{unit}"
+            )
+        return met
+
+    def finish(self, none: str = "it states no target") -> int:
+        """Print the outcome after the last table; the exit status: 1 when a target was missed.
+
+        ``none`` says why nothing was checked, for a run that checked no target.
+        """
+        if not self.checked:
+            print(
+                f"\n{self.bench}: no target checked ({none}); exit status 0 says only that it ran."
+            )
+            return 0
+        if not self.missed:
+            noun = "targets" if self.checked > 1 else "target"
+            print(f"\n{self.bench}: all {self.checked} {noun} met.")
+            return 0
+        print(f"\n{self.bench}: {len(self.missed)} of {self.checked} targets NOT met:")
+        for line in self.missed:
+            print(f"- {line}")
+        return 1

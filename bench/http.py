@@ -4,10 +4,15 @@ Run: ``python -m bench.http``. The server is ``bench.http_server`` (uvicorn, one
 zero-latency in-process model) on 127.0.0.1 with a fresh data directory. The load generator
 is ``wrk`` when installed (Debian package ``wrk``), otherwise an httpx async client in this
 process; on a two-core machine generator and server share the CPU either way.
+
+Targets: invoke at 16 connections ≥ 2,000 req/s with p99 ≤ 20 ms (the concurrency of
+``bench.turns``' HTTP target), server RSS ≤ 150 MB, ``aptix --help`` ≤ 300 ms. The exit status
+is 1 when one is missed; every miss is listed after the last table.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -18,21 +23,30 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
 
-from bench._table import print_table
+from bench._table import Targets, print_table, verdict
 from tests.api.live import free_port
 
 DURATION = float(os.environ.get("BENCH_SECONDS", "4"))
+#: The targets: invoke at TARGET_CONNECTIONS, and the process figures.
+TARGET_CONNECTIONS = 16
+INVOKE_RPS = 2_000
+INVOKE_P99_MS = 20
+RSS_MB = 150
+HELP_MS = 300
 
 
-async def _load(url: str, body: dict[str, object], connections: int) -> tuple[float, float, float]:
+async def _load(
+    url: str, body: dict[str, object], connections: int, seconds: float = DURATION
+) -> tuple[float, float, float]:
     latencies: list[float] = []
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     async with httpx.AsyncClient(limits=limits, timeout=30) as client:
-        stop = time.perf_counter() + DURATION
+        stop = time.perf_counter() + seconds
 
         async def worker() -> None:
             while time.perf_counter() < stop:
@@ -72,7 +86,9 @@ def _wrk_unit(text: str) -> float:
     return float(text)
 
 
-def _wrk(url: str, body: dict[str, object], connections: int) -> tuple[float, float, float]:
+def _wrk(
+    url: str, body: dict[str, object], connections: int, seconds: float = DURATION
+) -> tuple[float, float, float]:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(
             'wrk.method = "POST"\n'
@@ -81,7 +97,7 @@ def _wrk(url: str, body: dict[str, object], connections: int) -> tuple[float, fl
         )
     threads = min(2, connections)
     out = subprocess.run(
-        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{DURATION:g}s", "--latency", "-s",
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--latency", "-s",
          script.name, url],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
@@ -95,8 +111,9 @@ def _wrk(url: str, body: dict[str, object], connections: int) -> tuple[float, fl
 
 
 async def _serve_and_load(
-    scenarios: tuple[tuple[str, str, dict[str, object]], ...], *extra: str
-) -> tuple[list[tuple[object, ...]], float]:
+    scenarios: tuple[tuple[str, str, dict[str, object]], ...], seconds: float, *extra: str
+) -> tuple[list[tuple[object, ...]], float, dict[tuple[str, int], tuple[float, float]]]:
+    """The rows, the server's RSS, and (req/s, p99 ms) by (route, connections)."""
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "APTIX_DATA_DIR": tmp}
@@ -113,45 +130,89 @@ async def _serve_and_load(
                     except httpx.HTTPError:
                         await asyncio.sleep(0.1)
             rows: list[tuple[object, ...]] = []
+            figures: dict[tuple[str, int], tuple[float, float]] = {}
             for label, path, body in scenarios:
                 for connections in (1, 16, 64):
                     if shutil.which("wrk"):
                         rate, p50, p99 = await asyncio.to_thread(
-                            _wrk, base + path, body, connections
+                            _wrk, base + path, body, connections, seconds
                         )
                     else:
-                        rate, p50, p99 = await _load(base + path, body, connections)
+                        rate, p50, p99 = await _load(base + path, body, connections, seconds)
+                    figures[label, connections] = (rate, p99)
                     rows.append((label, connections, f"{rate:,.0f}", f"{p50:.1f}", f"{p99:.1f}"))
             rss = _rss_mb(server.pid)
         finally:
             server.terminate()
             server.wait(timeout=30)
-    return rows, rss
+    return rows, rss, figures
 
 
-async def main() -> None:
+async def _run(targets: Targets, seconds: float) -> None:
     invoke = ("/v1/tools/agent_hello_world/invoke", {"arguments": {"name": "Ann"}})
-    floor_rows, _ = await _serve_and_load((("floor: bare FastAPI POST", *invoke),), "floor")
-    rows, rss = await _serve_and_load(
+    floor_rows, _, _ = await _serve_and_load(
+        (("floor: bare FastAPI POST", *invoke),), seconds, "floor"
+    )
+    rows, rss, figures = await _serve_and_load(
         (
             ("invoke agent_hello_world", *invoke),
             ("agent/execute (new session each)", "/v1/agent/execute", {"instruction": "hi"}),
-        )
+        ),
+        seconds,
     )
+    rate, p99 = figures["invoke agent_hello_world", TARGET_CONNECTIONS]
+    row = f"invoke at {TARGET_CONNECTIONS} connections"
+    met = targets.at_least(f"{row}, req/s", rate, INVOKE_RPS, " req/s")
+    met &= targets.at_most(f"{row}, p99", p99, INVOKE_P99_MS, " ms")
     print_table(
-        f"HTTP API under load ({DURATION:g} s per row; targets: invoke ≥ 2,000 req/s, p99 ≤ 20 ms)",
+        f"HTTP API under load ({seconds:g} s per row; targets: invoke at {TARGET_CONNECTIONS} "
+        f"connections ≥ {INVOKE_RPS:,} req/s, p99 ≤ {INVOKE_P99_MS} ms): {verdict(met)}",
         ["route", "connections", "req/s", "p50 ms", "p99 ms"],
         floor_rows + rows,
     )
+    help_ms = _help_ms()
+    met = targets.at_most("server RSS after the run", rss, RSS_MB, " MB")
+    met &= targets.at_most("aptix --help (median of 5)", help_ms, HELP_MS, " ms")
     print_table(
-        "Process figures (targets: RSS ≤ 150 MB, aptix --help ≤ 300 ms)",
+        f"Process figures (targets: RSS ≤ {RSS_MB} MB, aptix --help ≤ {HELP_MS} ms): "
+        f"{verdict(met)}",
         ["figure", "value"],
         [
             ("server RSS after the run", f"{rss:.0f} MB"),
-            ("aptix --help (median of 5)", f"{_help_ms():.0f} ms"),
+            ("aptix --help (median of 5)", f"{help_ms:.0f} ms"),
         ],
     )
 
 
+def _seconds(text: str) -> float:
+    """An ``argparse`` type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print both tables; the exit status is 1 when a target was missed."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.http",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--seconds",
+        type=_seconds,
+        default=DURATION,
+        help="load per row (default: BENCH_SECONDS or 4)",
+    )
+    args = parser.parse_args(argv)
+    targets = Targets("bench.http")
+    asyncio.run(_run(targets, args.seconds))
+    return targets.finish()
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    raise SystemExit(main())

@@ -1,8 +1,13 @@
-"""The API with a zero-latency in-process model, served by uvicorn (used by bench.http)."""
+"""The API with a zero-latency in-process model, served by uvicorn (used by bench.http).
+
+Run: ``python -m bench.http_server PORT [floor]``; ``floor`` serves a bare FastAPI route
+instead, the framework's own cost. It measures nothing itself, so it states no target.
+"""
 
 from __future__ import annotations
 
-import sys
+import argparse
+from collections.abc import Sequence
 
 import uvicorn
 from fastapi import FastAPI
@@ -34,10 +39,18 @@ def _floor_app() -> FastAPI:
     return floor
 
 
-if __name__ == "__main__":
-    port = int(sys.argv[1])
-    if sys.argv[2:] == ["floor"]:
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve until stopped."""
+    parser = argparse.ArgumentParser(prog="python -m bench.http_server", description=__doc__)
+    parser.add_argument("port", type=int, help="the port on 127.0.0.1")
+    parser.add_argument("floor", nargs="?", choices=["floor"], help="serve the bare FastAPI floor")
+    args = parser.parse_args(argv)
+    if args.floor:
         app = _floor_app()
     else:
         app = create_app(AptixSettings(semantic_matching=False), model=FunctionModel(_answer))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()

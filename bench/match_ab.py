@@ -19,6 +19,10 @@ round 1 and round 3's messages, and round 2 and round 4's held-out catalogs) and
 catalog, the messages whose evidence (candidates, every ranker and gate feature, to the last
 bit) or decision (the ranker's order and probabilities, the gate) differs. A change meant to
 leave every score alone should show none anywhere.
+
+Those are its targets: no message with other matches (timing) or other evidence or decisions
+(``--evidence``). Like ``diff``, the exit status is 1 when a message differs, with every
+differing row listed at the end; the timings themselves state no target.
 """
 
 from __future__ import annotations
@@ -32,13 +36,14 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.registry import WorkflowRegistry
-from bench._table import positive_int, positive_ints, print_table
+from bench._table import Targets, positive_int, positive_ints, print_table, verdict
 from tests.workflows.evalset import SYNTHETIC_LIMIT, synthetic_catalog, synthetic_messages
 
 #: The earlier revision's package name, so that both import side by side.
@@ -194,9 +199,13 @@ def evidence_rows(semantic: bool) -> list[list[object]]:
     return rows
 
 
-def main() -> None:
-    """Print the table."""
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table; the exit status is 1 when a message differs."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.match_ab",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("rev", help="the earlier revision (a commit, tag or branch)")
     parser.add_argument("--sizes", type=positive_ints, default="100,1000,10000")
     parser.add_argument("--queries", type=positive_int, default=400)
@@ -206,7 +215,8 @@ def main() -> None:
         action="store_true",
         help="compare the evidence on the figures' catalogs instead of timing",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    targets = Targets("bench.match_ab")
     if max(args.sizes) > SYNTHETIC_LIMIT:
         parser.error(f"--sizes: the synthetic catalog has at most {SYNTHETIC_LIMIT:,} workflows")
     with tempfile.TemporaryDirectory() as folder:
@@ -215,15 +225,28 @@ def main() -> None:
         except subprocess.CalledProcessError as error:
             parser.exit(2, f"match_ab: cannot read {args.rev!r}: {error.stderr.decode().strip()}\n")
         if args.evidence:
+            evidence = evidence_rows(args.semantic)
+            met = True
+            for name, _, other_evidence, other_decision in evidence:
+                for what, count in (("evidence", other_evidence), ("decision", other_decision)):
+                    met &= targets.at_most(f"other {what}, {name}", int(str(count)), 0, " messages")
             print_table(
-                f"evidence and decisions, {args.rev} against this tree (messages that differ)",
+                f"evidence and decisions, {args.rev!r} against this tree (messages that differ; "
+                f"target: none): {verdict(met)}",
                 ["catalog", "messages", "other evidence", "other decision"],
-                evidence_rows(args.semantic),
+                evidence,
             )
-            return
+            return targets.finish()
         rows = [compare(size, args.queries, args.semantic) for size in args.sizes]
+    met = True
+    for row in rows:
+        differing = int(str(row[-1]).split(" / ", 1)[0])
+        met &= targets.at_most(
+            f"other matches, {row[0]} workflows {row[1]}", differing, 0, " messages"
+        )
     print_table(
-        f"match_workflow latency, {args.rev} against this tree (ms, alternating)",
+        f"match_workflow latency, {args.rev!r} against this tree (ms, alternating; other matches "
+        f"target: none): {verdict(met)}",
         [
             "workflows",
             "matcher",
@@ -236,7 +259,8 @@ def main() -> None:
         ],
         rows,
     )
+    return targets.finish()
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

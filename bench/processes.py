@@ -5,10 +5,15 @@ Run: ``python -m bench.processes``. Each process is ``bench.http_server`` (a zer
 scripted model); 16 connections in all are spread over the processes and every turn opens a
 new session, as in ``bench.turns``. The load comes from ``wrk`` when installed, otherwise from
 an httpx client in this process, which competes with the servers for the same cores.
+
+Targets: the k=0 turn on PostgreSQL ≤ 1.5× SQLite's, and PostgreSQL's turns/s from each number
+of processes ≥ 0.6× SQLite's. The exit status is 1 when one is missed; every miss is listed
+after the last table.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import shutil
@@ -17,11 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
 
-from bench._table import print_table
+from bench._table import Targets, positive_int, print_table, verdict
 from bench.http import _load, _wrk
 from tests.api.live import free_port
 from tests.databases import create_pg_database, drop_pg_database
@@ -29,6 +35,9 @@ from tests.databases import create_pg_database, drop_pg_database
 CONNECTIONS = 16
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "200"))
 BODY: dict[str, object] = {"instruction": "hi"}
+#: The targets: PostgreSQL's k=0 turn ÷ SQLite's at most, its turns/s ÷ SQLite's at least.
+TURN_RATIO = 1.5
+RATE_RATIO = 0.6
 
 
 async def _ready(url: str) -> None:
@@ -78,7 +87,7 @@ async def _measure(env: dict[str, str], processes: int) -> tuple[float, float, f
     return rate, statistics.median(r[1] for r in results), max(r[2] for r in results)
 
 
-async def _k0_turns() -> None:
+async def _k0_turns(targets: Targets, rounds: int) -> None:
     """Median µs of a k=0 turn on a new session, SQLite file and PostgreSQL interleaved."""
     from aptix.runtime import open_runtime
     from aptix.settings import AptixSettings
@@ -103,7 +112,7 @@ async def _k0_turns() -> None:
                     label: rt.reasoner(FunctionModel(lambda r: reply("done")))
                     for label, rt in runtimes.items()
                 }
-                for r in range(ROUNDS + 10):
+                for r in range(rounds + 10):
                     for label, runtime in runtimes.items():
                         made = await runtime.services.sessions.create_session(org="o", user="u")
                         assert made.result is not None
@@ -120,9 +129,10 @@ async def _k0_turns() -> None:
         await asyncio.to_thread(drop_pg_database, database)
     sqlite = statistics.median(samples["SQLite file"])
     pg = statistics.median(samples["PostgreSQL"])
+    met = targets.at_most("k=0 turn, PostgreSQL ÷ SQLite", pg / sqlite, TURN_RATIO, "×")
     print_table(
-        f"Aptix k=0 persistent turn, median µs ({ROUNDS} new-session turns each, interleaved; "
-        "target: PostgreSQL ≤ 1.5× SQLite)",
+        f"Aptix k=0 persistent turn, median µs ({rounds} new-session turns each, interleaved; "
+        f"target: PostgreSQL ≤ {TURN_RATIO:g}× SQLite): {verdict(met)}",
         ["database", "k=0 µs", "vs SQLite"],
         [
             ("SQLite file", f"{sqlite:,.0f}", "1.00×"),
@@ -131,9 +141,11 @@ async def _k0_turns() -> None:
     )
 
 
-async def main() -> None:
-    await _k0_turns()
+async def run(targets: Targets, rounds: int) -> None:
+    """Print both tables, checking their targets."""
+    await _k0_turns(targets, rounds)
     rows = []
+    met = True
     sqlite_rate, p50, p99 = await _measure({}, 1)
     rows.append(("SQLite", "1", f"{sqlite_rate:,.0f}", f"{p50:.1f}", f"{p99:.1f}", "1.00×"))
     for processes in (1, 2, 3):
@@ -142,17 +154,40 @@ async def main() -> None:
             rate, p50, p99 = await _measure({"APTIX_DATABASE_URL": database}, processes)
         finally:
             await asyncio.to_thread(drop_pg_database, database)
+        row = (
+            f"turns/s, PostgreSQL from {processes} process{'es' if processes > 1 else ''} ÷ SQLite"
+        )
+        met &= targets.at_least(row, rate / sqlite_rate, RATE_RATIO, "×")
         ratio = f"{rate / sqlite_rate:.2f}×"
         rows.append(
             ("PostgreSQL", str(processes), f"{rate:,.0f}", f"{p50:.1f}", f"{p99:.1f}", ratio)
         )
     print_table(
         f"POST /v1/agent/execute, new session each, {CONNECTIONS} connections over the processes "
-        "(target: PostgreSQL ≥ 0.6× SQLite's turns/s)",
+        f"(target: PostgreSQL ≥ {RATE_RATIO:g}× SQLite's turns/s): {verdict(met)}",
         ["database", "processes", "turns/s", "p50 ms", "p99 ms", "vs SQLite"],
         rows,
     )
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print both tables; the exit status is 1 when a target was missed."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.processes",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=ROUNDS,
+        help="new-session k=0 turns per database (default: BENCH_ROUNDS or 200)",
+    )
+    args = parser.parse_args(argv)
+    targets = Targets("bench.processes")
+    asyncio.run(run(targets, args.rounds))
+    return targets.finish()
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    raise SystemExit(main())

@@ -3,20 +3,23 @@
 Run: ``python -m bench.sessions``. Each back end gets a fresh database; one caller and eight
 concurrent callers change the mode of one session each (so callers do not queue on one row
 lock), then eight callers share one session (the worst case: every change waits for the lock).
+It states no target: its figures are for comparing back ends and runs.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from aptix.db.engine import open_database
 from aptix.modes.catalog import load_mode_catalog
 from aptix.sessions.sql import SqlSessionManager
-from bench._table import print_table
+from bench._table import Targets, print_table
 from tests.databases import create_pg_database, drop_pg_database
 
 CHANGES_PER_CALLER = 150
@@ -69,7 +72,14 @@ async def _all(tmp: str, pg_url: str) -> list[tuple[str, ...]]:
     return rows
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table (no target: the exit status says only that it ran)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.sessions",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.parse_args(argv)
     pg_url = create_pg_database()
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -77,11 +87,12 @@ def main() -> None:
     finally:
         drop_pg_database(pg_url)
     print_table(
-        f"set_session_mode ({CHANGES_PER_CALLER} changes per caller)",
+        f"set_session_mode ({CHANGES_PER_CALLER} changes per caller; no target)",
         ["back end", "callers", "p50 ms", "p99 ms", "changes/s"],
         rows,
     )
+    return Targets("bench.sessions").finish("it states none: compare back ends and runs")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,7 +1,7 @@
 """Per-call cost of Aptix tools: the executor path, ``@aptix.tool``, and MCP servers.
 
 Run: ``python -m bench.tools`` (the Pydantic AI row needs the ``bench`` extra:
-``pip install -e '.[bench]'``; the MCP rows need ``mcp-server-time`` from the ``test`` extra).
+``pip install -e ".[bench]"``; the MCP rows need ``mcp-server-time`` from the ``test`` extra).
 
 Three tables, each measured in alternating batches within one run, so the ratios hold on a
 shared, noisy machine:
@@ -14,15 +14,20 @@ shared, noisy machine:
 3. ``get_current_time`` of ``mcp-server-time`` over stdio: through Aptix (executor, registered
    tool, shared session, result mapping) against a direct ``mcp`` ``ClientSession.call_tool``
    to a second copy of the same server. Target: Aptix ≤ 1.2× the direct client.
+
+Table 1's targets: the executor's dispatch (executor ÷ direct call, in µs) ≤ 3 µs and the
+executor path ≤ 3× the floor, with and without a timeout. The exit status is 1 when a target
+is missed; every miss is listed after the last table.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,11 +45,16 @@ from aptix.tools import AgentTool, AgentToolCall, AgentToolExecutionContext
 from aptix.tools.args import ToolArgs, function_schema, parse_arguments
 from aptix.tools.builtin.hello_world import HelloWorldTool
 from aptix.tools.mcp_source.source import McpToolSource
-from bench._table import interleaved_us, print_table
+from bench._table import Targets, interleaved_us, print_table, verdict
 
 ARGS = '{"name": "Ann"}'
 CONTEXT = AgentToolExecutionContext(session_id="s" * 32, conversation_id="c", org="o", user="u")
 TZ_ARGS = {"timezone": "UTC"}
+#: The targets: executor dispatch (µs) and executor ÷ floor; decorator ÷ class; Aptix ÷ MCP.
+DISPATCH_US = 3.0
+FLOOR_RATIO = 3.0
+DECORATOR_RATIO = 1.10
+MCP_RATIO = 1.20
 
 
 @dataclass
@@ -52,7 +62,7 @@ class _FloorArgs:
     name: str
 
 
-async def executor_table() -> None:
+async def executor_table(targets: Targets) -> None:
     """Executor dispatch cost for ``agent_hello_world`` against a hand-written floor."""
     logger = RecordingLogger()
     registry = AgentToolRegistry(logger)
@@ -80,6 +90,10 @@ async def executor_table() -> None:
     floor_us, direct_us, exec_us, exec_nt_us = await interleaved_us(
         [floor, direct, executor_30s, executor_no_timeout]
     )
+    met = True
+    for row, took in (("30 s timeout", exec_us), ("no timeout", exec_nt_us)):
+        met &= targets.at_most(f"executor dispatch, {row}", took - direct_us, DISPATCH_US, " µs")
+        met &= targets.at_most(f"executor ÷ floor, {row}", took / floor_us, FLOOR_RATIO, "×")
     rows = [
         ("floor: TypeAdapter.validate_json + direct call", f"{floor_us:.2f}", "1.00×", "—"),
         ("tool.execute() directly", f"{direct_us:.2f}", f"{direct_us / floor_us:.2f}×", "—"),
@@ -97,7 +111,8 @@ async def executor_table() -> None:
         ),
     ]
     print_table(
-        "Executor path, agent_hello_world (median µs/call; target: dispatch ≤ 3 µs, ≤ 3× floor)",
+        f"Executor path, agent_hello_world (median µs/call; target: dispatch ≤ {DISPATCH_US:g} µs, "
+        f"≤ {FLOOR_RATIO:g}× floor): {verdict(met)}",
         ["path", "µs/call", "× floor", "dispatch µs"],
         rows,
     )
@@ -181,7 +196,7 @@ async def _pydantic_ai_call() -> Callable[[], Awaitable[object]] | None:
     return call
 
 
-async def decorator_table() -> float:
+async def decorator_table(targets: Targets) -> float:
     """One greeting tool three ways; returns decorator ÷ class."""
     logger = RecordingLogger()
     registry = AgentToolRegistry(logger)
@@ -236,11 +251,12 @@ async def decorator_table() -> float:
             )
         )
     else:
-        rows.append(("Pydantic AI FunctionToolset (pip install -e '.[bench]')", "—", "—"))
+        rows.append(('Pydantic AI FunctionToolset (pip install -e ".[bench]")', "—", "—"))
     ratio = deco_us / class_us
+    met = targets.at_most("decorator ÷ class", ratio, DECORATOR_RATIO, "×")
     print_table(
         f"One small tool three ways (median µs/call). Decorator ÷ class = {ratio:.2f}× "
-        f"(target ≤ 1.10×): {'met' if ratio <= 1.10 else 'NOT met'}",
+        f"(target ≤ {DECORATOR_RATIO:.2f}×): {verdict(met)}",
         ["path", "µs/call", "× decorator"],
         rows,
     )
@@ -255,11 +271,11 @@ def _time_server() -> str | None:
     return str(path) if path.exists() else None
 
 
-async def mcp_table() -> float | None:
+async def mcp_table(targets: Targets) -> float | None:
     """``get_current_time`` through Aptix against a direct ``ClientSession``; Aptix ÷ direct."""
     command = _time_server()
     if command is None:
-        print("\n(MCP table skipped: mcp-server-time is not installed; pip install -e '.[test]')")
+        print('\n(MCP table skipped: mcp-server-time is not installed; pip install -e ".[test]")')
         return None
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -295,6 +311,7 @@ async def mcp_table() -> float | None:
     finally:
         await source.aclose()
     ratio = aptix_us / direct_us
+    met = targets.at_most("Aptix ÷ direct MCP client", ratio, MCP_RATIO, "×")
     rows = [
         ("mcp ClientSession.call_tool, direct", f"{direct_us:.1f}", "1.00×", "—"),
         (
@@ -306,18 +323,31 @@ async def mcp_table() -> float | None:
     ]
     print_table(
         f"MCP tool over stdio, mcp-server-time get_current_time (median µs/call). "
-        f"Aptix ÷ direct = {ratio:.2f}× (target ≤ 1.20×): {'met' if ratio <= 1.20 else 'NOT met'}",
+        f"Aptix ÷ direct = {ratio:.2f}× (target ≤ {MCP_RATIO:.2f}×): {verdict(met)}",
         ["path", "µs/call", "× direct", "Aptix overhead µs"],
         rows,
     )
     return ratio
 
 
-async def main() -> None:
-    await executor_table()
-    await decorator_table()
-    await mcp_table()
+async def _run(targets: Targets) -> None:
+    await executor_table(targets)
+    await decorator_table(targets)
+    await mcp_table(targets)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the three tables; the exit status is 1 when a target was missed."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.tools",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.parse_args(argv)
+    targets = Targets("bench.tools")
+    asyncio.run(_run(targets))
+    return targets.finish()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    raise SystemExit(main())

@@ -1,7 +1,8 @@
 """Persistent turns side by side: Aptix vs LangGraph (``AsyncSqliteSaver``) vs the OpenAI
 Agents SDK (``SQLiteSession``), plus ``POST /v1/agent/execute`` under load.
 
-Run: ``python -m bench.turns`` (needs the ``bench`` extra). Every framework gets a zero-latency
+Run: ``python -m bench.turns [--rounds N] [--long-turns N] [--http]``; all but ``--http`` need
+the ``bench`` extra (``pip install -e ".[bench]"``). Every framework gets a zero-latency
 scripted model and one trivial async tool; each persists to its own SQLite file in a temporary
 directory. New-session turns of the three are interleaved one by one, so machine load hits
 all alike; each long session runs alone (see ``_long_session``).
@@ -10,43 +11,59 @@ all alike; each long session runs alone (see ``_long_session``).
   Aptix runs on its SQLite file and, interleaved too, on a fresh PostgreSQL database
   (``tests.databases``: 127.0.0.1:5432 unless ``APTIX_TEST_PG_*`` say otherwise).
 - k=10: one model call asking for 10 tool calls, the 10 calls, a second model call; new session.
-- long session: one session per framework, 1,020 k=0 turns; the median of turns 1,001-1,020
-  against the median of turns 1-20.
+- long session: one session per framework, ``--long-turns`` (1,000) + 20 k=0 turns; the median
+  of the last 20 against the median of turns 1-20.
 - HTTP: ``POST /v1/agent/execute`` (new session each) at 16 connections, on SQLite and on
   PostgreSQL, served by ``bench.http_server``. The load comes from ``wrk`` when installed
   (Debian package ``wrk``); otherwise from an httpx client in this process, which competes
   with the server for the same cores and reads lower.
 - Processes: the same route from one, two and three processes on one PostgreSQL beside one
   on SQLite (``bench.processes``, also runnable alone).
+
+Targets for Aptix on its SQLite file: k=0 ≤ 0.5× and k=10 ≤ 0.3× the faster peer, the long
+session's last turns ≤ 1.2× its first; on PostgreSQL, k=0 ≤ 1.5× SQLite's. Over HTTP on SQLite
+≥ 800 turns/s with p99 ≤ 50 ms, and on either database one session's turns 301+ < 1.5× its
+turns 1-20; then ``bench.processes``' targets. The exit status is 1 when one is missed (every
+miss is listed after the last table), 2 when the bench extra is missing.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
+import importlib
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
-
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
 
 from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
-from bench._table import print_table
+from bench._table import Targets, positive_int, print_table, verdict
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "200"))
 LONG = int(os.environ.get("BENCH_LONG_TURNS", "1000"))
 WINDOW = 20
 HTTP_LONG = 300
+#: The modules of the ``bench`` extra the in-process part imports.
+EXTRA = ("langchain_core", "langgraph", "langgraph.checkpoint.sqlite", "agents")
+#: The targets (see the module's docstring).
+K0_PEER_RATIO = 0.5
+K10_PEER_RATIO = 0.3
+LONG_RATIO = 1.2
+PG_RATIO = 1.5
+HTTP_RPS = 800
+HTTP_P99_MS = 50
+HTTP_LONG_RATIO = 1.5
 
 Turn = Callable[[str], Awaitable[object]]
 
@@ -118,6 +135,8 @@ def _in_memory_turn(runtime: Runtime) -> tuple[Turn, Callable[[], Awaitable[str]
 
 def langgraph_turn(saver: Any, k: int) -> Turn:
     """One LangGraph turn (model node, tools node, model node) on thread ``sid``."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
 
     async def model(state: MessagesState) -> dict[str, Any]:
         if k and isinstance(state["messages"][-1], HumanMessage):
@@ -222,14 +241,14 @@ async def _timed(turn: Turn, sid: str) -> float:
 
 
 async def _new_sessions(
-    turns: dict[str, Turn], new: dict[str, Callable[[], Awaitable[str]]]
+    turns: dict[str, Turn], new: dict[str, Callable[[], Awaitable[str]]], rounds: int
 ) -> dict[str, float]:
     """Median µs of a turn on a new session, the frameworks interleaved turn by turn.
 
     ``new`` makes the session of the turns named in it (Aptix's); the others get a new id.
     """
     samples: dict[str, list[float]] = {name: [] for name in turns}
-    for r in range(ROUNDS + 10):
+    for r in range(rounds + 10):
         for name, turn in turns.items():
             sid = await new[name]() if name in new else uuid.uuid4().hex
             took = await _timed(turn, sid)
@@ -239,9 +258,9 @@ async def _new_sessions(
 
 
 async def _long_session(
-    turns: dict[str, Turn], aptix_new: Callable[[], Awaitable[str]]
+    turns: dict[str, Turn], aptix_new: Callable[[], Awaitable[str]], long: int
 ) -> dict[str, tuple[float, float]]:
-    """Median µs of the first WINDOW turns and of WINDOW turns after LONG turns.
+    """Median µs of the first WINDOW turns and of WINDOW turns after ``long`` turns.
 
     Each framework runs its whole series alone (not interleaved): the peers' long sessions
     leave large object graphs whose garbage collection would otherwise be billed to whoever
@@ -251,8 +270,8 @@ async def _long_session(
     for name, turn in turns.items():
         sid = await aptix_new() if name.startswith("Aptix") else uuid.uuid4().hex
         gc.collect()
-        samples = [await _timed(turn, sid) for _ in range(LONG + WINDOW)]
-        out[name] = (statistics.median(samples[:WINDOW]), statistics.median(samples[LONG:]))
+        samples = [await _timed(turn, sid) for _ in range(long + WINDOW)]
+        out[name] = (statistics.median(samples[:WINDOW]), statistics.median(samples[long:]))
     return out
 
 
@@ -345,17 +364,17 @@ async def _profile(runtime: Runtime) -> list[tuple[object, ...]]:
     return rows
 
 
-async def _in_process() -> None:
+async def _in_process(targets: Targets, rounds: int, long: int) -> None:
     from tests.databases import create_pg_database, drop_pg_database
 
     postgresql = await asyncio.to_thread(create_pg_database)
     try:
-        await _in_process_on(postgresql)
+        await _in_process_on(postgresql, targets, rounds, long)
     finally:
         await asyncio.to_thread(drop_pg_database, postgresql)
 
 
-async def _in_process_on(postgresql: str) -> None:
+async def _in_process_on(postgresql: str, targets: Targets, rounds: int, long: int) -> None:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -381,25 +400,26 @@ async def _in_process_on(postgresql: str) -> None:
                     "OpenAI Agents SDK + SQLiteSession": agents_turn(agents_db, k),
                 }
                 new = {"Aptix (SQLite file)": aptix_new, "Aptix (PostgreSQL)": aptix_pg_new}
-                results[k] = await _new_sessions(turns, new)
+                results[k] = await _new_sessions(turns, new, rounds)
             aptix0, aptix_new = aptix_turn(runtime, 0)
-            long = await _long_session(
+            long_turns = await _long_session(
                 {
                     "Aptix (SQLite file)": aptix0,
                     "LangGraph + AsyncSqliteSaver": langgraph_turn(saver, 0),
                     "OpenAI Agents SDK + SQLiteSession": agents_turn(agents_db, 0),
                 },
                 aptix_new,
+                long,
             )
             mem_turn, mem_new = _in_memory_turn(runtime)
             mem = await _new_sessions(
-                {"Aptix (in memory)": mem_turn}, {"Aptix (in memory)": mem_new}
+                {"Aptix (in memory)": mem_turn}, {"Aptix (in memory)": mem_new}, rounds
             )
             profile = [*await _profile(runtime), *await _profile(pg_runtime)]
     best = {k: min(v for n, v in results[k].items() if not n.startswith("Aptix")) for k in (0, 10)}
     rows = []
     for name in results[0]:
-        first, after = long.get(name, (0.0, 0.0))  # no long session on PostgreSQL
+        first, after = long_turns.get(name, (0.0, 0.0))  # no long session on PostgreSQL
         rows.append(
             (
                 name,
@@ -414,10 +434,28 @@ async def _in_process_on(postgresql: str) -> None:
         )
     reference = f"{mem['Aptix (in memory)']:,.0f}"
     rows.append(("Aptix without persistence (reference)", reference, "", "", "", "", "", ""))
+    pg, sqlite = "Aptix (PostgreSQL)", "Aptix (SQLite file)"
+    first, after = long_turns[sqlite]
+    met = targets.at_most(
+        "k=0, Aptix (SQLite file) ÷ faster peer", results[0][sqlite] / best[0], K0_PEER_RATIO, "×"
+    )
+    met &= targets.at_most(
+        "k=10, Aptix (SQLite file) ÷ faster peer",
+        results[10][sqlite] / best[10],
+        K10_PEER_RATIO,
+        "×",
+    )
+    met &= targets.at_most(
+        f"long session, Aptix (SQLite file) turns {long + 1}+ ÷ 1-{WINDOW}",
+        after / first,
+        LONG_RATIO,
+        "×",
+    )
     print_table(
-        f"Persistent turns, median µs ({ROUNDS} new-session turns each; long session: turns "
-        f"{LONG + 1}-{LONG + WINDOW} vs 1-{WINDOW}). Targets for Aptix: k=0 ≤ 0.5× and k=10 "
-        "≤ 0.3× the faster peer; after 1,000 turns ≤ 1.2× the first",
+        f"Persistent turns, median µs ({rounds} new-session turns each; long session: turns "
+        f"{long + 1}-{long + WINDOW} vs 1-{WINDOW}). Targets for Aptix: k=0 ≤ {K0_PEER_RATIO:g}× "
+        f"and k=10 ≤ {K10_PEER_RATIO:g}× the faster peer; after {long:,} turns ≤ {LONG_RATIO:g}× "
+        f"the first: {verdict(met)}",
         [
             "framework",
             "k=0 µs",
@@ -425,16 +463,21 @@ async def _in_process_on(postgresql: str) -> None:
             "k=10 µs",
             "vs faster peer",
             "turns 1-20 µs",
-            f"turns {LONG + 1}+ µs",
+            f"turns {long + 1}+ µs",
             "ratio",
         ],
         rows,
     )
-    pg, sqlite = "Aptix (PostgreSQL)", "Aptix (SQLite file)"
+    met = targets.at_most(
+        "k=0, Aptix (PostgreSQL) ÷ Aptix (SQLite file)",
+        results[0][pg] / results[0][sqlite],
+        PG_RATIO,
+        "×",
+    )
     print(
-        "Aptix on PostgreSQL vs its SQLite file (same run; target k=0 ≤ 1.5×): "
+        f"Aptix on PostgreSQL vs its SQLite file (same run; target k=0 ≤ {PG_RATIO:g}×): "
         f"k=0 {results[0][pg] / results[0][sqlite]:.2f}×, "
-        f"k=10 {results[10][pg] / results[10][sqlite]:.2f}×\n"
+        f"k=10 {results[10][pg] / results[10][sqlite]:.2f}×: {verdict(met)}\n"
     )
     print_table(
         "Aptix database work per turn (new session): explicit transactions (BEGIN), SQL "
@@ -448,7 +491,6 @@ async def _serve_execute(env: dict[str, str]) -> tuple[float, float, float, floa
     """Serve ``bench.http_server`` with ``env``; load ``POST /v1/agent/execute`` at 16
     connections, then time one session's turns 1-20 and 301-320 over HTTP (ms)."""
     import subprocess
-    import sys
 
     import httpx
 
@@ -494,10 +536,11 @@ async def _serve_execute(env: dict[str, str]) -> tuple[float, float, float, floa
             server.wait(timeout=30)
 
 
-async def _http() -> None:
+async def _http(targets: Targets) -> None:
     from tests.databases import create_pg_database, drop_pg_database
 
     rows = []
+    met = True
     for label in ("SQLite", "PostgreSQL"):
         database = await asyncio.to_thread(create_pg_database) if label == "PostgreSQL" else None
         try:
@@ -507,6 +550,15 @@ async def _http() -> None:
         finally:
             if database:
                 await asyncio.to_thread(drop_pg_database, database)
+        if label == "SQLite":
+            met &= targets.at_least("HTTP on SQLite, turns/s", rate, HTTP_RPS, " turns/s")
+            met &= targets.at_most("HTTP on SQLite, p99", p99, HTTP_P99_MS, " ms")
+        met &= targets.below(
+            f"HTTP on {label}, one session's turns {HTTP_LONG + 1}+ ÷ 1-{WINDOW}",
+            late / early,
+            HTTP_LONG_RATIO,
+            "×",
+        )
         rows.append(
             (
                 label,
@@ -520,8 +572,8 @@ async def _http() -> None:
         )
     print_table(
         "POST /v1/agent/execute: new session each at 16 connections (targets on SQLite: "
-        f"≥ 800 turns/s, p99 ≤ 50 ms); one session's turns {HTTP_LONG + 1}+ vs 1-{WINDOW} "
-        "sequentially (target < 1.5×)",
+        f"≥ {HTTP_RPS:,} turns/s, p99 ≤ {HTTP_P99_MS} ms); one session's turns {HTTP_LONG + 1}+ "
+        f"vs 1-{WINDOW} sequentially (target < {HTTP_LONG_RATIO:g}×): {verdict(met)}",
         [
             "database",
             "turns/s",
@@ -535,16 +587,62 @@ async def _http() -> None:
     )
 
 
-async def main() -> None:
-    import sys
+def _missing_extra() -> str | None:
+    """What of the ``bench`` extra fails to import, or None when all of it imports."""
+    for name in EXTRA:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            return str(error)
+    return None
 
-    if "--http" not in sys.argv[1:]:
-        await _in_process()
-    await _http()
-    from bench.processes import main as processes
 
-    await processes()  # one, two and three processes on one PostgreSQL
+async def _run(targets: Targets, args: argparse.Namespace) -> None:
+    if not args.http:
+        await _in_process(targets, args.rounds, args.long_turns)
+    await _http(targets)
+    from bench.processes import run as processes
+
+    await processes(targets, args.rounds)  # one, two and three processes on one PostgreSQL
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print every table; the exit status is 1 when a target was missed."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.turns",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--http",
+        action="store_true",
+        help="only the HTTP and processes parts (no bench extra needed)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=ROUNDS,
+        help="new-session turns per framework and k (default: BENCH_ROUNDS or 200)",
+    )
+    parser.add_argument(
+        "--long-turns",
+        type=positive_int,
+        default=LONG,
+        help=f"turns before the long session's last {WINDOW} (default: BENCH_LONG_TURNS or 1000)",
+    )
+    args = parser.parse_args(argv)
+    if not args.http and (missing := _missing_extra()) is not None:
+        # One line, not a traceback: the fix is an install, and --http needs none of it.
+        print(
+            f'{parser.prog}: needs the bench extra ({missing}): pip install -e ".[bench]" '
+            "(or --http for the HTTP part alone)",
+            file=sys.stderr,
+        )
+        return 2
+    targets = Targets("bench.turns")
+    asyncio.run(_run(targets, args))
+    return targets.finish()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    raise SystemExit(main())
