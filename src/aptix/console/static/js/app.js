@@ -31,6 +31,8 @@ let navigating = false;
 let shownFor = null;
 // The address of the page #main shows: Back to another page is undone there if it is kept.
 let shownHash = "";
+// The address of the page shown when it failed to load: its link in the navigation loads it again.
+let failedHash = null;
 
 function showSignIn(message) {
   main.hidden = true; // hidden, not cleared: a revoked key re-entered loses nothing typed
@@ -84,7 +86,10 @@ function listenToNavigation() {
       const link = event.target instanceof Element ? event.target.closest("a[href]") : null;
       if (!link || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
       const href = link.getAttribute("href");
-      if (href.startsWith("#/") && href !== location.hash && !mayLeave()) event.preventDefault();
+      // A link to the address shown moves nothing (no hashchange): a page that failed to load
+      // is loaded again.
+      if (href === location.hash && href === failedHash) route(true);
+      else if (href.startsWith("#/") && href !== location.hash && !mayLeave()) event.preventDefault();
     },
     true,
   );
@@ -185,8 +190,10 @@ function route(moved) {
     return;
   }
   shownHash = location.hash;
+  failedHash = null;
   const [name = "", ...rest] = pagePath();
   const view = name || "chat";
+  const title = `${view[0].toUpperCase()}${view.slice(1)}`;
   const params = rest.filter(Boolean).map(decodeURIComponent);
   for (const link of document.querySelectorAll("nav a")) {
     if (link.getAttribute("href") === `#/${view}`) link.setAttribute("aria-current", "page");
@@ -200,13 +207,26 @@ function route(moved) {
     const el = h("div", { class: "view" });
     replace(main, el);
     VIEWS[view](el, params).catch((error) => {
-      if (!(error instanceof Unauthorized)) el.append(notice(error.message));
+      if (!(error instanceof Unauthorized) && el.isConnected) showViewFailure(el, title, error);
     });
   } else {
     replace(main, h("h1", {}, "Not found"), h("p", {}, "There is no such page."));
   }
-  document.title = `${view[0].toUpperCase()}${view.slice(1)} · Aptix console`;
+  document.title = `${title} · Aptix console`;
   if (moved) moveFocus(main);
+}
+
+/** A page that failed to load (the database down, say): its heading, why, and a Retry that loads
+ * it again (its link in the navigation does too). */
+function showViewFailure(el, title, error) {
+  const retry = h("button", { type: "button" }, "Retry");
+  retry.addEventListener("click", () => {
+    route(false);
+    moveFocus(main); // the button is gone with the page it was on
+  });
+  if (!el.querySelector("h1")) el.prepend(h("h1", {}, title));
+  el.append(notice(error.message), retry);
+  failedHash = location.hash;
 }
 
 /** "Skip to content" moves focus past the navigation; the address (the route) stays as it is. */

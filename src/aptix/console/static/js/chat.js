@@ -62,6 +62,14 @@ function parsed(text) {
   }
 }
 
+/** Whether a session that failed to load may load later: the database or the server failed
+ * (5xx, 429), the network did, or the key must be entered again. Anything else (404: unknown, or
+ * another org's) will not. */
+function mayLoadLater(error) {
+  if (!(error instanceof ApiError)) return true;
+  return error.status >= 500 || error.status === 429 || error.status === 408;
+}
+
 /** Whether `turn` still waits for the very calls `resumed` answered (their post to retry). */
 function waitsFor(turn, resumed) {
   if (!resumed || turn.status !== "pending") return false;
@@ -78,6 +86,10 @@ export class Chat {
     this.handedOff = null; // the calls the last streamed turn handed off: {turnId, calls}
     this.bubble = null; // the assistant message being streamed: {el, text, frame}
     this.calls = new Map(); // callId -> its <details>
+    // The session named in the address has not loaded: "loading", or "failed" until a Retry
+    // loads it. Send waits meanwhile: a message must go to that session, never to a new one.
+    this.loadState = null;
+    this.textShown = false; // the running turn has shown text of the model
 
     this.modeEl = h("strong", { id: "chat-mode" }, "…");
     this.workflowEl = h("strong", { id: "chat-workflow" }, "none");
@@ -143,7 +155,8 @@ export class Chat {
   /** #/chat/<sessionId> opens that session. */
   show(params) {
     const wanted = params[0];
-    if (wanted && wanted !== this.sessionId) this.open(wanted);
+    // A session that could not be loaded is loaded again when its address is opened again.
+    if (wanted && (wanted !== this.sessionId || this.loadState === "failed")) this.open(wanted);
     else if (!this.sessionId) this.refresh();
   }
 
@@ -181,6 +194,7 @@ export class Chat {
     this.generation += 1;
     if (this.controller) this.controller.abort();
     this.sessionId = null;
+    this.loadState = null;
     this.lastSeq = 0;
     this.pending = null;
     this.handedOff = null;
@@ -188,6 +202,7 @@ export class Chat {
     this.calls.clear();
     this.log.replaceChildren();
     this.sessionEl.textContent = "new";
+    this.setBusy(false);
     if (refresh) {
       this.refresh();
       this.message.focus();
@@ -197,18 +212,32 @@ export class Chat {
   /** Load a stored session: its turns, its mode, and any approval it waits for. */
   async open(sessionId) {
     this.reset(false);
+    const generation = this.generation;
     this.sessionId = sessionId;
-    const session = await this.refresh();
-    if (!session) {
-      // It could not be opened (unknown, another org's, or the server failed): the next
-      // message starts a new session rather than failing against this one.
-      if (this.sessionId === sessionId) {
-        this.sessionId = null;
-        if (location.hash.startsWith("#/chat/")) history.replaceState(null, "", "#/chat");
-        await this.refresh();
+    this.loadState = "loading";
+    this.setBusy(false); // Send waits until the session has loaded
+    let session = null;
+    try {
+      session = await this.load();
+    } catch (error) {
+      if (this.generation !== generation) return; // another session was opened meanwhile
+      if (mayLoadLater(error)) {
+        this.loadFailed(sessionId, error);
+        return;
       }
+      // It cannot be opened (unknown, or another org's): the next message starts a new
+      // session rather than failing against this one.
+      this.log.append(notice(error.message));
+      this.sessionId = null;
+      this.loadState = null;
+      this.setBusy(false);
+      if (location.hash.startsWith("#/chat/")) history.replaceState(null, "", "#/chat");
+      await this.refresh();
       return;
     }
+    if (this.generation !== generation || !session) return;
+    this.loadState = null;
+    this.setBusy(false);
     for (const turn of session.turns) {
       if (turn.instruction) this.say("user", turn.instruction);
       for (const call of turn.toolCalls) if (!("clientResult" in call)) this.callFinished(call);
@@ -224,32 +253,62 @@ export class Chat {
     }
   }
 
-  /** The session's mode and active workflow (default mode before the first turn). */
-  async refresh() {
+  /**
+   * The session shown again (null before the first turn, or when another session was opened
+   * meanwhile), its mode and active workflow (the default mode before the first turn). Throws
+   * the API's refusal (ApiError, Unauthorized) or the network's failure.
+   */
+  async load() {
     const wanted = this.sessionId;
-    try {
-      if (!wanted) {
-        const modes = await api("/v1/modes");
-        if (this.sessionId !== wanted) return null; // another session was opened meanwhile
-        const mode = modes.find((m) => m.isDefault) || modes[0];
-        this.modeEl.textContent = mode ? mode.key : "";
-        this.workflowEl.textContent = "none";
-        return null;
-      }
-      const session = await api(`/v1/sessions/${encodeURIComponent(wanted)}?turnsLimit=50`);
-      if (this.sessionId !== wanted) return null;
-      this.modeEl.textContent = session.mode;
-      this.workflowEl.textContent = session.activeWorkflowId || "none";
-      this.sessionEl.replaceChildren(
-        h("a", { href: `#/sessions/${encodeURIComponent(session.sessionId)}` }, shortId(session.sessionId)),
-      );
-      const last = session.turns[session.turns.length - 1];
-      this.lastSeq = last ? last.seq : 0;
-      return session;
-    } catch (error) {
-      if (!(error instanceof Unauthorized)) this.log.append(notice(error.message));
+    if (!wanted) {
+      const modes = await api("/v1/modes");
+      if (this.sessionId !== wanted) return null; // another session was opened meanwhile
+      const mode = modes.find((m) => m.isDefault) || modes[0];
+      this.modeEl.textContent = mode ? mode.key : "";
+      this.workflowEl.textContent = "none";
       return null;
     }
+    const session = await api(`/v1/sessions/${encodeURIComponent(wanted)}?turnsLimit=50`);
+    if (this.sessionId !== wanted) return null;
+    this.modeEl.textContent = session.mode;
+    this.workflowEl.textContent = session.activeWorkflowId || "none";
+    this.sessionEl.replaceChildren(
+      h("a", { href: `#/sessions/${encodeURIComponent(session.sessionId)}` }, shortId(session.sessionId)),
+    );
+    const last = session.turns[session.turns.length - 1];
+    this.lastSeq = last ? last.seq : 0;
+    return session;
+  }
+
+  /** load(), a failure said in the transcript (unless it says ``shown``, which the turn just
+   * said: a screen reader would read it twice); null then. */
+  async refresh(shown = null) {
+    try {
+      return await this.load();
+    } catch (error) {
+      if (!(error instanceof Unauthorized) && error.message !== shown) this.log.append(notice(error.message));
+      return null;
+    }
+  }
+
+  /** The session could not be loaded for now (the database or the network failed): it stays
+   * this chat's, and its address stays, with a Retry that loads it; Send waits until then. */
+  loadFailed(sessionId, error) {
+    this.loadState = "failed";
+    this.sessionEl.textContent = shortId(sessionId);
+    const why =
+      error instanceof ApiError || error instanceof Unauthorized
+        ? error.message
+        : `The server could not be reached (${error.message}).`;
+    const retry = h("button", { type: "button" }, "Retry");
+    retry.addEventListener("click", () => {
+      moveFocus(this.message); // the button goes with the transcript
+      if (this.sessionId === sessionId && this.loadState === "failed") this.open(sessionId);
+    });
+    this.log.append(
+      h("div", { class: "notice error", role: "alert" }, "This session could not be loaded for now. ", why, " ", retry),
+    );
+    this.setBusy(false);
   }
 
   /** A message: the user's as typed (text), the model's as sanitised Markdown. ``busy``: it is
@@ -276,6 +335,7 @@ export class Chat {
     }
     const bubble = this.bubble;
     bubble.text += delta;
+    this.textShown = true;
     if (bubble.frame) return;
     bubble.frame = requestAnimationFrame(() => {
       bubble.frame = 0;
@@ -288,6 +348,7 @@ export class Chat {
   streamed(text) {
     const bubble = this.bubble;
     this.bubble = null;
+    this.textShown = true;
     if (!bubble) {
       this.say("assistant", text);
       return;
@@ -317,23 +378,45 @@ export class Chat {
 
   async send() {
     const text = this.message.value;
-    if (!text.trim() || this.controller) return;
+    // One message at a time (Send is off then, but Enter still submits): while a turn runs or
+    // a new session is being created (both hold this.controller), and until the session in
+    // the address has loaded.
+    if (!text.trim() || this.controller || this.loadState) return;
     this.message.value = "";
     const said = this.say("user", text);
     if (!this.sessionId) {
       const generation = this.generation;
+      // Busy from now, as during the turn: creating the session can wait on the database (a
+      // SQLite write lock, up to 30 s), and a second message must not create a second one.
+      // "New session" (after asking, as during a turn) or signing out gives up on it; Cancel
+      // turn stays off until there is a turn to cancel.
+      const controller = new AbortController();
+      this.controller = controller;
+      this.setBusy(true);
+      this.cancelButton.disabled = true;
+      let failure = null;
       try {
-        const created = await api("/v1/sessions", { method: "POST", body: {} });
-        // Reset meanwhile (new session, or signed out): the session is not this chat's any more.
-        if (this.generation !== generation) return;
-        this.sessionId = created.sessionId;
-        // A reload (or a shared link) opens this session again.
-        history.replaceState(null, "", `#/chat/${encodeURIComponent(created.sessionId)}`);
-        await this.refresh();
+        const created = await api("/v1/sessions", { method: "POST", body: {}, signal: controller.signal });
+        if (this.generation === generation) {
+          this.sessionId = created.sessionId;
+          // A reload (or a shared link) opens this session again.
+          history.replaceState(null, "", `#/chat/${encodeURIComponent(created.sessionId)}`);
+          await this.refresh();
+        }
       } catch (error) {
-        this.message.value = text; // nothing typed is lost
+        failure = error;
+      } finally {
+        if (this.controller === controller) this.controller = null;
+        this.setBusy(Boolean(this.controller));
+      }
+      // Reset meanwhile (new session, or signed out): the transcript is gone, and the session
+      // is not this chat's any more.
+      if (this.generation !== generation) return;
+      if (failure) {
+        // Not sent: back in the box, before anything typed meanwhile.
         said.remove();
-        if (!(error instanceof Unauthorized)) this.note(error.message, "error");
+        this.putBack(text);
+        if (!(failure instanceof Unauthorized)) this.note(failure.message, "error");
         return;
       }
     }
@@ -342,14 +425,27 @@ export class Chat {
       // The server never took the message (409 session_busy, 401...): it is not shown as
       // sent, and it is back in the box.
       said.remove();
-      if (!this.message.value) this.message.value = text;
+      this.putBack(text);
+    } else if (outcome === "unfinished") {
+      // Ended by the server's error envelope: none of its calls ran, or none runs again
+      // (docs/http-api.md), so the same message can simply be sent again.
+      this.putBack(text);
+      this.note("Your message is back in the box: sending it again runs nothing twice.");
     }
+  }
+
+  /** An unsent message back in the box, before whatever was typed since: nothing typed is lost. */
+  putBack(text) {
+    const typed = this.message.value;
+    this.message.value = typed && typed !== text ? `${text}\n${typed}` : text;
   }
 
   /**
    * Run (or resume) a turn over SSE; a lost connection offers a retry. Resolves with how it
-   * ended: "done", "failed" (kind "error"), "refused" (the server did not take it),
-   * "cancelled", "lost" or "gone" (the person started a new session meanwhile).
+   * ended: "done", "failed" (kind "error"), "unfinished" (the server's error envelope: a
+   * database outage, a bug or a shutdown before the turn was recorded as failed), "refused"
+   * (the server did not take it), "cancelled", "lost" or "gone" (the person started a new
+   * session meanwhile).
    */
   async run(body, resumed = null) {
     const generation = this.generation;
@@ -357,6 +453,7 @@ export class Chat {
     this.controller = controller;
     this.setBusy(true);
     this.handedOff = null;
+    this.textShown = false;
     const knownSeq = this.lastSeq;
     let finished = null;
     let outcome = "done";
@@ -364,7 +461,8 @@ export class Chat {
     try {
       finished = await streamTurn(body, (type, data) => here() && this.onEvent(type, data), controller.signal);
       if (finished === null) outcome = "lost";
-      else if (finished.kind === "error" || (finished.error && !finished.kind)) outcome = "failed";
+      else if (finished.kind === "error") outcome = "failed";
+      else if (finished.error && !finished.kind) outcome = "unfinished";
       else if (finished.kind === "cancelled") outcome = "cancelled";
     } catch (error) {
       if (error.name === "AbortError") {
@@ -389,7 +487,8 @@ export class Chat {
     else if (finished) {
       const handedOff = this.handedOff;
       this.handedOff = null;
-      const session = await this.refresh();
+      // The turn has said its error: the same outage is not said again.
+      const session = await this.refresh(errorText(finished.error) || null);
       if (!here()) return "gone";
       const turnOf = (turnId) => session && session.turns.find((t) => t.turnId === turnId);
       if (resumed && session) this.settle(resumed, turnOf(resumed.turnId));
@@ -420,7 +519,7 @@ export class Chat {
   }
 
   setBusy(busy) {
-    this.sendButton.disabled = busy || this.banner.childElementCount > 0;
+    this.sendButton.disabled = busy || Boolean(this.loadState) || this.banner.childElementCount > 0;
     this.cancelButton.disabled = !busy && !this.pending;
     this.thinking.hidden = !busy;
     if (busy) {
@@ -475,9 +574,17 @@ export class Chat {
 
   finished(data) {
     if (!data.kind) {
-      // The server's error envelope: the turn ended on an unexpected failure.
+      // The server's error envelope: a database outage, a bug or a shutdown ended the turn
+      // before it was recorded as failed (the same request may be sent again).
       this.pending = null;
       this.note(errorText(data.error) || "The turn failed.", "error");
+      // What streamed is no answer (as a reopened session marks a failed turn's text), and
+      // with the database failing it may not be on record at all.
+      const code = data.error && data.error.code;
+      const unsaved = code === "database_unavailable" || code === "database_refused";
+      if (this.textShown) {
+        this.note(`The text above is partial${unsaved ? " and may not have been saved" : ""}: the turn did not complete.`);
+      }
       return;
     }
     if (data.sessionId) this.sessionId = data.sessionId;
@@ -487,11 +594,16 @@ export class Chat {
       this.handedOff = { turnId: data.turnId, calls: data.toolCalls.filter((c) => c.requiresClientExecution) };
     } else this.pending = null;
     if (data.kind === "cancelled") this.note("Turn cancelled.");
-    if (data.kind === "error") this.note(errorText(data.error) || data.text || "The turn failed.", "error");
+    const error = errorText(data.error);
+    if (data.kind === "error") this.note(error || data.text || "The turn failed.", "error");
     // A refusal says why there is no answer; the note below would only say that there is none.
     if (data.refusal) this.declined(data.refusal);
     else if (data.kind === "empty") this.note("The model answered with no text.");
-    for (const warning of data.warnings || []) this.note(typeof warning === "string" ? warning : pretty(warning), "warning");
+    for (const warning of data.warnings || []) {
+      const text = typeof warning === "string" ? warning : pretty(warning);
+      // A database ending's error is its last warning too: said once (the log is read out).
+      if (text !== error) this.note(text, "warning");
+    }
     if (data.branchedSessionId) {
       const go = h("button", { type: "button", class: "link" }, "Continue in the new session");
       const branched = data.branchedSessionId;
@@ -606,7 +718,7 @@ export class Chat {
     }
     const toolResults = [...pending.answers.values()];
     const outcome = await this.run({ sessionId: this.sessionId, toolResults }, pending);
-    if (outcome !== "failed" && outcome !== "refused") return;
+    if (outcome !== "failed" && outcome !== "unfinished" && outcome !== "refused") return;
     if (outcome === "refused") {
       // Not taken: nothing of it is on record.
       for (const callId of pending.answers.keys()) {

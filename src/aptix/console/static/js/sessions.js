@@ -126,6 +126,9 @@ function textLabel(status) {
 
 function turnView(turn) {
   const tokens = turn.modelCalls.reduce((n, c) => n + (c.promptTokens || 0) + (c.completionTokens || 0), 0);
+  // A database ending's error is its last warning too: shown once, as the error.
+  const error = errorText(turn.error);
+  const warnings = turn.warnings.map((w) => (typeof w === "string" ? w : pretty(w))).filter((w) => w !== error);
   return h(
     "article",
     { class: "turn", "aria-label": `Turn ${turn.seq}` },
@@ -134,7 +137,7 @@ function turnView(turn) {
     turn.text ? h("div", { class: "answer-text" }, h("span", { class: "who" }, textLabel(turn.status)), markdownBlock(turn.text)) : null,
     // The model declined to answer (OpenAI's message.refusal): why the turn has no answer.
     turn.refusal ? h("p", { class: "refusal-text" }, h("span", { class: "who" }, "The model declined to answer "), turn.refusal) : null,
-    turn.error ? h("p", { class: "error-text turn-error" }, h("span", { class: "who" }, "Error "), errorText(turn.error)) : null,
+    turn.error ? h("p", { class: "error-text turn-error" }, h("span", { class: "who" }, "Error "), error) : null,
     turn.modelCalls.length
       ? table(
           `Model calls of turn ${turn.seq}`,
@@ -168,8 +171,8 @@ function turnView(turn) {
         "clientResult" in c ? [h("h4", {}, "Client's answer"), longText(pretty(c.clientResult), "answer")] : null,
       ),
     ),
-    turn.warnings.length
-      ? h("ul", { class: "warnings", "aria-label": `Warnings of turn ${turn.seq}` }, turn.warnings.map((w) => h("li", {}, typeof w === "string" ? w : pretty(w))))
+    warnings.length
+      ? h("ul", { class: "warnings", "aria-label": `Warnings of turn ${turn.seq}` }, warnings.map((w) => h("li", {}, w)))
       : null,
   );
 }
