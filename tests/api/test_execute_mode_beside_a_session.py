@@ -80,7 +80,7 @@ async def test_tool_results_with_another_mode_are_refused_and_change_nothing(
         "/v1/agent/execute",
         json={"sessionId": session, "mode": "calculation", "toolResults": results},
     )
-    assert refused.status_code == 422, refused.text
+    assert refused.status_code == 409, refused.text
     assert refused.json()["error"]["message"] == (
         "toolResults resume the waiting turn in its mode 'general'; 'mode' changes only with "
         "an instruction: send 'calculation' with the next one."

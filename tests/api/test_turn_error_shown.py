@@ -122,16 +122,16 @@ async def test_a_turn_ended_unexpectedly_shows_what_its_request_was_told(
     assert f"Ended because {said[code]}" in turn["error"]["message"]
 
 
-async def test_the_code_stays_out_of_the_turn_answer(
+async def test_the_turn_answer_gives_the_code_beside_the_message(
     api: httpx.AsyncClient, model: ScriptedModel
 ) -> None:
-    # Stored for GET /v1/sessions/{id}; the execute answer keeps its declared fields.
+    # The same code GET /v1/sessions/{id} shows; ``error`` stays the message.
     model.add(LlmError(FAILED))
     sid = (await api.post("/v1/sessions", json={})).json()["sessionId"]
     body = {"sessionId": sid, "instruction": "hi", "stream": True}
     streamed = await api.post("/v1/agent/execute", json=body)
-    assert "errorCode" not in streamed.text
-    assert '"error"' in streamed.text
+    assert '"errorCode": "model_error"' in streamed.text
+    assert '"error": "The model endpoint answered 500' in streamed.text
 
 
 async def test_an_error_turn_stored_before_its_code_shows_turn_failed(

@@ -216,12 +216,30 @@ def _operation_id(route: APIRoute) -> str:
     return to_camel(route.name)
 
 
+#: What every path answers without keys to a request from elsewhere (:class:`LoopbackOnly`).
+_KEYLESS_REFUSALS = {
+    "421": "`misdirected_request`: without keys the server serves this machine only, and the "
+    "`Host` is not `localhost`, `127.0.0.1` or `[::1]` (any port), or the connection is not "
+    "over loopback.",
+    "403": "`forbidden`: without keys, a browser `Origin` that is not a loopback page (another "
+    "site's page cannot use the server).",
+}
+
+
 def _without_auth(document: dict[str, Any]) -> None:
-    """Keyless mode: no operation needs a key and none answers 401, so the document says so."""
+    """Keyless mode: no operation needs a key and none answers 401, so the document says so.
+
+    Every operation answers 421 to a foreign ``Host`` and 403 to a foreign ``Origin`` instead
+    (the only 403 there is: the one caller is an admin).
+    """
+    envelope = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
     for path in document.get("paths", {}).values():
         for operation in path.values():
             operation.pop("security", None)
-            operation.get("responses", {}).pop("401", None)
+            responses = operation.setdefault("responses", {})
+            responses.pop("401", None)
+            for status, text in _KEYLESS_REFUSALS.items():
+                responses[status] = {"description": text, "content": envelope}
     document.get("components", {}).pop("securitySchemes", None)
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from aptix.api.schemas import ErrorDetail
+from aptix.reasoner.result import TurnKind
 
 __all__ = [
     "CancelledWorkflow",
@@ -24,6 +25,14 @@ __all__ = [
     "Turn",
     "TurnResultBody",
 ]
+
+
+#: The codes an ``error`` turn fails with (``aptix.reasoner.result.ERROR_CODE``).
+_TURN_ERROR_CODES = (
+    "`model_error`, `token_budget_exhausted`, `limits_unavailable`, `context_overflow`, "
+    "`iteration_cap`, `turn_token_budget`, `response_format_unmet`, `database_unavailable`, "
+    "`database_refused` or `internal_error`"
+)
 
 
 class OutModel(BaseModel):
@@ -126,10 +135,8 @@ class Turn(OutModel):
     pending_calls: list[dict[str, Any]]
     context_dropped: ContextDropped | None
     error: ErrorDetail | None = Field(
-        description="Why an `error` turn failed: code `model_error`, `token_budget_exhausted`, "
-        "`limits_unavailable`, `context_overflow`, `iteration_cap`, `turn_token_budget`, "
-        "`response_format_unmet`, `database_unavailable`, `database_refused` or `internal_error` "
-        "(`turn_failed` for turns stored before the code); null for other turns."
+        description=f"Why an `error` turn failed: code {_TURN_ERROR_CODES} (`turn_failed` for "
+        "turns stored before the code); null for other turns."
     )
     created_at: str
     updated_at: str
@@ -171,11 +178,13 @@ class Usage(OutModel):
 
 
 class TurnResultBody(OutModel):
-    """The result of a turn (``kind``: ok, tool-only, empty or error)."""
+    """The result of a turn (``kind``: ok, tool-only, empty, error or cancelled)."""
 
     session_id: str
     turn_id: str
-    kind: str
+    kind: TurnKind = Field(
+        description="`ok`, `tool-only` (client calls pending), `empty`, `error` or `cancelled`."
+    )
     mode: str
     text: str | None
     tool_calls: list[dict[str, Any]]
@@ -183,6 +192,28 @@ class TurnResultBody(OutModel):
     usage: Usage
     finish_reason: str | None
     model_id: str | None
+    error_code: str | None = Field(
+        description="Why an `error` turn failed, the code its stored turn's `error.code` has: "
+        f"{_TURN_ERROR_CODES}; null for other turns (and for an error whose cause is not "
+        "known here: another process ran or closed the turn). `database_unavailable`, "
+        "`database_refused` or `internal_error` here means calls of the request ran (see "
+        "`toolCalls`): sending it again would run them again."
+    )
+    error: str | None = Field(
+        None,
+        description="Only on an `error` turn: why it failed, in words (`errorCode` says it as "
+        "a code).",
+    )
+    branched_session_id: str | None = Field(
+        None,
+        description="Only when a mode change in the turn (`agent_change_mode`) branched a new "
+        "session: its id.",
+    )
+    welcome_message: str | None = Field(
+        None,
+        description="Only when the session's mode changed during the turn: the new mode's "
+        "welcome message (when it has one).",
+    )
     refusal: str | None = Field(
         None,
         description="Only when the model declined to answer (OpenAI's `message.refusal`): "

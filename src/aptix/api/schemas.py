@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from aptix.api.answer_headers import RATE_LIMIT, RETRY_AFTER, with_headers
 from aptix.blank import NOT_BLANK_PATTERN
 from aptix.casing import from_pascal_case
 from aptix.nul import (
@@ -213,7 +214,11 @@ _ERRORS = {
     504: "A tool or the workflow registry ran out of time.",
 }
 
+#: The headers an error answer carries, by status (a route may add more).
+_ERROR_HEADERS = {429: (RETRY_AFTER, RATE_LIMIT), 503: (RETRY_AFTER,)}
+
 #: The error answers every operation documents, all with the envelope.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody, "description": text} for status, text in _ERRORS.items()
+    status: with_headers({"model": ErrorBody, "description": text}, *_ERROR_HEADERS.get(status, ()))
+    for status, text in _ERRORS.items()
 }

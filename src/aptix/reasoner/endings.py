@@ -31,7 +31,7 @@ from aptix.reasoner import ledger
 from aptix.reasoner.claims import CANCELLED
 from aptix.reasoner.context import ContextOverflowError
 from aptix.reasoner.record import TurnRecord
-from aptix.reasoner.result import EventSink, TurnKind, TurnResult
+from aptix.reasoner.result import ERROR_CODE, EventSink, TurnKind, TurnResult
 from aptix.reasoner.running import RunningTurn, TurnLost, emit, keep_streamed, result_of
 from aptix.reasoner.turns import TurnStore
 from aptix.urls import mask_credentials
@@ -45,15 +45,6 @@ __all__ = [
     "TurnEndings",
 ]
 
-#: The key, in an ``error`` turn's stored answer (``TurnRecord.result``), of the code saying
-#: why it failed: ``model_error`` (the model endpoint), ``token_budget_exhausted`` or
-#: ``limits_unavailable`` (a model call the org's limits refused), ``context_overflow`` (the
-#: context budget), ``iteration_cap`` or ``turn_token_budget`` (stopped by the turn's limit
-#: before a final answer), ``response_format_unmet`` (a final answer that is not the JSON a
-#: strict ``response_format`` asked for), ``database_unavailable``, ``database_refused`` or
-#: ``internal_error`` (unexpected), as the request that ran the turn was told. Turns stored
-#: before it have no code.
-ERROR_CODE = "errorCode"
 
 #: How a turn's warning names the failure that broke it, by its code.
 _CAUSES = {
@@ -214,7 +205,7 @@ class TurnEndings:
         ledger.stopped_by_cancel(record, in_thread)
         ledger.end(record, "cancelled", CANCELLED)
         result = result_of(turn, "cancelled")
-        record.result = result.to_wire()
+        record.result = _stored(result)
         with contextlib.suppress(Exception):
             if not await self._turns.save(record):  # already closed by whoever cancelled it
                 settled = await self._turns.settle(record)
@@ -305,7 +296,7 @@ class TurnEndings:
         keep_streamed(turn)
         ledger.end(turn.record, "error", warning)
         result = dataclasses.replace(result_of(turn, "error", error=warning), error_code=code)
-        turn.record.result = {**result.to_wire(), ERROR_CODE: code}
+        turn.record.result = _stored(result)
         for pause in (*SAVE_RETRY_SECONDS, None):
             try:
                 if not await self._turns.save(turn.record):
@@ -344,9 +335,7 @@ class TurnEndings:
         record = turn.record
         if error_code is not None:  # the span's error.type, as the record's
             result = dataclasses.replace(result, error_code=error_code)
-        answer = result.to_wire()
-        # The code is stored for the sessions API only: the answer stays the execute body.
-        record.result = answer if error_code is None else {**answer, ERROR_CODE: error_code}
+        record.result = _stored(result)
         if turn.resume_key is not None:
             record.answers[turn.resume_key] = record.result
             record.resume_key = None
@@ -362,6 +351,16 @@ class TurnEndings:
         )
         await emit(on_event, "turn_finished", answer)
         return result
+
+
+def _stored(result: TurnResult) -> dict[str, Any]:
+    """``result``'s answer as the turn's record keeps it: the code on an error ending only."""
+    # Read by the sessions API (the turn's error.code) and replayed as the answer; the other
+    # endings stay stored as they always were.
+    answer = result.to_wire()
+    if answer[ERROR_CODE] is None:
+        del answer[ERROR_CODE]
+    return answer
 
 
 def _late_answer_dropped(ours: TurnRecord, merged: TurnRecord) -> bool:

@@ -32,7 +32,7 @@ from aptix.reasoner.endings import TurnEndings
 from aptix.reasoner.overflow import crowded_mode_warning
 from aptix.reasoner.prompt import system_message
 from aptix.reasoner.record import TurnRecord
-from aptix.reasoner.result import EventSink, ToolResultInput, TurnResult
+from aptix.reasoner.result import ERROR_CODE, EventSink, ToolResultInput, TurnResult
 from aptix.reasoner.running import (
     Heartbeat,
     PreparedTurn,
@@ -572,6 +572,7 @@ def _as_it_stands(turn: TurnRecord, stored: dict[str, Any]) -> dict[str, Any]:
         "toolCalls": calls,
         "warnings": list(turn.warnings),
         "error": None if cancelled or not turn.warnings else turn.warnings[-1],
+        ERROR_CODE: None,  # as its record says: no error ending, so no code
     }
 
 

@@ -8,9 +8,20 @@ from typing import Any, Literal
 
 from aptix.llm.types import Usage
 
-__all__ = ["EventSink", "ToolResultInput", "TurnEvent", "TurnKind", "TurnResult"]
+__all__ = ["ERROR_CODE", "EventSink", "ToolResultInput", "TurnEvent", "TurnKind", "TurnResult"]
 
 TurnKind = Literal["ok", "tool-only", "empty", "error", "cancelled"]
+
+#: The key of the code saying why an ``error`` turn failed, in its answer (null for the other
+#: kinds) and in its stored answer (``TurnRecord.result``, where only an error ending has it):
+#: ``model_error`` (the model endpoint), ``token_budget_exhausted`` or ``limits_unavailable``
+#: (a model call the org's limits refused), ``context_overflow`` (the context budget),
+#: ``iteration_cap`` or ``turn_token_budget`` (stopped by the turn's limit before a final
+#: answer), ``response_format_unmet`` (a final answer that is not the JSON a strict
+#: ``response_format`` asked for), ``database_unavailable``, ``database_refused`` or
+#: ``internal_error`` (unexpected), as the request that ran the turn was told. Turns stored
+#: before it have no code.
+ERROR_CODE = "errorCode"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +53,7 @@ class TurnResult:
     #: The model declined to answer (OpenAI's ``message.refusal``): why there is no ``text``.
     refusal: str | None = None
     #: The code of an ``error`` ending, as the turn's record stores it (``model_error``,
-    #: ``context_overflow``...): for its span; the answer's body is :meth:`to_wire`.
+    #: ``context_overflow``...): the answer's ``errorCode`` and its span's ``error.type``.
     error_code: str | None = field(default=None, compare=False)
 
     def to_wire(self) -> dict[str, Any]:
@@ -62,6 +73,8 @@ class TurnResult:
             },
             "finishReason": self.finish_reason,
             "modelId": self.model_id,
+            # Beside the message in ``error``, so a client tells the failures apart by code.
+            ERROR_CODE: self.error_code,
         }
         for key, value in (
             ("branchedSessionId", self.branched_session_id),
@@ -92,6 +105,7 @@ class TurnResult:
             welcome_message=body.get("welcomeMessage"),
             error=body.get("error"),
             refusal=body.get("refusal"),
+            error_code=body.get(ERROR_CODE),
         )
 
 

@@ -13,6 +13,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from aptix.api import shutdown
 from aptix.api.abandoned import abandon, settled
+from aptix.api.answer_headers import RETRY_AFTER, with_headers
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError, error_body, unexpected_error
 from aptix.api.responses import TurnResultBody
@@ -60,14 +61,24 @@ NO_MODEL = (
             "`turn_finished` carrying the same body.",
             "content": {"text/event-stream": {"schema": _SSE_EVENT}},
         },
-        502: {"model": ErrorBody, "description": "The model endpoint failed."},
-        503: {
+        409: {
             "model": ErrorBody,
-            "description": "No model is configured (`model_not_configured`), the database is "
-            "unreachable (before any call of the turn ran; after, the turn is answered as it "
-            'ended, `kind: "error"`), or the server shut down before the turn finished '
-            "(`shutting_down`, with `Retry-After`).",
+            "description": "The session's state refuses the request, such as: another turn of "
+            "it runs (`session_busy`), an instruction comes while calls are pending, or "
+            "`toolResults` come with a `mode` other than the waiting turn's (`conflict`: the "
+            "mode changes with the next instruction).",
         },
+        502: {"model": ErrorBody, "description": "The model endpoint failed."},
+        503: with_headers(
+            {
+                "model": ErrorBody,
+                "description": "No model is configured (`model_not_configured`), the database "
+                "is unreachable (before any call of the turn ran; after, the turn is answered as "
+                'it ended, `kind: "error"`), or the server shut down before the turn finished '
+                "(`shutting_down`, with `Retry-After`).",
+            },
+            RETRY_AFTER,
+        ),
     },
 )
 async def execute(
@@ -164,15 +175,17 @@ def _asked(mode: str) -> str:
 async def _refuse_mode_change_on_resume(
     runtime: Runtime, caller: Caller, session_id: str, mode: str
 ) -> None:
-    """422 when ``toolResults`` come with another ``mode`` than the waiting turn's.
+    """409 when ``toolResults`` come with another ``mode`` than the waiting turn's.
 
     The waiting turn resumes where it stopped, in its mode; a change belongs with the next
-    instruction. Another owner's or a missing session is left to the claim's 404.
+    instruction. The body is valid: the session's state refuses it, as it refuses an
+    instruction while calls are pending. Another owner's or a missing session is left to the
+    claim's 404.
     """
     session = await owned_session(runtime.services.sessions, session_id, caller.org, caller.user)
     if session is not None and session.mode != mode:
         raise ApiError(
-            422,
+            409,
             f"toolResults resume the waiting turn in its mode '{session.mode}'; 'mode' "
             f"changes only with an instruction: send '{mode}' with the next one.",
         )

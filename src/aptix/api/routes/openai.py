@@ -20,6 +20,7 @@ from sse_starlette import EventSourceResponse
 
 from aptix.api import shutdown
 from aptix.api.abandoned import settled
+from aptix.api.answer_headers import RATE_LIMIT, RETRY_AFTER, SESSION, with_headers
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError
 from aptix.api.openai.answer import last_said, refused_in, said_in
@@ -109,44 +110,69 @@ async def retrieve_model(
     "/v1/chat/completions",
     response_model=None,
     responses={
-        200: {
-            "description": "A `chat.completion`, or with `stream: true` its "
-            "`chat.completion.chunk`s as Server-Sent Events ending with `[DONE]`.",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
-        },
-        400: {
-            "model": ErrorBody,
-            "description": "The messages are not a Chat Completions conversation, a field asks "
-            "for what Aptix does not do (`n` > 1, `tool_choice`, `functions`, `modalities`, "
-            "`logprobs`, ...), a `response_format` the model cannot answer in, or the turn is "
-            "over the context budget (`context_length_exceeded`). Errors on this route add "
-            "OpenAI's `type` and `param` (the field) to the envelope.",
-        },
-        409: {
-            "model": ErrorBody,
-            "description": "Another turn of the session runs (`session_busy`, with "
-            "`Retry-After`), or the tool messages do not answer the calls waiting.",
-        },
-        422: {
-            "model": ErrorBody,
-            "description": "The turn stopped before a final answer (`iteration_cap`, "
-            "`turn_token_budget`), its final answer is not the JSON a strict "
-            "`response_format` asked for (`response_format_unmet`), or the database failed "
-            "or a bug struck after its tools ran (`database_unavailable`, `database_refused`, "
-            "`internal_error`: a 5xx would be retried by the SDKs, running the tools again).",
-        },
-        429: {
-            "model": ErrorBody,
-            "description": "A limit is reached, also the org's token budget during the turn; "
-            "see `Retry-After`.",
-        },
-        502: {"model": ErrorBody, "description": "The model endpoint failed."},
-        503: {
-            "model": ErrorBody,
-            "description": "No model is configured (`model_not_configured`), the database is "
-            "unreachable (before any tool of the turn ran), or the server shut down before "
-            "the turn finished (`shutting_down`, with `Retry-After`).",
-        },
+        200: with_headers(
+            {
+                "description": "A `chat.completion`, or with `stream: true` its "
+                "`chat.completion.chunk`s as Server-Sent Events ending with `[DONE]`.",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+            SESSION,
+        ),
+        400: with_headers(
+            {
+                "model": ErrorBody,
+                "description": "The messages are not a Chat Completions conversation, a field "
+                "asks for what Aptix does not do (`n` > 1, `tool_choice`, `functions`, "
+                "`modalities`, `logprobs`, ...), a `response_format` the model cannot answer in, "
+                "or the turn is over the context budget (`context_length_exceeded`). Errors on "
+                "this route add OpenAI's `type` and `param` (the field) to the envelope.",
+            },
+            SESSION,
+        ),
+        409: with_headers(
+            {
+                "model": ErrorBody,
+                "description": "Another turn of the session runs (`session_busy`, with "
+                "`Retry-After`), or the tool messages do not answer the calls waiting.",
+            },
+            SESSION,
+            RETRY_AFTER,
+        ),
+        422: with_headers(
+            {
+                "model": ErrorBody,
+                "description": "The turn stopped before a final answer (`iteration_cap`, "
+                "`turn_token_budget`), its final answer is not the JSON a strict "
+                "`response_format` asked for (`response_format_unmet`), or the database failed "
+                "or a bug struck after its tools ran (`database_unavailable`, "
+                "`database_refused`, `internal_error`: a 5xx would be retried by the SDKs, "
+                "running the tools again).",
+            },
+            SESSION,
+        ),
+        429: with_headers(
+            {
+                "model": ErrorBody,
+                "description": "A limit is reached, also the org's token budget during the "
+                "turn; see `Retry-After`.",
+            },
+            SESSION,
+            RETRY_AFTER,
+            RATE_LIMIT,
+        ),
+        502: with_headers(
+            {"model": ErrorBody, "description": "The model endpoint failed."}, SESSION
+        ),
+        503: with_headers(
+            {
+                "model": ErrorBody,
+                "description": "No model is configured (`model_not_configured`), the database "
+                "is unreachable (before any tool of the turn ran), or the server shut down "
+                "before the turn finished (`shutting_down`, with `Retry-After`).",
+            },
+            SESSION,
+            RETRY_AFTER,
+        ),
     },
 )
 async def create_chat_completion(

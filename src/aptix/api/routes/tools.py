@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 
+from aptix.api.answer_headers import ETAG, with_headers
 from aptix.api.conditional import apply_if_match, etag_headers, if_match_field, is_conditional
 from aptix.api.errors import ApiError
 from aptix.api.responses import ToolInfo
@@ -45,10 +46,24 @@ async def list_tools(runtime: RuntimeDep, _: CallerDep) -> list[dict[str, Any]]:
     "/{name}/invoke",
     response_model=InvokeResponse,
     responses={
-        412: {
-            "model": ErrorBody,
-            "description": "`If-Match` does not match the current revision, or cannot match.",
-        }
+        200: with_headers({"description": "The tool's result."}, ETAG),
+        409: with_headers(
+            {
+                "model": ErrorBody,
+                "description": "The request conflicts with the current state; for a tool with "
+                "revisions, a change another request beat (without `If-Match`), with the "
+                "current revision's `ETag`.",
+            },
+            ETAG,
+        ),
+        412: with_headers(
+            {
+                "model": ErrorBody,
+                "description": "`If-Match` does not match the current revision, or cannot "
+                "match; the current revision's `ETag` comes with it.",
+            },
+            ETAG,
+        ),
     },
 )
 async def invoke_tool(
