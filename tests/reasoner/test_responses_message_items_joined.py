@@ -1,11 +1,12 @@
-"""A Responses answer of several message items reads as separate texts, the final one kept.
+"""A Responses answer of several message items reads as separate texts.
 
 Review r3 (round 69), F4: the texts of two ``message`` items were run together
 (``'Let me check the numbers.The total is 42.'``). Newer models send a ``phase:
 "commentary"`` message before a ``phase: "final_answer"`` one; the commentary glued onto a
-strict JSON answer failed its check. Now the items are joined with a blank line, and when
-any item is a ``final_answer`` only those items are the answer; streamed, the pieces the
-caller gets add up to that same text.
+strict JSON answer failed its check. Now the items are joined with a blank line, and an
+answer asked for in a format is its ``final_answer`` items alone. Streamed, every piece is
+passed on as it comes (review s1, round 69: commentary held back was neither shown nor
+charged when the call was cut short), and the pieces add up to the free-text answer.
 """
 
 from __future__ import annotations
@@ -21,6 +22,13 @@ from aptix.llm.types import LlmRequest
 from aptix.testing.server import Raw, ScriptedOpenAIServer
 
 REQUEST = LlmRequest(messages=({"role": "user", "content": "The total?"},))
+FORMATTED = LlmRequest(
+    messages=REQUEST.messages,
+    response_format={
+        "type": "json_schema",
+        "json_schema": {"name": "total", "schema": {"type": "object"}, "strict": True},
+    },
+)
 
 
 @pytest.fixture
@@ -103,7 +111,7 @@ CASES = {
             _message(0, "Let me check the numbers.", "commentary"),
             _message(1, "The total is 42.", "final_answer"),
         ],
-        "The total is 42.",
+        "Let me check the numbers.\n\nThe total is 42.",
     ),
     "no-phase": (
         [_message(0, "First part.", None), _message(1, "Second part.", None)],
@@ -113,12 +121,23 @@ CASES = {
         [_message(0, "Let me add them.", "commentary"), _call(1)],
         "Let me add them.",
     ),
+    "unmarked-then-final": (
+        [_message(0, "Working on it.", None), _message(1, "Done: 4.", "final_answer")],
+        "Working on it.\n\nDone: 4.",
+    ),
+}
+
+#: The answer asked for in a format: the final-answer items, when any is marked.
+FORMATTED_CASES = {
+    "commentary-then-final": '{"total": 42}',
+    "unmarked-then-final": '{"total": 4}',
+    "no-phase": "First part.\n\nSecond part.",
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("streamed", [False, True], ids=["unstreamed", "streamed"])
-async def test_message_items_are_kept_apart_and_the_final_answer_wins(
+async def test_message_items_are_kept_apart_and_every_piece_streamed(
     server: ScriptedOpenAIServer, case: str, streamed: bool
 ) -> None:
     output, expected = CASES[case]
@@ -132,5 +151,30 @@ async def test_message_items_are_kept_apart_and_the_final_answer_wins(
     response = await client.complete(REQUEST, on_text if streamed else None)
     assert response.text == expected
     if streamed:
-        # What a streaming client shows is the answer that is kept, no more.
+        # What a streaming client shows is the answer that is kept, no more, no less.
         assert "".join(pieces) == expected
+
+
+@pytest.mark.parametrize("case", list(FORMATTED_CASES))
+@pytest.mark.parametrize("streamed", [False, True], ids=["unstreamed", "streamed"])
+async def test_an_answer_in_a_format_is_the_final_answer_items(
+    server: ScriptedOpenAIServer, case: str, streamed: bool
+) -> None:
+    output = [
+        _message(i, '{"total": 42}' if case == "commentary-then-final" else '{"total": 4}', p)
+        if p == "final_answer"
+        else m
+        for i, (m, p) in enumerate((m, m.get("phase")) for m in CASES[case][0])
+    ]
+    server.add(_stream(output) if streamed else Raw(json.dumps(_body(output)).encode()))
+    pieces: list[str] = []
+
+    async def on_text(piece: str) -> None:
+        pieces.append(piece)
+
+    client = OpenAiLlmClient(base_url=server.base_url, api_key=None, model="m", api="responses")
+    response = await client.complete(FORMATTED, on_text if streamed else None)
+    assert response.text == FORMATTED_CASES[case]
+    if streamed:
+        # Every piece the model sent was passed on (and so is charged if the call is cut).
+        assert all(m["content"][0]["text"] in "".join(pieces) for m in output)

@@ -247,16 +247,24 @@ class OpenAiLlmClient:
             kwargs["text"] = {"format": answer_format}
         if request.tools:
             kwargs["tools"] = [{**t, "strict": False} for t in request.tools]
+        # Commentary glued onto an answer in a format would fail its check: only then is the
+        # answer the final-answer items alone.
+        final_only = answer_format is not None
         if on_text is not None:
-            return await self._responses_stream(kwargs, on_text)
+            return await self._responses_stream(kwargs, on_text, final_only=final_only)
         response = await self._client.responses.create(**kwargs)
-        return _read_response(response, response.output)
+        return _read_response(response, response.output, final_only=final_only)
 
-    async def _responses_stream(self, kwargs: dict[str, Any], on_text: TextSink) -> LlmResponse:
-        """A streamed Responses call: text pieces passed on as they come, as with chat."""
+    async def _responses_stream(
+        self, kwargs: dict[str, Any], on_text: TextSink, *, final_only: bool
+    ) -> LlmResponse:
+        """A streamed Responses call: text pieces passed on as they come, as with chat.
+
+        Every piece is passed on, commentary included: the model sent it (a call cut short
+        is charged for what was passed on), and outside a format it is part of the answer.
+        """
         final: Any = None
         done: dict[int, Any] = {}  # output items as each one finished
-        phases: dict[int, Any] = {}
         deltas: dict[int, list[str]] = {}
         sent: list[str] = []
         last: int | None = None
@@ -267,13 +275,8 @@ class OpenAiLlmClient:
                 kind = getattr(event, "type", None)
                 index = getattr(event, "output_index", 0)
                 index = index if isinstance(index, int) else 0
-                if kind == "response.output_item.added":
-                    phases[index] = getattr(event.item, "phase", None)
-                elif kind == "response.output_text.delta" and event.delta:
+                if kind == "response.output_text.delta" and event.delta:
                     deltas.setdefault(index, []).append(event.delta)
-                    # Commentary is the answer only if no final answer follows: it waits.
-                    if phases.get(index) == "commentary":
-                        continue
                     pieces = [_ITEMS, event.delta] if sent and index != last else [event.delta]
                     last = index
                     for piece in pieces:
@@ -293,13 +296,12 @@ class OpenAiLlmClient:
             raise LlmError(_cut_off("no response.completed"))
         # An endpoint may leave the last event's output out: the items as they finished are it.
         output = getattr(final, "output", None) or [done[i] for i in sorted(done)]
-        answer = _read_response(final, output)
+        answer = _read_response(final, output, final_only=final_only)
         if answer.text is None and not any(getattr(i, "type", None) == "message" for i in output):
             texts = ("".join(deltas[i]) for i in sorted(deltas))
             answer = replace(answer, text=_ITEMS.join(t for t in texts if t) or None)
-        # Text not streamed yet (commentary that turned out to be the answer, or an endpoint
-        # that sends its text only with the last event) is passed on now, so the pieces a
-        # caller got add up to the answer.
+        # Text not streamed yet (an endpoint that sends its text only with the last event) is
+        # passed on now, so the pieces a caller got add up to the answer.
         said = "".join(sent)
         if answer.text and answer.text != said and answer.text.startswith(said):
             await on_text(answer.text[len(said) :])
@@ -328,13 +330,13 @@ def _stream_error(event: Any) -> LlmError:
     return LlmError(storable(f"The model endpoint's stream ended with an error ({why}){said}"))
 
 
-def _read_response(response: Any, output: Any) -> LlmResponse:
+def _read_response(response: Any, output: Any, *, final_only: bool) -> LlmResponse:
     """A Responses API answer (its ``output`` items) as an :class:`LlmResponse`.
 
-    Message items' texts are joined with a blank line; when any item is marked
-    ``phase: "final_answer"``, only those are the answer (the ``commentary`` before it is the
-    model's working, not its answer). A ``status`` that is no answer raises, as
-    :func:`_responses_finish` says.
+    Message items' texts are joined with a blank line. With ``final_only`` (an answer in a
+    format) and any item marked ``phase: "final_answer"``, only those are the answer: the
+    ``commentary`` before them would fail the format's check. A ``status`` that is no answer
+    raises, as :func:`_responses_finish` says.
     """
     finish = _responses_finish(response)
     messages: list[tuple[Any, str]] = []
@@ -349,7 +351,7 @@ def _read_response(response: Any, output: Any) -> LlmResponse:
             refusals.extend(c.refusal for c in content if getattr(c, "type", None) == "refusal")
         elif kind == "function_call":
             calls.append(ToolCallRequest(item.call_id or "", item.name or "", item.arguments or ""))
-    final = [text for phase, text in messages if phase == "final_answer"]
+    final = [text for phase, text in messages if phase == "final_answer"] if final_only else []
     texts = final or [text for _, text in messages]
     return LlmResponse(
         text=_ITEMS.join(t for t in texts if t) or None,
