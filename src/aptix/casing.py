@@ -9,7 +9,7 @@ form and its PascalCase form (:func:`with_pascal_case_variant`).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import AliasChoices
@@ -17,9 +17,11 @@ from pydantic.alias_generators import to_camel, to_pascal
 
 __all__ = [
     "any_case",
+    "field_spellings",
     "from_pascal_case",
     "match_documented_keys",
     "repeated_field",
+    "repeated_spelling",
     "with_pascal_case_variant",
 ]
 
@@ -32,21 +34,39 @@ def any_case(name: str) -> AliasChoices:
     return AliasChoices(to_camel(name), to_pascal(name), name)
 
 
+def field_spellings(names: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """The spellings each field of ``names`` is read in, camelCase first (:func:`any_case`).
+
+    A field read in one spelling only cannot be given twice and is left out. Work this out
+    once per model: it is too slow to repeat on every call of a tool.
+    """
+    out: list[tuple[str, ...]] = []
+    for name in names:
+        spellings = tuple(dict.fromkeys(c for c in any_case(name).choices if isinstance(c, str)))
+        if len(spellings) > 1:
+            out.append(spellings)
+    return tuple(out)
+
+
+def repeated_spelling(data: Any, fields: Sequence[tuple[str, ...]]) -> str | None:
+    """Why ``data`` gives a field of ``fields`` (from :func:`field_spellings`) in two spellings."""
+    if not isinstance(data, dict):
+        return None
+    for spellings in fields:
+        given = [key for key in spellings if key in data]
+        if len(given) > 1:
+            quoted = " and ".join(f"'{key}'" for key in given)
+            return f"'{spellings[0]}' is given twice ({quoted}): use one casing per field."
+    return None
+
+
 def repeated_field(data: Any, names: Iterable[str]) -> str | None:
     """Why ``data`` gives one of the fields ``names`` in two spellings, or None when it does not.
 
     Each field is read in any casing (:func:`any_case`), so ``expectedRevision`` beside
     ``expected_revision`` would leave one value unread without a word.
     """
-    if not isinstance(data, dict):
-        return None
-    for name in names:
-        spellings = dict.fromkeys(c for c in any_case(name).choices if isinstance(c, str))
-        given = [key for key in spellings if key in data]
-        if len(given) > 1:
-            quoted = " and ".join(f"'{key}'" for key in given)
-            return f"'{to_camel(name)}' is given twice ({quoted}): use one casing per field."
-    return None
+    return repeated_spelling(data, field_spellings(names))
 
 
 def _lower_first(key: str) -> str:

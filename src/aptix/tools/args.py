@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from aptix.casing import any_case, match_documented_keys, repeated_field
+from aptix.casing import any_case, field_spellings, match_documented_keys, repeated_spelling
 from aptix.results import InvokeResult
 
 __all__ = ["ToolArgs", "ToolResult", "function_schema", "parse_arguments"]
@@ -69,13 +69,40 @@ def parse_arguments(model: type[A], arguments_json: str | None) -> InvokeResult[
         return InvokeResult.from_error(describe_validation_error(exc, text))
 
 
-def repeated_argument(arguments_json: str | None, names: Iterable[str]) -> str | None:
-    """Why ``arguments_json`` gives one of ``names`` in two casings (one value would be lost)."""
-    try:
-        data = json.loads(arguments_json) if arguments_json else None
-    except (ValueError, RecursionError):
-        return None  # the parse that follows says why
-    return repeated_field(data, names)
+class ArgumentSpellings:
+    """A tool's fields in every casing they are read in, worked out once per tool."""
+
+    __slots__ = ("_fields", "_quoted")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._fields = field_spellings(names)
+        self._quoted = tuple(tuple(f'"{key}"' for key in keys) for keys in self._fields)
+
+    def repeated(self, arguments_json: str | None) -> str | None:
+        """Why ``arguments_json`` gives a field in two casings (one value would be lost)."""
+        if not arguments_json or not self._may_repeat(arguments_json):
+            return None
+        try:
+            data = json.loads(arguments_json)
+        except (ValueError, RecursionError):
+            return None  # the parse that follows says why
+        return repeated_spelling(data, self._fields)
+
+    def _may_repeat(self, text: str) -> bool:
+        """False when no field can be in ``text`` twice: then it need not be parsed here."""
+        if not self._fields:
+            return False
+        if "\\" in text:
+            return True  # a key may be spelled with escapes ("user\u005fid"): parse to see
+        # Without escapes a key is in the text as it is, between quotes.
+        for quoted in self._quoted:
+            seen = False
+            for key in quoted:
+                if key in text:
+                    if seen:
+                        return True
+                    seen = True
+        return False
 
 
 def describe_validation_error(exc: ValidationError, arguments_json: str | None = None) -> str:
