@@ -29,15 +29,15 @@ from aptix.cli.chat_commands import (
     run_command,
     show_refusal,
 )
-from aptix.cli.chat_input import LineReader, open_reader
 from aptix.cli.chat_signals import ChatSignals, cut_short, end_by, ending_note
-from aptix.cli.chat_view import TurnView
 from aptix.cli.output import console, fail, refuse_unstorable, say, unstorable
 from aptix.cli.runtime import config_failed, database_failed, database_failure, is_database_error
 from aptix.llm.demo import is_demo
 from aptix.urls import mask_credentials
 
 if TYPE_CHECKING:
+    from aptix.cli.chat_input import LineReader
+    from aptix.cli.chat_view import TurnView
     from aptix.reasoner import AgentReasoner, ToolResultInput, TurnResult
     from aptix.reasoner.running import PreparedTurn
     from aptix.runtime import Runtime
@@ -145,6 +145,8 @@ async def _main(session_id: str | None, mode: str | None, details: bool, resume:
 async def _chat(
     settings: AptixSettings, session_id: str | None, mode: str | None, details: bool, resume: bool
 ) -> None:
+    # Here, not at the top: every ``aptix`` command (``--help`` too) imports this module.
+    from aptix.cli.chat_input import open_reader
     from aptix.runtime import open_runtime
 
     async with open_runtime(settings) as runtime:
@@ -288,6 +290,7 @@ async def _turn(
 
     True when it was cancelled.
     """
+    from aptix.cli.chat_view import TurnView
     from aptix.errors import AptixError
 
     while True:

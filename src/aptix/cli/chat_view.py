@@ -30,7 +30,7 @@ import contextlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
 from markdown_it.token import Token
@@ -43,7 +43,10 @@ from rich.text import Text, TextType
 
 from aptix.cli.chat_tail import StreamedTail
 from aptix.cli.output import console, folded, inert, styled
-from aptix.reasoner import TurnEvent
+
+if TYPE_CHECKING:
+    # Only for a hint: importing the reasoner would load the database stack on every start.
+    from aptix.reasoner import TurnEvent
 
 __all__ = ["InertMarkdown", "TurnView", "tool_line"]
 

@@ -1,8 +1,9 @@
 """Entry point of the ``aptix`` script: a Ctrl-C at any moment ends it quietly.
 
-This module stays light: the application (:mod:`aptix.cli.app`) imports the reasoner,
-workflows and matching packages, seconds on a loaded machine, and a Ctrl-C meanwhile would
-otherwise print a KeyboardInterrupt traceback, before typer handles interrupts.
+This module stays light: the application (:mod:`aptix.cli.app`) imports typer, Rich and
+every command's module (the reasoner, database and workflow packages only when a command runs
+that needs them), and a Ctrl-C meanwhile would otherwise print a KeyboardInterrupt traceback,
+before typer handles interrupts.
 """
 
 from __future__ import annotations
