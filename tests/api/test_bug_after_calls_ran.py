@@ -25,6 +25,7 @@ from aptix.llm import LlmRequest, LlmResponse
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
+from tests.logs import records_of
 
 HEADER = "X-Aptix-Session"
 BUG = "a bug in the second model call \x1b[2J"
@@ -52,22 +53,10 @@ async def api(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @pytest.fixture
-def log() -> Iterator[_Records]:
-    # The "aptix" loggers do not propagate to the root logger pytest captures.
-    handler, logger = _Records(), logging.getLogger("aptix")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
+def log() -> Iterator[list[logging.LogRecord]]:
+    with records_of("aptix") as records:
+        yield records
 
 
 async def _session(api: httpx.AsyncClient) -> str:
@@ -88,7 +77,7 @@ async def _ran_once(api: httpx.AsyncClient, session_id: str) -> dict[str, Any]:
 
 
 async def test_execute_answers_the_turn_with_the_call_that_ran(
-    api: httpx.AsyncClient, log: _Records
+    api: httpx.AsyncClient, log: list[logging.LogRecord]
 ) -> None:
     sid = await _session(api)
     told = await api.post("/v1/agent/execute", json={"sessionId": sid, "instruction": "go"})
@@ -101,7 +90,7 @@ async def test_execute_answers_the_turn_with_the_call_that_ran(
     assert BUG not in told.text  # the bug's words stay in the server log
     assert (await _ran_once(api, sid))["turnId"] == body["turnId"]
     # Still a bug: logged once with its traceback.
-    [logged] = [r for r in log.records if r.exc_info is not None]
+    [logged] = [r for r in log if r.exc_info is not None]
     assert logged.getMessage().startswith("[AgentReasoner_ExecuteAsync__Exception] RuntimeError")
 
 

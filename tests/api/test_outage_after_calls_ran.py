@@ -28,6 +28,7 @@ from aptix.reasoner import endings, ledger
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
+from tests.logs import records_of
 
 READ_ONLY = "cannot execute UPDATE in a read-only transaction"
 HEADER = "X-Aptix-Session"
@@ -237,32 +238,23 @@ async def test_a_turn_whose_calls_never_started_still_answers_503_and_records_th
     assert call_["errorMessage"] == ledger.NOT_STARTED
 
 
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @pytest.fixture
-def log() -> Iterator[_Records]:
-    # The "aptix" loggers do not propagate to the root logger pytest captures.
-    handler, logger = _Records(), logging.getLogger("aptix")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
+def log() -> Iterator[list[logging.LogRecord]]:
+    with records_of("aptix") as records:
+        yield records
 
 
 async def test_turns_an_outage_ends_are_logged_once_without_a_traceback(
-    runtime: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, log: _Records
+    runtime: Runtime,
+    api: httpx.AsyncClient,
+    monkeypatch: pytest.MonkeyPatch,
+    log: list[logging.LogRecord],
 ) -> None:
     sid = await _session(api)
     for _ in range(2):
         _fail_writes(runtime, monkeypatch, _outage, after="succeeded", times=2)
         await api.post("/v1/agent/execute", json={"sessionId": sid, "instruction": "go"})
-    shown = [r for r in log.records if r.levelno >= logging.WARNING]
+    shown = [r for r in log if r.levelno >= logging.WARNING]
     assert [r.exc_info for r in shown] == [None]
     [line] = shown
     assert line.getMessage().startswith("[AgentReasoner_Database__Unavailable] ")
@@ -270,7 +262,7 @@ async def test_turns_an_outage_ends_are_logged_once_without_a_traceback(
 
 
 async def test_a_bug_ending_a_turn_is_still_logged_with_its_traceback(
-    runtime: Runtime, log: _Records
+    runtime: Runtime, log: list[logging.LogRecord]
 ) -> None:
     async def broken(request: LlmRequest) -> LlmResponse:
         raise RuntimeError("a bug")
@@ -279,5 +271,5 @@ async def test_a_bug_ending_a_turn_is_still_logged_with_its_traceback(
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as api:
         told = await api.post("/v1/agent/execute", json={"instruction": "go"})
     assert told.status_code == 500
-    [logged] = [r for r in log.records if r.exc_info is not None]
+    [logged] = [r for r in log if r.exc_info is not None]
     assert logged.getMessage().startswith("[AgentReasoner_ExecuteAsync__Exception] RuntimeError")

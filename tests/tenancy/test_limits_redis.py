@@ -19,6 +19,7 @@ from aptix.settings import AptixSettings
 from aptix.testing import reply
 from aptix.testing.server import ScriptedOpenAIServer
 from tests.api.live import free_port, served_many
+from tests.logs import records_of
 from tests.tenancy.conftest import bearer
 
 REDIS = "redis://127.0.0.1:6379/0"
@@ -88,26 +89,11 @@ def test_two_processes_share_rate_limits_token_budgets_and_usage(
     assert usage["limits"]["tokenBudget"]["remaining"] == 0
 
 
-class _Records(logging.Handler):
-    """Every record of the logger it is added to (the runtime's logging does not propagate)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @pytest.fixture
 def quotas_log() -> Iterator[list[logging.LogRecord]]:
     """The records of ``aptix.quotas``, from start-up on (the outage is logged there)."""
-    handler, logger = _Records(), logging.getLogger("aptix.quotas")
-    logger.addHandler(handler)
-    try:
-        yield handler.records
-    finally:
-        logger.removeHandler(handler)
+    with records_of("aptix.quotas") as records:
+        yield records
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import aptix.workflows.validation as validation
 from aptix.cli.main import app
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
+from tests.logs import records_of
 
 FIELDS = {
     "userIntentPatterns": ["annotate the report"],
@@ -40,36 +41,24 @@ async def _publish(runtime: Runtime, workflow_id: str, org: str, **fields: Any) 
     assert published.ok, published
 
 
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @pytest.fixture
-def logged() -> Iterator[_Records]:
+def logged() -> Iterator[list[logging.LogRecord]]:
     """Warnings of ``aptix.workflows``, which open_runtime's logging does not propagate."""
-    handler = _Records()
-    logger = logging.getLogger("aptix.workflows")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
+    with records_of("aptix.workflows", logging.WARNING) as records:
+        yield records
 
 
-def _warnings(logged: _Records) -> list[str]:
-    return [r.getMessage() for r in logged.records]
+def _warnings(logged: list[logging.LogRecord]) -> list[str]:
+    return [r.getMessage() for r in logged]
 
 
 async def test_start_up_leaves_out_a_revision_whose_mcp_server_was_removed(
-    tmp_path: Path, logged: _Records
+    tmp_path: Path, logged: list[logging.LogRecord]
 ) -> None:
     async with open_runtime(_settings(tmp_path, **ANNOT), connect_mcp=False) as before:
         await _publish(before, "annotate", "acme")
         await _publish(before, "offsite", "globex", permittedTools=["agent_calculator"])
-    logged.records.clear()
+    logged.clear()
     # The server `annot` is removed from the configuration: start-up must go on.
     async with open_runtime(_settings(tmp_path), connect_mcp=False) as after:
         registry = after.workflows.registry
@@ -85,12 +74,12 @@ async def test_start_up_leaves_out_a_revision_whose_mcp_server_was_removed(
 
 
 async def test_start_up_leaves_out_a_revision_that_predates_a_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, logged: _Records
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, logged: list[logging.LogRecord]
 ) -> None:
     async with open_runtime(_settings(tmp_path, **ANNOT), connect_mcp=False) as before:
         await _publish(before, "annotate", "acme", notes=["n" * 400])
     monkeypatch.setattr(validation, "MAX_ENTRY_LENGTH", 300)
-    logged.records.clear()
+    logged.clear()
     async with open_runtime(_settings(tmp_path, **ANNOT), connect_mcp=False) as after:
         assert after.workflows.registry.get("annotate", "acme") is None
     [warning] = _warnings(logged)
@@ -99,11 +88,11 @@ async def test_start_up_leaves_out_a_revision_that_predates_a_limit(
 
 
 async def test_a_running_process_warns_once_per_left_out_revision(
-    tmp_path: Path, logged: _Records
+    tmp_path: Path, logged: list[logging.LogRecord]
 ) -> None:
     async with open_runtime(_settings(tmp_path, **ANNOT), connect_mcp=False) as before:
         await _publish(before, "annotate", "acme")
-    logged.records.clear()
+    logged.clear()
     async with open_runtime(_settings(tmp_path), connect_mcp=False) as after:
         await _publish(after, "offsite", "globex", permittedTools=["agent_calculator"])
         assert await after.workflows.refresh() is False  # authoring already synced
