@@ -33,6 +33,8 @@ let shownFor = null;
 let shownHash = "";
 // The address of the page shown when it failed to load: its link in the navigation loads it again.
 let failedHash = null;
+// Whether what failed there is the start-up check: its link then checks again, as its Retry does.
+let failedStart = false;
 
 function showSignIn(message) {
   main.hidden = true; // hidden, not cleared: a revoked key re-entered loses nothing typed
@@ -88,8 +90,10 @@ function listenToNavigation() {
       const href = link.getAttribute("href");
       // A link to the address shown moves nothing (no hashchange): a page that failed to load
       // is loaded again.
-      if (href === location.hash && href === failedHash) route(true);
-      else if (href.startsWith("#/") && href !== location.hash && !mayLeave()) event.preventDefault();
+      if (href === location.hash && href === failedHash) {
+        if (failedStart) probeAndShow(true);
+        else route(true);
+      } else if (href.startsWith("#/") && href !== location.hash && !mayLeave()) event.preventDefault();
     },
     true,
   );
@@ -126,6 +130,8 @@ function showStartFailure(error, focus = false) {
     probeAndShow(true);
   });
   replace(main, h("div", { class: "view" }, h("h1", {}, "Aptix console"), notice(probeFailure(error)), retry));
+  failedHash = location.hash;
+  failedStart = true;
   listenToNavigation();
   if (focus) moveFocus(retry);
 }
@@ -191,6 +197,7 @@ function route(moved) {
   }
   shownHash = location.hash;
   failedHash = null;
+  failedStart = false;
   const [name = "", ...rest] = pagePath();
   const view = name || "chat";
   const title = `${view[0].toUpperCase()}${view.slice(1)}`;

@@ -1,6 +1,6 @@
 // Usage: the model tokens the org spent today, per API key, with its limits (admins only).
 
-import { api } from "./api.js";
+import { api, ApiError } from "./api.js";
 import { h, notice, replace, table } from "./dom.js";
 
 const number = (n) => (n === null || n === undefined ? "—" : Number(n).toLocaleString("en"));
@@ -10,6 +10,9 @@ export async function usageView(el) {
   try {
     usage = await api("/v1/usage");
   } catch (error) {
+    // A key that is not an admin's is told so: trying again would change nothing. Any other
+    // failure (the database down...) is the router's, which offers a Retry.
+    if (!(error instanceof ApiError && error.status === 403)) throw error;
     replace(el, h("h1", {}, "Usage"), notice(error.message));
     return;
   }
