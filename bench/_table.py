@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -66,14 +67,53 @@ def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[objec
         print("| " + " | ".join(str(c) for c in row) + " |")
 
 
+class _FromEnvironment(str):
+    """An option's default as set in an environment variable (named in ``variable``)."""
+
+    variable: str
+
+
+def environment_default(variable: str, fallback: str) -> str:
+    """An option's default: the text of ``variable`` when it is set, else ``fallback``.
+
+    Text, not a number: argparse runs the option's type on a default given as text (and only
+    when the option is not given), so the variable's value gets the option's checks and a bad
+    one is the same one-line error, naming the variable, instead of a traceback at import.
+    """
+    value = os.environ.get(variable)
+    if value is None:
+        return fallback
+    text = _FromEnvironment(value)
+    text.variable = variable
+    return text
+
+
+def type_error(text: str, message: str) -> argparse.ArgumentTypeError:
+    """An ``argparse`` type's refusal of ``text``; one set in the environment names its variable."""
+    if isinstance(text, _FromEnvironment):
+        message = f"{message} (from {text.variable})"
+    return argparse.ArgumentTypeError(message)
+
+
 def positive_int(text: str) -> int:
     """An ``argparse`` type: a whole number of at least 1."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        raise type_error(text, f"not a whole number: {text!r}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+        raise type_error(text, f"must be at least 1: {value}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An ``argparse`` type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise type_error(text, f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise type_error(text, f"must be a positive number of seconds: {text!r}")
     return value
 
 

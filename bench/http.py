@@ -28,10 +28,9 @@ from pathlib import Path
 
 import httpx
 
-from bench._table import Targets, print_table, verdict
+from bench._table import Targets, environment_default, positive_seconds, print_table, verdict
 from tests.api.live import free_port
 
-DURATION = float(os.environ.get("BENCH_SECONDS", "4"))
 #: The targets: invoke at TARGET_CONNECTIONS, and the process figures.
 TARGET_CONNECTIONS = 16
 INVOKE_RPS = 2_000
@@ -41,7 +40,7 @@ HELP_MS = 300
 
 
 async def _load(
-    url: str, body: dict[str, object], connections: int, seconds: float = DURATION
+    url: str, body: dict[str, object], connections: int, seconds: float
 ) -> tuple[float, float, float]:
     latencies: list[float] = []
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
@@ -87,7 +86,7 @@ def _wrk_unit(text: str) -> float:
 
 
 def _wrk(
-    url: str, body: dict[str, object], connections: int, seconds: float = DURATION
+    url: str, body: dict[str, object], connections: int, seconds: float
 ) -> tuple[float, float, float]:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(
@@ -184,17 +183,6 @@ async def _run(targets: Targets, seconds: float) -> None:
     )
 
 
-def _seconds(text: str) -> float:
-    """An ``argparse`` type: a positive number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Print both tables; the exit status is 1 when a target was missed."""
     parser = argparse.ArgumentParser(
@@ -204,8 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--seconds",
-        type=_seconds,
-        default=DURATION,
+        type=positive_seconds,
+        default=environment_default("BENCH_SECONDS", "4"),
         help="load per row (default: BENCH_SECONDS or 4)",
     )
     args = parser.parse_args(argv)

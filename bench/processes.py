@@ -27,13 +27,19 @@ from pathlib import Path
 
 import httpx
 
-from bench._table import Targets, positive_int, print_table, verdict
+from bench._table import (
+    Targets,
+    environment_default,
+    positive_int,
+    positive_seconds,
+    print_table,
+    verdict,
+)
 from bench.http import _load, _wrk
 from tests.api.live import free_port
 from tests.databases import create_pg_database, drop_pg_database
 
 CONNECTIONS = 16
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "200"))
 BODY: dict[str, object] = {"instruction": "hi"}
 #: The targets: PostgreSQL's k=0 turn ÷ SQLite's at most, its turns/s ÷ SQLite's at least.
 TURN_RATIO = 1.5
@@ -51,8 +57,10 @@ async def _ready(url: str) -> None:
     raise RuntimeError(f"{url} did not start")
 
 
-async def _measure(env: dict[str, str], processes: int) -> tuple[float, float, float]:
-    """Turns/s summed over the processes, median p50 and worst p99 (ms)."""
+async def _measure(
+    env: dict[str, str], processes: int, seconds: float
+) -> tuple[float, float, float]:
+    """Turns/s summed over the processes under ``seconds`` of load; median p50, worst p99 (ms)."""
     servers: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmp:
         environment = {**os.environ, "APTIX_DATA_DIR": tmp, **env}
@@ -73,10 +81,11 @@ async def _measure(env: dict[str, str], processes: int) -> tuple[float, float, f
             ]
             if shutil.which("wrk"):
                 runs = [
-                    asyncio.to_thread(_wrk, u, BODY, c) for u, c in zip(urls, shares, strict=True)
+                    asyncio.to_thread(_wrk, u, BODY, c, seconds)
+                    for u, c in zip(urls, shares, strict=True)
                 ]
             else:
-                runs = [_load(u, BODY, c) for u, c in zip(urls, shares, strict=True)]
+                runs = [_load(u, BODY, c, seconds) for u, c in zip(urls, shares, strict=True)]
             results = await asyncio.gather(*runs)
         finally:
             for server in servers:
@@ -141,17 +150,17 @@ async def _k0_turns(targets: Targets, rounds: int) -> None:
     )
 
 
-async def run(targets: Targets, rounds: int) -> None:
-    """Print both tables, checking their targets."""
+async def run(targets: Targets, rounds: int, seconds: float) -> None:
+    """Print both tables, checking their targets; ``seconds``: the load of each row."""
     await _k0_turns(targets, rounds)
     rows = []
     met = True
-    sqlite_rate, p50, p99 = await _measure({}, 1)
+    sqlite_rate, p50, p99 = await _measure({}, 1, seconds)
     rows.append(("SQLite", "1", f"{sqlite_rate:,.0f}", f"{p50:.1f}", f"{p99:.1f}", "1.00×"))
     for processes in (1, 2, 3):
         database = await asyncio.to_thread(create_pg_database)
         try:
-            rate, p50, p99 = await _measure({"APTIX_DATABASE_URL": database}, processes)
+            rate, p50, p99 = await _measure({"APTIX_DATABASE_URL": database}, processes, seconds)
         finally:
             await asyncio.to_thread(drop_pg_database, database)
         row = (
@@ -180,12 +189,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--rounds",
         type=positive_int,
-        default=ROUNDS,
+        default=environment_default("BENCH_ROUNDS", "200"),
         help="new-session k=0 turns per database (default: BENCH_ROUNDS or 200)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=positive_seconds,
+        default=environment_default("BENCH_SECONDS", "4"),
+        help="load per row (default: BENCH_SECONDS or 4)",
     )
     args = parser.parse_args(argv)
     targets = Targets("bench.processes")
-    asyncio.run(run(targets, args.rounds))
+    asyncio.run(run(targets, args.rounds, args.seconds))
     return targets.finish()
 
 

@@ -1,11 +1,11 @@
 """Persistent turns side by side: Aptix vs LangGraph (``AsyncSqliteSaver``) vs the OpenAI
 Agents SDK (``SQLiteSession``), plus ``POST /v1/agent/execute`` under load.
 
-Run: ``python -m bench.turns [--rounds N] [--long-turns N] [--http]``; all but ``--http`` need
-the ``bench`` extra (``pip install -e ".[bench]"``). Every framework gets a zero-latency
-scripted model and one trivial async tool; each persists to its own SQLite file in a temporary
-directory. New-session turns of the three are interleaved one by one, so machine load hits
-all alike; each long session runs alone (see ``_long_session``).
+Run: ``python -m bench.turns [--rounds N] [--long-turns N] [--seconds S] [--http]``; all but
+``--http`` need the ``bench`` extra (``pip install -e ".[bench]"``). Every framework gets a
+zero-latency scripted model and one trivial async tool; each persists to its own SQLite file
+in a temporary directory. New-session turns of the three are interleaved one by one, so
+machine load hits all alike; each long session runs alone (see ``_long_session``).
 
 - k=0: one model call answering text, on a new session each turn.
   Aptix runs on its SQLite file and, interleaved too, on a fresh PostgreSQL database
@@ -48,10 +48,15 @@ from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
-from bench._table import Targets, positive_int, print_table, verdict
+from bench._table import (
+    Targets,
+    environment_default,
+    positive_int,
+    positive_seconds,
+    print_table,
+    verdict,
+)
 
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "200"))
-LONG = int(os.environ.get("BENCH_LONG_TURNS", "1000"))
 WINDOW = 20
 HTTP_LONG = 300
 #: The modules of the ``bench`` extra the in-process part imports.
@@ -487,9 +492,11 @@ async def _in_process_on(postgresql: str, targets: Targets, rounds: int, long: i
     )
 
 
-async def _serve_execute(env: dict[str, str]) -> tuple[float, float, float, float, float]:
+async def _serve_execute(
+    env: dict[str, str], seconds: float
+) -> tuple[float, float, float, float, float]:
     """Serve ``bench.http_server`` with ``env``; load ``POST /v1/agent/execute`` at 16
-    connections, then time one session's turns 1-20 and 301-320 over HTTP (ms)."""
+    connections for ``seconds``, then time one session's turns 1-20 and 301-320 over HTTP (ms)."""
     import subprocess
 
     import httpx
@@ -515,9 +522,9 @@ async def _serve_execute(env: dict[str, str]) -> tuple[float, float, float, floa
                     except httpx.HTTPError:
                         await asyncio.sleep(0.1)
             if shutil.which("wrk"):
-                rate, p50, p99 = await asyncio.to_thread(_wrk, url, body, 16)
+                rate, p50, p99 = await asyncio.to_thread(_wrk, url, body, 16, seconds)
             else:
-                rate, p50, p99 = await _load(url, body, 16)
+                rate, p50, p99 = await _load(url, body, 16, seconds)
             await asyncio.sleep(2)  # let the server drain what the load left queued
             async with httpx.AsyncClient(timeout=30) as client:
                 first = (await client.post(url, json=body)).json()
@@ -536,7 +543,7 @@ async def _serve_execute(env: dict[str, str]) -> tuple[float, float, float, floa
             server.wait(timeout=30)
 
 
-async def _http(targets: Targets) -> None:
+async def _http(targets: Targets, seconds: float) -> None:
     from tests.databases import create_pg_database, drop_pg_database
 
     rows = []
@@ -545,7 +552,7 @@ async def _http(targets: Targets) -> None:
         database = await asyncio.to_thread(create_pg_database) if label == "PostgreSQL" else None
         try:
             rate, p50, p99, early, late = await _serve_execute(
-                {"APTIX_DATABASE_URL": database} if database else {}
+                {"APTIX_DATABASE_URL": database} if database else {}, seconds
             )
         finally:
             if database:
@@ -600,10 +607,11 @@ def _missing_extra() -> str | None:
 async def _run(targets: Targets, args: argparse.Namespace) -> None:
     if not args.http:
         await _in_process(targets, args.rounds, args.long_turns)
-    await _http(targets)
+    await _http(targets, args.seconds)
     from bench.processes import run as processes
 
-    await processes(targets, args.rounds)  # one, two and three processes on one PostgreSQL
+    # One, two and three processes on one PostgreSQL.
+    await processes(targets, args.rounds, args.seconds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -621,14 +629,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--rounds",
         type=positive_int,
-        default=ROUNDS,
+        default=environment_default("BENCH_ROUNDS", "200"),
         help="new-session turns per framework and k (default: BENCH_ROUNDS or 200)",
     )
     parser.add_argument(
         "--long-turns",
         type=positive_int,
-        default=LONG,
+        default=environment_default("BENCH_LONG_TURNS", "1000"),
         help=f"turns before the long session's last {WINDOW} (default: BENCH_LONG_TURNS or 1000)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=positive_seconds,
+        default=environment_default("BENCH_SECONDS", "4"),
+        help="load of the HTTP rows (default: BENCH_SECONDS or 4)",
     )
     args = parser.parse_args(argv)
     if not args.http and (missing := _missing_extra()) is not None:
