@@ -7,10 +7,11 @@ imported on first use so that ``aptix --help`` does not pay for pydantic and SQL
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    __version__: str
+
     from aptix.errors import (
         AptixError,
         ConfigurationError,
@@ -40,11 +41,6 @@ if TYPE_CHECKING:
     from aptix.workflows.manifest import WorkflowManifest
     from aptix.workflows.registry import WorkflowRegistry
     from aptix.workflows.store import WorkflowStore
-
-try:  # pyproject.toml is the one place the version is written
-    __version__ = importlib.metadata.version("aptix")
-except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree, not installed
-    __version__ = "0+unknown"
 
 _EXPORTS = {
     "AdminLogger": "aptix.logger",
@@ -124,7 +120,21 @@ __all__ = [
 ]
 
 
+def _version() -> str:
+    # Read on first use: importlib.metadata is most of what importing aptix costs, and the
+    # ``aptix`` script could not catch a Ctrl-C before its own code runs.
+    import importlib.metadata
+
+    try:  # pyproject.toml is the one place the version is written
+        return importlib.metadata.version("aptix")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = version = _version()
+        return version
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'aptix' has no attribute {name!r}")

@@ -36,6 +36,8 @@ sys.meta_path.insert(0, CtrlC())
 @pytest.mark.parametrize(
     ("args", "module"),
     [
+        # The version, read on first use: importing aptix (before the script's code) took it.
+        (["--version"], "importlib.metadata"),
         (["--version"], "aptix.cli.chat"),  # the command line's own imports
         (["sessions", "list"], "aptix.reasoner"),  # what the command imports as it runs
     ],

@@ -30,6 +30,7 @@ from aptix.cli.chat_commands import (
     show_refusal,
 )
 from aptix.cli.chat_signals import ChatSignals, cut_short, end_by, ending_note
+from aptix.cli.main import INTERRUPTED
 from aptix.cli.output import console, fail, refuse_unstorable, say, unstorable
 from aptix.cli.runtime import config_failed, database_failed, database_failure, is_database_error
 from aptix.llm.demo import is_demo
@@ -121,7 +122,12 @@ def chat(
         config_failed(exc)
     except AptixError as exc:
         fail(str(exc))
-    except (KeyboardInterrupt, EOFError):
+    except KeyboardInterrupt:
+        # Before the chat began (the database opening) or on its way out: the command was
+        # interrupted, and ends as every other command Ctrl-C ends.
+        console.print()
+        raise typer.Exit(INTERRUPTED) from None
+    except EOFError:
         console.print()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import sqlite3
 import time
@@ -291,6 +292,7 @@ def create_engine(url: str) -> AsyncEngine:
             parsed, connect_args={"timeout": BUSY_TIMEOUT_SECONDS}, hide_parameters=True
         )
         _configure_sqlite(engine.sync_engine)
+        _closing_when_cancelled(engine.sync_engine)
         return engine
     if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() != "asyncpg":
         parsed = parsed.set(drivername="postgresql+asyncpg")
@@ -331,6 +333,37 @@ def _still_locked() -> OperationalError:
 
 def _is_uri(url: URL) -> bool:
     return str(url.query.get("uri", "")).lower() in ("true", "1")
+
+
+async def _connected_or_closed(*args: Any, **kwargs: Any) -> Any:
+    """``aiosqlite.connect``, except that a cancelled connect closes what it was opening first.
+
+    Cancelled (Ctrl-C as a command starts), aiosqlite's own connect returns at once and leaves
+    its thread opening the file: the thread then answers an event loop that may be closed by
+    then, and prints "Event loop is closed" in a thread traceback on the way out.
+    """
+    import aiosqlite
+
+    connection = aiosqlite.connect(*args, **kwargs)
+    # As SQLAlchemy's own connect does: a connection left open never holds the process up.
+    connection._thread.daemon = True
+    opening: asyncio.Future[aiosqlite.Connection] = asyncio.ensure_future(connection)
+    try:
+        return await asyncio.shield(opening)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # a file it could not open: nothing to close
+            await (await opening).close()
+        raise
+
+
+def _closing_when_cancelled(engine: Engine) -> None:
+    """Open the aiosqlite engine's connections with :func:`_connected_or_closed`."""
+
+    @event.listens_for(engine, "do_connect")
+    def _on_do_connect(_dialect: Any, _record: Any, _args: Any, params: dict[str, Any]) -> None:
+        # The dialect still connects, with the URL's arguments, through this in place of
+        # aiosqlite.connect (SQLAlchemy's async_creator takes the same road).
+        params["async_creator_fn"] = _connected_or_closed
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -378,6 +411,9 @@ async def open_database(url: str, *, migrate: bool = True) -> Database:
             raise ConfigurationError(
                 f"Cannot open the database at {shown_url(url)}: {driver_message(exc)}", hint=hint
             ) from exc
+        except BaseException:  # cancelled (Ctrl-C): the connections it opened are closed too
+            await database.close()
+            raise
     if database._file is not None:
         database._file.check()  # the file migrating just created is the one to keep using
     return database
