@@ -9,6 +9,7 @@ form and its PascalCase form (:func:`with_pascal_case_variant`).
 from __future__ import annotations
 
 import copy
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from pydantic import AliasChoices
 from pydantic.alias_generators import to_camel, to_pascal
 
 __all__ = [
+    "FieldGivenTwice",
     "any_case",
     "field_spellings",
     "from_pascal_case",
@@ -133,12 +135,21 @@ def match_documented_keys(value: Any, schema: dict[str, Any], depth: int = 0) ->
 
     ``schema`` is a JSON schema with its ``$defs``: nested models of tool arguments (user
     types without our aliases) then read ``Street``, ``street`` or ``zip_code``/``zipCode``
-    alike. A key already documented, or ambiguous, is kept as sent.
+    alike. A key already documented, or ambiguous, is kept as sent. Two keys of one object
+    that spell the same property raise :class:`FieldGivenTwice`: one value would go unread.
     """
-    return _match(value, schema, schema.get("$defs", {}), depth)
+    return _match(value, schema, schema.get("$defs", {}), depth, None)
 
 
-def _match(value: Any, node: dict[str, Any], defs: dict[str, Any], depth: int) -> Any:
+#: Where an object is, as (where its parent is, its key or index); None at the top.
+_Path = tuple["_Path", Any] | None
+
+
+class FieldGivenTwice(ValueError):
+    """An object gives one property in two spellings; the message names it and them."""
+
+
+def _match(value: Any, node: dict[str, Any], defs: dict[str, Any], depth: int, path: _Path) -> Any:
     if depth > 64:
         return value
     ref = node.get("$ref")
@@ -148,34 +159,81 @@ def _match(value: Any, node: dict[str, Any], defs: dict[str, Any], depth: int) -
         options = [o for o in node.get(combinator, ()) if isinstance(o, dict)]
         shaped = [o for o in options if o.get("type") != "null"]
         if len(shaped) == 1:  # ``Model | None``: one shape to follow
-            value = _match(value, shaped[0], defs, depth + 1)
+            value = _match(value, shaped[0], defs, depth + 1, path)
     if isinstance(value, dict):
         props = node.get("properties")
         if isinstance(props, dict):
-            return _match_object(value, props, defs, depth)
+            return _match_object(value, props, defs, depth, path)
         extra = node.get("additionalProperties")
         if isinstance(extra, dict):
-            return {key: _match(item, extra, defs, depth + 1) for key, item in value.items()}
+            return {
+                key: _match(item, extra, defs, depth + 1, (path, key))
+                for key, item in value.items()
+            }
     elif isinstance(value, list) and isinstance(node.get("items"), dict):
-        return [_match(item, node["items"], defs, depth + 1) for item in value]
+        return [
+            _match(item, node["items"], defs, depth + 1, (path, index))
+            for index, item in enumerate(value)
+        ]
     return value
 
 
 def _match_object(
-    value: dict[Any, Any], props: dict[str, Any], defs: dict[str, Any], depth: int
+    value: dict[Any, Any],
+    props: dict[str, Any],
+    defs: dict[str, Any],
+    depth: int,
+    path: _Path,
 ) -> dict[Any, Any]:
     by_fold: dict[str, list[str]] = {}
     for name in props:
         by_fold.setdefault(_fold(name), []).append(name)
     out: dict[Any, Any] = {}
     for key, item in value.items():
-        target = key
-        if isinstance(key, str) and key not in props:
-            names = by_fold.get(_fold(key), [])
-            if len(names) == 1 and names[0] not in value and names[0] not in out:
-                target = names[0]
-        if target in out:  # two spellings of one key: the second stays as sent
-            target = key
+        target = _documented(key, props, by_fold)
+        if target in out:
+            raise FieldGivenTwice(_given_twice(value, target, props, by_fold, path))
         sub = props.get(target)
-        out[target] = _match(item, sub, defs, depth + 1) if isinstance(sub, dict) else item
+        out[target] = (
+            _match(item, sub, defs, depth + 1, (path, target)) if isinstance(sub, dict) else item
+        )
     return out
+
+
+def _documented(key: Any, props: dict[str, Any], by_fold: dict[str, list[str]]) -> Any:
+    """The property ``key`` spells: itself when documented, else the one its letters name."""
+    if isinstance(key, str) and key not in props:
+        names = by_fold.get(_fold(key), [])
+        if len(names) == 1:
+            return names[0]
+    return key
+
+
+def _given_twice(
+    value: dict[Any, Any],
+    target: str,
+    props: dict[str, Any],
+    by_fold: dict[str, list[str]],
+    path: _Path,
+) -> str:
+    """What the top-level check says (:func:`repeated_spelling`), with the field's path."""
+    given = [key for key in value if _documented(key, props, by_fold) == target]
+    parts = [target]
+    while path is not None:
+        path, part = path
+        parts.append(part)
+    where = ".".join(_shown(part) for part in reversed(parts))
+    quoted = " and ".join(f"'{_shown(key)}'" for key in given)
+    return f"'{where}' is given twice ({quoted}): use one casing per field."
+
+
+def _shown(part: Any) -> str:
+    """``part`` of a path or a key as sent, its control and invisible characters escaped."""
+    return "".join(
+        f"\\u{ord(char):04x}" if unicodedata.category(char) in _HIDDEN else char
+        for char in str(part)
+    )
+
+
+#: Control, format (bidi overrides), surrogate and line-separating characters.
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})

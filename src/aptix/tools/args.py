@@ -10,8 +10,15 @@ from typing import Any, TypeVar
 
 from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
-from aptix.casing import any_case, field_spellings, match_documented_keys, repeated_spelling
+from aptix.casing import (
+    FieldGivenTwice,
+    any_case,
+    field_spellings,
+    match_documented_keys,
+    repeated_spelling,
+)
 from aptix.results import InvokeResult
 
 __all__ = ["ToolArgs", "ToolResult", "function_schema", "parse_arguments"]
@@ -19,6 +26,9 @@ __all__ = ["ToolArgs", "ToolResult", "function_schema", "parse_arguments"]
 SIMPLE_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array"})
 
 A = TypeVar("A", bound="ToolArgs")
+
+#: The error type of a nested field given in two spellings (its message says everything).
+GIVEN_TWICE = "field_given_twice"
 
 
 class ToolArgs(BaseModel):
@@ -37,7 +47,13 @@ class ToolArgs(BaseModel):
         # Nested models are the user's own types, without our aliases: their keys are matched
         # to the documented ones here, so ``{"Address": {"Street": ...}}`` reads too.
         schema = _nested_schema(cls)
-        return data if schema is None else match_documented_keys(data, schema)
+        if schema is None:
+            return data
+        try:
+            return match_documented_keys(data, schema)
+        except FieldGivenTwice as exc:
+            # Said as the check before the parse says it for the top level: the whole reason.
+            raise PydanticCustomError(GIVEN_TWICE, "{reason}", {"reason": str(exc)}) from None
 
 
 @functools.cache
@@ -116,6 +132,8 @@ def describe_validation_error(exc: ValidationError, arguments_json: str | None =
     problems: dict[str, list[str]] = {}
     for err in exc.errors(include_url=False):
         kind = err["type"]
+        if kind == GIVEN_TWICE:
+            return str(err["msg"])
         if kind == "json_invalid":
             detail = err["msg"].removeprefix("Invalid JSON: ")
             return f"Arguments must be a valid JSON object ({detail})."
