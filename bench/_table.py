@@ -117,6 +117,35 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def bench_parser(name: str, doc: str | None) -> argparse.ArgumentParser:
+    """The argument parser of ``python -m <name>``, its docstring as the description."""
+    return argparse.ArgumentParser(
+        prog=f"python -m {name}",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def add_rounds(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--rounds``: how many ``what``, from ``BENCH_ROUNDS`` or 200."""
+    parser.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=environment_default("BENCH_ROUNDS", "200"),
+        help=f"{what} (default: BENCH_ROUNDS or 200)",
+    )
+
+
+def add_seconds(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--seconds``: how long ``what`` lasts, from ``BENCH_SECONDS`` or 4."""
+    parser.add_argument(
+        "--seconds",
+        type=positive_seconds,
+        default=environment_default("BENCH_SECONDS", "4"),
+        help=f"{what} (default: BENCH_SECONDS or 4)",
+    )
+
+
 def positive_ints(text: str) -> list[int]:
     """An ``argparse`` type: comma-separated whole numbers of at least 1."""
     return [positive_int(part.strip()) for part in text.split(",")]

@@ -12,7 +12,6 @@ is 1 when one is missed; every miss is listed after the last table.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -28,7 +27,13 @@ from pathlib import Path
 
 import httpx
 
-from bench._table import Targets, environment_default, positive_seconds, print_table, verdict
+from bench._table import (
+    Targets,
+    add_seconds,
+    bench_parser,
+    print_table,
+    verdict,
+)
 from tests.api.live import free_port
 
 #: The targets: invoke at TARGET_CONNECTIONS, and the process figures.
@@ -185,17 +190,8 @@ async def _run(targets: Targets, seconds: float) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print both tables; the exit status is 1 when a target was missed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.http",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--seconds",
-        type=positive_seconds,
-        default=environment_default("BENCH_SECONDS", "4"),
-        help="load per row (default: BENCH_SECONDS or 4)",
-    )
+    parser = bench_parser("bench.http", __doc__)
+    add_seconds(parser, "load per row")
     args = parser.parse_args(argv)
     targets = Targets("bench.http")
     asyncio.run(_run(targets, args.seconds))

@@ -27,7 +27,6 @@ differing row listed at the end; the timings themselves state no target.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import io
 import re
@@ -43,7 +42,7 @@ from typing import Any
 
 from aptix.workflows.matching.combined import WorkflowMatcher
 from aptix.workflows.registry import WorkflowRegistry
-from bench._table import Targets, positive_int, positive_ints, print_table, verdict
+from bench._table import Targets, bench_parser, positive_int, positive_ints, print_table, verdict
 from tests.workflows.evalset import SYNTHETIC_LIMIT, synthetic_catalog, synthetic_messages
 
 #: The earlier revision's package name, so that both import side by side.
@@ -201,11 +200,7 @@ def evidence_rows(semantic: bool) -> list[list[object]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table; the exit status is 1 when a message differs."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.match_ab",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("bench.match_ab", __doc__)
     parser.add_argument("rev", help="the earlier revision (a commit, tag or branch)")
     parser.add_argument("--sizes", type=positive_ints, default="100,1000,10000")
     parser.add_argument("--queries", type=positive_int, default=400)

@@ -13,7 +13,6 @@ after the last table.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import shutil
@@ -29,9 +28,9 @@ import httpx
 
 from bench._table import (
     Targets,
-    environment_default,
-    positive_int,
-    positive_seconds,
+    add_rounds,
+    add_seconds,
+    bench_parser,
     print_table,
     verdict,
 )
@@ -181,23 +180,9 @@ async def run(targets: Targets, rounds: int, seconds: float) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print both tables; the exit status is 1 when a target was missed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.processes",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=environment_default("BENCH_ROUNDS", "200"),
-        help="new-session k=0 turns per database (default: BENCH_ROUNDS or 200)",
-    )
-    parser.add_argument(
-        "--seconds",
-        type=positive_seconds,
-        default=environment_default("BENCH_SECONDS", "4"),
-        help="load per row (default: BENCH_SECONDS or 4)",
-    )
+    parser = bench_parser("bench.processes", __doc__)
+    add_rounds(parser, "new-session k=0 turns per database")
+    add_seconds(parser, "load per row")
     args = parser.parse_args(argv)
     targets = Targets("bench.processes")
     asyncio.run(run(targets, args.rounds, args.seconds))

@@ -9,7 +9,6 @@ is 1 when either is missed.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import tempfile
@@ -22,7 +21,7 @@ from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
 from aptix.testing.sessions import InMemorySessionManager
-from bench._table import Targets, print_table, verdict
+from bench._table import Targets, bench_parser, print_table, verdict
 
 TURNS = {0: 400, 1: 300, 10: 100}
 #: Turns per k with SQLite, which are slower: a tenth, at least this many.
@@ -113,11 +112,7 @@ async def _run(targets: Targets) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table; the exit status is 1 when a target was missed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.reasoner",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("bench.reasoner", __doc__)
     parser.parse_args(argv)
     targets = Targets("bench.reasoner")
     asyncio.run(_run(targets))

@@ -8,7 +8,6 @@ It states no target: its figures are for comparing back ends and runs.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import tempfile
@@ -19,7 +18,7 @@ from pathlib import Path
 from aptix.db.engine import open_database
 from aptix.modes.catalog import load_mode_catalog
 from aptix.sessions.sql import SqlSessionManager
-from bench._table import Targets, print_table
+from bench._table import Targets, bench_parser, print_table
 from tests.databases import create_pg_database, drop_pg_database
 
 CHANGES_PER_CALLER = 150
@@ -74,11 +73,7 @@ async def _all(tmp: str, pg_url: str) -> list[tuple[str, ...]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table (no target: the exit status says only that it ran)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.sessions",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("bench.sessions", __doc__)
     parser.parse_args(argv)
     pg_url = create_pg_database()
     try:

@@ -22,7 +22,6 @@ is missed; every miss is listed after the last table.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -45,7 +44,7 @@ from aptix.tools import AgentTool, AgentToolCall, AgentToolExecutionContext
 from aptix.tools.args import ToolArgs, function_schema, parse_arguments
 from aptix.tools.builtin.hello_world import HelloWorldTool
 from aptix.tools.mcp_source.source import McpToolSource
-from bench._table import Targets, interleaved_us, print_table, verdict
+from bench._table import Targets, bench_parser, interleaved_us, print_table, verdict
 
 ARGS = '{"name": "Ann"}'
 CONTEXT = AgentToolExecutionContext(session_id="s" * 32, conversation_id="c", org="o", user="u")
@@ -338,11 +337,7 @@ async def _run(targets: Targets) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the three tables; the exit status is 1 when a target was missed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.tools",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("bench.tools", __doc__)
     parser.parse_args(argv)
     targets = Targets("bench.tools")
     asyncio.run(_run(targets))

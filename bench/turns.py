@@ -50,9 +50,11 @@ from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
 from bench._table import (
     Targets,
+    add_rounds,
+    add_seconds,
+    bench_parser,
     environment_default,
     positive_int,
-    positive_seconds,
     print_table,
     verdict,
 )
@@ -616,34 +618,20 @@ async def _run(targets: Targets, args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print every table; the exit status is 1 when a target was missed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.turns",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("bench.turns", __doc__)
     parser.add_argument(
         "--http",
         action="store_true",
         help="only the HTTP and processes parts (no bench extra needed)",
     )
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=environment_default("BENCH_ROUNDS", "200"),
-        help="new-session turns per framework and k (default: BENCH_ROUNDS or 200)",
-    )
+    add_rounds(parser, "new-session turns per framework and k")
     parser.add_argument(
         "--long-turns",
         type=positive_int,
         default=environment_default("BENCH_LONG_TURNS", "1000"),
         help=f"turns before the long session's last {WINDOW} (default: BENCH_LONG_TURNS or 1000)",
     )
-    parser.add_argument(
-        "--seconds",
-        type=positive_seconds,
-        default=environment_default("BENCH_SECONDS", "4"),
-        help="load of the HTTP rows (default: BENCH_SECONDS or 4)",
-    )
+    add_seconds(parser, "load of the HTTP rows")
     args = parser.parse_args(argv)
     if not args.http and (missing := _missing_extra()) is not None:
         # One line, not a traceback: the fix is an install, and --http needs none of it.

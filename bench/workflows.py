@@ -74,7 +74,7 @@ from aptix.workflows.matching.semantic import (
 )
 from aptix.workflows.matching.stored import StoredEncodings
 from aptix.workflows.registry import WorkflowRegistry
-from bench._table import Targets, positive_int, positive_ints, print_table, verdict
+from bench._table import Targets, bench_parser, positive_int, positive_ints, print_table, verdict
 from bench.encoders import CACHE, cached_embedder, fold_embedder
 from bench.match_eval import (
     Evidence,
@@ -817,11 +817,7 @@ def _cascade() -> Cascade:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print every table; the exit status is 1 when a latency target was missed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.workflows",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("bench.workflows", __doc__)
     parser.add_argument("--sizes", type=positive_ints, default="100,1000,10000")
     parser.add_argument("--queries", type=positive_int, default=300)
     parser.add_argument("--no-semantic", action="store_true")

@@ -70,6 +70,16 @@ def _the_error_line(chat: pexpect.spawn) -> str:
     return said
 
 
+def _goes_on_once_it_is_back(chat: pexpect.spawn, proxy: TcpProxy) -> None:
+    """The database back, the chat answers the next message, then quits cleanly."""
+    proxy.start()
+    chat.sendline("hello again")
+    chat.expect_exact("Back again.")
+    chat.expect_exact("you>")
+    chat.sendline("/quit")
+    chat.expect(pexpect.EOF)
+
+
 def test_a_database_down_as_a_message_is_sent_is_one_line_and_the_chat_goes_on(
     tmp_path: Path, database: str, proxy: TcpProxy
 ) -> None:
@@ -81,12 +91,7 @@ def test_a_database_down_as_a_message_is_sent_is_one_line_and_the_chat_goes_on(
             proxy.stop()
             chat.sendline("hello while it is down")
             said = _the_error_line(chat)
-            proxy.start()
-            chat.sendline("hello again")
-            chat.expect_exact("Back again.")
-            chat.expect_exact("you>")
-            chat.sendline("/quit")
-            chat.expect(pexpect.EOF)
+            _goes_on_once_it_is_back(chat, proxy)
         finally:
             chat.close()
         server.assert_complete()
@@ -116,12 +121,7 @@ def test_a_database_lost_during_a_turn_ends_it_in_one_line_and_the_chat_goes_on(
             proxy.stop()  # the pooled connections are cut too
             server.release()
             said = _the_error_line(chat)
-            proxy.start()
-            chat.sendline("hello again")
-            chat.expect_exact("Back again.")
-            chat.expect_exact("you>")
-            chat.sendline("/quit")
-            chat.expect(pexpect.EOF)
+            _goes_on_once_it_is_back(chat, proxy)
         finally:
             chat.close()
         server.assert_complete()
