@@ -261,6 +261,7 @@ class Runtime:
 
     async def aclose(self) -> None:
         """Release what the runtime holds (MCP sessions, database connections, model clients)."""
+        self.workflows.close()
         if self.mcp is not None:
             await self.mcp.aclose()
         await self.database.close()
@@ -390,6 +391,7 @@ async def open_runtime(
     modes = load_mode_catalog(settings.modes_path)
     database = await open_database(settings.effective_database_url)
     mcp: McpToolSource | None = None
+    workflows: WorkflowServices | None = None
     if settings.mcp_servers:
         # The MCP SDK takes a third of the import time: only a runtime with servers loads it.
         from aptix.tools.mcp_source.source import McpToolSource
@@ -468,6 +470,8 @@ async def open_runtime(
                 timeout=min(settings.llm_timeout_seconds, 10.0),
             )
     except BaseException:
+        if workflows is not None:
+            workflows.close()
         if mcp is not None:
             await mcp.aclose()
         await database.close()

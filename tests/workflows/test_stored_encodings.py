@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from aptix.workflows.matching.semantic import (
     MODELS,
     OnnxEmbedder,
     SemanticMatcher,
+    forget_built,
     load_embedder,
 )
 from aptix.workflows.matching.stored import StoredEncodings
@@ -35,6 +37,14 @@ def embedder() -> OnnxEmbedder:
     return load_embedder()
 
 
+@pytest.fixture(autouse=True)
+def _first_in_the_process() -> Iterator[None]:
+    """Each test counts what a first build encodes: no earlier index of the process lends."""
+    forget_built()
+    yield
+    forget_built()
+
+
 def _store(tmp_path: Path) -> StoredEncodings:
     return StoredEncodings(tmp_path, DEFAULT_MODEL, MODELS[DEFAULT_MODEL].sha256)
 
@@ -45,6 +55,7 @@ def test_a_second_index_of_the_catalog_reads_the_file_and_runs_no_model(
     first = SemanticMatcher(embedder, DOCS, _store(tmp_path))
     assert first.encoded_texts == len(DOCS)
     assert _store(tmp_path).path.is_file()
+    forget_built()  # a restart: what spares the model now is the file alone
     again = SemanticMatcher(embedder, DOCS, _store(tmp_path))
     assert again.encoded_texts == 0
     assert np.array_equal(again.evidence(MESSAGE, OWNERS), first.evidence(MESSAGE, OWNERS))
@@ -57,11 +68,13 @@ def test_a_changed_workflow_is_read_through_the_model_again_and_stored(
 ) -> None:
     SemanticMatcher(embedder, DOCS, _store(tmp_path))
     changed = [*DOCS, MatchDocument("greet_user", "introduce yourself")]
+    forget_built()
     matcher = SemanticMatcher(embedder, changed, _store(tmp_path))
     # The new text, then the greeting's three others for their token states; the rest read.
     assert matcher.encoded_texts == 4
     fresh = SemanticMatcher(embedder, changed)
     assert np.allclose(matcher.evidence(MESSAGE, OWNERS), fresh.evidence(MESSAGE, OWNERS))
+    forget_built()
     assert SemanticMatcher(embedder, changed, _store(tmp_path)).encoded_texts == 0
 
 
@@ -77,6 +90,7 @@ def test_an_unreadable_file_is_ignored_with_one_warning_and_written_anew(
     np.savez(narrower, **{**arrays, "pieces": arrays["pieces"][:, :10]})
     for broken in (whole[: len(whole) // 2], b"not a zip", b"", narrower.read_bytes()):
         store.path.write_bytes(broken)
+        forget_built()  # a restarted process: only the file could spare the model
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="aptix.workflows"):
             matcher = SemanticMatcher(embedder, DOCS, _store(tmp_path))
@@ -84,6 +98,7 @@ def test_an_unreadable_file_is_ignored_with_one_warning_and_written_anew(
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1
         assert "Ignoring the stored encodings" in warnings[0]
+        forget_built()
         assert SemanticMatcher(embedder, DOCS, _store(tmp_path)).encoded_texts == 0
 
 
@@ -109,6 +124,7 @@ async def test_a_restarted_runtime_reads_both_indexes_from_its_data_dir(tmp_path
     settings = AptixSettings(data_dir=tmp_path, load_plugins=False)
     encoded: list[tuple[int, int]] = []
     for _ in range(2):
+        forget_built()  # each start is a new process's: only the data dir is kept
         async with open_runtime(settings) as runtime:
             registry = runtime.workflows.registry
             assert registry.settle(None, 120) is True

@@ -140,6 +140,10 @@ class WorkflowServices:
             known_tools=known_tools,
         )
 
+    def close(self) -> None:
+        """Stop the index builds behind the catalog (the owning runtime is closing)."""
+        self.registry.matcher.close()
+
     def warm_up(self) -> None:
         """Build the match index now, so the first request does not pay for it."""
         self.registry.match(WARM_UP_MESSAGE)

@@ -107,11 +107,17 @@ class Cascade:
     """The larger encoder's index of the catalog, built behind it, and when to consult it."""
 
     def __init__(
-        self, embedder: Embedder, model: CascadeModel, store: StoredEncodings | None = None
+        self,
+        embedder: Embedder,
+        model: CascadeModel,
+        store: StoredEncodings | None = None,
+        closed: threading.Event | None = None,
     ) -> None:
         self._model = model
+        #: Set by :meth:`close`; shared with every sibling, which the same runtime owns.
+        self._closed = closed or threading.Event()
         #: The last index built, kept for its cache of encoded texts even once stale.
-        self._last = SemanticMatcher(until_exit(embedder), store=store)
+        self._last = SemanticMatcher(until_exit(embedder, self._closed), store=store)
         #: The index of the catalog being served; None while it is being built.
         self._ready: SemanticMatcher | None = None
         self._generation = 0
@@ -126,9 +132,21 @@ class Cascade:
 
     def sibling(self) -> Cascade:
         """An empty cascade of the same encoder and model, seeded with the texts encoded."""
-        other = Cascade(self._last.embedder, self._model)
+        other = Cascade(self._last.embedder, self._model, closed=self._closed)
         other._last = self._last.sibling()
         return other
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called (here or on a sibling): nothing is built."""
+        return self._closed.is_set()
+
+    def close(self) -> None:
+        """Stop building, here and in every sibling: a build stops between two model calls."""
+        self._closed.set()
+        with self._changed:
+            self._pending = None
+            self._changed.notify_all()
 
     def build(self, documents: Sequence[MatchDocument], extends: Cascade | None = None) -> None:
         """Index ``documents`` behind the catalog; the current index stops serving at once.
@@ -141,13 +159,13 @@ class Cascade:
             self._pending = (self._generation, list(documents), extends)
             # A stale index lacks the new workflows' texts: no order is better than its.
             self._ready = None
-            if self._worker is None:
+            if self._worker is None and not self._closed.is_set():
                 self._worker = start_tracked(self._work, "aptix-cascade-index")
 
     def _work(self) -> None:
         while True:
             with self._changed:
-                if self._pending is None or exiting():
+                if self._pending is None or exiting() or self._closed.is_set():
                     self._worker = None
                     self._changed.notify_all()
                     return

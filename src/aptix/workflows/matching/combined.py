@@ -158,6 +158,11 @@ class WorkflowMatcher:
         other._extends = self
         return other
 
+    def close(self) -> None:
+        """Stop the index builds running behind this matcher and its siblings."""
+        if self._cascade is not None:
+            self._cascade.close()
+
     def rebuild(self, manifests: Iterable[WorkflowManifest]) -> None:
         """Index the manifests (the semantic cache re-encodes only changed texts)."""
         manifests = list(manifests)

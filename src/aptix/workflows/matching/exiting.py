@@ -6,6 +6,10 @@ stopping mid-build, or a Ctrl-C while ``aptix serve`` checks its start-up would 
 exit code 134 instead of its own. So each build thread is :func:`tracked`, its encoder is
 wrapped by :func:`until_exit`, and at exit the encoders refuse work and the threads are
 joined: a build stops between two calls of the model.
+
+A runtime that closes stops its own builds the same way (:func:`until_exit` with
+``closed``): a process that opens runtimes one after another (tests, an application that
+embeds Aptix) would otherwise keep every closed runtime's larger-encoder build running.
 """
 
 from __future__ import annotations
@@ -60,15 +64,22 @@ def start_tracked(target: Callable[[], None], name: str) -> threading.Thread:
 
 
 class _UntilExit:
-    """An embedder that refuses work once the process exits."""
+    """An embedder that refuses work once the process exits (or ``closed`` is set)."""
 
-    def __init__(self, inner: Embedder) -> None:
+    def __init__(self, inner: Embedder, closed: threading.Event | None = None) -> None:
         self.inner = inner
+        self.closed = closed
+        #: The encodings are the inner encoder's own: caches key them by it, not this wrapper.
+        like = getattr(inner, "encodes_like", None)
+        self.encodes_like: object = inner if like is None else like
+
+    def _check(self) -> None:
+        if _EXITING.is_set() or (self.closed is not None and self.closed.is_set()):
+            raise Stopped
 
     def encode(self, texts: Sequence[str]) -> Vectors:
         """The inner encoder's vectors, unless the process is exiting."""
-        if _EXITING.is_set():
-            raise Stopped
+        self._check()
         return self.inner.encode(texts)
 
 
@@ -77,17 +88,25 @@ class _TokensUntilExit(_UntilExit):
 
     def encode_tokens(self, text: str) -> Encoded:
         """The inner encoder's vector and token states, unless the process is exiting."""
-        if _EXITING.is_set():
-            raise Stopped
+        self._check()
         assert isinstance(self.inner, TokenEmbedder)
         return self.inner.encode_tokens(text)
 
     def encode_tokens_many(self, texts: Sequence[str]) -> list[Encoded]:
-        """The inner encoder's :func:`encoded_many`, unless the process is exiting."""
-        if _EXITING.is_set():
-            raise Stopped
+        """The inner encoder's :func:`encoded_many`, checking for an exit before each run.
+
+        The texts go to the model one of its runs at a time (its ``batch``, texts of like
+        length together), so that a build stops within one run, not a whole chunk's.
+        """
         assert isinstance(self.inner, TokenEmbedder)
-        return encoded_many(self.inner, texts)
+        step = max(1, int(getattr(self.inner, "batch", 1)))
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: dict[int, Encoded] = {}
+        for start in range(0, len(order), step):
+            self._check()
+            run = order[start : start + step]
+            out.update(zip(run, encoded_many(self.inner, [texts[i] for i in run]), strict=True))
+        return [out[i] for i in range(len(texts))]
 
 
 #: One wrapper per encoder: the runtimes of a process share one loaded model, and one
@@ -95,19 +114,28 @@ class _TokensUntilExit(_UntilExit):
 _WRAPPED: dict[int, _UntilExit] = {}
 
 
-def until_exit(embedder: Embedder) -> Embedder:
-    """``embedder``, refusing work (:class:`Stopped`) once the process exits."""
-    if isinstance(embedder, _UntilExit):
+def until_exit(embedder: Embedder, closed: threading.Event | None = None) -> Embedder:
+    """``embedder``, refusing work (:class:`Stopped`) once the process exits.
+
+    With ``closed``, also once that is set (the runtime that owns the builds has closed);
+    such a wrapper is the caller's own, not the one the process shares.
+    """
+    if isinstance(embedder, _UntilExit) and embedder.closed is closed:
         return embedder
+    if closed is not None:
+        inner = embedder.inner if isinstance(embedder, _UntilExit) else embedder
+        return _wrap(inner, closed)
     with _WORKERS_LOCK:
         wrapped = _WRAPPED.get(id(embedder))
         if wrapped is None or wrapped.inner is not embedder:
-            wrapped = _WRAPPED[id(embedder)] = (
-                _TokensUntilExit(embedder)
-                if isinstance(embedder, TokenEmbedder)
-                else _UntilExit(embedder)
-            )
+            wrapped = _WRAPPED[id(embedder)] = _wrap(embedder)
         return wrapped
+
+
+def _wrap(embedder: Embedder, closed: threading.Event | None = None) -> _UntilExit:
+    if isinstance(embedder, TokenEmbedder):
+        return _TokensUntilExit(embedder, closed)
+    return _UntilExit(embedder, closed)
 
 
 @atexit.register

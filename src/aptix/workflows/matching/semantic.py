@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aptix.errors import ConfigurationError
+from aptix.workflows.matching.bounded import number_of
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.queries import QueryEmbeddings
 from aptix.workflows.matching.rows import Rows, Vectors
@@ -390,6 +391,23 @@ _LOADED: dict[tuple[ModelSpec, Path], OnnxEmbedder] = {}
 _LOADING = threading.Lock()
 
 
+#: The last encodings each model's deployment-wide index (one with a store) wrote, by the
+#: model's number: vectors by text and pieces by workflow texts. They are the arrays that
+#: index holds, so a process serving one runtime keeps no second copy.
+_BUILT: dict[int, tuple[dict[str, Vectors], dict[tuple[str, ...], NDArray[np.float16]]]] = {}
+
+
+def _model(embedder: Embedder) -> object:
+    """Whose encodings ``embedder`` gives: its own, or a pass-through wrapper's ``encodes_like``."""
+    like = getattr(embedder, "encodes_like", None)
+    return embedder if like is None else like
+
+
+def forget_built() -> None:
+    """Forget every index's encodings (a test that counts what a first build encodes)."""
+    _BUILT.clear()
+
+
 #: Shorter rows are rounding error (a text minus a mean it alone makes up), not a direction.
 MIN_NORM = 1e-4
 
@@ -494,7 +512,7 @@ class SemanticMatcher:
         self._pieces: dict[tuple[str, ...], NDArray[np.float16]] = {}
         #: Shared with every matcher of the process that encodes with this embedder.
         self._queries: QueryEmbeddings[_Query] = QueryEmbeddings(
-            embedder,
+            _model(embedder),
             lambda text: _query_of(encoded(embedder, text)),
             lambda query: query.nbytes + _QUERY_OBJECT_BYTES,
         )
@@ -577,6 +595,7 @@ class SemanticMatcher:
         for text in own_texts:
             if text not in self._cache and text in stored_vectors:
                 self._cache[text] = stored_vectors[text]
+        seeded = self._seed(own_groups) if self._store is not None else False
         self._pieces = self._encode(own_groups)
         self._owner_tokens = [
             self._pieces[g] if at is None or lender is None else lender.pieces[g]
@@ -589,8 +608,10 @@ class SemanticMatcher:
         )
         # The cache keeps views of the own rows: one copy of each vector, not two.
         self._cache = dict(zip(own_texts, own, strict=True))
-        if self._store is not None and self.encoded_texts > before:
+        if self._store is not None and (self.encoded_texts > before or seeded):
             self._store.save(self._cache, {group_key(g): self._pieces[g] for g in own_groups})
+        if self._store is not None and ordered:
+            _BUILT[number_of(_model(self._embedder))] = (dict(self._cache), dict(self._pieces))
         if ordered:
             # Only the first build reads the file (a restart's catalog is mostly the last
             # run's); what it held beyond this index is let go rather than kept in memory.
@@ -608,6 +629,28 @@ class SemanticMatcher:
             if ordered and not self._vectors.lends
             else None
         )
+
+    def _seed(self, groups: Sequence[tuple[str, ...]]) -> bool:
+        """Take what another index of this process encoded of ``groups``; True if any.
+
+        A runtime opened after another (tests, an application embedding Aptix) indexes the
+        same catalog with the same loaded model: its encodings are that index's, not the
+        model's work again.
+        """
+        built = _BUILT.get(number_of(_model(self._embedder)))
+        if built is None:
+            return False
+        vectors, pieces = built
+        taken = False
+        for group in groups:
+            if group not in self._pieces and group in pieces:
+                self._pieces[group] = pieces[group]
+                taken = True
+            for text in group:
+                if text not in self._cache and text in vectors:
+                    self._cache[text] = vectors[text]
+                    taken = True
+        return taken
 
     def _index_rows(
         self,
@@ -692,6 +735,12 @@ class SemanticMatcher:
             self._cache.update((text, enc.vector) for text, enc in found.items())
             for group in waiting:
                 out[group] = _distinct_pieces([(found[t].pieces, found[t].tokens) for t in group])
+            if self._store is not None:
+                # Kept as each chunk is done: a build stopped half-way (its runtime closed)
+                # still spares the next runtime's build what it encoded.
+                vectors, pieces = _BUILT.setdefault(number_of(_model(embedder)), ({}, {}))
+                vectors.update((text, enc.vector) for text, enc in found.items())
+                pieces.update((group, out[group]) for group in waiting)
             chunk.clear()
             waiting.clear()
 
