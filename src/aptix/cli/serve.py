@@ -21,6 +21,8 @@ from aptix.loopback import is_loopback
 from aptix.urls import mask_credentials
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from aptix.settings import AptixSettings, KeyOwner
 
 #: uvicorn's default backlog.
@@ -127,7 +129,7 @@ def _serve(settings: AptixSettings, listener: socket.socket, *, keys: bool, relo
     }
     if reload:  # the reloader binds in this process and hands the socket to each child
         listener.close()
-        uvicorn.run("aptix.api.app:create_app", reload=True, **options)
+        _reload(uvicorn.Config("aptix.api.app:create_app", reload=True, **options))
         return
     server = StoppingServer(uvicorn.Config("aptix.api.app:create_app", **options))
     try:
@@ -161,8 +163,22 @@ def _bound(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         _unusable(host, port, exc)
-    sock.set_inheritable(True)  # as uvicorn's: the reloader's children inherit it
+    # Not inheritable (unlike uvicorn's): every process the server starts, a stdio MCP server
+    # among them, would hold the port, and a restart after a kill -9 would find it in use.
     return sock
+
+
+def _reload(config: uvicorn.Config) -> None:
+    """Serve as ``uvicorn.run`` does with ``reload``; its children keep the socket to themselves."""
+    from uvicorn.supervisors import ChangeReload
+
+    from aptix.cli.reloaded_server import ReloadedServer
+
+    # uvicorn binds an inheritable socket here for its children; ReloadedServer, run in each,
+    # makes it non-inheritable there, so the processes they start do not get it.
+    sock = config.bind_socket()
+    with contextlib.suppress(KeyboardInterrupt):
+        ChangeReload(config, target=ReloadedServer(config).run, sockets=[sock]).run()
 
 
 def listen(listener: socket.socket) -> None:
