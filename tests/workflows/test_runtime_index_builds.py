@@ -95,13 +95,13 @@ def test_closing_a_cascade_stops_its_build_within_one_model_run() -> None:
 
 def test_a_build_stopped_half_way_spares_the_next_what_it_encoded(tmp_path: Path) -> None:
     closed = threading.Event()
-    # 100 texts: a first chunk of 64 (16 runs of 4), then the runtime closes in the second.
+    # 100 texts, a run of 4 at a time: the runtime closes as the eighteenth run ends.
     embedder = _Runs(closed, runs=18)
     with pytest.raises(Stopped):
         SemanticMatcher(until_exit(embedder, closed), DOCS, _store(tmp_path / "first"))
-    assert sum(embedder.runs) == 72
+    assert embedder.runs == [4] * 18
     again = SemanticMatcher(until_exit(embedder), DOCS, _store(tmp_path / "second"))
-    assert again.encoded_texts == len(DOCS) - 64
+    assert again.encoded_texts == len(DOCS) - 72
     fresh = SemanticMatcher(_Runs(), DOCS)
     message = "handle request number 7"
     assert again.match(message) == fresh.match(message)

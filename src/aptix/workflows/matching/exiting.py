@@ -93,20 +93,13 @@ class _TokensUntilExit(_UntilExit):
         return self.inner.encode_tokens(text)
 
     def encode_tokens_many(self, texts: Sequence[str]) -> list[Encoded]:
-        """The inner encoder's :func:`encoded_many`, checking for an exit before each run.
+        """The inner encoder's :func:`encoded_many`, unless the process is exiting.
 
-        The texts go to the model one of its runs at a time (its ``batch``, texts of like
-        length together), so that a build stops within one run, not a whole chunk's.
+        An index build hands it one run of the model at a time, so a build stops within one.
         """
+        self._check()
         assert isinstance(self.inner, TokenEmbedder)
-        step = max(1, int(getattr(self.inner, "batch", 1)))
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out: dict[int, Encoded] = {}
-        for start in range(0, len(order), step):
-            self._check()
-            run = order[start : start + step]
-            out.update(zip(run, encoded_many(self.inner, [texts[i] for i in run]), strict=True))
-        return [out[i] for i in range(len(texts))]
+        return encoded_many(self.inner, texts)
 
 
 #: One wrapper per encoder: the runtimes of a process share one loaded model, and one

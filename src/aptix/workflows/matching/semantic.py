@@ -403,6 +403,19 @@ def _model(embedder: Embedder) -> object:
     return embedder if like is None else like
 
 
+def _model_runs(embedder: Embedder, texts: list[str]) -> list[list[str]]:
+    """``texts`` as the model runs them: its ``batch`` at a time, texts of like length together.
+
+    One call per run lets a build stop between two runs (:mod:`.exiting`) and keep what it
+    did; an encoder that states no batch is handed every text at once.
+    """
+    step = getattr(_model(embedder), "batch", None)
+    if not isinstance(step, int) or step < 1:
+        return [texts]
+    ordered = sorted(texts, key=len)
+    return [ordered[start : start + step] for start in range(0, len(ordered), step)]
+
+
 def forget_built() -> None:
     """Forget every index's encodings (a test that counts what a first build encodes)."""
     _BUILT.clear()
@@ -714,8 +727,9 @@ class SemanticMatcher:
         """Encode every text not cached; each workflow's distinct pieces, by its texts.
 
         Token states are kept only as each workflow's distinct pieces (a tenth of every
-        text's states): a workflow whose texts changed is read through the model again. The
-        model is handed whole workflows' texts until a call holds :data:`BUILD_CHUNK`.
+        text's states): a workflow whose texts changed is read through the model again. Whole
+        workflows' texts are gathered until they make :data:`BUILD_CHUNK`, then handed to the
+        model a run at a time (:func:`_model_runs`).
         """
         embedder = self._embedder
         if not isinstance(embedder, TokenEmbedder):
@@ -729,18 +743,34 @@ class SemanticMatcher:
         waiting: list[tuple[str, ...]] = []
 
         def run() -> None:
-            texts = list(chunk)
-            found = dict(zip(texts, encoded_many(embedder, texts), strict=True))
-            self.encoded_texts += len(texts)
-            self._cache.update((text, enc.vector) for text, enc in found.items())
+            # Each waiting workflow's texts not encoded yet: its pieces are taken, and kept
+            # for the process, as soon as its last text is.
+            lacking = {group: set(group) for group in waiting}
+            groups_of: dict[str, list[tuple[str, ...]]] = {}
             for group in waiting:
-                out[group] = _distinct_pieces([(found[t].pieces, found[t].tokens) for t in group])
-            if self._store is not None:
-                # Kept as each chunk is done: a build stopped half-way (its runtime closed)
-                # still spares the next runtime's build what it encoded.
-                vectors, pieces = _BUILT.setdefault(number_of(_model(embedder)), ({}, {}))
-                vectors.update((text, enc.vector) for text, enc in found.items())
-                pieces.update((group, out[group]) for group in waiting)
+                for text in lacking[group]:
+                    groups_of.setdefault(text, []).append(group)
+            found: dict[str, Encoded] = {}
+            for part in _model_runs(embedder, list(chunk)):
+                found.update(zip(part, encoded_many(embedder, part), strict=True))
+                self.encoded_texts += len(part)
+                self._cache.update((text, found[text].vector) for text in part)
+                done = []
+                for text in part:
+                    for group in groups_of.get(text, ()):
+                        lacking[group].discard(text)
+                        if not lacking[group]:
+                            done.append(group)
+                for group in done:
+                    out[group] = _distinct_pieces(
+                        [(found[t].pieces, found[t].tokens) for t in group]
+                    )
+                if self._store is not None:
+                    # Kept run by run: a build stopped half-way (its runtime closed) still
+                    # spares the next runtime's build what it encoded.
+                    vectors, pieces = _BUILT.setdefault(number_of(_model(embedder)), ({}, {}))
+                    vectors.update((text, found[text].vector) for text in part)
+                    pieces.update((group, out[group]) for group in done)
             chunk.clear()
             waiting.clear()
 
