@@ -239,6 +239,8 @@ def show(
     ] = False,
 ) -> None:
     """Print the effective settings, secrets masked; API keys that serve refuses fail here too."""
+    from aptix.db.engine import shown_url
+
     settings = settings_or_exit()
     _keys_or_exit(settings)
     values: dict[str, Any] = settings.model_dump(mode="json")
@@ -247,9 +249,9 @@ def show(
             values[secret] = "********"
     # Extra headers usually carry credentials (Azure's api-key, a gateway token).
     values["llm_extra_headers"] = dict.fromkeys(values.get("llm_extra_headers") or {}, "********")
-    values["effective_database_url"] = _mask_url(settings.effective_database_url)
+    values["effective_database_url"] = shown_url(settings.effective_database_url)
     if values.get("database_url"):
-        values["database_url"] = _mask_url(values["database_url"])
+        values["database_url"] = shown_url(values["database_url"])
     if values.get("llm_base_url"):
         values["llm_base_url"] = mask_credentials(values["llm_base_url"])
     if as_json:
@@ -257,12 +259,3 @@ def show(
         return
     for key, value in values.items():
         say((key, "bold"), f" = {value}")
-
-
-def _mask_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "********"

@@ -437,14 +437,15 @@ async def _first_connection(database: Database, url: str) -> None:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as an error may show it: the password hidden (a SQLite URL as it was given)."""
+    """``url`` as it may be shown: password and query values hidden (SQLite's spelling kept)."""
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
         return mask_url(url)
     if parsed.get_backend_name() == "sqlite":  # SQLAlchemy would write file:PATH as file%3APATH
         return mask_url(url)
-    return parsed.render_as_string(hide_password=True)
+    # SQLAlchemy hides only the password; a query value may be one too (?sslpassword=).
+    return mask_url(parsed.render_as_string(hide_password=True))
 
 
 #: SQLite's words for its failures, and what to do about each; SQLite has no server to check.
