@@ -565,13 +565,14 @@ def _where(loc: tuple[int | str, ...]) -> tuple[str, str | None]:
     """Where the invalid value at ``loc`` was set: its variable, or its key and the file.
 
     A variable wins over the settings file (in any case, as the settings read it), so a value
-    that is not a variable's is the file's.
+    that is not a variable's is the file's. A place inside a variable's JSON follows its name
+    (``APTIX_MCP_SERVERS (time.timeout)``): no variable is named for it.
     """
-    variable = f"APTIX_{'_'.join(str(p) for p in loc).upper()}"
-    setting = f"APTIX_{str(loc[0]).upper()}" if loc else variable
+    variable = f"APTIX_{str(loc[0]).upper()}" if loc else "APTIX_*"
     path = os.environ.get("APTIX_CONFIG_FILE") or "aptix.toml"
-    if any(name.upper() == setting for name in os.environ) or not Path(path).is_file():
-        return variable, None
+    if any(name.upper() == variable for name in os.environ) or not Path(path).is_file():
+        inside = ".".join(str(p) for p in loc[1:])
+        return (f"{variable} ({inside})" if inside else variable), None
     return f"{'.'.join(str(p) for p in loc)} in {path}", path
 
 
