@@ -16,8 +16,10 @@ from urllib.parse import unquote, urlsplit
 
 import platformdirs
 from pydantic import BeforeValidator, Field, SecretStr, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -41,6 +43,8 @@ __all__ = [
 ]
 
 SETTINGS_HINT = "fix the variable; docs/settings.md lists them all"
+#: Why a JSON value nested deeper than the parser's recursion limit is refused.
+TOO_DEEP = "nests too deeply for Aptix to read"
 
 #: Level names of :mod:`logging`, accepted in any case.
 LogLevelName = Annotated[
@@ -321,7 +325,10 @@ class AptixSettings(BaseSettings):
     def _modules(cls, value: object) -> object:
         if isinstance(value, str):  # from the environment: a JSON list or comma-separated
             text = value.strip()
-            items = json.loads(text) if text.startswith("[") else text.split(",")
+            try:
+                items = json.loads(text) if text.startswith("[") else text.split(",")
+            except RecursionError:
+                raise ValueError(TOO_DEEP) from None
             return [str(item).strip() for item in items if str(item).strip()]
         return value
 
@@ -382,7 +389,9 @@ class AptixSettings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Arguments, then ``APTIX_*`` variables, then the optional TOML file."""
         path = os.environ.get("APTIX_CONFIG_FILE") or "aptix.toml"
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        # The variables read by a source of our own, configured as env_settings is (from
+        # model_config): a JSON value too deep to parse is then a SettingsError naming it.
+        sources: list[PydanticBaseSettingsSource] = [init_settings, _Variables(settings_cls)]
         if Path(path).is_file():
             other = "or point APTIX_CONFIG_FILE at another file"
             try:
@@ -543,6 +552,21 @@ def _nearest(name: str, known: Iterable[str]) -> str:
     return f" Did you mean {close[0]}?" if close else ""
 
 
+class _NestedTooDeeply(ValueError):
+    """A variable's JSON value nests deeper than the parser can read."""
+
+
+class _Variables(EnvSettingsSource):
+    """The ``APTIX_*`` variables, a JSON value nested too deeply refused as one not JSON is."""
+
+    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
+        """``value`` read as JSON; a ``ValueError`` (so a ``SettingsError``) when too deep."""
+        try:
+            return super().decode_complex_value(field_name, field, value)
+        except RecursionError:
+            raise _NestedTooDeeply(TOO_DEEP) from None
+
+
 class _TomlFile(TomlConfigSettingsSource):
     """The settings file, read as every configured file is (regular, at most 1 MiB)."""
 
@@ -616,6 +640,5 @@ def load_settings() -> AptixSettings:
         # A complex value (APTIX_MCP_SERVERS) that is not JSON: name the variable, not the parser.
         found = re.search(r'field "(\w+)"', str(exc))
         name = f"APTIX_{found.group(1).upper()}" if found else "a setting"
-        raise ConfigurationError(
-            f"Invalid settings: {name}: not valid JSON.", hint=SETTINGS_HINT
-        ) from None
+        why = TOO_DEEP if isinstance(exc.__cause__, _NestedTooDeeply) else "not valid JSON"
+        raise ConfigurationError(f"Invalid settings: {name}: {why}.", hint=SETTINGS_HINT) from None
