@@ -10,12 +10,14 @@ from aptix.cli.output import (
     add_row,
     err_console,
     fail,
+    folded,
     new_table,
     print_json,
     print_table,
     refuse_bad_names,
     refuse_unstorable,
     say,
+    say_rows,
 )
 from aptix.cli.runtime import run_with_runtime
 from aptix.sessions.wire import session_to_json
@@ -126,11 +128,12 @@ def show(
         print_json({**session_to_json(session), "childSessionIds": [c.id for c in children]})
         return
     say((f"Session {session.id}", "bold"), f"  ({session.org}/{session.user})")
-    say(
-        "mode: ", (session.mode, "bold"), f" — {session.mode_reason}" if session.mode_reason else ""
-    )
+    # The title (any caller's) and the reason (the model's) may hold line breaks and run past
+    # the terminal's width: folded under their label, they never start a line as ours do.
+    reason = f" — {session.mode_reason}" if session.mode_reason else ""
+    say_rows(folded((session.mode, "bold"), reason, indent=6, label="mode:"))
     if session.title:
-        say(f"title: {session.title}")
+        say_rows(folded(session.title, indent=7, label="title:"))
     if session.parent_session_id:
         say(f"branched from: {session.parent_session_id}")
     if session.active_workflow_id:
