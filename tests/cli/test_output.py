@@ -166,6 +166,21 @@ def test_print_json_escapes_invisible_characters(capsys: pytest.CaptureFixture[s
     assert not any(0xE0000 <= ord(c) <= 0xE007F or c in "\u200b\ufeff" for c in printed)
 
 
+def test_line_and_paragraph_separators_are_spelled_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review r3 F2: a terminal draws nothing for U+2028 / U+2029 ("lineFORGED")."""
+    assert output.inert("line\u2028FORGED\u2029x\u0085y") == (
+        "line<U+2028>FORGED<U+2029>x<U+0085>y"
+    )
+    data = {"title": "pay\u2028ee\u2029x"}
+    output.print_json(data)
+    printed = capsys.readouterr().out
+    assert json.loads(printed) == data  # the same data
+    assert '"pay\\u2028ee\\u2029x"' in printed
+    assert not any(c in printed for c in "\u2028\u2029")
+
+
 def test_say_tables_and_json_never_carry_controls(capsys: pytest.CaptureFixture[str]) -> None:
     with output.console.capture() as captured:
         output.say(("\x1b]0;pwned\x07", "bold"), " \u202eevil")

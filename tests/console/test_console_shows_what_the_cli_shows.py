@@ -26,6 +26,7 @@ TEXTS = [
     "invoice\u202egnp.exe\u202c \u2066x\u2069 \u200fy \u061cz",
     "\x1b[2J\x9b31m\u0085\r\nline\ttab\rcr\x7f\x00",
     "\U000e0001\U0001bca0\U0001d173\U00013430",
+    "line\u2028FORGED\u2029paragraph",  # separators a terminal draws nothing for
     # Legitimate: kept as written.
     "\U0001f469\u200d\U0001f4bb \U0001f3f3\ufe0f\u200d\U0001f308",
     "\U0001f9d4\U0001f3fb\u200d\u2642\ufe0f",

@@ -1,8 +1,12 @@
 r"""Characters that change what text shows without showing themselves, and how they are shown.
 
-Two kinds, both spelled out as ``<U+XXXX>`` by :func:`aptix.cli.output.inert` (and escaped as
+Three kinds, all spelled out as ``<U+XXXX>`` by :func:`aptix.cli.output.inert` (and escaped as
 ``\uXXXX`` by :func:`aptix.cli.output.print_json`):
 
+- **Line and paragraph separators** (U+2028, U+2029). A terminal draws nothing for them, so
+  ``"line\u2028FORGED"`` reads ``lineFORGED``, while a reader that splits lines by Unicode's
+  rules (``str.splitlines()``, JavaScript before ES2019) sees a line break. JSON may hold them
+  raw; :func:`~aptix.cli.output.print_json` writes ``\u2028``, the same data.
 - **Bidirectional controls** (U+202E and its kin) reorder what is shown ("Trojan Source":
   ``"\u202Egnp.exe"`` reads as ``exe.png``).
 - **Invisible format characters** (Unicode category Cf): zero-width space, word joiner, soft
@@ -34,8 +38,10 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["BIDI", "FORMAT", "JSON_UNSAFE", "SHOWN", "escaped", "spelled_out"]
+__all__ = ["BIDI", "FORMAT", "JSON_UNSAFE", "SEPARATORS", "SHOWN", "escaped", "spelled_out"]
 
+#: The line and paragraph separators.
+SEPARATORS = "\u2028\u2029"
 #: Bidirectional controls.
 BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 #: Invisible format characters (Cf) other than the bidi controls and the visible marks.
@@ -68,9 +74,9 @@ _KEPT = (
     "|(?<=[\u1820-\u18aa])\u180e(?=[\u1820-\u18aa])"
 )
 #: A sequence legitimate text keeps (group 1), or one character to spell out.
-SHOWN = re.compile(f"({_KEPT})|[{BIDI}{FORMAT}]")
+SHOWN = re.compile(f"({_KEPT})|[{SEPARATORS}{BIDI}{FORMAT}]")
 #: As :data:`SHOWN`, and the C1 controls and DEL, which JSON text may hold unescaped.
-JSON_UNSAFE = re.compile(f"({_KEPT})|[\u007f-\u009f{BIDI}{FORMAT}]")
+JSON_UNSAFE = re.compile(f"({_KEPT})|[\u007f-\u009f{SEPARATORS}{BIDI}{FORMAT}]")
 
 
 def spelled_out(match: re.Match[str]) -> str:

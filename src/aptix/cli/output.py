@@ -124,7 +124,8 @@ def inert(text: str) -> str:
 
     Newlines and tabs are kept (CR LF becomes LF); everything a terminal would act on (ESC,
     a lone CR, backspace, bell, C1 controls), and what would reorder or hide text (bidi
-    controls, zero-width and tag characters), is shown, not obeyed.
+    controls, the line and paragraph separators, zero-width and tag characters), is shown,
+    not obeyed.
     """
     shown = text.replace("\r\n", "\n").translate(_INERT)
     return invisible.SHOWN.sub(invisible.spelled_out, shown)
@@ -236,8 +237,10 @@ def add_row(table: Table, *cells: Any) -> None:
 def print_json(data: Any) -> None:
     """Write ``data`` as indented JSON to stdout (no colour, so pipes get plain text)."""
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    # JSON escapes C0 controls itself; C1, bidi and invisible characters can only sit inside
-    # strings, where the \\uXXXX form is the same data and inert (and seen) on a terminal.
+    # JSON escapes C0 controls itself; C1, the line and paragraph separators, bidi and
+    # invisible characters can only sit inside strings, where the \\uXXXX form is the same
+    # data, inert (and seen) on a terminal, and no line break to a reader that splits lines by
+    # Unicode's rules (str.splitlines(), JavaScript before ES2019).
     with _writing_results():
         sys.stdout.write(invisible.JSON_UNSAFE.sub(invisible.escaped, text) + "\n")
 

@@ -5,13 +5,16 @@
 // control as its Control Picture (ESC as "␛"), a C1 control as <U+XXXX>. Newline and tab
 // stay; CR LF becomes LF.
 const CONTROLS = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
-// Bidi controls and invisible format characters are spelled out as <U+XXXX> too, by the rules
-// of src/aptix/cli/invisible.py (which explains them): bidi controls would reorder what is
-// shown ("Trojan Source": "\u202Egnp.exe" reads as "exe.png"), zero-width and tag characters
-// would hide text ("dev" + tags spelling " and also drop prod" reads "dev"). Kept, as there:
-// a flag's tag sequence, a ZWJ between two emoji, a ZWJ or ZWNJ between two letters of a
-// script that shapes with them (Arabic, Persian, Indic...), a ZWJ after an Indic virama
-// (Malayalam's word-final chillu), the Mongolian vowel separator between Mongolian letters.
+// Line and paragraph separators, bidi controls and invisible format characters are spelled
+// out as <U+XXXX> too, by the rules of src/aptix/cli/invisible.py (which explains them): a
+// separator draws nothing ("line\u2028FORGED" reads "lineFORGED"), bidi controls would
+// reorder what is shown ("Trojan Source": "\u202Egnp.exe" reads as "exe.png"), zero-width and
+// tag characters would hide text ("dev" + tags spelling " and also drop prod" reads "dev").
+// Kept, as there: a flag's tag sequence, a ZWJ between two emoji, a ZWJ or ZWNJ between two
+// letters of a script that shapes with them (Arabic, Persian, Indic...), a ZWJ after an Indic
+// virama (Malayalam's word-final chillu), the Mongolian vowel separator between Mongolian
+// letters.
+const SEPARATORS = "\u2028\u2029";
 const BIDI = "\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069";
 const FORMAT =
   "\u00AD\u180E\u200B-\u200D\u2060-\u2064\u206A-\u206F\uFEFF\uFFF9-\uFFFB" +
@@ -27,7 +30,7 @@ const KEPT =
   `|(?<=[${JOINING}])[\u200C\u200D](?=[${JOINING}])` +
   `|(?<=[${VIRAMAS}])\u200D` +
   "|(?<=[\u1820-\u18AA])\u180E(?=[\u1820-\u18AA])";
-const INVISIBLE = new RegExp(`(${KEPT})|[${BIDI}${FORMAT}]`, "gu");
+const INVISIBLE = new RegExp(`(${KEPT})|[${SEPARATORS}${BIDI}${FORMAT}]`, "gu");
 
 function shown(char) {
   const code = char.codePointAt(0);
