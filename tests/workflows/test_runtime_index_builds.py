@@ -11,6 +11,7 @@ import hashlib
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,9 +19,14 @@ import pytest
 from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
 from aptix.workflows.matching.cascade import Cascade, CascadeModel
-from aptix.workflows.matching.exiting import Stopped, until_exit
+from aptix.workflows.matching.exiting import Closing, Stopped, until_exit
 from aptix.workflows.matching.lexical import MatchDocument
-from aptix.workflows.matching.semantic import Encoded, SemanticMatcher, forget_built
+from aptix.workflows.matching.semantic import (
+    Encoded,
+    SemanticMatcher,
+    forget_built,
+    load_embedder,
+)
 from aptix.workflows.matching.stored import StoredEncodings
 from tests.workflows.test_cascade_matching import _ranker
 
@@ -33,7 +39,7 @@ class _Runs:
 
     batch = 4
 
-    def __init__(self, closing: threading.Event | None = None, runs: int = 0) -> None:
+    def __init__(self, closing: Closing | None = None, runs: int = 0) -> None:
         self.runs: list[int] = []
         self.gate = threading.Event()
         self.gate.set()
@@ -94,7 +100,7 @@ def test_closing_a_cascade_stops_its_build_within_one_model_run() -> None:
 
 
 def test_a_build_stopped_half_way_spares_the_next_what_it_encoded(tmp_path: Path) -> None:
-    closed = threading.Event()
+    closed = Closing()
     # 100 texts, a run of 4 at a time: the runtime closes as the eighteenth run ends.
     embedder = _Runs(closed, runs=18)
     with pytest.raises(Stopped):
@@ -143,3 +149,52 @@ async def test_a_closed_runtime_stops_its_builds_and_the_next_runtime_encodes_no
         files = sorted(p.name.split("-")[0] for p in (tmp_path / name / "index").glob("*.npz"))
         assert files == ["minilm", "mpnet"]
     assert decisions[0] == decisions[1]
+
+
+class _Session:
+    """An onnxruntime session that says when a run has begun, and how each one ended."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.began = threading.Event()
+        self.ended: list[str] = []
+
+    def run(self, outputs: Any, feeds: Any, options: Any = None) -> Any:
+        self.began.set()
+        try:
+            found = self._inner.run(outputs, feeds, options)
+        except Exception as exc:
+            self.ended.append(str(exc))
+            raise
+        self.ended.append("done")
+        return found
+
+
+def test_closing_ends_the_model_run_under_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = load_embedder("mpnet-routing-int4")
+    session = _Session(model._session)
+    monkeypatch.setattr(model, "_session", session)
+    closing = Closing()
+    texts = [
+        f"order laptop number {i} for the new starter in the finance team" * 4 for i in range(32)
+    ]
+    stopped: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            until_exit(model, closing).encode_tokens_many(texts)  # type: ignore[attr-defined]
+        except BaseException as exc:
+            stopped.append(exc)
+
+    worker = threading.Thread(target=build)
+    worker.start()
+    assert session.began.wait(60)
+    closing.set()
+    worker.join(60)
+    assert not worker.is_alive()
+    assert [type(exc) for exc in stopped] == [Stopped]
+    # The run was ended by onnxruntime, not let finish: nothing of it is kept.
+    assert len(session.ended) == 1
+    assert "terminate" in session.ended[0]
+    # The shared model still runs for everyone else.
+    assert until_exit(model).encode_tokens_many(texts[:1])[0].vector.shape == (768,)

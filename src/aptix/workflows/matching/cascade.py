@@ -26,7 +26,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aptix.workflows.matching.exiting import Stopped, exiting, start_tracked, until_exit
+from aptix.workflows.matching.exiting import (
+    Closing,
+    Stopped,
+    exiting,
+    start_tracked,
+    until_exit,
+)
 from aptix.workflows.matching.fusion import FusionModel
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.routing import WEIGHTS_FILE, Decision
@@ -111,11 +117,11 @@ class Cascade:
         embedder: Embedder,
         model: CascadeModel,
         store: StoredEncodings | None = None,
-        closed: threading.Event | None = None,
+        closed: Closing | None = None,
     ) -> None:
         self._model = model
         #: Set by :meth:`close`; shared with every sibling, which the same runtime owns.
-        self._closed = closed or threading.Event()
+        self._closed = closed or Closing()
         #: The last index built, kept for its cache of encoded texts even once stale.
         self._last = SemanticMatcher(until_exit(embedder, self._closed), store=store)
         #: The index of the catalog being served; None while it is being built.

@@ -7,9 +7,10 @@ exit code 134 instead of its own. So each build thread is :func:`tracked`, its e
 wrapped by :func:`until_exit`, and at exit the encoders refuse work and the threads are
 joined: a build stops between two calls of the model.
 
-A runtime that closes stops its own builds the same way (:func:`until_exit` with
-``closed``): a process that opens runtimes one after another (tests, an application that
-embeds Aptix) would otherwise keep every closed runtime's larger-encoder build running.
+A runtime that closes stops its own builds the same way (:func:`until_exit` with a
+:class:`Closing`), and a model run under way ends at once (onnxruntime's ``terminate``): a
+process that opens runtimes one after another (tests, an application that embeds Aptix)
+would otherwise keep every closed runtime's larger-encoder build running.
 """
 
 from __future__ import annotations
@@ -17,16 +18,18 @@ from __future__ import annotations
 import atexit
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from aptix.workflows.matching.semantic import (
     Embedder,
     Encoded,
+    OnnxEmbedder,
     TokenEmbedder,
     Vectors,
     encoded_many,
 )
 
-__all__ = ["EXIT_WAIT_SECONDS", "Stopped", "exiting", "start_tracked", "until_exit"]
+__all__ = ["EXIT_WAIT_SECONDS", "Closing", "Stopped", "exiting", "start_tracked", "until_exit"]
 
 #: Set when the process exits: index builds stop between two calls of the model.
 _EXITING = threading.Event()
@@ -63,18 +66,60 @@ def start_tracked(target: Callable[[], None], name: str) -> threading.Thread:
     return worker
 
 
+class Closing:
+    """Set once, when the runtime owning some index builds closes; it tells whoever listens."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+
+    def is_set(self) -> bool:
+        """True once :meth:`set` was called."""
+        return self._set
+
+    def set(self) -> None:
+        """Close: every listener is called, once."""
+        with self._lock:
+            if self._set:
+                return
+            self._set = True
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener()
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` when this is set (at once if it already is)."""
+        with self._lock:
+            if not self._set:
+                self._listeners.append(listener)
+                return
+        listener()
+
+
 class _UntilExit:
     """An embedder that refuses work once the process exits (or ``closed`` is set)."""
 
-    def __init__(self, inner: Embedder, closed: threading.Event | None = None) -> None:
+    def __init__(self, inner: Embedder, closed: Closing | None = None) -> None:
         self.inner = inner
         self.closed = closed
         #: The encodings are the inner encoder's own: caches key them by it, not this wrapper.
         like = getattr(inner, "encodes_like", None)
         self.encodes_like: object = inner if like is None else like
+        #: The options of this wrapper's model runs: closing ends the one under way at once.
+        self._options: Any = None
+        if closed is not None and isinstance(inner, OnnxEmbedder):
+            self._options = inner.run_options()
+            closed.listen(self._terminate)
+
+    def _terminate(self) -> None:
+        self._options.terminate = True
+
+    def _stopping(self) -> bool:
+        return _EXITING.is_set() or (self.closed is not None and self.closed.is_set())
 
     def _check(self) -> None:
-        if _EXITING.is_set() or (self.closed is not None and self.closed.is_set()):
+        if self._stopping():
             raise Stopped
 
     def encode(self, texts: Sequence[str]) -> Vectors:
@@ -90,6 +135,12 @@ class _TokensUntilExit(_UntilExit):
         """The inner encoder's vector and token states, unless the process is exiting."""
         self._check()
         assert isinstance(self.inner, TokenEmbedder)
+        if isinstance(self.inner, OnnxEmbedder):
+            try:
+                return self.inner.encode_tokens(text, options=self._options)
+            except Exception:
+                self._check()  # a run its runtime's closing ended is Stopped, not a failure
+                raise
         return self.inner.encode_tokens(text)
 
     def encode_tokens_many(self, texts: Sequence[str]) -> list[Encoded]:
@@ -99,6 +150,12 @@ class _TokensUntilExit(_UntilExit):
         """
         self._check()
         assert isinstance(self.inner, TokenEmbedder)
+        if isinstance(self.inner, OnnxEmbedder):
+            try:
+                return self.inner.encode_tokens_many(texts, options=self._options)
+            except Exception:
+                self._check()
+                raise
         return encoded_many(self.inner, texts)
 
 
@@ -107,7 +164,7 @@ class _TokensUntilExit(_UntilExit):
 _WRAPPED: dict[int, _UntilExit] = {}
 
 
-def until_exit(embedder: Embedder, closed: threading.Event | None = None) -> Embedder:
+def until_exit(embedder: Embedder, closed: Closing | None = None) -> Embedder:
     """``embedder``, refusing work (:class:`Stopped`) once the process exits.
 
     With ``closed``, also once that is set (the runtime that owns the builds has closed);
@@ -125,7 +182,7 @@ def until_exit(embedder: Embedder, closed: threading.Event | None = None) -> Emb
         return wrapped
 
 
-def _wrap(embedder: Embedder, closed: threading.Event | None = None) -> _UntilExit:
+def _wrap(embedder: Embedder, closed: Closing | None = None) -> _UntilExit:
     if isinstance(embedder, TokenEmbedder):
         return _TokensUntilExit(embedder, closed)
     return _UntilExit(embedder, closed)

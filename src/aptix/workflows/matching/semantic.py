@@ -273,6 +273,7 @@ class OnnxEmbedder:
                 "Semantic matching needs the 'semantic' extra: pip install 'aptix[semantic]'."
             ) from exc
         self.name = name or model_path.stem
+        self._ort = ort
         options = ort.SessionOptions()
         # One short query gains nothing from a second thread, and the machine's other cores
         # serve requests: one thread keeps the latency flat under load.
@@ -319,14 +320,18 @@ class OnnxEmbedder:
         # would not meet a query, which is always encoded alone, on the same terms.
         return np.vstack([found.vector[None, :] for found in self.encode_tokens_many(texts)])
 
-    def encode_tokens(self, text: str) -> Encoded:
+    def run_options(self) -> Any:
+        """New options for model runs: set ``terminate`` on them to end a run under way."""
+        return self._ort.RunOptions()
+
+    def encode_tokens(self, text: str, *, options: Any = None) -> Encoded:
         """``text``'s mean-pooled vector and its word pieces' states, from one model run."""
         # ``encode``, not ``encode_batch``: the batch call releases the GIL, and a prefetching
         # worker then waits for the matching thread to hand it back before the model starts.
         # The tokenizer takes only valid Unicode; JSON can carry a lone surrogate ("\ud800").
-        return self._run([self._tokenizer.encode(_valid_unicode(text))])[0]
+        return self._run([self._tokenizer.encode(_valid_unicode(text))], options)[0]
 
-    def encode_tokens_many(self, texts: Sequence[str]) -> list[Encoded]:
+    def encode_tokens_many(self, texts: Sequence[str], *, options: Any = None) -> list[Encoded]:
         """Each of ``texts`` as :meth:`encode_tokens` returns it, :attr:`batch` texts a run."""
         encodings = [self._tokenizer.encode(_valid_unicode(text)) for text in texts]
         # Texts of like length run together, so that little of a batch is padding.
@@ -334,11 +339,12 @@ class OnnxEmbedder:
         out: list[Encoded | None] = [None] * len(texts)
         for start in range(0, len(order), self.batch):
             chunk = order[start : start + self.batch]
-            for i, found in zip(chunk, self._run([encodings[i] for i in chunk]), strict=True):
+            runs = self._run([encodings[i] for i in chunk], options)
+            for i, found in zip(chunk, runs, strict=True):
                 out[i] = found
         return [found for found in out if found is not None]
 
-    def _run(self, encodings: Sequence[Any]) -> list[Encoded]:
+    def _run(self, encodings: Sequence[Any], options: Any = None) -> list[Encoded]:
         """One model run over ``encodings``, padded to the longest; each text's own states."""
         lengths = [len(encoding.ids) for encoding in encodings]
         ids = np.full((len(encodings), max(lengths)), self._pad, dtype=np.int64)
@@ -349,7 +355,7 @@ class OnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        batch = self._session.run([self._output], feeds)[0]
+        batch = self._session.run([self._output], feeds, options)[0]
         out = []
         for states, encoding, length in zip(batch, encodings, lengths, strict=True):
             pooled = states[:length].mean(axis=0)
