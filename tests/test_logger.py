@@ -176,3 +176,51 @@ def test_bidi_controls_in_logged_text_are_escaped(
         record = json.loads(err)
         assert record["Tool"] == tool
         assert record["message"] == f"[agent_ToolNotFound] Unknown tool {tool}"
+
+
+TAGS = "".join(chr(0xE0000 + ord(c)) for c in " and")
+#: Kept as the CLI and the console keep them: an emoji ZWJ sequence, a Persian ZWNJ, a flag.
+KEPT = (
+    "\U0001f469\u200d\U0001f4bb \u0645\u06cc\u200c\u062e"
+    " \U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
+)
+
+
+@pytest.mark.parametrize("json_lines", [False, True])
+@pytest.mark.usefixtures("restore_loggers")
+def test_invisible_format_characters_in_logged_text_are_escaped(
+    capsys: pytest.CaptureFixture[str], json_lines: bool
+) -> None:
+    """Review r3 F3: ``pro<ZWSP>d`` read ``prod`` in a log, and tag characters hid words."""
+    from aptix.log_setup import logging_config
+
+    logging.config.dictConfig(logging_config("INFO", json_lines=json_lines))
+    text = f"deleted pro\u200bd \u2060x \ufeffy \u00adz dev{TAGS} {KEPT}"
+    try:
+        raise RuntimeError(text)
+    except RuntimeError as exc:
+        StdlibAdminLogger(logging.getLogger("aptix.test")).add_exception(
+            "[t_ExecuteAsync__Exception]", exc, ("Tool", text)
+        )
+    err = capsys.readouterr().err
+    hidden = "\u200b\u2060\ufeff\u00ad" + TAGS
+    assert not any(c in err for c in hidden), ascii(err)
+    assert KEPT in err  # legitimate text reads as it does in the CLI and the console
+    if json_lines:
+        record = json.loads(err)
+        assert record["Tool"] == text
+        assert record["message"].endswith(text)
+        assert text in record["exception"]
+    else:
+        escaped = "deleted pro\\u200bd \\u2060x \\ufeffy \\xadz dev"
+        escaped += "\\U000e0020\\U000e0061\\U000e006e\\U000e0064"
+        assert err.count(escaped) == 2  # the message and the traceback
+
+
+def test_logs_escape_only_unprintable_characters() -> None:
+    """Printable text is logged as it is without a substitution: none of it is ever escaped."""
+    from aptix.log_setup import _CONTROLS
+
+    escaped = [c for c in range(0x110000) if _CONTROLS.fullmatch(chr(c))]
+    assert {0x200B, 0xE0061, 0x2028} <= set(escaped)
+    assert [hex(c) for c in escaped if chr(c).isprintable()] == []

@@ -5,7 +5,7 @@ details) reaches the terminal through :func:`say`, :func:`styled`, :func:`folded
 :func:`new_table`, :func:`add_row`, :func:`print_json` or :func:`fail`. They pass it through
 :func:`inert`, so no control character or escape sequence reaches the terminal (a screen
 clear or an OSC title change shows as ``␛[2J`` / ``␛]0;…``), nor an invisible one
-(:mod:`aptix.cli.invisible`), and build Rich :class:`~rich.text.Text` objects, so
+(:mod:`aptix.invisible`), and build Rich :class:`~rich.text.Text` objects, so
 nothing is ever parsed as markup or emoji codes: ``[bold]``, ``[/x]`` or ``list[str]`` print
 as typed. The consoles themselves have markup off too.
 
@@ -32,7 +32,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from aptix.cli import invisible
+from aptix import invisible
 from aptix.urls import mask_credentials
 
 __all__ = [
@@ -108,7 +108,7 @@ def _inert_table() -> dict[int, str]:
     # C0 controls become their Control Pictures (ESC -> "␛"), so an escape sequence is shown
     # as text and never acted on; newline and tab stay. C1 controls (which 8-bit terminals
     # read as CSI, OSC, DCS...) have no picture and are spelled out as <U+XXXX>, as the
-    # bidirectional and invisible format characters are (aptix.cli.invisible).
+    # bidirectional and invisible format characters are (aptix.invisible).
     table = {c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"}
     table[0x7F] = "\u2421"
     for c in range(0x80, 0xA0):

@@ -6,7 +6,7 @@
 // stay; CR LF becomes LF.
 const CONTROLS = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
 // Line and paragraph separators, bidi controls and invisible format characters are spelled
-// out as <U+XXXX> too, by the rules of src/aptix/cli/invisible.py (which explains them): a
+// out as <U+XXXX> too, by the rules of src/aptix/invisible.py (which explains them): a
 // separator draws nothing ("line\u2028FORGED" reads "lineFORGED"), bidi controls would
 // reorder what is shown ("Trojan Source": "\u202Egnp.exe" reads as "exe.png"), zero-width and
 // tag characters would hide text ("dev" + tags spelling " and also drop prod" reads "dev").

@@ -30,7 +30,9 @@ Legitimate text keeps the few of them it needs, where they do what they are for:
 
 Anywhere else (a joiner inside a Latin word, a tag run after ``dev``) they are spelled out.
 The prepended concatenation marks (U+0600-0605, U+06DD...) are Cf but drawn as signs: left as
-they are. The console's ``dom.js`` (``visible()``) applies the same rules to the page.
+they are. The console's ``dom.js`` (``visible()``) applies the same rules to the page, and
+:mod:`aptix.log_setup` to log lines, which write them as escapes (``\u200b``, and
+``\U000e0061`` in plain text where JSON has the pair ``\udb40\udc61``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,16 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["BIDI", "FORMAT", "JSON_UNSAFE", "SEPARATORS", "SHOWN", "escaped", "spelled_out"]
+__all__ = [
+    "BIDI",
+    "FORMAT",
+    "JSON_UNSAFE",
+    "KEPT",
+    "SEPARATORS",
+    "SHOWN",
+    "escaped",
+    "spelled_out",
+]
 
 #: The line and paragraph separators.
 SEPARATORS = "\u2028\u2029"
@@ -62,7 +73,8 @@ _JOINING = (
 )
 #: The Indic viramas, after which a ZWJ asks for a half form or a chillu.
 _VIRAMAS = "\u094d\u09cd\u0a4d\u0acd\u0b4d\u0bcd\u0c4d\u0ccd\u0d4d\u0dca"
-_KEPT = (
+#: The sequences legitimate text keeps (a regular expression): the exceptions listed above.
+KEPT = (
     # A subdivision flag's tags: 3 to 6 lowercase letters or digits, too few for a sentence.
     "\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{3,6}\U000e007f"
     f"|(?<=[{_PICTOGRAPHIC}\ufe0f])\u200d(?=[{_PICTOGRAPHIC}])"
@@ -74,9 +86,9 @@ _KEPT = (
     "|(?<=[\u1820-\u18aa])\u180e(?=[\u1820-\u18aa])"
 )
 #: A sequence legitimate text keeps (group 1), or one character to spell out.
-SHOWN = re.compile(f"({_KEPT})|[{SEPARATORS}{BIDI}{FORMAT}]")
+SHOWN = re.compile(f"({KEPT})|[{SEPARATORS}{BIDI}{FORMAT}]")
 #: As :data:`SHOWN`, and the C1 controls and DEL, which JSON text may hold unescaped.
-JSON_UNSAFE = re.compile(f"({_KEPT})|[\u007f-\u009f{SEPARATORS}{BIDI}{FORMAT}]")
+JSON_UNSAFE = re.compile(f"({KEPT})|[\u007f-\u009f{SEPARATORS}{BIDI}{FORMAT}]")
 
 
 def spelled_out(match: re.Match[str]) -> str:
