@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import copy
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import AliasChoices
-from pydantic.alias_generators import to_camel, to_pascal
+from pydantic.alias_generators import to_camel, to_pascal, to_snake
 
 __all__ = [
+    "DocumentedKeys",
     "FieldGivenTwice",
     "any_case",
-    "field_spellings",
     "from_pascal_case",
     "match_documented_keys",
-    "repeated_field",
-    "repeated_spelling",
     "with_pascal_case_variant",
 ]
 
@@ -34,41 +32,6 @@ MIXED_CASING = "Use one casing per object: all camelCase or all PascalCase keys"
 def any_case(name: str) -> AliasChoices:
     """The aliases a field accepts: ``workflowId``, ``WorkflowId`` and ``workflow_id``."""
     return AliasChoices(to_camel(name), to_pascal(name), name)
-
-
-def field_spellings(names: Iterable[str]) -> tuple[tuple[str, ...], ...]:
-    """The spellings each field of ``names`` is read in, camelCase first (:func:`any_case`).
-
-    A field read in one spelling only cannot be given twice and is left out. Work this out
-    once per model: it is too slow to repeat on every call of a tool.
-    """
-    out: list[tuple[str, ...]] = []
-    for name in names:
-        spellings = tuple(dict.fromkeys(c for c in any_case(name).choices if isinstance(c, str)))
-        if len(spellings) > 1:
-            out.append(spellings)
-    return tuple(out)
-
-
-def repeated_spelling(data: Any, fields: Sequence[tuple[str, ...]]) -> str | None:
-    """Why ``data`` gives a field of ``fields`` (from :func:`field_spellings`) in two spellings."""
-    if not isinstance(data, dict):
-        return None
-    for spellings in fields:
-        given = [key for key in spellings if key in data]
-        if len(given) > 1:
-            quoted = " and ".join(f"'{key}'" for key in given)
-            return f"'{spellings[0]}' is given twice ({quoted}): use one casing per field."
-    return None
-
-
-def repeated_field(data: Any, names: Iterable[str]) -> str | None:
-    """Why ``data`` gives one of the fields ``names`` in two spellings, or None when it does not.
-
-    Each field is read in any casing (:func:`any_case`), so ``expectedRevision`` beside
-    ``expected_revision`` would leave one value unread without a word.
-    """
-    return repeated_spelling(data, field_spellings(names))
 
 
 def _lower_first(key: str) -> str:
@@ -126,8 +89,39 @@ def with_pascal_case_variant(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _fold(key: str) -> str:
+def _letters(key: str) -> str:
     return key.replace("_", "").lower()
+
+
+def _casings(name: str) -> tuple[str, ...]:
+    """``name`` and its camelCase, PascalCase and snake_case spellings (``Path``, ``order_id``)."""
+    snake = to_snake(name)
+    return tuple(dict.fromkeys((name, snake, to_camel(snake), to_pascal(snake))))
+
+
+def _keeps_extra(node: dict[str, Any]) -> bool:
+    """Whether the object ``node`` describes keeps keys it does not document (``extra="allow"``)."""
+    return node.get("additionalProperties") not in (None, False)
+
+
+def _index(props: Iterable[str], keeps_extra: bool) -> dict[str, list[str]]:
+    """The properties each undocumented key may spell, by :func:`_lookup` of the key.
+
+    An object that drops unknown keys reads a key as the property its letters spell
+    (``ORDER_ID``); one that keeps them reads only the casings of a property, any other key
+    (``PATH`` beside ``path``) being one of its extra keys.
+    """
+    index: dict[str, list[str]] = {}
+    for name in props:
+        for key in _casings(name) if keeps_extra else (_letters(name),):
+            names = index.setdefault(key, [])
+            if name not in names:
+                names.append(name)
+    return index
+
+
+def _lookup(key: str, keeps_extra: bool) -> str:
+    return key if keeps_extra else _letters(key)
 
 
 def match_documented_keys(value: Any, schema: dict[str, Any], depth: int = 0) -> Any:
@@ -135,10 +129,49 @@ def match_documented_keys(value: Any, schema: dict[str, Any], depth: int = 0) ->
 
     ``schema`` is a JSON schema with its ``$defs``: nested models of tool arguments (user
     types without our aliases) then read ``Street``, ``street`` or ``zip_code``/``zipCode``
-    alike. A key already documented, or ambiguous, is kept as sent. Two keys of one object
-    that spell the same property raise :class:`FieldGivenTwice`: one value would go unread.
+    alike. A key already documented, or ambiguous, is kept as sent; so is one of an object
+    that keeps extra keys (``additionalProperties``) unless it is a casing of a property.
+    Two keys of one object that spell the same property raise :class:`FieldGivenTwice`: one
+    value would go unread.
     """
     return _match(value, schema, schema.get("$defs", {}), depth, None)
+
+
+class DocumentedKeys:
+    """:func:`match_documented_keys` for one object schema, its own keys worked out once.
+
+    Most tool calls give each field once in one of its casings and nest no object: their
+    keys are read with a lookup each, and only the other calls are walked.
+    """
+
+    __slots__ = ("_defs", "_schema", "_top", "_walked")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self._schema = schema
+        self._defs: dict[str, Any] = schema.get("$defs", {})
+        self._top: _Reading | None = None
+        self._walked: frozenset[str] = frozenset()
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            self._walked = frozenset(k for k, sub in props.items() if _holds_objects(sub))
+            self._top = _Reading(schema, walked=self._walked)
+
+    def match(self, value: Any) -> Any:
+        """``value`` read as :func:`match_documented_keys` reads it; raises FieldGivenTwice."""
+        top = self._top
+        if top is None or not isinstance(value, dict):
+            return match_documented_keys(value, self._schema)
+        if not value.keys() <= top.names:
+            try:
+                renamed = {top.spelled[key]: item for key, item in value.items()}
+            except KeyError:  # a key spelled otherwise, unknown or extra: look at each
+                return _match_object(value, top, self._defs, 0, None)
+            if len(renamed) < len(value):  # a field given twice: named with the keys sent
+                return _match_object(value, top, self._defs, 0, None)
+            value = renamed
+        if self._walked.isdisjoint(value):
+            return value
+        return _match_object(value, top, self._defs, 0, None)
 
 
 #: Where an object is, as (where its parent is, its key or index); None at the top.
@@ -161,9 +194,8 @@ def _match(value: Any, node: dict[str, Any], defs: dict[str, Any], depth: int, p
         if len(shaped) == 1:  # ``Model | None``: one shape to follow
             value = _match(value, shaped[0], defs, depth + 1, path)
     if isinstance(value, dict):
-        props = node.get("properties")
-        if isinstance(props, dict):
-            return _match_object(value, props, defs, depth, path)
+        if isinstance(node.get("properties"), dict):
+            return _match_object(value, _Reading(node), defs, depth, path)
         extra = node.get("additionalProperties")
         if isinstance(extra, dict):
             return {
@@ -179,45 +211,80 @@ def _match(value: Any, node: dict[str, Any], defs: dict[str, Any], depth: int, p
 
 
 def _match_object(
-    value: dict[Any, Any],
-    props: dict[str, Any],
-    defs: dict[str, Any],
-    depth: int,
-    path: _Path,
+    value: dict[Any, Any], reading: _Reading, defs: dict[str, Any], depth: int, path: _Path
 ) -> dict[Any, Any]:
-    by_fold: dict[str, list[str]] = {}
-    for name in props:
-        by_fold.setdefault(_fold(name), []).append(name)
+    props = reading.props
+    walked = reading.walked
     out: dict[Any, Any] = {}
     for key, item in value.items():
-        target = _documented(key, props, by_fold)
+        target = reading.documented(key)
         if target in out:
-            raise FieldGivenTwice(_given_twice(value, target, props, by_fold, path))
+            raise FieldGivenTwice(_given_twice(value, target, reading, path))
         sub = props.get(target)
-        out[target] = (
-            _match(item, sub, defs, depth + 1, (path, target)) if isinstance(sub, dict) else item
-        )
+        if isinstance(sub, dict) and (walked is None or target in walked):
+            item = _match(item, sub, defs, depth + 1, (path, target))
+        out[target] = item
     return out
 
 
-def _documented(key: Any, props: dict[str, Any], by_fold: dict[str, list[str]]) -> Any:
-    """The property ``key`` spells: itself when documented, else the one its letters name."""
-    if isinstance(key, str) and key not in props:
-        names = by_fold.get(_fold(key), [])
-        if len(names) == 1:
-            return names[0]
-    return key
+class _Reading:
+    """How the keys of one object schema are read.
+
+    For one object, its index is built only if a key is not documented. Given ``walked``
+    (the properties whose values may hold objects), it reads a tool's top level on every
+    call, so all of it is worked out at once.
+    """
+
+    __slots__ = ("_index", "_keeps_extra", "names", "props", "spelled", "walked")
+
+    def __init__(self, node: dict[str, Any], *, walked: frozenset[str] | None = None) -> None:
+        self.props: dict[str, Any] = node["properties"]
+        self._keeps_extra = _keeps_extra(node)
+        self._index: dict[str, list[str]] | None = None
+        #: None: every property's value is walked (not worth working out for one object).
+        self.walked = walked
+        self.names: frozenset[str] = frozenset()
+        self.spelled: dict[str, str] = {}
+        if walked is not None:
+            self._index = _index(self.props, self._keeps_extra)
+            self.names = frozenset(self.props)
+            self.spelled = self._spelled()
+
+    def documented(self, key: Any) -> Any:
+        """The property ``key`` spells: itself when documented, else the one it names."""
+        if not isinstance(key, str) or key in self.props:
+            return key
+        if self._index is None:
+            self._index = _index(self.props, self._keeps_extra)
+        names = self._index.get(_lookup(key, self._keeps_extra), [])
+        return names[0] if len(names) == 1 else key
+
+    def _spelled(self) -> dict[str, str]:
+        """Each property's casings that :meth:`documented` reads as it, to that property."""
+        out: dict[str, str] = {}
+        for name in self.props:
+            for key in _casings(name):
+                if self.documented(key) == name:
+                    out[key] = name
+        return out
 
 
-def _given_twice(
-    value: dict[Any, Any],
-    target: str,
-    props: dict[str, Any],
-    by_fold: dict[str, list[str]],
-    path: _Path,
-) -> str:
-    """What the top-level check says (:func:`repeated_spelling`), with the field's path."""
-    given = [key for key in value if _documented(key, props, by_fold) == target]
+def _holds_objects(node: Any) -> bool:
+    """Whether a value that ``node`` describes may hold an object whose keys are read."""
+    if isinstance(node, dict):
+        if "$ref" in node or "properties" in node:
+            return True
+        if isinstance(node.get("additionalProperties"), dict):
+            return True
+        return any(_holds_objects(item) for item in node.values())
+    if isinstance(node, list):
+        return any(_holds_objects(item) for item in node)
+    return False
+
+
+def _given_twice(value: dict[Any, Any], target: str, reading: _Reading, path: _Path) -> str:
+    """Which field is given twice, by its path, and in which keys, as they were sent."""
+    given = [key for key in value if reading.documented(key) == target]
     parts = [target]
     while path is not None:
         path, part = path

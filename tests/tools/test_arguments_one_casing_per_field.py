@@ -79,8 +79,9 @@ async def test_a_user_message_given_twice_matches_nothing_and_says_why(
         "UserMessage": "use workflow: greet_user",
     }
     message = _failure(await client.post(REGISTRY, json={"arguments": arguments}))
+    # The keys are quoted in the order they were sent, as inside a nested object.
     assert message == (
-        "'userMessage' is given twice ('UserMessage' and 'user_message'): use one casing per field."
+        "'userMessage' is given twice ('user_message' and 'UserMessage'): use one casing per field."
     )
 
 

@@ -5,20 +5,13 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from aptix.casing import (
-    FieldGivenTwice,
-    any_case,
-    field_spellings,
-    match_documented_keys,
-    repeated_spelling,
-)
+from aptix.casing import DocumentedKeys, FieldGivenTwice, any_case
 from aptix.results import InvokeResult
 
 __all__ = ["ToolArgs", "ToolResult", "function_schema", "parse_arguments"]
@@ -27,7 +20,7 @@ SIMPLE_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "a
 
 A = TypeVar("A", bound="ToolArgs")
 
-#: The error type of a nested field given in two spellings (its message says everything).
+#: The error type of a field given in two spellings (its message says everything).
 GIVEN_TWICE = "field_given_twice"
 
 
@@ -43,27 +36,30 @@ class ToolArgs(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _nested_any_case(cls, data: Any) -> Any:
-        # Nested models are the user's own types, without our aliases: their keys are matched
-        # to the documented ones here, so ``{"Address": {"Street": ...}}`` reads too.
-        schema = _nested_schema(cls)
-        if schema is None:
-            return data
+    def _read_keys(cls, data: Any) -> Any:
+        # Every key, at every level, is matched to the field it spells here, so that each
+        # tool, class or function, reads the same text alike and refuses a field given twice.
         try:
-            return match_documented_keys(data, schema)
+            return _argument_keys(cls).match(data)
         except FieldGivenTwice as exc:
-            # Said as the check before the parse says it for the top level: the whole reason.
             raise PydanticCustomError(GIVEN_TWICE, "{reason}", {"reason": str(exc)}) from None
 
 
 @functools.cache
-def _nested_schema(model: type[BaseModel]) -> dict[str, Any] | None:
-    """The model's validation schema when it has nested objects, else None (nothing to do)."""
+def _argument_keys(model: type[BaseModel]) -> DocumentedKeys:
+    """How ``model``'s argument keys are read, worked out on its first call only."""
+    schema: dict[str, Any]
     try:
         schema = model.model_json_schema(by_alias=True, mode="validation")
-    except Exception:  # a type pydantic cannot describe keeps the keys as sent
-        return None
-    return schema if "$defs" in schema else None
+    except Exception:  # a type pydantic cannot describe: its fields' own keys still read
+        fields = model.model_fields.items()
+        schema = {
+            "type": "object",
+            "properties": {info.alias or name: {} for name, info in fields},
+        }
+        if model.model_config.get("extra") == "allow":
+            schema["additionalProperties"] = True
+    return DocumentedKeys(schema)
 
 
 class ToolResult(BaseModel):
@@ -83,42 +79,6 @@ def parse_arguments(model: type[A], arguments_json: str | None) -> InvokeResult[
         return InvokeResult.create(model.model_validate_json(text))
     except ValidationError as exc:
         return InvokeResult.from_error(describe_validation_error(exc, text))
-
-
-class ArgumentSpellings:
-    """A tool's fields in every casing they are read in, worked out once per tool."""
-
-    __slots__ = ("_fields", "_quoted")
-
-    def __init__(self, names: Iterable[str]) -> None:
-        self._fields = field_spellings(names)
-        self._quoted = tuple(tuple(f'"{key}"' for key in keys) for keys in self._fields)
-
-    def repeated(self, arguments_json: str | None) -> str | None:
-        """Why ``arguments_json`` gives a field in two casings (one value would be lost)."""
-        if not arguments_json or not self._may_repeat(arguments_json):
-            return None
-        try:
-            data = json.loads(arguments_json)
-        except (ValueError, RecursionError):
-            return None  # the parse that follows says why
-        return repeated_spelling(data, self._fields)
-
-    def _may_repeat(self, text: str) -> bool:
-        """False when no field can be in ``text`` twice: then it need not be parsed here."""
-        if not self._fields:
-            return False
-        if "\\" in text:
-            return True  # a key may be spelled with escapes ("user\u005fid"): parse to see
-        # Without escapes a key is in the text as it is, between quotes.
-        for quoted in self._quoted:
-            seen = False
-            for key in quoted:
-                if key in text:
-                    if seen:
-                        return True
-                    seen = True
-        return False
 
 
 def describe_validation_error(exc: ValidationError, arguments_json: str | None = None) -> str:

@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from aptix.errors import ToolContractError, ToolError
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
-from aptix.tools.args import ArgumentSpellings, describe_validation_error
+from aptix.tools.args import describe_validation_error
 from aptix.tools.base import AgentTool
 from aptix.tools.bulkhead import BULKHEADS, BulkheadFullError
 from aptix.tools.context import AgentToolExecutionContext
@@ -37,8 +37,6 @@ class FunctionTool(AgentTool):
 
     function: ClassVar[ToolFunction]
     signature: ClassVar[FunctionSignature]
-    #: The parameters' casings, worked out when the function is decorated, not on each call.
-    argument_spellings: ClassVar[ArgumentSpellings]
     #: True for a plain (sync) function: it runs in a worker thread that a time limit
     #: cannot stop, so a timed-out call is reported ``abandoned``.
     runs_in_thread: ClassVar[bool] = False
@@ -72,8 +70,6 @@ class FunctionTool(AgentTool):
     ) -> InvokeResult[str]:
         """Validate the arguments, call the function and serialize what it returns."""
         text = arguments_json if arguments_json and not arguments_json.isspace() else "{}"
-        if (repeated := self.argument_spellings.repeated(text)) is not None:
-            return InvokeResult.from_error(repeated)
         try:
             args = self._validate(text)
         except ValidationError as exc:
@@ -240,7 +236,6 @@ def _make_tool_class(
         "function": staticmethod(fn),
         "runs_in_thread": not inspect.iscoroutinefunction(fn),
         "signature": sig,
-        "argument_spellings": ArgumentSpellings(sig.fields),
         "__module__": fn.__module__,
         "__qualname__": class_name,
         "__doc__": sig.description.splitlines()[0],

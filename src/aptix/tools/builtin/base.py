@@ -22,7 +22,6 @@ from aptix.db.outage import database_error_code
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
 from aptix.tools.args import (
-    ArgumentSpellings,
     ToolArgs,
     ToolResult,
     function_schema,
@@ -89,8 +88,6 @@ class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
     OUTAGE_IS_A_FAILURE: ClassVar[bool] = False
 
     _args_model: ClassVar[type[ToolArgs]]
-    #: The argument model's casings, worked out when the class is made, not on each call.
-    _argument_spellings: ClassVar[ArgumentSpellings]
 
     def __init__(self, logger: AdminLogger) -> None:
         # TUL-011 §2: the logger is injected, and a tool without one could not log a failure.
@@ -103,8 +100,6 @@ class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
         for base in getattr(cls, "__orig_bases__", ()):
             if get_origin(base) is BuiltinTool:
                 cls._args_model = get_args(base)[0]
-                if isinstance(cls._args_model, type):  # not a type variable of a generic base
-                    cls._argument_spellings = ArgumentSpellings(cls._args_model.model_fields)
 
     @classmethod
     def function_schema(cls, description: str, *, required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -129,9 +124,6 @@ class BuiltinTool(AgentTool, Generic[ArgsT, ResultT]):
         self, arguments_json: str, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
         """Parse, run and serialise; expected failures are returned, never raised."""
-        repeated = self._argument_spellings.repeated(arguments_json)
-        if repeated is not None:
-            return self.invalid(repeated)
         parsed = parse_arguments(self._args_model, arguments_json)
         if parsed.result is None:
             return self.invalid(parsed.error_message or "Invalid arguments.")
