@@ -180,6 +180,8 @@ def _lost(calls: list[dict[str, Any]], why: str) -> None:
         call = shown[call_id]
         assert (call["name"], call["state"], call["outcome"]) == (name, "unknown", "unknown")
         assert call["wasExecuted"] is False
+        # The server's executor ran every call of the old batch (review r1 F4, round 70).
+        assert call["isServerTool"] is True
         assert call["errorMessage"] == why
     assert "lost" not in shown["c2"]
 

@@ -672,10 +672,13 @@ def _unrecorded(record: TurnRecord) -> list[dict[str, Any]]:
                 continue
             listed.add(call["id"])
             function = call.get("function") or {}
+            # Such a version handed every call of a batch to the server's executor, which may
+            # have run it: a server tool's call, as its entry would have said.
             started = AgentToolCall(
                 call["id"],
                 str(function.get("name") or ""),
                 str(function.get("arguments") or "{}"),
+                is_server_tool=True,
             )
             # Never idempotent: a call that may have run is not run again.
             found.append(
