@@ -1,4 +1,4 @@
-"""``aptix sessions``: create, list and inspect sessions in the local store."""
+"""``aptix sessions``: create, list, inspect and prune sessions in the local store."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from aptix.cli.output import (
     say_rows,
 )
 from aptix.cli.runtime import run_with_runtime
+from aptix.cli.sessions_prune import prune
 from aptix.sessions.wire import session_to_json
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from aptix.runtime import Runtime
     from aptix.sessions.models import AgentSession
 
-app = typer.Typer(help="Create, list and inspect sessions.", no_args_is_help=True)
+app = typer.Typer(help="Create, list, inspect and prune sessions.", no_args_is_help=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json/--no-json", metavar="", help="Print JSON.")]
 OrgOption = Annotated[str, typer.Option(help="Organisation of the caller.")]
@@ -182,3 +183,6 @@ def cancel_workflow(
         print_json({"sessionId": session_id, "cancelled": cancelled.result})
     else:
         say("Cancelled workflow ", (cancelled.result, "bold"), f" of session {session_id}.")
+
+
+app.command("prune")(prune)

@@ -1,0 +1,97 @@
+"""Pruning never deletes a session a claim holds on PostgreSQL (review r4 F3).
+
+A claim locks its session's row before it starts a turn. A prune that meets that lock skips
+the session instead of waiting for it: the claim's turn is kept with its session, and the
+other old sessions still go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any, cast
+
+import pytest
+from sqlalchemy import Table, func, insert, select, update
+
+from aptix.db.engine import Database, open_database
+from aptix.db.types import utc_now
+from aptix.reasoner.pruning import Pruned, prune_sessions
+from aptix.reasoner.tables import TurnRow
+from aptix.sessions.tables import SessionRow
+from tests.databases import create_pg_database, drop_pg_database
+
+SESSIONS = cast(Table, SessionRow.__table__)
+TURNS = cast(Table, TurnRow.__table__)
+
+
+@pytest.fixture
+async def database() -> AsyncIterator[Database]:
+    url = await asyncio.to_thread(create_pg_database)
+    opened = await open_database(url)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+        await asyncio.to_thread(drop_pg_database, url)
+
+
+def _session(sid: str, at: Any) -> dict[str, Any]:
+    return {
+        "id": sid,
+        "org": "acme",
+        "user_id": "ann",
+        "mode": "general",
+        "created_at": at,
+        "updated_at": at,
+        "version": 1,
+    }
+
+
+def _turn(sid: str, seq: int, status: str, at: Any) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid4().hex,
+        "session_id": sid,
+        "org": "acme",
+        "user_id": "ann",
+        "seq": seq,
+        "status": status,
+        "instruction": "hi",
+        "data": {},
+        "created_at": at,
+        "updated_at": at,
+        "version": 1,
+    }
+
+
+async def test_a_session_whose_claim_holds_its_lock_is_skipped(database: Database) -> None:
+    now = utc_now()
+    old = now - timedelta(days=40)
+    idle, claimed = uuid.uuid4().hex, uuid.uuid4().hex
+    async with database.engine.begin() as tx:
+        await tx.execute(insert(SESSIONS), [_session(idle, old), _session(claimed, old)])
+        await tx.execute(insert(TURNS), [_turn(idle, 1, "completed", old)])
+        await tx.execute(insert(TURNS), [_turn(claimed, 1, "completed", old)])
+
+    async with database.engine.connect() as claim:
+        # What SqlTurnStore.claim does, its transaction left open: lock, insert, touch.
+        await claim.execute(select(SESSIONS).where(SESSIONS.c.id == claimed).with_for_update())
+        await claim.execute(insert(TURNS), [_turn(claimed, 2, "running", now)])
+        await claim.execute(update(SESSIONS).where(SESSIONS.c.id == claimed).values(updated_at=now))
+
+        async with asyncio.timeout(30):  # waiting for the claim's lock would never end
+            pruned = await prune_sessions(database, now - timedelta(days=30))
+        await claim.commit()
+
+    assert pruned == Pruned(sessions=1, turns=1, kept=0)
+    async with database.engine.connect() as tx:
+        left = dict(
+            (
+                await tx.execute(
+                    select(TURNS.c.session_id, func.count()).group_by(TURNS.c.session_id)
+                )
+            ).all()
+        )
+    assert left == {claimed: 2}
