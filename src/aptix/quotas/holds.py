@@ -11,6 +11,12 @@ A hold is settled in the window it was taken in, or not at all: once that window
 (it renewed, or Redis lost its keys) the count holds other calls' tokens, which a give-back
 would take off. With Redis each window has a set of the holds taken in it, emptied when a
 new window starts and gone with the window; in memory each hold remembers its window's end.
+
+A hold is named before it is asked for (:meth:`Hold.of`), so a caller that stops waiting for
+the take (cancelled, or timed out while Redis had the script) can still end it: whether or
+not Redis ran the take. Ending a hold Redis does not list marks it ended for
+:data:`HOLD_SECONDS`, so a take that arrives after its own give-back (on a connection that
+was cut) holds nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ _NOW = """
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ms)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ms)
 """
 #: The calls listed at KEYS[2] whose holds are in the window of KEYS[3], and the tokens they
 #: hold (each entry ends in ``:<tokens>``).
@@ -60,10 +67,14 @@ _CHARGE = _COUNT + "count(tonumber(ARGV[1]), ARGV[2])\n"
 #: Holds ARGV[1] tokens on the count KEYS[1] while it is below ARGV[2] (a window of ARGV[3]
 #: seconds), listing the entry ARGV[4] for ARGV[5] ms at KEYS[2] and in the window's set
 #: KEYS[3], which ends with the window; else the count and the holds, as they were then.
+#: An entry already ended (listed at KEYS[4]) is not taken: its caller has stopped waiting.
 _TAKE = (
     _NOW
     + _COUNT
     + """
+if redis.call('ZSCORE', KEYS[4], ARGV[4]) then
+  return {1, 0, 0, 0}
+end
 local count_now = tonumber(redis.call('GET', KEYS[1]) or '0')
 if count_now < tonumber(ARGV[2]) then
   count(tonumber(ARGV[1]), ARGV[3])
@@ -84,8 +95,15 @@ end
 _TALLY = _NOW + _HELD + "return {tonumber(redis.call('GET', KEYS[1]) or '0'), calls, held}\n"
 #: Ends the hold ARGV[1]: unlisted, and, while its window lasts, its count changed by ARGV[2]
 #: (up, or down to no lower than zero). A window gone holds other calls' tokens: unchanged.
+#: One not listed (its take has not come, or never will) is listed at KEYS[4] as ended, for
+#: ARGV[3] ms, so that its take, should it come, holds nothing.
 _SETTLE = """
-redis.call('ZREM', KEYS[2], ARGV[1])
+if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
+  local now = redis.call('TIME')
+  local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  redis.call('ZADD', KEYS[4], ms + tonumber(ARGV[3]), ARGV[1])
+  redis.call('PEXPIRE', KEYS[4], ARGV[3])
+end
 if redis.call('SREM', KEYS[3], ARGV[1]) == 1 and redis.call('EXISTS', KEYS[1]) == 1 then
   local change = tonumber(ARGV[2])
   if change > 0 then
@@ -104,6 +122,11 @@ class Hold:
 
     tokens: int
     entry: str = ""
+
+    @classmethod
+    def of(cls, tokens: int) -> Hold:
+        """A hold of ``tokens`` under a name of its own, for :meth:`BudgetHolds.take`."""
+        return cls(tokens, f"{uuid.uuid4().hex}:{tokens}")
 
 
 #: What a call holds when nothing is (no budget, or Redis is down and the limits are open).
@@ -134,6 +157,7 @@ class BudgetHolds:
         self._memory = memory
         self._prefix = f"{prefix}:holds"
         self._windows = f"{prefix}:holds-in"
+        self._ended = f"{prefix}:holds-ended"
         self._limits_prefix = limits_prefix
         #: org -> entry -> (tokens, the end of the window they are held in), without Redis.
         self._listed: dict[str, dict[str, tuple[int, float]]] = {}
@@ -143,24 +167,26 @@ class BudgetHolds:
             self._charge_script = redis.register_script(_CHARGE)
             self._settle_script = redis.register_script(_SETTLE)
 
-    async def take(self, org: str, key: str, tokens: int, limit: int, expiry: int) -> Hold | Tally:
-        """Hold ``tokens`` on the count ``key`` while it is below ``limit``, else the tally.
+    async def take(self, org: str, key: str, hold: Hold, limit: int, expiry: int) -> Hold | Tally:
+        """Take ``hold`` on the count ``key`` while it is below ``limit``, else the tally.
 
-        ``expiry`` is the window's length, which starts with the count's first tokens.
+        ``expiry`` is the window's length, which starts with the count's first tokens. A caller
+        that gets no answer (cancelled, timed out) ends ``hold`` all the same: Redis may have
+        taken it, or take it yet.
         """
-        entry = f"{uuid.uuid4().hex}:{tokens}"
+        tokens, entry = hold.tokens, hold.entry
         if self._memory is None:
             answer = await self._take_script(
                 self._keys(org, key), [tokens, limit, expiry, entry, HOLD_SECONDS * 1000]
             )
             taken, count, calls, held = (int(value) for value in answer)
-            return Hold(tokens, entry) if taken else Tally(count, calls, held)
+            return hold if taken else Tally(count, calls, held)
         count = await self._memory.incr(key, expiry, amount=tokens)
         # No await from the count to the list: other calls see both or neither.
         if count - tokens < limit:
             window = self._memory.expirations[key]
             self._listed.setdefault(org, {})[entry] = (tokens, window)
-            return Hold(tokens, entry)
+            return hold
         tally = self._memory_tally(org, key, count - tokens)
         await self._memory.decr(key, tokens)  # refused: a hold only for calls that run
         return tally
@@ -185,7 +211,9 @@ class BudgetHolds:
         if not hold.entry:
             return
         if self._memory is None:
-            await self._settle_script(self._keys(org, key), [hold.entry, change])
+            await self._settle_script(
+                self._keys(org, key), [hold.entry, change, HOLD_SECONDS * 1000]
+            )
             return
         listed = self._listed.get(org, {})
         taken = listed.pop(hold.entry, None)
@@ -202,11 +230,12 @@ class BudgetHolds:
             await self._memory.decr(key, -change)
 
     def _keys(self, org: str, key: str) -> list[str]:
-        """The count, the org's list of holds, and the holds in the count's window."""
+        """The count, the org's holds, those in the count's window, and those ended early."""
         return [
             f"{self._limits_prefix}:{key}",
             f"{self._prefix}:{org}",
             f"{self._windows}:{key}",
+            f"{self._ended}:{org}",
         ]
 
     def _memory_tally(self, org: str, key: str, count: int) -> Tally:

@@ -11,6 +11,7 @@ for ending what a turn or a model call took on Redis before: its slot, its hold.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 import uuid
@@ -287,14 +288,27 @@ class Quotas:
         if self._breaker.skip():
             return self._unavailable() or NO_HOLD
         key = item.key_for("tokens", org)
+        hold = Hold.of(max(1, tokens))
+        taken: Hold | Tally | None = None
         try:
             await self._settle_unsettled()
-            taken = await self._holds.take(org, key, max(1, tokens), item.amount, item.get_expiry())
+            taken = await self._holds.take(org, key, hold, item.amount, item.get_expiry())
             if isinstance(taken, Hold):
                 self._up()
                 return taken
             stats = await self._limiter.get_window_stats(item, "tokens", org)
+        except asyncio.CancelledError:
+            if taken is None:
+                # Redis may have run the take before the cancel came out of the await (a
+                # client that hangs up on a stream as its turn begins): the hold is given
+                # back, as a call cancelled later gives it back, or it counts for the window.
+                await asyncio.shield(self._settle(org, key, hold, -hold.tokens))
+            raise
         except Exception as exc:
+            if taken is None:
+                # No answer is not no take (Redis may run it after the socket timeout): the
+                # next call that reaches Redis gives it back, as a hold ended in an outage.
+                self._unsettled.append((org, key, hold, -hold.tokens))
             return self._failed(exc) or NO_HOLD
         self._up()
         return self._budget_refusal(item, taken, stats.reset_time)

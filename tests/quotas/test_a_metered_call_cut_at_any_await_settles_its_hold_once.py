@@ -1,0 +1,301 @@
+"""A metered call cut short at any of its awaits gives back or settles its hold, once.
+
+A client that hung up on a streamed chat completion right after its first chunk cancelled the
+turn as it began, often while ``Quotas.reserve`` waited for Redis to answer the take: Redis
+had taken the hold, the cancel came out of the await, and no one knew the hold to give it
+back. About one such call in three left its whole estimate counted against the budget for
+the window and listed as a call in progress for 15 minutes (review r4 F1, round 70). A take
+whose answer timed out was lost the same way.
+
+Here each call is cancelled at its first await point, then its second, and so on until it
+ends on its own: before Redis has a command, while Redis has it unanswered, and after the
+answer is read but before the caller resumes; in the model; and while its hold is settled.
+Whatever the point, the hold is given back (nothing came), or settled to an estimate (text
+came) or to the usage (the model answered), and every hold is settled at most once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+import redis.exceptions
+from redis.asyncio.connection import Connection
+
+from aptix.errors import LlmError
+from aptix.llm.types import LlmRequest, LlmResponse, TextSink, Usage
+from aptix.quotas import PAYER, LimitsUnavailableError, MeteredModel, Payer, Quotas
+from aptix.quotas import breaker as breaker_module
+from aptix.quotas.holds import BudgetHolds, Hold
+from aptix.quotas.usage import today
+from tests.quotas.conftest import REDIS_HOST, REDIS_PORT
+
+#: Redis database 5 and keys under ``f5:``: this suite's share of the shared Redis.
+REDIS_DB = 5
+REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
+BUDGET = "100000/hour"
+PROMPT = 300
+TEXT = "twelve bytes"  # 4 tokens at one token per 3 bytes
+USAGE = Usage(PROMPT, 40)
+REQUEST = LlmRequest(messages=({"role": "user", "content": "hi"},))
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    """A key prefix under ``f5:`` in Redis database 5; its keys are deleted afterwards."""
+    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB)
+    client.ping()  # the test needs the real Redis: fail, never skip
+    name = f"f5:{uuid.uuid4().hex}"
+    yield name
+    keys = list(client.scan_iter(f"{name}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+class Cuts:
+    """Counts the await points a call reaches; cancels the call at the ``at``-th one."""
+
+    def __init__(self) -> None:
+        self.reset(None)
+
+    def reset(self, at: int | None) -> None:
+        """Count afresh, cancelling the next call at its ``at``-th point (never if None)."""
+        self.at = at
+        self.reached: list[str] = []
+        self.call: asyncio.Task[Any] | None = None
+        self.where: str | None = None
+
+    async def point(self, where: str) -> None:
+        """An await point: the call is cancelled here if it is the chosen one."""
+        if self.call is None or self.where is not None:
+            return
+        self.reached.append(where)
+        if len(self.reached) - 1 != self.at:
+            return
+        self.where = where
+        self.call.cancel()
+        if asyncio.current_task() is self.call:
+            await asyncio.sleep(0)  # the cancel comes out of this await, as out of any other
+            raise AssertionError("the cancel was not delivered")
+        # Elsewhere (a settle under asyncio.shield): the call is cancelled while it waits.
+
+
+@pytest.fixture
+def cuts(monkeypatch: pytest.MonkeyPatch) -> Cuts:
+    """Every Redis command of every client is three await points of the call it serves."""
+    cuts = Cuts()
+    send = Connection.send_packed_command
+    read = Connection.read_response
+
+    async def send_packed_command(
+        self: Connection, command: Any, check_health: bool = True
+    ) -> None:
+        await cuts.point("before Redis has the command")
+        await send(self, command, check_health)
+
+    async def read_response(self: Connection, *args: Any, **kwargs: Any) -> Any:
+        try:
+            await cuts.point("Redis has the command, its answer unread")
+        except BaseException:
+            await self.disconnect(nowait=True)  # as a read cut short does: never read now
+            raise
+        answer = await read(self, *args, **kwargs)
+        await cuts.point("the answer read, the caller not resumed yet")
+        return answer
+
+    monkeypatch.setattr(Connection, "send_packed_command", send_packed_command)
+    monkeypatch.setattr(Connection, "read_response", read_response)
+    return cuts
+
+
+class Answers:
+    """A model that streams :data:`TEXT` (when asked to), then answers with :data:`USAGE`.
+
+    ``fails``: it ends with an ``LlmError`` instead (the endpoint broke off, or timed out).
+    """
+
+    def __init__(self, cuts: Cuts, *, fails: bool = False) -> None:
+        self.cuts = cuts
+        self.fails = fails
+        self.sent = False
+        self.answered = False
+
+    async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmResponse:
+        await self.cuts.point("the model has the request")
+        if on_text is not None:
+            await on_text(TEXT)
+            self.sent = True
+            await self.cuts.point("the model has sent text")
+        if self.fails:
+            raise LlmError("The model endpoint timed out after 60 s.")
+        self.answered = True
+        return LlmResponse(text=TEXT, usage=USAGE)
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many times each hold was settled (given back or charged)."""
+    counts: Counter[str] = Counter()
+    settle = BudgetHolds.settle
+
+    async def counted(self: BudgetHolds, org: str, key: str, hold: Hold, change: int) -> None:
+        counts[hold.entry] += 1
+        await settle(self, org, key, hold, change)
+
+    monkeypatch.setattr(BudgetHolds, "settle", counted)
+    return counts
+
+
+async def _redis_state(prefix: str, org: str) -> tuple[int, int]:
+    """The org's budget count and the holds listed as calls in progress, as Redis has them."""
+    client = redis.asyncio.Redis(host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB)
+    try:
+        count = int(await client.get(f"{prefix}:limits:LIMITER/tokens/{org}/100000/1/hour") or 0)
+        return count, await client.zcard(f"{prefix}:holds:{org}")
+    finally:
+        await client.aclose()
+
+
+async def _rest() -> None:
+    """Wait for what outlives the call: a settle it started under ``asyncio.shield``."""
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    if others:
+        await asyncio.wait_for(asyncio.gather(*others, return_exceptions=True), 30)
+
+
+async def _call(quotas: Quotas, model: Answers, cuts: Cuts, org: str, streamed: bool) -> None:
+    """One metered call, cancelled where ``cuts`` says; returns once everything has ended."""
+    metered = MeteredModel(model, quotas, prompt_tokens=lambda request: PROMPT)
+
+    async def sink(text: str) -> None:
+        return None
+
+    async def call() -> LlmResponse:
+        PAYER.set(Payer(org, "key-1", "ann"))
+        return await metered.complete(REQUEST, sink if streamed else None)
+
+    cuts.call = asyncio.create_task(call())
+    try:
+        await asyncio.wait_for(asyncio.shield(cuts.call), 30)
+    except asyncio.CancelledError:
+        assert cuts.where is not None, "cancelled, but not by the test"
+        assert cuts.call.cancelled()
+    except LlmError:
+        assert model.fails
+    await _rest()
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["answers", "fails"])
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "unstreamed"])
+@pytest.mark.parametrize("store", ["redis", "memory"])
+async def test_a_call_cancelled_at_any_await_settles_its_hold_once(
+    prefix: str, cuts: Cuts, settled: Counter[str], streamed: bool, store: str, fails: bool
+) -> None:
+    points: list[str] = []
+    at = 0
+    while True:
+        org = f"org{at}"
+        quotas = Quotas(
+            token_budget=BUDGET,
+            redis_url=REDIS_URL if store == "redis" else None,
+            key_prefix=prefix,
+        )
+        model = Answers(cuts, fails=fails)
+        cuts.reset(at)
+        try:
+            await _call(quotas, model, cuts, org, streamed)
+            if model.answered:
+                expected = USAGE.total_tokens
+            elif model.sent:
+                expected = PROMPT + 4  # the prompt and the text it had streamed, estimated
+            else:
+                expected = 0  # nothing came: nothing to charge
+            where = f"cut at point {at} ({cuts.where})"
+            if store == "redis":
+                assert await _redis_state(prefix, org) == (expected, 0), where
+            budget = await quotas.budget_state(org)
+            assert budget is not None
+            assert budget["remaining"] == 100000 - expected, where
+            usage = await quotas.usage.read(org, today())
+            assert (usage["modelCalls"], usage["totalTokens"]) == (int(expected > 0), expected)
+            assert all(times == 1 for times in settled.values()), (where, settled)
+        finally:
+            await quotas.aclose()
+        settled.clear()
+        if cuts.where is None:  # it ended on its own: every point before has been cut at
+            points = cuts.reached
+            break
+        at += 1
+    # The cuts did reach Redis's side of the take: it is in flight, and answered, before the
+    # model has the request.
+    before_model = points[: points.index("the model has the request")]
+    if store == "redis":
+        assert "Redis has the command, its answer unread" in before_model
+        assert "the answer read, the caller not resumed yet" in before_model
+    assert at == len(points) >= (2 if streamed else 1)
+
+
+@pytest.mark.parametrize("fail_open", [True, False], ids=["open", "closed"])
+async def test_a_take_whose_answer_timed_out_is_given_back(
+    prefix: str, monkeypatch: pytest.MonkeyPatch, settled: Counter[str], fail_open: bool
+) -> None:
+    """Redis ran the take, but its answer came after the 2 s socket timeout: no hold to end."""
+    monkeypatch.setattr(breaker_module, "COOL_OFF_SECONDS", 0.0)
+    take = BudgetHolds.take
+
+    async def late(self: BudgetHolds, *args: Any, **kwargs: Any) -> Any:
+        await take(self, *args, **kwargs)
+        raise redis.exceptions.TimeoutError("Timeout reading from 127.0.0.1:6379")
+
+    monkeypatch.setattr(BudgetHolds, "take", late)
+    quotas = Quotas(
+        token_budget=BUDGET, redis_url=REDIS_URL, key_prefix=prefix, fail_open=fail_open
+    )
+    try:
+        model = Answers(Cuts())
+        metered = MeteredModel(model, quotas, prompt_tokens=lambda request: PROMPT)
+        PAYER.set(Payer("acme", "key-1", "ann"))
+        if fail_open:
+            await metered.complete(REQUEST)  # allowed: the limits fail open
+            expected = USAGE.total_tokens
+        else:
+            with pytest.raises(LimitsUnavailableError):
+                await metered.complete(REQUEST)
+            expected = 0
+        monkeypatch.setattr(BudgetHolds, "take", take)
+        assert await quotas.tokens("acme") is None  # the next call to reach Redis settles it
+        assert await _redis_state(prefix, "acme") == (expected, 0)
+        assert list(settled.values()) == [1]
+    finally:
+        await quotas.aclose()
+
+
+@pytest.fixture
+async def holds(prefix: str) -> AsyncIterator[BudgetHolds]:
+    """The holds of Redis database 5 under ``prefix``."""
+    client = redis.asyncio.Redis(host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB)
+    yield BudgetHolds(redis=client, memory=None, prefix=prefix, limits_prefix=f"{prefix}:limits")
+    await client.aclose()
+
+
+async def test_a_hold_given_back_before_its_take_arrives_is_not_taken(
+    holds: BudgetHolds, prefix: str
+) -> None:
+    """The give-back of a cut take may reach Redis first, on another connection."""
+    key = "LIMITER/tokens/acme/100000/1/hour"
+    hold = Hold.of(PROMPT)
+    await holds.settle("acme", key, hold, -hold.tokens)
+    await holds.take("acme", key, hold, 100000, 3600)  # the take, late
+    assert await _redis_state(prefix, "acme") == (0, 0)
+    other = Hold.of(PROMPT)  # the others are taken as ever
+    assert await holds.take("acme", key, other, 100000, 3600) == other
+    assert await _redis_state(prefix, "acme") == (PROMPT, 1)
+    await holds.settle("acme", key, other, USAGE.total_tokens - other.tokens)
+    assert await _redis_state(prefix, "acme") == (USAGE.total_tokens, 0)
