@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
+from redis.asyncio.connection import Connection
 
 from tests.api.tcp_proxy import TcpProxy
 
@@ -35,3 +38,59 @@ def redis_proxy() -> Iterator[TcpProxy]:
         yield forwarder
     finally:
         forwarder.close()
+
+
+class Cuts:
+    """Counts the await points a call reaches; cancels the call at the ``at``-th one."""
+
+    def __init__(self) -> None:
+        self.reset(None)
+
+    def reset(self, at: int | None) -> None:
+        """Count afresh, cancelling the next call at its ``at``-th point (never if None)."""
+        self.at = at
+        self.reached: list[str] = []
+        self.call: asyncio.Task[Any] | None = None
+        self.where: str | None = None
+
+    async def point(self, where: str) -> None:
+        """An await point: the call is cancelled here if it is the chosen one."""
+        if self.call is None or self.where is not None:
+            return
+        self.reached.append(where)
+        if len(self.reached) - 1 != self.at:
+            return
+        self.where = where
+        self.call.cancel()
+        if asyncio.current_task() is self.call:
+            await asyncio.sleep(0)  # the cancel comes out of this await, as out of any other
+            raise AssertionError("the cancel was not delivered")
+        # Elsewhere (a settle under asyncio.shield): the call is cancelled while it waits.
+
+
+@pytest.fixture
+def cuts(monkeypatch: pytest.MonkeyPatch) -> Cuts:
+    """Every Redis command of every client is three await points of the call it serves."""
+    cuts = Cuts()
+    send = Connection.send_packed_command
+    read = Connection.read_response
+
+    async def send_packed_command(
+        self: Connection, command: Any, check_health: bool = True
+    ) -> None:
+        await cuts.point("before Redis has the command")
+        await send(self, command, check_health)
+
+    async def read_response(self: Connection, *args: Any, **kwargs: Any) -> Any:
+        try:
+            await cuts.point("Redis has the command, its answer unread")
+        except BaseException:
+            await self.disconnect(nowait=True)  # as a read cut short does: never read now
+            raise
+        answer = await read(self, *args, **kwargs)
+        await cuts.point("the answer read, the caller not resumed yet")
+        return answer
+
+    monkeypatch.setattr(Connection, "send_packed_command", send_packed_command)
+    monkeypatch.setattr(Connection, "read_response", read_response)
+    return cuts

@@ -26,7 +26,6 @@ import pytest
 import redis
 import redis.asyncio
 import redis.exceptions
-from redis.asyncio.connection import Connection
 
 from aptix.errors import LlmError
 from aptix.llm.types import LlmRequest, LlmResponse, TextSink, Usage
@@ -34,7 +33,7 @@ from aptix.quotas import PAYER, LimitsUnavailableError, MeteredModel, Payer, Quo
 from aptix.quotas import breaker as breaker_module
 from aptix.quotas.holds import BudgetHolds, Hold
 from aptix.quotas.usage import today
-from tests.quotas.conftest import REDIS_HOST, REDIS_PORT
+from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts
 
 #: Redis database 5 and keys under ``f5:``: this suite's share of the shared Redis.
 REDIS_DB = 5
@@ -57,62 +56,6 @@ def prefix() -> Iterator[str]:
     if keys:
         client.delete(*keys)
     client.close()
-
-
-class Cuts:
-    """Counts the await points a call reaches; cancels the call at the ``at``-th one."""
-
-    def __init__(self) -> None:
-        self.reset(None)
-
-    def reset(self, at: int | None) -> None:
-        """Count afresh, cancelling the next call at its ``at``-th point (never if None)."""
-        self.at = at
-        self.reached: list[str] = []
-        self.call: asyncio.Task[Any] | None = None
-        self.where: str | None = None
-
-    async def point(self, where: str) -> None:
-        """An await point: the call is cancelled here if it is the chosen one."""
-        if self.call is None or self.where is not None:
-            return
-        self.reached.append(where)
-        if len(self.reached) - 1 != self.at:
-            return
-        self.where = where
-        self.call.cancel()
-        if asyncio.current_task() is self.call:
-            await asyncio.sleep(0)  # the cancel comes out of this await, as out of any other
-            raise AssertionError("the cancel was not delivered")
-        # Elsewhere (a settle under asyncio.shield): the call is cancelled while it waits.
-
-
-@pytest.fixture
-def cuts(monkeypatch: pytest.MonkeyPatch) -> Cuts:
-    """Every Redis command of every client is three await points of the call it serves."""
-    cuts = Cuts()
-    send = Connection.send_packed_command
-    read = Connection.read_response
-
-    async def send_packed_command(
-        self: Connection, command: Any, check_health: bool = True
-    ) -> None:
-        await cuts.point("before Redis has the command")
-        await send(self, command, check_health)
-
-    async def read_response(self: Connection, *args: Any, **kwargs: Any) -> Any:
-        try:
-            await cuts.point("Redis has the command, its answer unread")
-        except BaseException:
-            await self.disconnect(nowait=True)  # as a read cut short does: never read now
-            raise
-        answer = await read(self, *args, **kwargs)
-        await cuts.point("the answer read, the caller not resumed yet")
-        return answer
-
-    monkeypatch.setattr(Connection, "send_packed_command", send_packed_command)
-    monkeypatch.setattr(Connection, "read_response", read_response)
-    return cuts
 
 
 class Answers:

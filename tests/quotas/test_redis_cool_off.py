@@ -201,7 +201,7 @@ async def test_a_turn_slot_asked_of_a_hanging_redis_neither_fails_nor_stays_take
     quotas = Quotas(
         max_concurrent_turns=4, redis_url=frozen_redis.url, key_prefix=prefix, fail_open=fail_open
     )
-    key = f"{quotas._turns_key}:acme"
+    key = f"{prefix}:turns:acme"
     try:
         assert await quotas.enter_turn("acme") is None  # Redis answers
         await quotas.leave_turn("acme")

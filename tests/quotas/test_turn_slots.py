@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis
 
-from aptix.quotas import limiter
+from aptix.quotas import slots
 from aptix.quotas.limiter import Quotas
 
 REDIS = "redis://127.0.0.1:6379/0"
@@ -26,7 +26,7 @@ SLOT_SECONDS = 2
 @pytest.fixture
 def prefix(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A key prefix of this test's own (its keys are deleted afterwards); slots of 2 s."""
-    monkeypatch.setattr(limiter, "_TURN_SLOT_SECONDS", SLOT_SECONDS)
+    monkeypatch.setattr(slots, "SLOT_SECONDS", SLOT_SECONDS)
     name = f"aptix-test-{uuid.uuid4().hex}"
     yield name
     client = redis.Redis.from_url(REDIS)

@@ -13,10 +13,8 @@ would take off. With Redis each window has a set of the holds taken in it, empti
 new window starts and gone with the window; in memory each hold remembers its window's end.
 
 A hold is named before it is asked for (:meth:`Hold.of`), so a caller that stops waiting for
-the take (cancelled, or timed out while Redis had the script) can still end it: whether or
-not Redis ran the take. Ending a hold Redis does not list marks it ended for
-:data:`HOLD_SECONDS`, so a take that arrives after its own give-back (on a connection that
-was cut) holds nothing.
+the take can still end it, and a take that arrives after its own give-back holds nothing, as
+a turn's slot (:mod:`aptix.quotas.entries`).
 """
 
 from __future__ import annotations
@@ -28,17 +26,14 @@ from typing import Any
 
 from limits.aio.storage import MemoryStorage
 
+from aptix.quotas.entries import clock, end, unless_ended
+
 __all__ = ["HOLD_SECONDS", "NO_HOLD", "BudgetHolds", "Hold", "Tally"]
 
 #: How long a hold's entry is listed when its call never ends it (its process died).
 HOLD_SECONDS = 900
 
-_NOW = """
-local now = redis.call('TIME')
-local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ms)
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ms)
-"""
+_NOW = clock("KEYS[2]", "KEYS[4]")
 #: The calls listed at KEYS[2] whose holds are in the window of KEYS[3], and the tokens they
 #: hold (each entry ends in ``:<tokens>``).
 _HELD = """
@@ -71,10 +66,8 @@ _CHARGE = _COUNT + "count(tonumber(ARGV[1]), ARGV[2])\n"
 _TAKE = (
     _NOW
     + _COUNT
+    + unless_ended("KEYS[4]", "ARGV[4]", "{1, 0, 0, 0}")
     + """
-if redis.call('ZSCORE', KEYS[4], ARGV[4]) then
-  return {1, 0, 0, 0}
-end
 local count_now = tonumber(redis.call('GET', KEYS[1]) or '0')
 if count_now < tonumber(ARGV[2]) then
   count(tonumber(ARGV[1]), ARGV[3])
@@ -97,13 +90,9 @@ _TALLY = _NOW + _HELD + "return {tonumber(redis.call('GET', KEYS[1]) or '0'), ca
 #: (up, or down to no lower than zero). A window gone holds other calls' tokens: unchanged.
 #: One not listed (its take has not come, or never will) is listed at KEYS[4] as ended, for
 #: ARGV[3] ms, so that its take, should it come, holds nothing.
-_SETTLE = """
-if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
-  local now = redis.call('TIME')
-  local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-  redis.call('ZADD', KEYS[4], ms + tonumber(ARGV[3]), ARGV[1])
-  redis.call('PEXPIRE', KEYS[4], ARGV[3])
-end
+_SETTLE = (
+    end("KEYS[2]", "KEYS[4]", "ARGV[1]", "ARGV[3]")
+    + """
 if redis.call('SREM', KEYS[3], ARGV[1]) == 1 and redis.call('EXISTS', KEYS[1]) == 1 then
   local change = tonumber(ARGV[2])
   if change > 0 then
@@ -114,6 +103,7 @@ if redis.call('SREM', KEYS[3], ARGV[1]) == 1 and redis.call('EXISTS', KEYS[1]) =
   end
 end
 """
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,11 @@ is logged once and the limits then fail open (allow) or closed (refuse with 503)
 ``APTIX_LIMITS_WHEN_REDIS_DOWN`` says; a request never fails with a 500 for it. During the
 cool-off after a failure (:mod:`aptix.quotas.breaker`) they do so without asking Redis, but
 for ending what a turn or a model call took on Redis before: its slot, its hold.
+
+Whatever took a slot or a hold ends it: a caller cancelled while Redis ran the take gives it
+back at once (shielded), one whose take or give-back Redis did not answer leaves it to the
+next call that reaches Redis, and a give-back that comes first keeps the take from taking
+(:mod:`aptix.quotas.entries`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import math
 import time
 import uuid
 from collections import Counter, deque
-from typing import Any
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, TypeVar
 
 from limits import RateLimitItem, parse
 from limits.aio.storage import MemoryStorage, RedisStorage, Storage
@@ -28,26 +35,14 @@ from aptix.log_setup import escape_controls
 from aptix.quotas.breaker import RedisBreaker
 from aptix.quotas.holds import NO_HOLD, BudgetHolds, Hold, Tally
 from aptix.quotas.refusal import Refusal
+from aptix.quotas.slots import TurnSlots
 from aptix.quotas.usage import UsageMeter
 
 __all__ = ["Quotas", "Refusal"]
 
-#: A turn slot not given back (its process died) is freed after this long.
-_TURN_SLOT_SECONDS = 900
-#: Takes a turn slot (ARGV[1]) unless ARGV[2] are held: KEYS[1] holds an org's running turns
-#: scored by their deadlines, ARGV[3] ms from now. A slot past its deadline goes alone, so a
-#: dead process's slots free themselves while the other turns stay counted.
-_ENTER_TURN = """
-local now = redis.call('TIME')
-local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
-  return 0
-end
-redis.call('ZADD', KEYS[1], ms + tonumber(ARGV[3]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-"""
+_T = TypeVar("_T")
+#: Ends what a turn or a model call took on Redis (its slot, its hold), once called.
+Ending = Callable[[], Awaitable[None]]
 #: How long a caller refused because Redis is down is told to wait.
 _OUTAGE_RETRY_SECONDS = 5
 #: How long a caller refused because calls in progress hold the budget is told to wait: the
@@ -82,17 +77,11 @@ class Quotas:
         self._memory: MemoryStorage | None = None
         self._redis: Any = None
         self._limits_prefix = f"{key_prefix}:limits"
-        self._turns_key = f"{key_prefix}:turns"
-        #: org -> slot -> deadline (``time.monotonic``): the running turns, without Redis.
-        self._running: dict[str, dict[str, float]] = {}
         #: org -> the slots this process took and has not given back, oldest first.
         self._held: dict[str, deque[str | None]] = {}
-        # Slots asked of a Redis that did not answer, for turns that were then refused: Redis
-        # may still apply the request once it answers again, so they are given back then.
-        self._orphans: dict[str, set[str]] = {}
-        #: Holds whose calls ended while Redis did not answer: (org, count key, hold, change),
-        #: settled by the next call that reaches Redis.
-        self._unsettled: list[tuple[str, str, Hold, int]] = []
+        #: Slots and holds whose ends Redis did not answer (nor, maybe, their takes), ended by
+        #: the next call that reaches Redis: Redis may yet apply what it was sent.
+        self._unsettled: list[Ending] = []
         if redis_url is not None:
             try:
                 import redis.asyncio
@@ -105,7 +94,6 @@ class Quotas:
             self._redis = redis.asyncio.Redis.from_url(
                 redis_url.removeprefix("async+"), socket_timeout=2, socket_connect_timeout=2
             )
-            self._enter_script = self._redis.register_script(_ENTER_TURN)
             # The same connections (and their 2 s timeouts), so aclose() closes them all; the
             # URL only tells ``limits`` which client to use (``async+unix`` reads as valkey).
             url = redis_url.removeprefix("async+")
@@ -119,6 +107,7 @@ class Quotas:
         else:
             self._storage = self._memory = MemoryStorage()
         self._limiter = FixedWindowRateLimiter(self._storage)
+        self._slots = TurnSlots(redis=self._redis, prefix=key_prefix)
         self._holds = BudgetHolds(
             redis=self._redis,
             memory=self._memory,
@@ -171,13 +160,14 @@ class Quotas:
         if refusal is not None or self.max_concurrent_turns is None:
             return refusal
         limit = self.max_concurrent_turns
-        slot = uuid.uuid4().hex
+        slot = uuid.uuid4().hex  # named before it is asked for: a take cut short gives it back
+        give_back = partial(self._slots.give_back, org, slot)
         taken: bool | None = None
         failed = False
         try:
             if not self._breaker.skip():
-                await self._give_back_orphans(org)
-                taken = await self._take_slot(org, slot, limit)
+                await self._settle_unsettled()
+                taken = await self._taken(self._slots.take(org, slot, limit), give_back)
         except Exception as exc:
             refusal = self._failed(exc)
             failed = True
@@ -185,11 +175,11 @@ class Quotas:
             refusal = self._unavailable() if taken is None else None
         if taken is None:
             # A request that timed out may still reach Redis once it answers again: the slot
-            # is given back when the turn ends, or, for a turn refused, at the next one.
+            # is given back when the turn ends, or, for a turn refused, by the next call.
             if refusal is None:
                 self._held.setdefault(org, deque()).append(slot if failed else None)
             elif failed:
-                self._orphans.setdefault(org, set()).add(slot)
+                self._unsettled.append(give_back)
             return refusal
         self._up()
         if taken:
@@ -215,43 +205,10 @@ class Quotas:
         slot = held.popleft()
         if not held:
             del self._held[org]
-        if slot is None:
-            return
-        if self._redis is None:
-            running = self._running.get(org, {})
-            running.pop(slot, None)
-            if not running:
-                self._running.pop(org, None)
-            return
-        # Tried even during a cool-off: a slot taken on Redis is worth the wait to give back
-        # (else it stays counted for 15 minutes), and the answer has been sent already.
-        try:
-            await self._redis.zrem(f"{self._turns_key}:{org}", slot)
-        except Exception as exc:
-            self._breaker.failed(exc)
-        else:
-            self._up()
-
-    async def _give_back_orphans(self, org: str) -> None:
-        orphans = self._orphans.get(org)
-        if orphans and self._redis is not None:
-            await self._redis.zrem(f"{self._turns_key}:{org}", *orphans)
-            del self._orphans[org]
-
-    async def _take_slot(self, org: str, slot: str, limit: int) -> bool:
-        """Record ``slot`` as one of ``org``'s running turns, unless it runs ``limit`` already."""
-        if self._redis is None:
-            now = time.monotonic()
-            running = self._running.setdefault(org, {})
-            for ended in [s for s, deadline in running.items() if deadline <= now]:
-                del running[ended]
-            if len(running) >= limit:
-                return False
-            running[slot] = now + _TURN_SLOT_SECONDS
-            return True
-        keys = [f"{self._turns_key}:{org}"]
-        taken = await self._enter_script(keys, [slot, limit, int(_TURN_SLOT_SECONDS * 1000)])
-        return bool(taken)
+        if slot is not None:
+            # Shielded: popped, the slot is this call's alone to give back; cut short, it
+            # would stay counted for 15 minutes (a turn's dependency cancelled as it ends).
+            await asyncio.shield(self._end(partial(self._slots.give_back, org, slot)))
 
     async def tokens(self, org: str) -> Refusal | None:
         """A refusal when the org's model token budget is used up, or held (:meth:`reserve`)."""
@@ -289,26 +246,21 @@ class Quotas:
             return self._unavailable() or NO_HOLD
         key = item.key_for("tokens", org)
         hold = Hold.of(max(1, tokens))
+        give_back = partial(self._holds.settle, org, key, hold, -hold.tokens)
         taken: Hold | Tally | None = None
         try:
             await self._settle_unsettled()
-            taken = await self._holds.take(org, key, hold, item.amount, item.get_expiry())
+            take = self._holds.take(org, key, hold, item.amount, item.get_expiry())
+            taken = await self._taken(take, give_back)
             if isinstance(taken, Hold):
                 self._up()
                 return taken
             stats = await self._limiter.get_window_stats(item, "tokens", org)
-        except asyncio.CancelledError:
-            if taken is None:
-                # Redis may have run the take before the cancel came out of the await (a
-                # client that hangs up on a stream as its turn begins): the hold is given
-                # back, as a call cancelled later gives it back, or it counts for the window.
-                await asyncio.shield(self._settle(org, key, hold, -hold.tokens))
-            raise
         except Exception as exc:
             if taken is None:
                 # No answer is not no take (Redis may run it after the socket timeout): the
                 # next call that reaches Redis gives it back, as a hold ended in an outage.
-                self._unsettled.append((org, key, hold, -hold.tokens))
+                self._unsettled.append(give_back)
             return self._failed(exc) or NO_HOLD
         self._up()
         return self._budget_refusal(item, taken, stats.reset_time)
@@ -345,28 +297,46 @@ class Quotas:
 
     async def _settle(self, org: str, key: str, held: Hold, change: int) -> None:
         """End ``held``, changing the count ``key`` by ``change``; kept if Redis does not answer."""
-        # Tried even during a cool-off, as a turn's slot is given back: left on Redis, a hold
-        # counts its whole estimate and reads as a call in progress for 15 minutes.
+        await self._end(partial(self._holds.settle, org, key, held, change))
+
+    async def _taken(self, take: Awaitable[_T], ending: Ending) -> _T:
+        """The answer to ``take``; cancelled before it comes, ``ending`` ends what it took.
+
+        Redis may have run the take before the cancel came out of the await (a client that
+        hangs up as its turn or model call begins): what it took is given back at once, as a
+        caller cancelled later gives it back, or it counts for 15 minutes.
+        """
+        try:
+            return await take
+        except asyncio.CancelledError:
+            await asyncio.shield(self._end(ending))
+            raise
+
+    async def _end(self, ending: Ending) -> None:
+        """End a slot or a hold now, or, if Redis does not answer, at the next call that does."""
+        # Tried even during a cool-off: left on Redis, a slot counts as a running turn and a
+        # hold its whole estimate as a call in progress, for 15 minutes.
         try:
             await self._settle_unsettled()
-            await self._holds.settle(org, key, held, change)
+            await ending()
         except Exception as exc:
-            self._unsettled.append((org, key, held, change))
+            self._unsettled.append(ending)
             self._breaker.failed(exc)
         else:
             self._up()
 
     async def _settle_unsettled(self) -> None:
-        """Settle the holds whose calls ended while Redis did not answer, oldest first."""
-        # Settling again one that Redis did apply changes nothing: its window no longer has it.
-        # Each is taken off the list before Redis is asked, so calls ending together settle
-        # different holds (none twice while another is dropped), and put back if Redis fails.
+        """End the slots and holds whose ends Redis did not answer, oldest first."""
+        # Ending again one that Redis did end changes nothing: its set no longer lists it (a
+        # hold: nor its window), and marked ended, it is not taken again. Each is taken off
+        # the list before Redis is asked, so calls ending together end different ones (none
+        # twice while another is dropped), and put back if Redis fails.
         while self._unsettled:
-            unsettled = self._unsettled.pop(0)
+            ending = self._unsettled.pop(0)
             try:
-                await self._holds.settle(*unsettled)
+                await ending()
             except BaseException:
-                self._unsettled.insert(0, unsettled)
+                self._unsettled.insert(0, ending)
                 raise
 
     def _budget_refusal(self, item: RateLimitItem, tally: Tally, reset_time: float) -> Refusal:
