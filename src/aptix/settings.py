@@ -8,7 +8,7 @@ import logging
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -115,7 +115,8 @@ class AptixSettings(BaseSettings):
     llm_extra_headers: dict[str, str] = Field(
         default_factory=dict,
         description="HTTP headers added to every model request, as a JSON object "
-        '(`{"api-key": "..."}`); values are masked by `aptix config show`.',
+        '(`{"api-key": "..."}`); values are masked by `aptix config show`. The variable, when '
+        "set, replaces the file's `[llm_extra_headers]` whole (`{}`: no headers).",
     )
     llm_timeout_seconds: float = Field(
         60.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Time limit per model request."
@@ -243,7 +244,8 @@ class AptixSettings(BaseSettings):
         default_factory=dict,
         description="MCP servers whose tools are offered as `<prefix>_<tool>`: TOML tables "
         "`[mcp_servers.NAME]` or APTIX_MCP_SERVERS as JSON (command/args/env or url/headers, "
-        "prefix, timeout_seconds, approval, enabled).",
+        "prefix, timeout_seconds, approval, enabled). The variable, when set, replaces the "
+        "file's tables whole (`{}`: no servers).",
     )
     rate_limit: str | None = Field(
         None,
@@ -573,6 +575,14 @@ class _TomlFile(TomlConfigSettingsSource):
     def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
         return tomllib.loads(read_text(Path(str(file_path))))
 
+    def __call__(self) -> dict[str, Any]:
+        """The file's values of the settings no variable (nor argument) has set."""
+        # A variable replaces the file's value whole: pydantic-settings would merge a JSON
+        # object into the file's table key by key, so APTIX_MCP_SERVERS='{}' turned no server
+        # off and a server named in both took the file's args beside the variable's command.
+        given = self.current_state
+        return {key: value for key, value in super().__call__().items() if key not in given}
+
 
 def _refuse_unknown_keys(path: str, data: Mapping[str, object], fields: Iterable[str]) -> None:
     """An unknown top-level key in the settings file stops start-up, naming its nearest key."""
@@ -585,16 +595,17 @@ def _refuse_unknown_keys(path: str, data: Mapping[str, object], fields: Iterable
             )
 
 
-def _where(loc: tuple[int | str, ...]) -> tuple[str, str | None]:
+def _where(loc: tuple[int | str, ...], given: Collection[str]) -> tuple[str, str | None]:
     """Where the invalid value at ``loc`` was set: its variable, or its key and the file.
 
-    A variable wins over the settings file (in any case, as the settings read it), so a value
-    that is not a variable's is the file's. A place inside a variable's JSON follows its name
-    (``APTIX_MCP_SERVERS (time.timeout)``): no variable is named for it.
+    ``given`` are the settings the variables gave a value. Such a value replaces the file's
+    whole (:class:`_TomlFile`), so a value under any other setting is the file's. A place
+    inside a variable's JSON follows its name (``APTIX_MCP_SERVERS (time.timeout)``): no
+    variable is named for it.
     """
     variable = f"APTIX_{str(loc[0]).upper()}" if loc else "APTIX_*"
     path = os.environ.get("APTIX_CONFIG_FILE") or "aptix.toml"
-    if any(name.upper() == variable for name in os.environ) or not Path(path).is_file():
+    if (loc and loc[0] in given) or not Path(path).is_file():
         inside = ".".join(str(p) for p in loc[1:])
         return (f"{variable} ({inside})" if inside else variable), None
     return f"{'.'.join(str(p) for p in loc)} in {path}", path
@@ -627,7 +638,10 @@ def load_settings() -> AptixSettings:
         return AptixSettings()
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-        places = [_where(e["loc"]) for e in errors]
+        # Read again by the source that read them (it succeeded, so it does again): a variable
+        # that sets nothing (JSON null) leaves the file's value, and the blame, in place.
+        given = _Variables(AptixSettings)().keys()
+        places = [_where(e["loc"], given) for e in errors]
         problems = "; ".join(
             f"{name}: {e['msg']}" for (name, _), e in zip(places, errors, strict=True)
         )
