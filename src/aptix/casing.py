@@ -13,8 +13,10 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import AliasChoices
+from pydantic import AliasChoices, BaseModel
 from pydantic.alias_generators import to_camel, to_pascal, to_snake
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 __all__ = [
     "DocumentedKeys",
@@ -22,6 +24,7 @@ __all__ = [
     "any_case",
     "from_pascal_case",
     "match_documented_keys",
+    "reading_schema",
     "with_pascal_case_variant",
 ]
 
@@ -95,8 +98,75 @@ def _letters(key: str) -> str:
 
 def _casings(name: str) -> tuple[str, ...]:
     """``name`` and its camelCase, PascalCase and snake_case spellings (``Path``, ``order_id``)."""
-    snake = to_snake(name)
+    # A lower-case name is its own snake_case: to_snake would split s3_bucket as s_3_bucket.
+    snake = name if name.islower() and "-" not in name else to_snake(name)
     return tuple(dict.fromkeys((name, snake, to_camel(snake), to_pascal(snake))))
+
+
+#: Where :func:`reading_schema` puts, in an object's schema, the keys each property reads as.
+_SPELLINGS = "x-aptix-spellings"
+
+
+def reading_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema for :func:`match_documented_keys`, with each field's aliases.
+
+    A property named by its camelCase alias (``s3Bucket``) cannot be turned back into the
+    field's name (``s3_bucket``, not ``s_3_bucket``), so each object also records the keys
+    pydantic reads a field by (its ``AliasChoices``): an object that keeps extra keys reads
+    a field by those. Only for reading keys: the schema a model or client sees has none.
+    """
+    try:
+        return model.model_json_schema(
+            by_alias=True, mode="validation", schema_generator=_SpelledSchema
+        )
+    except Exception:  # a type pydantic cannot describe: its fields' own keys still read
+        props: dict[str, Any] = {}
+        spellings: dict[str, list[str]] = {}
+        for name, info in model.model_fields.items():
+            prop = info.alias or name
+            props[prop] = {}
+            keys = _alias_keys(info.validation_alias)
+            if len(keys) > 1 and keys[0] == prop:
+                spellings[prop] = keys
+        schema: dict[str, Any] = {"type": "object", "properties": props, _SPELLINGS: spellings}
+        if model.model_config.get("extra") == "allow":
+            schema["additionalProperties"] = True
+        return schema
+
+
+class _SpelledSchema(GenerateJsonSchema):
+    """A JSON schema whose objects record the keys each of their properties is read by."""
+
+    def model_fields_schema(self, schema: core_schema.ModelFieldsSchema) -> JsonSchemaValue:
+        """The fields' schema, with the keys each property is read by (when several)."""
+        json_schema = super().model_fields_schema(schema)
+        props = json_schema.get("properties")
+        if not isinstance(props, dict):
+            return json_schema
+        spellings: dict[str, list[str]] = {}
+        for field in schema["fields"].values():
+            keys = _alias_keys(field.get("validation_alias"))
+            if len(keys) > 1 and keys[0] in props:  # the first is the property's name
+                spellings[keys[0]] = keys
+        if spellings:
+            json_schema[_SPELLINGS] = spellings
+        return json_schema
+
+
+def _alias_keys(alias: Any) -> list[str]:
+    """The top-level keys a field's validation alias reads (``AliasChoices`` or its paths)."""
+    if isinstance(alias, AliasChoices):
+        alias = alias.convert_to_aliases()
+    if isinstance(alias, str):
+        return [alias]
+    if not isinstance(alias, list):
+        return []
+    keys = (
+        path[0]
+        for path in alias
+        if isinstance(path, list) and len(path) == 1 and isinstance(path[0], str)
+    )
+    return list(dict.fromkeys(keys))  # a field whose camelCase is its name lists it twice
 
 
 def _keeps_extra(node: dict[str, Any]) -> bool:
@@ -104,7 +174,9 @@ def _keeps_extra(node: dict[str, Any]) -> bool:
     return node.get("additionalProperties") not in (None, False)
 
 
-def _index(props: Iterable[str], keeps_extra: bool) -> dict[str, list[str]]:
+def _index(
+    props: Iterable[str], keeps_extra: bool, spellings: dict[str, list[str]]
+) -> dict[str, list[str]]:
     """The properties each undocumented key may spell, by :func:`_lookup` of the key.
 
     An object that drops unknown keys reads a key as the property its letters spell
@@ -113,7 +185,8 @@ def _index(props: Iterable[str], keeps_extra: bool) -> dict[str, list[str]]:
     """
     index: dict[str, list[str]] = {}
     for name in props:
-        for key in _casings(name) if keeps_extra else (_letters(name),):
+        casings = spellings.get(name) or _casings(name)
+        for key in casings if keeps_extra else (_letters(name),):
             names = index.setdefault(key, [])
             if name not in names:
                 names.append(name)
@@ -235,18 +308,20 @@ class _Reading:
     call, so all of it is worked out at once.
     """
 
-    __slots__ = ("_index", "_keeps_extra", "names", "props", "spelled", "walked")
+    __slots__ = ("_index", "_keeps_extra", "_spellings", "names", "props", "spelled", "walked")
 
     def __init__(self, node: dict[str, Any], *, walked: frozenset[str] | None = None) -> None:
         self.props: dict[str, Any] = node["properties"]
         self._keeps_extra = _keeps_extra(node)
+        #: Each property's keys as pydantic reads them, where :class:`SpelledSchema` said.
+        self._spellings: dict[str, list[str]] = node.get(_SPELLINGS) or {}
         self._index: dict[str, list[str]] | None = None
         #: None: every property's value is walked (not worth working out for one object).
         self.walked = walked
         self.names: frozenset[str] = frozenset()
         self.spelled: dict[str, str] = {}
         if walked is not None:
-            self._index = _index(self.props, self._keeps_extra)
+            self._index = _index(self.props, self._keeps_extra, self._spellings)
             self.names = frozenset(self.props)
             self.spelled = self._spelled()
 
@@ -255,7 +330,7 @@ class _Reading:
         if not isinstance(key, str) or key in self.props:
             return key
         if self._index is None:
-            self._index = _index(self.props, self._keeps_extra)
+            self._index = _index(self.props, self._keeps_extra, self._spellings)
         names = self._index.get(_lookup(key, self._keeps_extra), [])
         return names[0] if len(names) == 1 else key
 
@@ -263,7 +338,7 @@ class _Reading:
         """Each property's casings that :meth:`documented` reads as it, to that property."""
         out: dict[str, str] = {}
         for name in self.props:
-            for key in _casings(name):
+            for key in self._spellings.get(name) or _casings(name):
                 if self.documented(key) == name:
                     out[key] = name
         return out

@@ -11,7 +11,7 @@ from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError, mod
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from aptix.casing import DocumentedKeys, FieldGivenTwice, any_case
+from aptix.casing import DocumentedKeys, FieldGivenTwice, any_case, reading_schema
 from aptix.results import InvokeResult
 
 __all__ = ["ToolArgs", "ToolResult", "function_schema", "parse_arguments"]
@@ -48,18 +48,7 @@ class ToolArgs(BaseModel):
 @functools.cache
 def _argument_keys(model: type[BaseModel]) -> DocumentedKeys:
     """How ``model``'s argument keys are read, worked out on its first call only."""
-    schema: dict[str, Any]
-    try:
-        schema = model.model_json_schema(by_alias=True, mode="validation")
-    except Exception:  # a type pydantic cannot describe: its fields' own keys still read
-        fields = model.model_fields.items()
-        schema = {
-            "type": "object",
-            "properties": {info.alias or name: {} for name, info in fields},
-        }
-        if model.model_config.get("extra") == "allow":
-            schema["additionalProperties"] = True
-    return DocumentedKeys(schema)
+    return DocumentedKeys(reading_schema(model))
 
 
 class ToolResult(BaseModel):
