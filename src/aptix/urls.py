@@ -35,19 +35,26 @@ def mask_credentials(text: str) -> str:
     return _URL.sub(_mask_url, text)
 
 
-def mask_url(url: str) -> str:
+def mask_url(url: str, *, keep_user: bool = False) -> str:
     """``url``, known to be one whole URL, with its userinfo and query values masked.
 
     Unlike :func:`mask_credentials`, which must find URLs inside prose and so ends one at a
     space, quote or ``<``, this masks everything up to the URL's last ``@``: a password with
     such characters, or an unencoded ``/`` or ``?``, in a URL too malformed to parse, stays
     hidden (an ``@`` later in the path only hides more).
+
+    With ``keep_user``, for a URL a parser wrote (its user name percent-encoded, so up to the
+    first ``:``), the user name is kept, with a password or without: only the password is
+    masked (``bob:***@``, ``bob@``).
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
         return mask_credentials(url)
     userinfo, at, after = rest.rpartition("@")
-    if at and not _MASKED_USERINFO.match(f"{scheme}://{userinfo}@"):
+    if at and keep_user:
+        user, colon, _ = userinfo.partition(":")
+        rest = f"{user}{':' + MASK if colon else ''}@{after}"
+    elif at and not _MASKED_USERINFO.match(f"{scheme}://{userinfo}@"):
         rest = MASK + "@" + after
     head, mark, query = f"{scheme}://{rest}".partition("?")
     return head + _masked_query(query) if mark else head

@@ -437,15 +437,20 @@ async def _first_connection(database: Database, url: str) -> None:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as it may be shown: password and query values hidden (SQLite's spelling kept)."""
+    """``url`` as it may be shown: password and query values hidden, the user name kept.
+
+    SQLite's spelling is kept; a URL SQLAlchemy cannot read has its userinfo masked whole.
+    """
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
         return mask_url(url)
     if parsed.get_backend_name() == "sqlite":  # SQLAlchemy would write file:PATH as file%3APATH
         return mask_url(url)
-    # SQLAlchemy hides only the password; a query value may be one too (?sslpassword=).
-    return mask_url(parsed.render_as_string(hide_password=True))
+    # The user name is the role Aptix connects as, no secret, and shown with a password or
+    # without. One masker hides the rest: SQLAlchemy's own hiding (hide_password) showed what
+    # follows an '@' in a password as the host, and left the query values.
+    return mask_url(parsed.render_as_string(hide_password=False), keep_user=True)
 
 
 #: SQLite's words for its failures, and what to do about each; SQLite has no server to check.
