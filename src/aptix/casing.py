@@ -258,14 +258,12 @@ class FieldGivenTwice(ValueError):
 def _match(value: Any, node: dict[str, Any], defs: dict[str, Any], depth: int, path: _Path) -> Any:
     if depth > 64:
         return value
-    ref = node.get("$ref")
-    if isinstance(ref, str):
-        node = defs.get(ref.rsplit("/", 1)[-1], {})
-    for combinator in ("anyOf", "oneOf", "allOf"):
-        options = [o for o in node.get(combinator, ()) if isinstance(o, dict)]
-        shaped = [o for o in options if o.get("type") != "null"]
-        if len(shaped) == 1:  # ``Model | None``: one shape to follow
-            value = _match(value, shaped[0], defs, depth + 1, path)
+    node = _resolved(node, defs)
+    if "anyOf" in node or "oneOf" in node:
+        value = _match_either(value, _options(node, defs, depth), defs, depth, path)
+    shaped = [o for o in node.get("allOf", ()) if isinstance(o, dict) and o.get("type") != "null"]
+    if len(shaped) == 1:
+        value = _match(value, shaped[0], defs, depth + 1, path)
     if isinstance(value, dict):
         if isinstance(node.get("properties"), dict):
             return _match_object(value, _Reading(node), defs, depth, path)
@@ -283,8 +281,75 @@ def _match(value: Any, node: dict[str, Any], defs: dict[str, Any], depth: int, p
     return value
 
 
+def _resolved(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        found = defs.get(ref.rsplit("/", 1)[-1], {})
+        return found if isinstance(found, dict) else {}
+    return node
+
+
+def _options(
+    node: dict[str, Any], defs: dict[str, Any], depth: int, out: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The shapes a value of the union ``node`` may take, nested unions flattened, not null."""
+    out = [] if out is None else out
+    for option in (*node.get("anyOf", ()), *node.get("oneOf", ())):
+        if not isinstance(option, dict):
+            continue
+        option = _resolved(option, defs)
+        if option.get("type") == "null" or any(option is seen for seen in out):
+            continue  # one model reached twice (both members' ``owner: Owner``) is one shape
+        if ("anyOf" in option or "oneOf" in option) and "properties" not in option:
+            if depth < 64:
+                _options(option, defs, depth + 1, out)
+            continue
+        out.append(option)
+    return out
+
+
+def _takes(option: dict[str, Any], kind: str) -> bool:
+    """Whether a value of JSON type ``kind`` may be the shape ``option`` describes."""
+    if "const" in option or "enum" in option:
+        return False
+    kinds = option.get("type")
+    if kinds is None:  # any value, or a shape this reading cannot tell
+        return True
+    return kind in kinds if isinstance(kinds, list) else kinds == kind
+
+
+def _match_either(
+    value: Any, options: list[dict[str, Any]], defs: dict[str, Any], depth: int, path: _Path
+) -> Any:
+    """``value`` of a union read as the one shape that takes it, or as all its models at once.
+
+    Pydantic tries each shape: an object's keys are read as the field they spell in the
+    models that document it (``Cat | Dog``). Beside a map or any value (``Cat | dict[str,
+    int]``) its keys may be data, so they are kept as sent.
+    """
+    if isinstance(value, dict):
+        objects = [o for o in options if _takes(o, "object")]
+        if len(objects) == 1:  # ``Model | None``, ``Model | str``: one shape to follow
+            return _match(value, objects[0], defs, depth + 1, path)
+        if objects and all(isinstance(o.get("properties"), dict) for o in objects):
+            return _match_object(value, _EitherReading(objects), defs, depth, path)
+    elif isinstance(value, list):
+        arrays = [o for o in options if _takes(o, "array")]
+        if len(arrays) == 1:
+            return _match(value, arrays[0], defs, depth + 1, path)
+        items = [o.get("items") for o in arrays]
+        if items and all(isinstance(item, dict) for item in items):
+            either = {"type": "array", "items": {"anyOf": items}}
+            return _match(value, either, defs, depth + 1, path)
+    return value
+
+
 def _match_object(
-    value: dict[Any, Any], reading: _Reading, defs: dict[str, Any], depth: int, path: _Path
+    value: dict[Any, Any],
+    reading: _Reading | _EitherReading,
+    defs: dict[str, Any],
+    depth: int,
+    path: _Path,
 ) -> dict[Any, Any]:
     props = reading.props
     walked = reading.walked
@@ -344,6 +409,40 @@ class _Reading:
         return out
 
 
+class _EitherReading:
+    """How the keys of an object that may be any of several models are read.
+
+    A key reads as the property it spells in each model that documents it; one that two of
+    them read as different properties is kept as sent. A property's value may be any of its
+    models' shapes of it.
+    """
+
+    __slots__ = ("_readings", "props", "walked")
+
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+        self._readings = [_Reading(node) for node in nodes]
+        shapes: dict[str, list[Any]] = {}
+        for reading in self._readings:
+            for name, sub in reading.props.items():
+                shapes.setdefault(name, []).append(sub)
+        self.props: dict[str, Any] = {
+            name: subs[0] if len(subs) == 1 else {"anyOf": subs} for name, subs in shapes.items()
+        }
+        self.walked: frozenset[str] | None = None
+
+    def documented(self, key: Any) -> Any:
+        """The property ``key`` spells in every model that reads it, else ``key`` itself."""
+        found = None
+        for reading in self._readings:
+            target = reading.documented(key)
+            if target not in reading.props:
+                continue
+            if found is not None and found != target:
+                return key
+            found = target
+        return key if found is None else found
+
+
 def _holds_objects(node: Any) -> bool:
     """Whether a value that ``node`` describes may hold an object whose keys are read."""
     if isinstance(node, dict):
@@ -357,7 +456,9 @@ def _holds_objects(node: Any) -> bool:
     return False
 
 
-def _given_twice(value: dict[Any, Any], target: str, reading: _Reading, path: _Path) -> str:
+def _given_twice(
+    value: dict[Any, Any], target: str, reading: _Reading | _EitherReading, path: _Path
+) -> str:
     """Which field is given twice, by its path, and in which keys, as they were sent."""
     given = [key for key in value if reading.documented(key) == target]
     parts = [target]
