@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import socket
 
-import uvicorn
+from aptix.cli.stopping_server import StoppingServer
 
 
-class ReloadedServer(uvicorn.Server):
-    """uvicorn's server, keeping the listening socket it was handed from its own children."""
+class ReloadedServer(StoppingServer):
+    """``aptix serve``'s server, keeping the listening socket it was handed from its own children.
+
+    A :class:`StoppingServer`, so a turn that a reload or a stop cuts short past the drain is
+    left for a retried resume, as without ``--reload``, not recorded as cancelled.
+    """
 
     def run(self, sockets: list[socket.socket] | None = None) -> None:
         """Make ``sockets`` non-inheritable, then serve on them as uvicorn does."""
