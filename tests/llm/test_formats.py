@@ -122,7 +122,9 @@ def test_a_pattern_that_backtracks_without_end_is_unmet_within_its_time(schema: 
     started = time.monotonic()
     problem = answer_problem(strict(schema), answer)
     assert "could not be checked within" in (problem or "")
-    assert time.monotonic() - started < PATTERN_SECONDS + 2
+    # Unbounded, 2**40 ways to match would take hours; the bound is loose for a loaded machine
+    # (two cores shared by four test workers took 4 s here).
+    assert time.monotonic() - started < PATTERN_SECONDS + 30
 
 
 def test_pattern_properties_with_unevaluated_properties_is_refused() -> None:
