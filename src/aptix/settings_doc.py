@@ -40,7 +40,8 @@ key in the TOML file is such an error, naming the nearest real key
 (`aptix.toml: unknown setting 'llm_modle'. Did you mean llm_model?`); an unknown `APTIX_*`
 variable is only a one-line warning with the same suggestion, since other tools may use the
 prefix. `aptix config show` prints the effective values with secrets masked (a URL's
-userinfo and query values included, but for the values of `sslmode`, `application_name`,
+password, its user name unless it is the database's role, and its query values but for the
+values of `sslmode`, `application_name`,
 `connect_timeout`, `target_session_attrs`, `host` and `port`, which are settings, never
 secrets, and are shown so that a URL can be fixed).
 
