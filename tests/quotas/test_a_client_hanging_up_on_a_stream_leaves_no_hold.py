@@ -1,6 +1,6 @@
 """A client that hangs up on a streamed chat completion leaves no token-budget hold behind.
 
-End to end: ``aptix serve`` with Redis (database 5, keys under ``f5:``), the scripted model
+End to end: ``aptix serve`` with the real Redis (keys under the test's own prefix), the scripted model
 of :mod:`aptix.testing`, and the real ``openai`` client, which reads the first chunk and
 closes the stream. The turn is cancelled as it begins; about one time in three that was
 while its hold's take waited for Redis, and the hold stayed counted for the budget's window
@@ -14,8 +14,6 @@ import asyncio
 import contextlib
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -28,7 +26,7 @@ from aptix.testing.server import Hold, ScriptedOpenAIServer
 from tests.api.live import scripted_model_env, serve_isolated
 from tests.quotas.conftest import REDIS_HOST, REDIS_PORT
 
-REDIS_DB = 5
+REDIS_DB = 0
 BUDGET = 1_000_000
 
 
@@ -89,19 +87,6 @@ class TakeKeeper:
             writer.transport.abort()
 
         await asyncio.gather(requests(), answers())
-
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    """A key prefix under ``f5:`` in Redis database 5; its keys are deleted afterwards."""
-    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB)
-    client.ping()  # the test needs the real Redis: fail, never skip
-    name = f"f5:{uuid.uuid4().hex}"
-    yield name
-    keys = list(client.scan_iter(f"{name}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 def _live_holds(prefix: str) -> int:

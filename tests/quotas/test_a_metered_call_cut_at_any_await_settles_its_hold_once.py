@@ -17,9 +17,8 @@ came) or to the usage (the model answered), and every hold is settled at most on
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -35,27 +34,13 @@ from aptix.quotas.holds import BudgetHolds, Hold
 from aptix.quotas.usage import today
 from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts
 
-#: Redis database 5 and keys under ``f5:``: this suite's share of the shared Redis.
-REDIS_DB = 5
+REDIS_DB = 0
 REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
 BUDGET = "100000/hour"
 PROMPT = 300
 TEXT = "twelve bytes"  # 4 tokens at one token per 3 bytes
 USAGE = Usage(PROMPT, 40)
 REQUEST = LlmRequest(messages=({"role": "user", "content": "hi"},))
-
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    """A key prefix under ``f5:`` in Redis database 5; its keys are deleted afterwards."""
-    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB)
-    client.ping()  # the test needs the real Redis: fail, never skip
-    name = f"f5:{uuid.uuid4().hex}"
-    yield name
-    keys = list(client.scan_iter(f"{name}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 class Answers:

@@ -16,8 +16,7 @@ its turn again.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -30,22 +29,8 @@ from aptix.quotas import breaker as breaker_module
 from aptix.quotas.slots import TurnSlots
 from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts
 
-#: Redis database 7 and keys under ``f7:``: this suite's share of the shared Redis.
-REDIS_DB = 7
+REDIS_DB = 0
 REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
-
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    """A key prefix under ``f7:`` in Redis database 7; its keys are deleted afterwards."""
-    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB)
-    client.ping()  # the test needs the real Redis: fail, never skip
-    name = f"f7:{uuid.uuid4().hex}"
-    yield name
-    keys = list(client.scan_iter(f"{name}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 async def _running(prefix: str, org: str) -> int:
