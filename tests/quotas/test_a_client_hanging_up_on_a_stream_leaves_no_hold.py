@@ -1,11 +1,12 @@
 """A client that hangs up on a streamed chat completion leaves no token-budget hold behind.
 
-End to end: ``aptix serve`` with the real Redis (keys under the test's own prefix), the scripted model
-of :mod:`aptix.testing`, and the real ``openai`` client, which reads the first chunk and
-closes the stream. The turn is cancelled as it begins; about one time in three that was
-while its hold's take waited for Redis, and the hold stayed counted for the budget's window
-and listed as a call in progress for 15 minutes (review r4 F1, round 70). Here it is so every
-time: Redis is reached through a forwarder that lets the take through and keeps its answer.
+End to end: ``aptix serve`` with the real Redis (keys under the test's own prefix), the
+scripted model of :mod:`aptix.testing`, and the real ``openai`` client, which reads the
+first chunk and closes the stream. The turn is cancelled as it begins; about one time in
+three that was while its hold's take waited for Redis, and the hold stayed counted for the
+budget's window and listed as a call in progress for 15 minutes (review r4 F1, round 70).
+Here it is so every time: Redis is reached through a forwarder that lets the take through
+and keeps its answer.
 """
 
 from __future__ import annotations
