@@ -8,12 +8,12 @@ variables before the file in order of precedence.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from aptix.settings import load_settings
+from tests.environment import own_settings
 
 TIME_SERVER = (
     '[mcp_servers.time]\ncommand = "uvx"\nargs = ["mcp-server-time"]\nenv = {TZ = "UTC"}\n'
@@ -22,11 +22,7 @@ TIME_SERVER = (
 
 @pytest.fixture(autouse=True)
 def _clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # no aptix.toml of the checkout's
-    for name in list(os.environ):
-        if name.upper().startswith("APTIX_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
+    own_settings(monkeypatch, tmp_path)
 
 
 def test_an_empty_object_turns_the_files_mcp_servers_off(

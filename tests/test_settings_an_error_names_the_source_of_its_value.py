@@ -6,7 +6,6 @@ not fix it (review s2, F2): the variable's table had been merged with the file's
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from typer.testing import CliRunner
 from aptix.cli.main import app
 from aptix.errors import ConfigurationError
 from aptix.settings import load_settings
+from tests.environment import own_settings
 
 BAD_TIME_SERVER = '[mcp_servers.time]\ncommand = "uvx"\ntimeout = 5\n'
 FILE_HINT = "fix the key in aptix.toml; docs/settings.md lists them all"
@@ -22,11 +22,7 @@ FILE_HINT = "fix the key in aptix.toml; docs/settings.md lists them all"
 
 @pytest.fixture(autouse=True)
 def _clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # no aptix.toml of the checkout's
-    for name in list(os.environ):
-        if name.upper().startswith("APTIX_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
+    own_settings(monkeypatch, tmp_path)
 
 
 def _refused() -> ConfigurationError:

@@ -6,13 +6,13 @@ turn into an error, so every command ended with a traceback and exit 1 (review r
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from aptix.cli.main import app
+from tests.environment import own_settings
 
 DEEP_LIST = "[" * 20_000
 DEEP_OBJECT = '{"a":' * 20_000
@@ -21,11 +21,7 @@ HINT = "fix the variable; docs/settings.md lists them all"
 
 @pytest.fixture(autouse=True)
 def _clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # no aptix.toml of the checkout's
-    for name in list(os.environ):
-        if name.startswith("APTIX_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
+    own_settings(monkeypatch, tmp_path)
     monkeypatch.setenv("APTIX_SEMANTIC_MATCHING", "false")
 
 

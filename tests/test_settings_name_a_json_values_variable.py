@@ -6,7 +6,6 @@ variable that does not exist and would be ignored if set (review r2, F3).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,12 @@ from typer.testing import CliRunner
 from aptix.cli.main import app
 from aptix.errors import ConfigurationError
 from aptix.settings import load_settings
+from tests.environment import own_settings
 
 
 @pytest.fixture(autouse=True)
 def _clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # no aptix.toml of the checkout's
-    for name in list(os.environ):
-        if name.startswith("APTIX_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path))
+    own_settings(monkeypatch, tmp_path)
 
 
 @pytest.mark.parametrize(

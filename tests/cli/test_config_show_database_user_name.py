@@ -8,7 +8,6 @@ one (review s2, F5): the password and query values are what is masked.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from typer.testing import CliRunner
 
 from aptix.cli.main import app
 from aptix.db.engine import shown_url
+from tests.environment import own_settings
 
 runner = CliRunner()
 SECRET = "Pa55phrase"
@@ -23,11 +23,7 @@ SECRET = "Pa55phrase"
 
 @pytest.fixture(autouse=True)
 def _clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    for name in list(os.environ):
-        if name.startswith("APTIX_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path / "data"))
+    own_settings(monkeypatch, tmp_path, tmp_path / "data")
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from aptix.cli.main import app
+from tests.environment import own_settings
 
 runner = CliRunner()
 
@@ -26,11 +26,7 @@ SHOWN = (
 
 @pytest.fixture(autouse=True)
 def _clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    for name in list(os.environ):
-        if name.startswith("APTIX_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("APTIX_DATA_DIR", str(tmp_path / "data"))
+    own_settings(monkeypatch, tmp_path, tmp_path / "data")
     monkeypatch.setenv("APTIX_DATABASE_URL", URL)
 
 
