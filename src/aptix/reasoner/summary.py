@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aptix import invisible
 from aptix.errors import LlmError
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message
 from aptix.reasoner.record import TurnRecord
@@ -34,9 +35,7 @@ _INSTRUCTIONS = (
 )
 # C0 (but newline and tab), DEL and C1 controls, line separators and bidirectional controls:
 # escape sequences and reordered text, written as escapes instead.
-_CONTROLS = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{invisible.SEPARATORS}{invisible.BIDI}]")
 #: Most characters of the model's reason for declining a summary that its warning quotes.
 _REASON_CHARS = 200
 
