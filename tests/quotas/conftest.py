@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import redis
 from redis.asyncio.connection import Connection
 
+from aptix.quotas import breaker as breaker_module
 from tests.api.tcp_proxy import TcpProxy
 
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
@@ -94,3 +95,20 @@ def cuts(monkeypatch: pytest.MonkeyPatch) -> Cuts:
     monkeypatch.setattr(Connection, "send_packed_command", send_packed_command)
     monkeypatch.setattr(Connection, "read_response", read_response)
     return cuts
+
+
+def answered_late(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> Callable[[], None]:
+    """``owner.method`` runs in Redis, but its answer is lost to the socket timeout.
+
+    The breaker's cool-off is off, so the next call reaches Redis; returns what puts the
+    method back.
+    """
+    monkeypatch.setattr(breaker_module, "COOL_OFF_SECONDS", 0.0)
+    real = getattr(owner, method)
+
+    async def late(self: Any, *args: Any, **kwargs: Any) -> Any:
+        await real(self, *args, **kwargs)
+        raise redis.exceptions.TimeoutError("Timeout reading from 127.0.0.1:6379")
+
+    monkeypatch.setattr(owner, method, late)
+    return lambda: monkeypatch.setattr(owner, method, real)

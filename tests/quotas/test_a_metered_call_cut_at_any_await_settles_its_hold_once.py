@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 import redis
@@ -29,10 +28,9 @@ import redis.exceptions
 from aptix.errors import LlmError
 from aptix.llm.types import LlmRequest, LlmResponse, TextSink, Usage
 from aptix.quotas import PAYER, LimitsUnavailableError, MeteredModel, Payer, Quotas
-from aptix.quotas import breaker as breaker_module
 from aptix.quotas.holds import BudgetHolds, Hold
 from aptix.quotas.usage import today
-from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts
+from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts, answered_late
 
 REDIS_DB = 0
 REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
@@ -175,14 +173,7 @@ async def test_a_take_whose_answer_timed_out_is_given_back(
     prefix: str, monkeypatch: pytest.MonkeyPatch, settled: Counter[str], fail_open: bool
 ) -> None:
     """Redis ran the take, but its answer came after the 2 s socket timeout: no hold to end."""
-    monkeypatch.setattr(breaker_module, "COOL_OFF_SECONDS", 0.0)
-    take = BudgetHolds.take
-
-    async def late(self: BudgetHolds, *args: Any, **kwargs: Any) -> Any:
-        await take(self, *args, **kwargs)
-        raise redis.exceptions.TimeoutError("Timeout reading from 127.0.0.1:6379")
-
-    monkeypatch.setattr(BudgetHolds, "take", late)
+    answered = answered_late(monkeypatch, BudgetHolds, "take")
     quotas = Quotas(
         token_budget=BUDGET, redis_url=REDIS_URL, key_prefix=prefix, fail_open=fail_open
     )
@@ -197,7 +188,7 @@ async def test_a_take_whose_answer_timed_out_is_given_back(
             with pytest.raises(LimitsUnavailableError):
                 await metered.complete(REQUEST)
             expected = 0
-        monkeypatch.setattr(BudgetHolds, "take", take)
+        answered()
         assert await quotas.tokens("acme") is None  # the next call to reach Redis settles it
         assert await _redis_state(prefix, "acme") == (expected, 0)
         assert list(settled.values()) == [1]

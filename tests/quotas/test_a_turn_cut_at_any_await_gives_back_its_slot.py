@@ -27,7 +27,7 @@ import redis.exceptions
 from aptix.quotas import Quotas
 from aptix.quotas import breaker as breaker_module
 from aptix.quotas.slots import TurnSlots
-from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts
+from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts, answered_late
 
 REDIS_DB = 0
 REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
@@ -109,14 +109,7 @@ async def test_a_slot_whose_answer_timed_out_is_given_back(
     prefix: str, monkeypatch: pytest.MonkeyPatch, fail_open: bool
 ) -> None:
     """Redis ran the take, but its answer came after the 2 s socket timeout."""
-    monkeypatch.setattr(breaker_module, "COOL_OFF_SECONDS", 0.0)
-    take = TurnSlots.take
-
-    async def late(self: TurnSlots, *args: Any, **kwargs: Any) -> Any:
-        await take(self, *args, **kwargs)
-        raise redis.exceptions.TimeoutError("Timeout reading from 127.0.0.1:6379")
-
-    monkeypatch.setattr(TurnSlots, "take", late)
+    answered = answered_late(monkeypatch, TurnSlots, "take")
     quotas = Quotas(
         max_concurrent_turns=1, redis_url=REDIS_URL, key_prefix=prefix, fail_open=fail_open
     )
@@ -125,7 +118,7 @@ async def test_a_slot_whose_answer_timed_out_is_given_back(
         assert (entered is None) is fail_open  # open: the turn runs; closed: 503
         if fail_open:
             await quotas.leave_turn("acme")
-        monkeypatch.setattr(TurnSlots, "take", take)
+        answered()
         assert await quotas.enter_turn("acme") is None  # not refused for a turn that ended
         await quotas.leave_turn("acme")
         assert await _running(prefix, "acme") == 0
