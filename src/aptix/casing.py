@@ -185,12 +185,24 @@ def _index(
     """
     index: dict[str, list[str]] = {}
     for name in props:
-        casings = spellings.get(name) or _casings(name)
-        for key in casings if keeps_extra else (_letters(name),):
+        for key in _spellings_of(name, spellings) if keeps_extra else (_letters(name),):
             names = index.setdefault(key, [])
             if name not in names:
                 names.append(name)
     return index
+
+
+def _spellings_of(name: str, spellings: dict[str, list[str]]) -> tuple[str, ...]:
+    """The keys property ``name`` is read by: pydantic's own for its field, and its casings."""
+    # Both: a field's own AliasChoices (bucket_name, bucket) do not hold the camelCase key
+    # its schema advertises (bucketName). A snake_case worked out from that camelCase name is
+    # left out when the field's own keys spell it otherwise: s3Bucket gives s_3_bucket, and
+    # that key is an extra one beside s3_bucket.
+    own = spellings.get(name, ())
+    letters = {_letters(key) for key in own}
+    snake = to_snake(name)
+    casings = [k for k in _casings(name) if k != snake or k in own or _letters(k) not in letters]
+    return tuple(dict.fromkeys((*own, *casings)))
 
 
 def _lookup(key: str, keeps_extra: bool) -> str:
@@ -403,7 +415,7 @@ class _Reading:
         """Each property's casings that :meth:`documented` reads as it, to that property."""
         out: dict[str, str] = {}
         for name in self.props:
-            for key in self._spellings.get(name) or _casings(name):
+            for key in _spellings_of(name, self._spellings):
                 if self.documented(key) == name:
                     out[key] = name
         return out

@@ -16,7 +16,7 @@ from itertools import permutations
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from aptix import ToolArgs, parse_arguments
 
@@ -138,4 +138,48 @@ def test_a_model_without_a_json_schema_refuses_a_field_with_a_digit_given_twice(
     told = parse_arguments(_OpenOpaque, '{"s3Bucket": "a", "s3_bucket": "b"}')
     assert told.error_message == (
         "'s3Bucket' is given twice ('s3Bucket' and 's3_bucket'): use one casing per field."
+    )
+
+
+class _OwnAliases(ToolArgs):
+    model_config = ConfigDict(extra="allow")
+
+    bucket_name: str = Field(
+        validation_alias=AliasChoices("bucket_name", "bucket"), description="Bucket."
+    )
+
+
+class _OwnAliasesPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    region_name: str = Field("eu", validation_alias=AliasChoices("region_name", "region"))
+
+
+class _OwnAliasesHolder(ToolArgs):
+    opts: _OwnAliasesPart = Field(default_factory=_OwnAliasesPart, description="Options.")
+
+
+@pytest.mark.parametrize("key", ["bucketName", "BucketName", "bucket_name", "bucket"])
+def test_a_field_with_aliases_of_its_own_is_read_in_its_casings_too(key: str) -> None:
+    # Review s4 F1 (round 70): the field's own AliasChoices replaced its casings, so the
+    # camelCase key its schema requires was refused as a missing field.
+    told = parse_arguments(_OwnAliases, json.dumps({key: "b1"}))
+    assert told.result is not None, told.error_message
+    assert told.result.bucket_name == "b1"
+
+
+@pytest.mark.parametrize("key", ["regionName", "RegionName", "region_name", "region"])
+def test_a_nested_field_with_aliases_of_its_own_is_read_in_its_casings_too(key: str) -> None:
+    told = parse_arguments(_OwnAliasesHolder, json.dumps({"opts": {key: "us"}}))
+    assert told.result is not None, told.error_message
+    assert told.result.opts.region_name == "us"
+    assert told.result.opts.model_extra == {}
+
+
+def test_a_field_with_aliases_of_its_own_given_twice_is_refused() -> None:
+    top = parse_arguments(_OwnAliases, json.dumps({"bucketName": "a", "bucket_name": "b"}))
+    assert "is given twice" in (top.error_message or "")
+    nested = {"opts": {"regionName": "a", "region_name": "b"}}
+    assert "is given twice" in (
+        parse_arguments(_OwnAliasesHolder, json.dumps(nested)).error_message or ""
     )
