@@ -112,3 +112,10 @@ def answered_late(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> 
 
     monkeypatch.setattr(owner, method, late)
     return lambda: monkeypatch.setattr(owner, method, real)
+
+
+async def rest() -> None:
+    """Wait for what outlives a call or turn: a give-back it started under ``asyncio.shield``."""
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    if others:
+        await asyncio.wait_for(asyncio.gather(*others, return_exceptions=True), 30)

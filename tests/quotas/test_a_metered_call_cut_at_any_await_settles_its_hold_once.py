@@ -30,7 +30,7 @@ from aptix.llm.types import LlmRequest, LlmResponse, TextSink, Usage
 from aptix.quotas import PAYER, LimitsUnavailableError, MeteredModel, Payer, Quotas
 from aptix.quotas.holds import BudgetHolds, Hold
 from aptix.quotas.usage import today
-from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts, answered_late
+from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts, answered_late, rest
 
 REDIS_DB = 0
 REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
@@ -89,13 +89,6 @@ async def _redis_state(prefix: str, org: str) -> tuple[int, int]:
         await client.aclose()
 
 
-async def _rest() -> None:
-    """Wait for what outlives the call: a settle it started under ``asyncio.shield``."""
-    others = asyncio.all_tasks() - {asyncio.current_task()}
-    if others:
-        await asyncio.wait_for(asyncio.gather(*others, return_exceptions=True), 30)
-
-
 async def _call(quotas: Quotas, model: Answers, cuts: Cuts, org: str, streamed: bool) -> None:
     """One metered call, cancelled where ``cuts`` says; returns once everything has ended."""
     metered = MeteredModel(model, quotas, prompt_tokens=lambda request: PROMPT)
@@ -115,7 +108,7 @@ async def _call(quotas: Quotas, model: Answers, cuts: Cuts, org: str, streamed: 
         assert cuts.call.cancelled()
     except LlmError:
         assert model.fails
-    await _rest()
+    await rest()
 
 
 @pytest.mark.parametrize("fails", [False, True], ids=["answers", "fails"])

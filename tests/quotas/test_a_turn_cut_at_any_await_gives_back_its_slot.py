@@ -27,7 +27,7 @@ import redis.exceptions
 from aptix.quotas import Quotas
 from aptix.quotas import breaker as breaker_module
 from aptix.quotas.slots import TurnSlots
-from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts, answered_late
+from tests.quotas.conftest import REDIS_HOST, REDIS_PORT, Cuts, answered_late, rest
 
 REDIS_DB = 0
 REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
@@ -41,13 +41,6 @@ async def _running(prefix: str, org: str) -> int:
         return running
     finally:
         await client.aclose()
-
-
-async def _rest() -> None:
-    """Wait for what outlives the turn: a give-back it started under ``asyncio.shield``."""
-    others = asyncio.all_tasks() - {asyncio.current_task()}
-    if others:
-        await asyncio.wait_for(asyncio.gather(*others, return_exceptions=True), 30)
 
 
 async def _turn(quotas: Quotas, cuts: Cuts, org: str) -> None:
@@ -66,7 +59,7 @@ async def _turn(quotas: Quotas, cuts: Cuts, org: str) -> None:
     except asyncio.CancelledError:
         assert cuts.where is not None, "cancelled, but not by the test"
         assert cuts.call.cancelled()
-    await _rest()
+    await rest()
 
 
 @pytest.mark.parametrize("budget", [None, "100000/hour"], ids=["slot", "slot-and-budget"])

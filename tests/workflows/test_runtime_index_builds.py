@@ -29,6 +29,7 @@ from aptix.workflows.matching.semantic import (
 )
 from aptix.workflows.matching.stored import StoredEncodings
 from tests.workflows.test_cascade_matching import _ranker
+from tests.workflows.test_stored_encodings import settled_encodings
 
 WIDTH = 8
 DOCS = [MatchDocument(f"flow_{i:03d}", f"handle request number {i}") for i in range(100)]
@@ -131,15 +132,11 @@ async def test_a_closed_runtime_stops_its_builds_and_the_next_runtime_encodes_no
     for name in ("first", "second"):
         settings = AptixSettings(data_dir=tmp_path / name, load_plugins=False)
         async with open_runtime(settings) as runtime:
+            encoded = settled_encodings(runtime)
             registry = runtime.workflows.registry
-            assert registry.settle(None, 120) is True
-            matcher = registry.matcher
-            assert matcher.semantic is not None
-            assert matcher.cascade is not None
-            assert matcher.cascade.index is not None
-            encoded = (matcher.semantic.encoded_texts, matcher.cascade.index.encoded_texts)
             decisions.append(registry.match("I want to write a new workflow for invoices"))
-        assert matcher.cascade.closed
+        assert registry.matcher.cascade is not None
+        assert registry.matcher.cascade.closed
         if name == "first":
             assert min(encoded) > 0
         else:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aptix.runtime import open_runtime
+from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.workflows.matching.lexical import MatchDocument
 from aptix.workflows.matching.semantic import (
@@ -120,19 +120,24 @@ def test_an_orgs_own_index_leaves_the_file_alone(embedder: OnnxEmbedder, tmp_pat
     assert store.path.read_bytes() == written
 
 
+def settled_encodings(runtime: Runtime) -> tuple[int, int]:
+    """How many texts ``runtime``'s two indexes encoded, once both serve its catalog."""
+    registry = runtime.workflows.registry
+    assert registry.settle(None, 120) is True
+    matcher = registry.matcher
+    assert matcher.semantic is not None
+    assert matcher.cascade is not None
+    assert matcher.cascade.index is not None
+    return matcher.semantic.encoded_texts, matcher.cascade.index.encoded_texts
+
+
 async def test_a_restarted_runtime_reads_both_indexes_from_its_data_dir(tmp_path: Path) -> None:
     settings = AptixSettings(data_dir=tmp_path, load_plugins=False)
     encoded: list[tuple[int, int]] = []
     for _ in range(2):
         forget_built()  # each start is a new process's: only the data dir is kept
         async with open_runtime(settings) as runtime:
-            registry = runtime.workflows.registry
-            assert registry.settle(None, 120) is True
-            matcher = registry.matcher
-            assert matcher.semantic is not None
-            assert matcher.cascade is not None
-            assert matcher.cascade.index is not None
-            encoded.append((matcher.semantic.encoded_texts, matcher.cascade.index.encoded_texts))
+            encoded.append(settled_encodings(runtime))
     # The first start encodes the built-in catalog with both models; the second reads it.
     assert encoded[0][0] > 0
     assert encoded[0][1] > 0
