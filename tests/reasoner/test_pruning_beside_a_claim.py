@@ -2,7 +2,8 @@
 
 A claim locks its session's row before it starts a turn. A prune that meets that lock skips
 the session instead of waiting for it: the claim's turn is kept with its session, and the
-other old sessions still go.
+other old sessions still go. Prunes run at once take turns batch by batch, so none of them
+waits for another's locks while that one waits for its own.
 """
 
 from __future__ import annotations
@@ -95,3 +96,31 @@ async def test_a_session_whose_claim_holds_its_lock_is_skipped(database: Databas
             ).all()
         )
     assert left == {claimed: 2}
+
+
+async def test_prunes_run_at_once_each_finish_and_delete_every_session_once(
+    database: Database,
+) -> None:
+    # Each session is the parent of sessions batches away from it, so a batch updates
+    # children that another prune's batch holds: 3 of 3 such runs deadlocked before.
+    now = utc_now()
+    old = now - timedelta(days=40)
+    ids = sorted(uuid.uuid4().hex for _ in range(600))
+    async with database.engine.begin() as tx:
+        await tx.execute(insert(SESSIONS), [_session(sid, old) for sid in ids])
+        await tx.execute(insert(TURNS), [_turn(sid, 1, "completed", old) for sid in ids])
+        for i, sid in enumerate(ids):
+            parent = ids[(i + 25) % len(ids)] if i % 3 else ids[(i - 25) % len(ids)]
+            await tx.execute(
+                update(SESSIONS).where(SESSIONS.c.id == sid).values(parent_session_id=parent)
+            )
+
+    async with asyncio.timeout(60):
+        pruned = await asyncio.gather(
+            *(prune_sessions(database, now - timedelta(days=30), batch_size=10) for _ in range(4))
+        )
+
+    assert sum(p.sessions for p in pruned) == len(ids)
+    assert sum(p.turns for p in pruned) == len(ids)
+    async with database.engine.connect() as tx:
+        assert (await tx.execute(select(func.count()).select_from(SESSIONS))).scalar_one() == 0

@@ -11,6 +11,10 @@ then reads them again: a claim locks its session before it starts or resumes a t
 session that was still unused once locked stays so until the batch commits, and a request
 for it afterwards finds it gone, as any unknown session. On SQLite the batch holds the write
 lock, and pauses between batches let the servers' writes in.
+
+Prunes run at once (two operators, two cron hosts) take turns batch by batch on PostgreSQL:
+a batch also updates the sessions branched from those it deletes, which another prune's
+batch may hold, so two batches at once could each wait for the other's locks.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    text,
     update,
 )
 
@@ -48,6 +53,9 @@ BATCH_SIZE = 200
 #: The pause after each batch on SQLite: SQLite's busy handler retries a waiting writer at
 #: least this often, so every server waiting for the write lock gets it between batches.
 SQLITE_PAUSE_SECONDS = 0.1
+#: The PostgreSQL advisory lock a prune's batch holds until it commits (any fixed key will do
+#: that other code does not take; this one spells "aptixprn" in ASCII).
+_PG_PRUNE_LOCK = 0x617074697870726E
 
 _SESSIONS = cast(Table, SessionRow.__table__)
 _TURNS = cast(Table, TurnRow.__table__)
@@ -147,6 +155,8 @@ def _batch(
         picking = picking.with_for_update(skip_locked=True)
 
     def transaction(tx: Connection) -> tuple[Pruned, list[str]]:
+        if locking:
+            tx.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_PRUNE_LOCK})
         picked = list(tx.execute(picking).scalars())
         ids = picked
         if locking and picked:
