@@ -11,8 +11,9 @@ from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError, mod
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from aptix.casing import DocumentedKeys, FieldGivenTwice, any_case, reading_schema
+from aptix.casing import any_case
 from aptix.results import InvokeResult
+from aptix.tools.argument_keys import DocumentedKeys, FieldGivenTwice, reading_schema
 
 __all__ = ["ToolArgs", "ToolResult", "function_schema", "parse_arguments"]
 
