@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from aptix.api.openai.unserved import not_served
 from aptix.api.outage import (
     OUTAGE_TYPES,
     RETRY_AFTER_SECONDS,
@@ -85,8 +86,11 @@ OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})
 
 
 def _is_openai(path: str) -> bool:
-    # ``/v1/models/{model}`` too: one model, retrieved by the same clients.
-    return path in OPENAI_PATHS or path.startswith("/v1/models/")
+    # ``/v1/models/{model}`` too: one model, retrieved by the same clients; and the OpenAI
+    # APIs Aptix does not serve, whose clients read their 404 (or 413) the same way.
+    if path in OPENAI_PATHS or path.startswith("/v1/models/"):
+        return True
+    return not_served(path) is not None
 
 
 _OPENAI_TYPES = {
@@ -274,7 +278,7 @@ def install_error_handlers(app: FastAPI) -> None:
             return _response(422, "invalid_request", unreadable, path=request.url.path)
         message = exc.detail if isinstance(exc.detail, str) else "Request failed."
         if exc.status_code == 404 and message == "Not Found":
-            message = "No such route."
+            message = not_served(request.url.path) or "No such route."
         elif exc.status_code == 413:
             message = too_large(request.app.max_body_size)
         headers = dict(exc.headers or {})
