@@ -33,6 +33,11 @@ The prepended concatenation marks (U+0600-0605, U+06DD...) are Cf but drawn as s
 they are. The console's ``dom.js`` (``visible()``) applies the same rules to the page, and
 :mod:`aptix.log_setup` to log lines, which write them as escapes (``\u200b``, and
 ``\U000e0061`` in plain text where JSON has the pair ``\udb40\udc61``).
+
+``inert`` keeps newlines, for text that has lines of its own (a reply, a tool result). In a
+one-line diagnostic (a workflow file's problem) a line break would start a line that the file
+writes ("All 7 workflows are valid."), so :func:`on_one_line` shows it the way ``inert`` shows
+the other controls: LF as ``␊``, CR as ``␍``, U+2028 as ``<U+2028>``.
 """
 
 from __future__ import annotations
@@ -45,14 +50,19 @@ __all__ = [
     "FORMAT",
     "JSON_UNSAFE",
     "KEPT",
+    "LINE_BREAKS",
     "SEPARATORS",
     "SHOWN",
     "escaped",
+    "on_one_line",
     "spelled_out",
 ]
 
 #: The line and paragraph separators.
 SEPARATORS = "\u2028\u2029"
+#: What ends a line: on a terminal (LF, VT, FF, CR), or to a reader that splits lines by
+#: Unicode's rules (``str.splitlines()`` also splits at FS, GS, RS, NEL and the separators).
+LINE_BREAKS = "\n\v\f\r\x1c\x1d\x1e\x85" + SEPARATORS
 #: Bidirectional controls.
 BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 #: Invisible format characters (Cf) other than the bidi controls and the visible marks.
@@ -103,3 +113,18 @@ def escaped(match: re.Match[str]) -> str:
     if match.group(1):
         return match.group(1)
     return json.dumps(match.group())[1:-1]  # \\uXXXX, a surrogate pair beyond the BMP
+
+
+#: Each line break as it is shown: a C0 control as its Control Picture, the others as <U+XXXX>.
+_SHOWN_BREAKS = {
+    ord(c): chr(0x2400 + ord(c)) if c < " " else f"<U+{ord(c):04X}>" for c in LINE_BREAKS
+}
+
+
+def on_one_line(text: str) -> str:
+    """``text`` with every line break shown, never made (LF as ``␊``), so it stays one line.
+
+    CR LF is two characters here (``␍␊``): a file name or an id holds it as data, not as a
+    line ending.
+    """
+    return text.translate(_SHOWN_BREAKS)

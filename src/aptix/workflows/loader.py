@@ -15,6 +15,7 @@ from pathlib import Path
 
 from aptix.config_files import UnusableFile, parse_yaml, read_text
 from aptix.errors import ConfigurationError
+from aptix.invisible import on_one_line
 from aptix.workflows.manifest import WorkflowManifest, WorkflowStatus
 from aptix.workflows.validation import (
     FieldProblem,
@@ -50,7 +51,10 @@ class LoadedManifest:
 
 @dataclass(frozen=True, slots=True)
 class ManifestProblem:
-    """A problem found while loading: which file, which workflow, which field, what."""
+    """A problem found while loading: which file, which workflow, which field, what.
+
+    Its ``str`` is one line: how ``aptix workflows validate`` and the start-up error show it.
+    """
 
     source: str
     workflow_id: str | None
@@ -60,7 +64,9 @@ class ManifestProblem:
     def __str__(self) -> str:
         who = f"workflow '{self.workflow_id}'" if self.workflow_id else "workflow"
         where = f", field '{self.field}'" if self.field else ""
-        return f"{self.source} ({who}{where}): {self.message}"
+        # A line break in the file's name, an id, a key or a quoted value is shown, never made:
+        # the file must not write a line of its own ("All 7 workflows are valid.").
+        return on_one_line(f"{self.source} ({who}{where}): {self.message}")
 
 
 def load_builtin() -> tuple[list[LoadedManifest], list[ManifestProblem]]:

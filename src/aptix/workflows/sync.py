@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 
 from aptix.db.outage import is_disconnect
+from aptix.invisible import on_one_line
 from aptix.workflows.loader import ManifestProblem
 from aptix.workflows.manifest import WorkflowManifest
 from aptix.workflows.registry import WorkflowRegistry
@@ -76,9 +77,12 @@ def left_out(problems: list[ManifestProblem]) -> list[str]:
         grouped.setdefault((problem.source, problem.workflow_id), []).append(
             where + problem.message.rstrip(".")
         )
+    # One line each, as a ManifestProblem is: validate prints them, a warning logs them.
     return [
-        f"Workflow '{wid}' from {source} no longer validates and is not served: "
-        f"{'; '.join(found)} (run `aptix workflows validate`)."
+        on_one_line(
+            f"Workflow '{wid}' from {source} no longer validates and is not served: "
+            f"{'; '.join(found)} (run `aptix workflows validate`)."
+        )
         for (source, wid), found in grouped.items()
     ]
 
