@@ -160,6 +160,16 @@ def _children(node: Node) -> list[Node]:
     return []
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's error on one line, where and then what: its own layout quotes the text over
+    several lines, which a one-line diagnostic would show as line-break pictures."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        what = ", ".join(part for part in (exc.context, exc.problem) if part)
+        return f"line {mark.line + 1}, column {mark.column + 1}: {what}"
+    return " ".join(str(exc).split())
+
+
 def parse_yaml(text: str, limit: int = MAX_FILE_BYTES) -> Any:
     """The one YAML document in ``text``, read strictly (see the module's docstring).
 
@@ -168,7 +178,7 @@ def parse_yaml(text: str, limit: int = MAX_FILE_BYTES) -> Any:
     try:
         loader = _StrictLoader(text)
     except yaml.YAMLError as exc:  # a character YAML does not allow
-        raise UnusableFile(f"is not valid YAML ({exc})") from None
+        raise UnusableFile(f"is not valid YAML ({_yaml_problem(exc)})") from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -182,7 +192,7 @@ def parse_yaml(text: str, limit: int = MAX_FILE_BYTES) -> Any:
             )
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
-        raise UnusableFile(f"is not valid YAML ({exc})") from None
+        raise UnusableFile(f"is not valid YAML ({_yaml_problem(exc)})") from None
     except RecursionError:
         raise UnusableFile("nests too deeply for Aptix to read") from None
     except MemoryError:

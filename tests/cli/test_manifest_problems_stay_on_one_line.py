@@ -124,3 +124,19 @@ def test_every_line_break_is_shown_as_the_terminal_shows_a_control() -> None:
     shown = on_one_line("a\nb\rc\r\nd\ve\ff\x1cg\x85h\u2028i\u2029j\tk")
     assert shown == "a␊b␍c␍␊d␋e␌f␜g<U+0085>h<U+2028>i<U+2029>j\tk"
     assert len(shown.splitlines()) == 1
+
+
+def test_a_file_that_is_not_yaml_is_told_by_line_and_column_with_no_pictures(
+    tmp_path: Path,
+) -> None:
+    # PyYAML lays its error out over lines quoting the text; one line reads where, then what.
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    (folder / "broken.yaml").write_text("workflowId: [unclosed\n", encoding="utf-8")
+    result = runner.invoke(app, ["workflows", "validate", str(folder)])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0].endswith(
+        "broken.yaml (workflow): is not valid YAML (line 2, column 1: while parsing a flow "
+        "sequence, expected ',' or ']', but got '<stream end>')."
+    ), result.stdout
+    assert "␊" not in result.stdout
