@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from uuid import uuid4
 
 from asgi_correlation_id import CorrelationIdMiddleware, correlation_id
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -38,14 +39,23 @@ def _safe(value: str) -> bool:
     return SAFE_REQUEST_ID.fullmatch(value) is not None
 
 
+def _new_id() -> str:
+    # The middleware warns that it replaced a caller's id before it sets correlation_id, so
+    # the id is set as it is made: that warning then carries it, as the request's other lines.
+    value = uuid4().hex  # the middleware's own kind of id
+    correlation_id.set(value)
+    return value
+
+
 def with_request_ids(app: ASGIApp, tracing: Tracing = NO_TRACING) -> ASGIApp:
     """``app`` behind asgi-correlation-id's middleware.
 
     The caller's ``X-Request-ID`` (or a new one) is echoed on the response, put on every
     log line of the request (see :mod:`aptix.log_setup`) and on its server span. An id with
     any other character than :data:`SAFE_REQUEST_ID`'s is replaced by a new one (the
-    middleware logs a warning naming the new id); a longer one than :data:`MAX_REQUEST_ID`
-    is shortened.
+    middleware logs a warning naming the new id, which carries it as the request's other
+    lines do and never shows the caller's); a longer one than :data:`MAX_REQUEST_ID` is
+    shortened.
     """
 
     async def annotated(scope: Scope, receive: Receive, send: Send) -> None:
@@ -57,6 +67,7 @@ def with_request_ids(app: ASGIApp, tracing: Tracing = NO_TRACING) -> ASGIApp:
     return CorrelationIdMiddleware(
         annotated if tracing.enabled else app,
         header_name="X-Request-ID",
+        generator=_new_id,
         validator=_safe,
         transformer=lambda value: value[:MAX_REQUEST_ID],
     )
