@@ -349,18 +349,25 @@ def resumed_calls(record: TurnRecord, answered: Sequence[str]) -> list[str]:
     The approvals among them, approved (about to run) or denied, and every call the model
     asked for since: on a first delivery that is only the approvals; on a resume retried
     after a crash, also what the crashed attempt ran, which its answer must list too (the
-    client never read the answer of the attempt that died).
+    client never read the answer of the attempt that died). Not the other calls of the
+    response that handed them over, wherever they sit in it: they ran in the request that got
+    the hand-off, whose answer listed them (review r6 F2).
     """
     ids = set(answered)
-    handed = [k for k, e in enumerate(record.tool_calls) if e["callId"] in ids]
-    if not handed:
-        return []
-    # The ledger only grows: what comes after the last call handed over came after it.
-    since = max(handed)
+    since: set[str] = set()
+    handed = False
+    # The transcript only grows: the calls of the model messages after the last one that
+    # asked for a call handed over came after it.
+    for message in record.messages:
+        asked = {c["id"] for c in message.get("tool_calls") or ()}
+        if asked & ids:
+            handed, since = True, set()
+        elif handed:
+            since |= asked
     return [
         e["callId"]
-        for k, e in enumerate(record.tool_calls)
-        if (e["callId"] in ids and "approved" in e) or k > since
+        for e in record.tool_calls
+        if (e["callId"] in ids and "approved" in e) or e["callId"] in since
     ]
 
 
