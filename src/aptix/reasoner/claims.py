@@ -21,7 +21,7 @@ from aptix.errors import SessionBusyError, TurnError
 from aptix.nul import storable
 from aptix.reasoner import ledger
 from aptix.reasoner.record import OPEN, TurnRecord
-from aptix.reasoner.result import ToolResultInput
+from aptix.reasoner.result import ERROR_CODE, ToolResultInput, TurnResult
 
 __all__ = [
     "OWNER",
@@ -200,8 +200,9 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
     """Accept ``results`` for the latest turn's pending calls, store them in it and resume.
 
     Only the session's latest turn is considered, so a call id the model reuses in a later
-    turn is a new call. The same results posted again replay the stored answer; results
-    whose attempt failed or was interrupted resume from what was stored.
+    turn is a new call. The same results posted again (or others for the same calls: the
+    first accepted win) get the turn as it stands, never run again; results whose attempt
+    failed or was interrupted resume from what was stored.
     """
     ids = [r.call_id for r in results]
     if len(set(ids)) != len(ids):
@@ -213,8 +214,8 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
         closed = latest if latest is not None and mark_dead(latest, now) else None
         if latest is None:
             raise TurnError(_unknown(ids, set()))
-        if key in latest.answers:  # the same resume posted again: same outcome
-            return Plan(replay=latest.answers[key], closed=closed)
+        if key in latest.answers:  # the same resume posted again: the turn as it stands
+            return Plan(replay=_as_it_stands(latest, latest.answers[key]), closed=closed)
         if latest.status == "running":
             raise SessionBusyError(
                 "These tool results are already being processed; retry shortly."
@@ -224,8 +225,11 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
         if latest.status == "interrupted" and latest.resume_key == key:
             ledger.recover(latest)  # only idempotent calls lost in the crash run again
             return _run(latest, lease, now, closed)
-        if latest.status == "cancelled" and latest.resume_key == key:
-            raise TurnError(f"Turn {latest.id} was cancelled; send a new instruction.")
+        if latest.status not in OPEN and latest.resume_key == key:
+            # Taken, then the turn ended before their run answered (cancelled while it ran,
+            # here or by another process, or ended by a failure): not refused as results
+            # never taken are, since their calls may have run (review r6 F1).
+            return Plan(replay=_unanswered(latest, ids), closed=closed)
         pending = latest.pending_calls if latest.status == "pending" else []
         waiting = {c["callId"] for c in pending}
         unknown = sorted(set(ids) - waiting)
@@ -242,6 +246,68 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
         return _run(latest, lease, now, closed)
 
     return decide
+
+
+def _as_it_stands(turn: TurnRecord, stored: dict[str, Any]) -> dict[str, Any]:
+    """The answer ``turn`` gives now; ``stored`` (its answer to the replayed resume) if unmoved.
+
+    The answer stored when the results were accepted is a snapshot: once the turn has moved
+    on (a later resume answered the calls it handed off, or the turn was cancelled or
+    interrupted since), replaying it would tell a client left behind that the turn waits for
+    calls already settled.
+    """
+    if turn.status == "running":
+        raise TurnError(
+            f"Turn {turn.id} has moved on since these results were accepted: a later resume "
+            "of it is running. Read the session for how it ends.",
+            code="turn_moved_on",
+        )
+    # Every answer (a hand-off, the final one, an error) is stored as the turn's result
+    # when given: the latest is the turn as it stands, the replayed one while it is unmoved.
+    answer = turn.result or stored
+    if turn.status != "interrupted" and (
+        turn.status != "cancelled" or answer.get("kind") == "cancelled"
+    ):
+        return answer
+    # Closed since its last answer, by a cancel while it waited or a crash while it ran.
+    entries = {e["callId"]: e for e in turn.tool_calls}
+    calls = [
+        ledger.wire(entries[c["callId"]]) if c.get("callId") in entries else c
+        for c in answer.get("toolCalls") or ()
+    ]
+    return _closed(turn, answer, calls)
+
+
+def _unanswered(turn: TurnRecord, ids: Sequence[str]) -> dict[str, Any]:
+    """The answer of results ``ids`` that ``turn`` took, then ended without answering.
+
+    The run of those results stores its ending as the turn's result when it can (a cancel
+    in its process, a failure). A turn closed without it (a cancel another process
+    recorded, before or without that run seeing it) still holds the hand-off they answered:
+    the answer is then the resume's ending as its record has it, listing the resume's calls.
+    """
+    answer = turn.result or {}
+    if answer.get("kind") in ("cancelled", "error"):
+        return answer
+    entries = {e["callId"]: e for e in turn.tool_calls}
+    calls = [ledger.wire(entries[c]) for c in ledger.resumed_calls(turn, ids)]
+    # Not the hand-off's usage and finish: the resume's own model calls are not on record.
+    ended = TurnResult(turn.session_id, turn.id, "cancelled", str(answer.get("mode") or ""))
+    return _closed(turn, ended.to_wire(), calls)
+
+
+def _closed(turn: TurnRecord, answer: dict[str, Any], calls: list[Any]) -> dict[str, Any]:
+    """``answer`` as ``turn`` ended since: ``cancelled``, or else an error (interrupted)."""
+    cancelled = turn.status == "cancelled"
+    return {
+        **answer,
+        "kind": "cancelled" if cancelled else "error",
+        "text": turn.text,
+        "toolCalls": calls,
+        "warnings": list(turn.warnings),
+        "error": None if cancelled or not turn.warnings else turn.warnings[-1],
+        ERROR_CODE: None,  # as its record says: no error ending, so no code
+    }
 
 
 def cancel_turn(turn: TurnRecord) -> TurnRecord:

@@ -26,13 +26,13 @@ from aptix.modes.catalog import ModeCatalog
 from aptix.reasoner import ledger
 from aptix.reasoner.batch import ToolRunner
 from aptix.reasoner.caps import ResponseCaps
-from aptix.reasoner.claims import Decide, Lease, Plan, mark_dead, resume_plan, start_plan
+from aptix.reasoner.claims import Lease, mark_dead, resume_plan, start_plan
 from aptix.reasoner.context import ContextBudget, ContextOverflowError, OlderTurns
 from aptix.reasoner.endings import TurnEndings
 from aptix.reasoner.overflow import crowded_mode_warning
 from aptix.reasoner.prompt import system_message
 from aptix.reasoner.record import TurnRecord
-from aptix.reasoner.result import ERROR_CODE, EventSink, ToolResultInput, TurnResult
+from aptix.reasoner.result import EventSink, ToolResultInput, TurnResult
 from aptix.reasoner.running import (
     Heartbeat,
     PreparedTurn,
@@ -175,7 +175,7 @@ class AgentReasoner:
         if tool_results:
             if instruction:
                 raise TurnError("Send either an instruction or toolResults, not both.")
-            decide = _replaying_now(resume_plan(tool_results, self._lease))
+            decide = resume_plan(tool_results, self._lease)
         else:
             text = strip_blank(instruction or "")
             if not text:
@@ -525,63 +525,13 @@ class AgentReasoner:
         )
 
 
-def _replaying_now(decide: Decide) -> Decide:
-    """``decide``, whose replay of a resume posted again is the turn as it stands now.
-
-    The answer stored when the results were accepted is a snapshot: once the turn has moved
-    on (a later resume answered the calls it handed off, or the turn was cancelled or
-    interrupted since), replaying it would tell a client left behind that the turn waits for
-    calls already settled. Decided under the session's lock, with the claim.
-    """
-
-    def decide_now(latest: TurnRecord | None) -> Plan:
-        plan = decide(latest)
-        if plan.replay is not None and latest is not None:
-            plan.replay = _as_it_stands(latest, plan.replay)
-        return plan
-
-    return decide_now
-
-
-def _as_it_stands(turn: TurnRecord, stored: dict[str, Any]) -> dict[str, Any]:
-    """The answer ``turn`` gives now; ``stored`` (its answer to the replayed resume) if unmoved."""
-    if turn.status == "running":
-        raise TurnError(
-            f"Turn {turn.id} has moved on since these results were accepted: a later resume "
-            "of it is running. Read the session for how it ends.",
-            code="turn_moved_on",
-        )
-    # Every answer (a hand-off, the final one, an error) is stored as the turn's result
-    # when given: the latest is the turn as it stands, the replayed one while it is unmoved.
-    answer = turn.result or stored
-    if turn.status != "interrupted" and (
-        turn.status != "cancelled" or answer.get("kind") == "cancelled"
-    ):
-        return answer
-    # Closed since its last answer, by a cancel while it waited or a crash while it ran.
-    entries = {e["callId"]: e for e in turn.tool_calls}
-    calls = [
-        ledger.wire(entries[c["callId"]]) if c.get("callId") in entries else c
-        for c in answer.get("toolCalls") or ()
-    ]
-    cancelled = turn.status == "cancelled"
-    return {
-        **answer,
-        "kind": "cancelled" if cancelled else "error",
-        "text": turn.text,
-        "toolCalls": calls,
-        "warnings": list(turn.warnings),
-        "error": None if cancelled or not turn.warnings else turn.warnings[-1],
-        ERROR_CODE: None,  # as its record says: no error ending, so no code
-    }
-
-
 async def _replay(result: TurnResult, on_event: EventSink | None) -> None:
     """Stream a replayed answer as its run streamed it: its text, its hand-off, its end.
 
     A resume posted again runs nothing, but a streaming client still needs ``turn_finished``
     (the body the JSON answer repeats), or it cannot tell how the turn ended. The answer is
-    the turn as it stands (:func:`_as_it_stands`), not a snapshot it has moved past.
+    the turn as it stands (:func:`aptix.reasoner.claims.resume_plan`), not a snapshot it
+    has moved past.
     """
     if result.text:
         await emit(on_event, "text", {"text": result.text})
