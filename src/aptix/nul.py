@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
     "NUL_REFUSED",
     "REPLACEMENT",
     "SURROGATE_REFUSED",
+    "dotted",
     "find_nul",
     "find_nul_in_json",
+    "find_place",
     "find_surrogate",
     "find_surrogate_in_json",
     "not_utf8",
+    "shown",
     "storable",
     "storable_json",
     "storable_value",
@@ -51,14 +55,56 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
-def _place(where: str, key: Any) -> str:
-    """The dotted location of ``key`` under ``where``, its unstorable characters escaped.
+def shown(key: Any) -> str:
+    """``key`` as text for a message, each NUL and lone surrogate written as its escape.
 
-    The location goes into the refusal's message: a raw NUL or lone surrogate there would make
-    the message itself unstorable, or unsendable as UTF-8 (a 500 instead of the refusal).
+    A raw NUL or lone surrogate in a refusal's message would make the message itself
+    unstorable, or unsendable as UTF-8 (a 500 instead of the refusal).
     """
-    shown = _UNSTORABLE.sub(lambda found: f"\\u{ord(found.group()):04x}", str(key))
-    return f"{where}.{shown}" if where else shown
+    return _UNSTORABLE.sub(lambda found: f"\\u{ord(found.group()):04x}", str(key))
+
+
+def _place(where: str, key: Any) -> str:
+    """The dotted location of ``key`` under ``where``, its unstorable characters escaped."""
+    return f"{where}.{shown(key)}" if where else shown(key)
+
+
+#: A place in decoded JSON as a chain of links, (key or index, the parent's link): one tuple
+#: per item, however deep, where a list per item would copy its parent's.
+_Link = tuple[str | int, "_Link"] | None
+
+
+def find_place(value: Any, wanted: Callable[[Any], bool]) -> list[str | int] | None:
+    """The keys and indexes leading to the first item of ``value`` that is ``wanted``, if any.
+
+    In the order the JSON was written, and without recursion: decoded JSON may nest as deep
+    as its parser reads.
+    """
+    stack: list[tuple[Any, _Link]] = [(value, None)]
+    while stack:
+        item, link = stack.pop()
+        if wanted(item):
+            path: list[str | int] = []
+            while link is not None:
+                step, link = link
+                path.append(step)
+            return path[::-1]
+        if isinstance(item, dict):
+            stack.extend((v, (k, link)) for k, v in reversed(item.items()))
+        elif isinstance(item, list | tuple):
+            stack.extend((item[i], (i, link)) for i in range(len(item) - 1, -1, -1))
+    return None
+
+
+def dotted(path: Sequence[str | int]) -> str:
+    """A place as :func:`find_nul` writes one (``tools[0].function``), its keys :func:`shown`."""
+    parts: list[str] = []
+    for step in path:
+        if isinstance(step, int):
+            parts.append(f"[{step}]")
+        else:
+            parts.append(f".{shown(step)}" if parts else shown(step))
+    return "".join(parts)
 
 
 def find_nul(value: Any, where: str = "") -> str | None:

@@ -26,6 +26,7 @@ from aptix.api.edge import (
 )
 from aptix.api.errors import EnvelopeErrors, install_error_handlers
 from aptix.api.head import HeadAsGet
+from aptix.api.json_body import JsonBodyRoute
 from aptix.api.metrics import Metrics, ObserveMiddleware, with_request_ids
 from aptix.api.routes import agent, catalog, health, openai, sessions, tools, usage
 from aptix.api.schemas import ERROR_RESPONSES, REQUEST_BODIES
@@ -120,6 +121,8 @@ def create_app(
         redoc_url=None,
         telemetry=_telemetry(tracing),
     )
+    # Routes added on the app itself read their bodies as every router's do.
+    app.router.route_class = JsonBodyRoute
     app.state.key_verifier = verifier
     app.state.tracing = tracing
     app.state.metrics = Metrics()

@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from aptix.api.json_body import NotJsonNumber
 from aptix.api.openai.unserved import not_served
 from aptix.api.outage import (
     OUTAGE_TYPES,
@@ -164,10 +165,10 @@ _FASTAPI_UNREADABLE = "There was an error parsing the body"
 def _unreadable_json(exc: StarletteHTTPException) -> str | None:
     """The bad-JSON message for FastAPI's 400 on a body ``json.loads`` gave up on, or None.
 
-    Bytes that are not UTF-8, nesting past the parser's recursion limit and an integer past
-    Python's digit limit are not ``JSONDecodeError``, so FastAPI answers them with its own
-    400 ``bad_request``; they are bad JSON all the same. Anything else (the client leaving
-    mid-body) keeps that answer.
+    Bytes that are not UTF-8, nesting past the parser's recursion limit, an integer past
+    Python's digit limit and ``NaN`` or ``Infinity`` (:class:`NotJsonNumber`) are not
+    ``JSONDecodeError``, so FastAPI answers them with its own 400 ``bad_request``; they are
+    bad JSON all the same. Anything else (the client leaving mid-body) keeps that answer.
     """
     if exc.status_code != 400 or exc.detail != _FASTAPI_UNREADABLE:
         return None
@@ -176,6 +177,8 @@ def _unreadable_json(exc: StarletteHTTPException) -> str | None:
         return f"{_NOT_JSON}: it is not valid UTF-8."
     if isinstance(cause, RecursionError):
         return f"{_NOT_JSON}: it nests too deep."
+    if isinstance(cause, NotJsonNumber):
+        return f"{_NOT_JSON}: {cause}."
     if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
         return f"{_NOT_JSON}: it has a number too long to read."
     if isinstance(cause, ValueError):
@@ -274,7 +277,11 @@ def install_error_handlers(app: FastAPI) -> None:
         if (unreadable := _unreadable_json(exc)) is not None:
             # Answered as _invalid answers a JSON syntax error: the same error to the client.
             if _is_openai(request.url.path):
-                return _response(400, "invalid_request_error", unreadable, path=request.url.path)
+                # ``NaN`` in a client tool's schema names ``tools[0]``, as other refusals do.
+                param = exc.__cause__.param if isinstance(exc.__cause__, NotJsonNumber) else None
+                return _response(
+                    400, "invalid_request_error", unreadable, path=request.url.path, param=param
+                )
             return _response(422, "invalid_request", unreadable, path=request.url.path)
         message = exc.detail if isinstance(exc.detail, str) else "Request failed."
         if exc.status_code == 404 and message == "Not Found":

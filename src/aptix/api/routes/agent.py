@@ -16,6 +16,7 @@ from aptix.api.abandoned import abandon, settled
 from aptix.api.answer_headers import RETRY_AFTER, with_headers
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError, error_body, unexpected_error
+from aptix.api.json_body import JsonBodyRoute
 from aptix.api.responses import TurnResultBody
 from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody, ExecuteRequest
@@ -28,7 +29,7 @@ from aptix.reasoner.loop import PreparedTurn
 from aptix.runtime import Runtime
 from aptix.sessions.access import owned_session
 
-router = APIRouter(tags=["agent"])
+router = APIRouter(tags=["agent"], route_class=JsonBodyRoute)
 
 #: One Server-Sent Event as the OpenAPI document describes it (``data`` is a JSON document).
 _SSE_EVENT = {

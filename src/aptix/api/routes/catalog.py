@@ -10,6 +10,7 @@ from fastapi import APIRouter
 
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError
+from aptix.api.json_body import JsonBodyRoute
 from aptix.api.responses import Mode
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import MatchRequest
@@ -17,7 +18,7 @@ from aptix.runtime import Runtime
 from aptix.tools.builtin.workflow_registry import WorkflowRegistryTool
 from aptix.tools.bulkhead import http_refusal
 
-router = APIRouter(tags=["catalogs"])
+router = APIRouter(tags=["catalogs"], route_class=JsonBodyRoute)
 
 #: How the registry tool refuses its arguments (blank, too long, malformed): bad input.
 _BAD_ARGUMENTS = re.compile(

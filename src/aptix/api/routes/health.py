@@ -8,11 +8,12 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from aptix.api.errors import ApiError
+from aptix.api.json_body import JsonBodyRoute
 from aptix.api.outage import RETRY_AFTER_SECONDS
 from aptix.api.responses import Health
 from aptix.api.routes.deps import RuntimeDep
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"], route_class=JsonBodyRoute)
 
 
 @router.get("/healthz", response_model=Health)

@@ -23,6 +23,7 @@ from aptix.api.abandoned import settled
 from aptix.api.answer_headers import RATE_LIMIT, RETRY_AFTER, SESSION, with_headers
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError
+from aptix.api.json_body import JsonBodyRoute
 from aptix.api.openai.answer import last_said, refused_in, said_in
 from aptix.api.openai.conversation import (
     Ask,
@@ -58,7 +59,7 @@ from aptix.settings_mcp import tool_prefix
 from aptix.tool_names import matches
 from aptix.tools.client import ClientToolSpec, client_tool_classes
 
-router = APIRouter(tags=["openai"])
+router = APIRouter(tags=["openai"], route_class=JsonBodyRoute)
 
 SESSION_HEADER = "X-Aptix-Session"
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError
+from aptix.api.json_body import JsonBodyRoute
 from aptix.api.responses import CancelledWorkflow, Session, SessionDetail, Turn
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import SessionCreate
@@ -20,7 +21,7 @@ from aptix.sessions.access import owned_session as owned
 from aptix.sessions.models import AgentSession
 from aptix.sessions.wire import session_to_json
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], route_class=JsonBodyRoute)
 
 MAX_TURNS_PAGE = 200
 

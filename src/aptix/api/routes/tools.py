@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from aptix.api.answer_headers import ETAG, with_headers
 from aptix.api.conditional import apply_if_match, etag_headers, if_match_field, is_conditional
 from aptix.api.errors import ApiError
+from aptix.api.json_body import JsonBodyRoute
 from aptix.api.responses import ToolInfo
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import ErrorBody, InvokeRequest, InvokeResponse
@@ -19,7 +20,7 @@ from aptix.db.outage import DATABASE_UNAVAILABLE, DatabaseRefused, DatabaseUnava
 from aptix.results import json_value
 from aptix.tools.bulkhead import http_refusal
 
-router = APIRouter(prefix="/v1/tools", tags=["tools"])
+router = APIRouter(prefix="/v1/tools", tags=["tools"], route_class=JsonBodyRoute)
 
 
 @router.get("", response_model=list[ToolInfo])

@@ -9,11 +9,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from aptix.api.errors import ApiError
+from aptix.api.json_body import JsonBodyRoute
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import ErrorBody
 from aptix.quotas.usage import today
 
-router = APIRouter(tags=["usage"])
+router = APIRouter(tags=["usage"], route_class=JsonBodyRoute)
 
 # [0-9], not \d: \d also matches other scripts' digits (Arabic-Indic, Devanagari, ...).
 _DAY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
