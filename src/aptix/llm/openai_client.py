@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
@@ -106,6 +107,9 @@ class OpenAiLlmClient:
             raise
 
     async def _complete(self, request: LlmRequest, on_text: TextSink | None) -> LlmResponse:
+        # Before the call and outside its error mapping: the ``openai`` client encodes the
+        # request inside the call, and its ValueError would read as an unreadable answer.
+        _check_sendable(request)
         if on_text is not None:
             on_text = _nul_free_sink(on_text)
         try:
@@ -145,7 +149,7 @@ class OpenAiLlmClient:
             IndexError,
             TypeError,
             AttributeError,
-            ValueError,  # a body or a stream event that is not JSON
+            ValueError,  # a body or a stream event that is not JSON (the request was checked)
         ) as exc:
             raise LlmError(f"The model endpoint sent a response Aptix cannot read: {exc}") from exc
 
@@ -407,6 +411,25 @@ def _count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return 0
     return value
+
+
+def _check_sendable(request: LlmRequest) -> None:
+    """Raise ``ValueError`` naming the tool or format JSON cannot carry, before it is sent.
+
+    ``NaN`` or ``Infinity`` (JSON has neither) or text no UTF-8 encoder takes: a request of
+    Aptix's own, no fault of the endpoint's. Messages are text Aptix made storable; the tools'
+    schemas and the answer's format are the parts that hold numbers.
+    """
+    parts: list[tuple[str, Any]] = [(f"tools[{i}]", t) for i, t in enumerate(request.tools)]
+    parts.append(("response_format", request.response_format))
+    for where, value in parts:
+        try:
+            json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"The request to the model cannot be sent as JSON: {where} holds what JSON "
+                f"cannot carry ({exc})."
+            ) from exc
 
 
 def to_chat_tool(schema: dict[str, Any]) -> dict[str, Any]:
