@@ -11,6 +11,9 @@ are not an object with invalid params (-32602), any other fault with an invalid 
 A lone surrogate escape (``"\ud800"``) is valid JSON that the SDK's parser cannot read. Text
 with one is refused on every surface (:data:`aptix.nul.SURROGATE_REFUSED`), so such a request
 is answered with its own id and invalid params (-32602) in the same words, never "not JSON".
+So is a number written with more than :data:`NUMBER_DIGITS` digits before its point: valid
+JSON, which neither the SDK's parser nor Python's ``int`` reads (-32602 in ``params``, else
+-32600, naming its place).
 
 A JSON array is a JSON-RPC batch: MCP protocol 2025-03-26 requires a server to accept one, and
 2025-06-18 removed them. A transport takes a batch apart (:func:`batch`) for a session on
@@ -26,7 +29,14 @@ import pydantic_core
 from mcp import types
 from pydantic import ValidationError
 
-from aptix.nul import SURROGATE_REFUSED, find_surrogate, storable, storable_value
+from aptix.nul import (
+    SURROGATE_REFUSED,
+    dotted,
+    find_place,
+    find_surrogate,
+    storable,
+    storable_value,
+)
 
 __all__ = [
     "BATCH_VERSION",
@@ -35,6 +45,7 @@ __all__ = [
     "INVALID",
     "NOT_JSON",
     "NOT_UTF8",
+    "NUMBER_DIGITS",
     "PARAMS_NOT_OBJECT",
     "TOO_DEEP",
     "Problem",
@@ -61,6 +72,9 @@ BATCH_VERSION = "2025-03-26"
 EMPTY_BATCH = "Invalid Request: the batch is empty."
 #: MCP 2025-03-26 (lifecycle): nothing else can be sent before initialization completes.
 INITIALIZE_IN_BATCH = "Invalid Request: initialize may not be part of a batch; send it alone."
+#: The most digits before its point a number may have: the SDK's parser reads no more (nor
+#: Python's ``int``, by default), where JSON sets no limit.
+NUMBER_DIGITS = 4300
 # How much of the place of a lone surrogate is shown: a key can be as long as the body.
 _PLACE_SHOWN = 200
 
@@ -81,7 +95,7 @@ def problem(body: bytes | str) -> Problem | None:
     except ValueError as exc:
         if "recursion limit" in str(exc):
             return Problem(types.INVALID_REQUEST, TOO_DEEP)
-        return _lone_surrogate(body)
+        return _read_by_python(body)
     return _shape_problem(raw)
 
 
@@ -109,7 +123,7 @@ def batch(body: bytes | str) -> list[object] | None:
     try:
         text = body.decode("utf-8") if isinstance(body, bytes) else body
         # Python's parser, as for a lone surrogate: each message is then checked on its own.
-        parts = json.loads(text)
+        parts = _python_read(text)
     except (ValueError, RecursionError):
         return None  # refused whole, as any other body that cannot be read
     return parts if isinstance(parts, list) and parts else None
@@ -117,9 +131,12 @@ def batch(body: bytes | str) -> list[object] | None:
 
 def batch_part(part: object) -> tuple[str, Problem | None]:
     """One message of a batch as text, and the problem refusing it (None: it can be answered)."""
-    text = json.dumps(part)  # escapes a lone surrogate again, for :func:`problem` to name
     if isinstance(part, list):  # a batch inside a batch is no message
-        return text, Problem(types.INVALID_REQUEST, INVALID)
+        return "", Problem(types.INVALID_REQUEST, INVALID)
+    try:
+        text = json.dumps(part)  # escapes a lone surrogate again, for :func:`problem` to name
+    except TypeError:  # a number too long to read stands in it, and cannot be written back
+        return "", _long_number(part) or Problem(types.INVALID_REQUEST, INVALID)
     if (found := problem(text)) is not None:
         return text, found
     if isinstance(part, dict) and part.get("method") == "initialize" and "id" in part:
@@ -166,16 +183,29 @@ def _refused_request(raw: object) -> Problem:
     return Problem(types.INVALID_REQUEST, INVALID, request_id)
 
 
-def _lone_surrogate(body: bytes | str) -> Problem:
-    """The answer to a body the SDK's parser refused: a lone surrogate's, or "not JSON"."""
+def _read_by_python(body: bytes | str) -> Problem:
+    """The answer to a body the SDK's parser refused.
+
+    A lone surrogate's or a too long number's, naming its place, or "not JSON".
+    """
     try:
         text = body.decode("utf-8") if isinstance(body, bytes) else body
-        # Python's parser reads a lone surrogate escape (into a str no encoder takes).
-        raw = json.loads(text)
+        # Python's parser reads a lone surrogate escape (into a str no encoder takes), and
+        # here a number of any length (as a stand-in).
+        raw = _python_read(text)
     except ValueError:
         return Problem(types.PARSE_ERROR, NOT_JSON)
     except RecursionError:
         return Problem(types.INVALID_REQUEST, TOO_DEEP)
+    try:
+        return _long_number(raw) or _lone_surrogate(raw)
+    except RecursionError:
+        # Read as deep as the parser goes: walking it again from here may go deeper still.
+        return Problem(types.INVALID_REQUEST, TOO_DEEP)
+
+
+def _lone_surrogate(raw: object) -> Problem:
+    """The answer to a message read by Python's parser: a lone surrogate's, or "not JSON"."""
     place = find_surrogate(raw)
     if place is None:  # something else the SDK's parser refuses (NaN, say)
         return Problem(types.PARSE_ERROR, NOT_JSON)
@@ -200,3 +230,72 @@ def _lone_surrogate(body: bytes | str) -> Problem:
 def plain_id(value: object) -> bool:
     """Whether ``value`` is an id the SDK answers: a string or an integer (not a bool)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+class _LongNumber:
+    """Stands for a number with more than :data:`NUMBER_DIGITS` digits before its point."""
+
+    __slots__ = ()
+
+
+_LONG = _LongNumber()
+
+
+def _whole_digits(text: str) -> int:
+    """How many digits a JSON number is written with before its point or exponent."""
+    unsigned = text.lstrip("-")
+    return len(unsigned) - len(unsigned.lstrip("0123456789"))
+
+
+def _read_int(text: str) -> int | _LongNumber:
+    if _whole_digits(text) > NUMBER_DIGITS:
+        return _LONG
+    try:
+        return int(text)
+    except ValueError:  # a lower limit set for the process (PYTHONINTMAXSTRDIGITS)
+        return _LONG
+
+
+def _read_float(text: str) -> float | _LongNumber:
+    # Python reads it (as a float), the SDK's parser does not: refused alike.
+    return _LONG if _whole_digits(text) > NUMBER_DIGITS else float(text)
+
+
+def _python_read(text: str) -> object:
+    """``text`` read by Python's parser, each number too long to read standing as ``_LONG``."""
+    return json.loads(text, parse_int=_read_int, parse_float=_read_float)
+
+
+def _long_number(raw: object) -> Problem | None:
+    """The refusal of a message holding a number too long to read, with its id if it has one."""
+    path = find_place(raw, lambda item: item is _LONG)
+    if path is None:
+        return None
+    request_id = raw.get("id") if isinstance(raw, dict) and "method" in raw else None
+    if not plain_id(request_id) or find_surrogate(request_id) is not None:
+        request_id = None  # unreadable, or not to be sent back as UTF-8
+    try:
+        # Read with the number as 0, it must still be a message: else it is refused as one.
+        shape = _shape_problem(storable_value(_as_zero(raw)))
+    except RecursionError:  # walked again, deeper than the parser went
+        return Problem(types.INVALID_REQUEST, TOO_DEEP)
+    if shape is not None:
+        return shape._replace(request_id=request_id if shape.request_id is not None else None)
+    place = dotted(path)
+    if len(place) > _PLACE_SHOWN:
+        place = place[:_PLACE_SHOWN] + "…"
+    words = f"the number at '{place}' is too long to read (more than {NUMBER_DIGITS:,} digits)."
+    if path[:1] == ["params"]:
+        return Problem(types.INVALID_PARAMS, f"Invalid params: {words}", request_id)
+    return Problem(types.INVALID_REQUEST, f"Invalid Request: {words}", request_id)
+
+
+def _as_zero(raw: object) -> object:
+    """``raw`` with each number too long to read as 0."""
+    if raw is _LONG:
+        return 0
+    if isinstance(raw, dict):
+        return {k: _as_zero(v) for k, v in raw.items()}
+    if isinstance(raw, list):
+        return [_as_zero(v) for v in raw]
+    return raw
