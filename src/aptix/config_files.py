@@ -161,8 +161,11 @@ def _children(node: Node) -> list[Node]:
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """PyYAML's error on one line, where and then what: its own layout quotes the text over
-    several lines, which a one-line diagnostic would show as line-break pictures."""
+    """PyYAML's error on one line: where, then what.
+
+    Its own layout quotes the text over several lines, which a one-line diagnostic would show
+    as line-break pictures.
+    """
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
         mark = exc.problem_mark
         what = ", ".join(part for part in (exc.context, exc.problem) if part)
