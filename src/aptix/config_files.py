@@ -167,10 +167,17 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     as line-break pictures.
     """
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        what = ", ".join(part for part in (exc.context, exc.problem) if part)
-        return f"line {mark.line + 1}, column {mark.column + 1}: {what}"
+        problem = f"{_at(exc.problem_mark)}: {exc.problem}"
+        started = exc.context_mark
+        if exc.context and started is not None and _at(started) != _at(exc.problem_mark):
+            # Where the parser gave up can be the file's end; what it read from is the mistake.
+            return f"{_at(started)}: {exc.context}; {problem}"
+        return f"{_at(exc.problem_mark)}: {exc.context}, {exc.problem}" if exc.context else problem
     return " ".join(str(exc).split())
+
+
+def _at(mark: yaml.Mark) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}"
 
 
 def parse_yaml(text: str, limit: int = MAX_FILE_BYTES) -> Any:

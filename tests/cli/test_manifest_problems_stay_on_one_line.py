@@ -136,7 +136,21 @@ def test_a_file_that_is_not_yaml_is_told_by_line_and_column_with_no_pictures(
     result = runner.invoke(app, ["workflows", "validate", str(folder)])
     assert result.exit_code == 1
     assert result.stdout.splitlines()[0].endswith(
-        "broken.yaml (workflow): is not valid YAML (line 2, column 1: while parsing a flow "
-        "sequence, expected ',' or ']', but got '<stream end>')."
+        "broken.yaml (workflow): is not valid YAML (line 1, column 13: while parsing a flow "
+        "sequence; line 2, column 1: expected ',' or ']', but got '<stream end>')."
     ), result.stdout
     assert "␊" not in result.stdout
+
+
+def test_a_quote_left_open_is_told_by_the_line_it_opens_on(tmp_path: Path) -> None:
+    # The parser gives up at the file's end (review s2 F2): where it read from is the mistake.
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    text = 'workflowId: x\ntitle: "Refund\n' + "".join(f"k{i}: v\n" for i in range(18))
+    (folder / "quote.yaml").write_text(text, encoding="utf-8")
+    result = runner.invoke(app, ["workflows", "validate", str(folder), "--json"])
+    [problem] = json.loads(result.stdout)["problems"]
+    assert problem["message"] == (
+        "is not valid YAML (line 2, column 8: while scanning a quoted scalar; "
+        "line 21, column 1: found unexpected end of stream)."
+    )
