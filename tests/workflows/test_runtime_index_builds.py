@@ -8,6 +8,7 @@ runtimes piled up and shared the cores with the tests (five left by five runtime
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from aptix.workflows.matching.semantic import (
     load_embedder,
 )
 from aptix.workflows.matching.stored import StoredEncodings
+from tests.logs import records_of
 from tests.workflows.test_cascade_matching import _ranker
 from tests.workflows.test_stored_encodings import settled_encodings
 
@@ -195,3 +197,35 @@ def test_closing_ends_the_model_run_under_way(monkeypatch: pytest.MonkeyPatch) -
     assert "terminate" in session.ended[0]
     # The shared model still runs for everyone else.
     assert until_exit(model).encode_tokens_many(texts[:1])[0].vector.shape == (768,)
+
+
+def test_a_cascade_whose_file_is_of_another_width_builds_anew_and_rewrites_it(
+    tmp_path: Path,
+) -> None:
+    SemanticMatcher(_Runs(), DOCS, _store(tmp_path))
+    with np.load(_store(tmp_path).path) as data:
+        arrays = dict(data)
+    # Another encoder's file under this one's name: twice the width, the arrays agreeing.
+    wider = {**arrays, "vectors": np.hstack([arrays["vectors"]] * 2) / np.sqrt(2)}
+    wider["pieces"] = (np.hstack([arrays["pieces"]] * 2) / np.sqrt(2)).astype(np.float16)
+    np.savez(_store(tmp_path).path, **wider)
+    forget_built()  # a restart
+    embedder = _Runs()
+    cascade = Cascade(
+        embedder, CascadeModel("runs", _ranker("pattern", 1.0), 1.1), _store(tmp_path)
+    )
+    with records_of("aptix.workflows", logging.WARNING) as logged:
+        cascade.build(DOCS)
+        assert cascade.wait(30) is True
+    assert [r.getMessage() for r in logged] == [
+        f"Ignoring the stored encodings {_store(tmp_path).path.name} (its rows hold "
+        f"{2 * WIDTH} numbers, the model's {WIDTH}); encoding anew."
+    ]
+    index = cascade.index
+    assert index is not None
+    assert index.encoded_texts == len(DOCS)
+    message = "handle request number 7"
+    assert index.match(message) == SemanticMatcher(_Runs(), DOCS).match(message)
+    with np.load(_store(tmp_path).path) as data:
+        assert data["vectors"].shape == (len(DOCS), WIDTH)
+        assert data["pieces"].shape[1] == WIDTH

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,8 +21,10 @@ from aptix.workflows.matching.semantic import (
     SemanticMatcher,
     forget_built,
     load_embedder,
+    model_file,
 )
 from aptix.workflows.matching.stored import StoredEncodings
+from tests.logs import records_of
 from tests.workflows.test_match_evidence import IT_AND_GREETING
 
 DOCS = [
@@ -212,3 +216,131 @@ def test_a_save_sweeps_what_a_killed_writer_left_but_not_a_live_writers_file(
     assert not left.exists()
     assert live.exists()
     assert other.exists()  # another model's files are its own store's to sweep
+
+
+def _widened(arrays: dict[str, np.ndarray], width: int) -> dict[str, np.ndarray]:
+    """``arrays`` with vectors and pieces of ``width`` numbers a row, still unit rows."""
+    out = dict(arrays)
+    for name in ("vectors", "pieces"):
+        rows = np.resize(arrays[name], (len(arrays[name]), width)).astype(np.float32)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        out[name] = (rows / np.where(norms > 0, norms, 1.0)).astype(arrays[name].dtype)
+    return out
+
+
+def _width(path: Path) -> tuple[int, int]:
+    with np.load(path) as data:
+        return data["vectors"].shape[1], data["pieces"].shape[1]
+
+
+def test_a_file_of_another_width_is_ignored_with_one_warning_and_written_anew(
+    embedder: OnnxEmbedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = _store(tmp_path)
+    first = SemanticMatcher(embedder, DOCS, store)
+    with np.load(store.path) as data:
+        arrays = dict(data)
+    # Another model's file under this one's name (mpnet's rows are 768 wide): every array
+    # fits the others, only the width is not the model's.
+    for width in (768, 192):
+        np.savez(store.path, **_widened(arrays, width))
+        forget_built()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="aptix.workflows"):
+            matcher = SemanticMatcher(embedder, DOCS, _store(tmp_path))
+        assert matcher.encoded_texts == len(DOCS)
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert warnings == [
+            f"Ignoring the stored encodings {store.path.name} (its rows hold {width} numbers, "
+            "the model's 384); encoding anew."
+        ]
+        assert matcher.match(MESSAGE) == first.match(MESSAGE)
+        assert np.array_equal(matcher.evidence(MESSAGE, OWNERS), first.evidence(MESSAGE, OWNERS))
+        assert _width(store.path) == (384, 384)
+        # Nor does the process keep the other width for the next index of the catalog.
+        assert SemanticMatcher(embedder, DOCS, _store(tmp_path / "other")).encoded_texts == 0
+        forget_built()
+        assert SemanticMatcher(embedder, DOCS, _store(tmp_path)).encoded_texts == 0
+    assert embedder.width == 384  # the model's own, as its graph declares it
+
+
+async def test_index_files_swapped_between_the_models_are_rebuilt_and_matching_works(
+    tmp_path: Path,
+) -> None:
+    """Each model's file under the other's name (review r7 F1): rebuilt, never a 500."""
+    message = "I want to write a new workflow for invoices"
+    folder = tmp_path / "first" / "index"
+    async with open_runtime(
+        AptixSettings(data_dir=tmp_path / "first", load_plugins=False)
+    ) as runtime:
+        settled_encodings(runtime)
+        expected = runtime.workflows.registry.match(message)
+    minilm, mpnet = sorted(folder.glob("*.npz"))
+    assert [minilm.name[:6], mpnet.name[:5]] == ["minilm", "mpnet"]
+    held = minilm.read_bytes()
+    minilm.write_bytes(mpnet.read_bytes())
+    mpnet.write_bytes(held)
+    forget_built()  # a restart: only the data dir is kept
+    # open_runtime's logging does not propagate to pytest's capture.
+    with records_of("aptix.workflows", logging.WARNING) as logged:
+        async with open_runtime(
+            AptixSettings(data_dir=tmp_path / "first", load_plugins=False)
+        ) as runtime:
+            encoded = settled_encodings(runtime)
+            matcher = runtime.workflows.registry.matcher
+            indexes = [matcher.semantic, matcher.cascade.index if matcher.cascade else None]
+            for index in indexes:
+                assert index is not None
+                owners = [owner for owner, _ in index.match(message)]
+                assert owners
+                assert index.evidence(message, owners).shape == (len(owners), 6)
+            assert runtime.workflows.registry.match(message) == expected
+    assert min(encoded) > 0
+    ignored = sorted(r.getMessage() for r in logged if "Ignoring" in r.getMessage())
+    assert ignored == [
+        f"Ignoring the stored encodings {minilm.name} (its rows hold 768 numbers, the model's "
+        "384); encoding anew.",
+        f"Ignoring the stored encodings {mpnet.name} (its rows hold 384 numbers, the model's "
+        "768); encoding anew.",
+    ]
+    assert [_width(minilm), _width(mpnet)] == [(384, 384), (768, 768)]
+    # The next runtime of the process takes the rebuilt encodings, each of its model's width.
+    async with open_runtime(
+        AptixSettings(data_dir=tmp_path / "second", load_plugins=False)
+    ) as runtime:
+        assert settled_encodings(runtime) == (0, 0)
+        assert runtime.workflows.registry.match(message) == expected
+    forget_built()
+    async with open_runtime(
+        AptixSettings(data_dir=tmp_path / "first", load_plugins=False)
+    ) as runtime:
+        assert settled_encodings(runtime) == (0, 0)
+
+
+def test_a_model_whose_graph_leaves_its_width_unnamed_is_measured_by_one_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import onnxruntime
+
+    real = onnxruntime.InferenceSession
+
+    class _Unnamed:
+        """A session whose token output's width is a symbol, as some exports leave it."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._inner = real(*args, **kwargs)
+
+        def get_inputs(self) -> Any:
+            return self._inner.get_inputs()
+
+        def get_outputs(self) -> list[SimpleNamespace]:
+            return [
+                SimpleNamespace(name=o.name, shape=[*o.shape[:-1], "hidden"])
+                for o in self._inner.get_outputs()
+            ]
+
+        def run(self, *args: Any) -> Any:
+            return self._inner.run(*args)
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", _Unnamed)
+    assert OnnxEmbedder(model_file(MODELS[DEFAULT_MODEL])).width == 384

@@ -284,7 +284,7 @@ class OnnxEmbedder:
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
-        self._output = self._token_output()
+        self._output, declared = self._token_output()
         self._tokenizer: Any
         if tokenizer is None:
             self._tokenizer = tokenizers.BertWordPieceTokenizer(
@@ -301,13 +301,17 @@ class OnnxEmbedder:
         # ids (mpnet's do) see padding; the mask keeps it out of every real token's state.
         pad = self._tokenizer.token_to_id("<pad>")
         self._pad = int(pad if pad is not None else self._tokenizer.token_to_id("[PAD]") or 0)
+        #: The length of the model's vectors: as its graph declares it, else as one run gives.
+        self.width = declared or len(self.encode_tokens("width").vector)
 
-    def _token_output(self) -> str:
+    def _token_output(self) -> tuple[str, int]:
+        """The token states' output and its width (0 when the graph leaves it unnamed)."""
         # Exported models name their outputs differently; the token states are the one
         # output of rank 3.
         for output in self._session.get_outputs():
             if len(output.shape) == 3:
-                return str(output.name)
+                width = output.shape[2]
+                return str(output.name), width if isinstance(width, int) else 0
         raise ConfigurationError("The ONNX model has no token-embedding output.")
 
     def encode(self, texts: Sequence[str]) -> Vectors:
@@ -407,6 +411,14 @@ def _model(embedder: Embedder) -> object:
     """Whose encodings ``embedder`` gives: its own, or a pass-through wrapper's ``encodes_like``."""
     like = getattr(embedder, "encodes_like", None)
     return embedder if like is None else like
+
+
+def width_of(embedder: Embedder) -> int:
+    """The length of ``embedder``'s vectors: its model's ``width``, else one text's vector's."""
+    width = getattr(_model(embedder), "width", None)
+    if isinstance(width, int) and width > 0:
+        return width
+    return int(embedder.encode(["width"]).shape[1])
 
 
 def _model_runs(embedder: Embedder, texts: list[str]) -> list[list[str]]:
@@ -609,7 +621,7 @@ class SemanticMatcher:
         before = self.encoded_texts
         # The first build of a catalog reads the file; an empty one (a new matcher's) does not.
         if self._store is not None and self._stored is None and ordered:
-            self._stored = self._store.load()
+            self._stored = self._store.load(lambda: width_of(self._embedder))
         stored_vectors = self._stored[0] if self._stored else {}
         for text in own_texts:
             if text not in self._cache and text in stored_vectors:

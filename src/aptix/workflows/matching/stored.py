@@ -4,7 +4,8 @@ Encoding is what building an index costs: 10,000 workflows take MiniLM some 85 s
 cascade's larger encoder some 15 minutes of a core. The file holds each text's vector and
 each workflow's distinct word pieces (:func:`.semantic._distinct_pieces`). It is named after
 the model's hash, so another model never reads it, and it is only a cache: a file that is
-missing, cut short or of another shape is ignored (with one warning) and written anew.
+missing, cut short or of another shape (rows of another width than the model's among them:
+another model's file under this one's name) is ignored (with one warning) and written anew.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import threading
 import time
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -48,8 +49,11 @@ class StoredEncodings:
         self.path = folder / f"{model}-{sha256[:16]}-v{FORMAT}.npz"
         self._lock = threading.Lock()
 
-    def load(self) -> tuple[dict[str, Vectors], dict[str, Pieces]]:
-        """The stored vectors by text and pieces by :func:`group_key`; empty when unreadable."""
+    def load(self, width: Callable[[], int]) -> tuple[dict[str, Vectors], dict[str, Pieces]]:
+        """The stored vectors by text and pieces by :func:`group_key`; empty when unusable.
+
+        ``width`` gives the length of the model's vectors; it is asked only of a file there is.
+        """
         if not self.path.is_file():
             return {}, {}
         try:
@@ -69,13 +73,12 @@ class StoredEncodings:
             ):
                 raise ValueError("the arrays do not fit together")
         except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
-            # Only a cache: the index is encoded anew and the file rewritten after the build.
-            _log.warning(
-                "Ignoring the stored encodings %s (%s); encoding anew.",
-                self.path.name,
-                type(exc).__name__,
-            )
-            return {}, {}
+            return self._ignored(type(exc).__name__)
+        # Rows of another width would meet the model's queries in the first match and fail
+        # it (another model's file copied under this one's name).
+        stored = vectors.shape[1] if len(vectors) else pieces.shape[1] if len(pieces) else 0
+        if stored and stored != (expected := width()):
+            return self._ignored(f"its rows hold {stored} numbers, the model's {expected}")
         by_text = {text: vectors[i] for i, text in enumerate(texts)}
         empty = np.zeros((0, 0), dtype=np.float16)  # as a workflow without pieces has
         by_group = {
@@ -83,6 +86,14 @@ class StoredEncodings:
             for key, a, b in zip(keys, offsets[:-1], offsets[1:], strict=True)
         }
         return by_text, by_group
+
+    def _ignored(self, reason: str) -> tuple[dict[str, Vectors], dict[str, Pieces]]:
+        """Nothing, with one warning saying why the file is not used."""
+        # Only a cache: the index is encoded anew and the file rewritten after the build.
+        _log.warning(
+            "Ignoring the stored encodings %s (%s); encoding anew.", self.path.name, reason
+        )
+        return {}, {}
 
     def save(self, vectors: Mapping[str, Vectors], pieces: Mapping[str, Pieces]) -> None:
         """Replace the file with these encodings (atomically: readers never see half a file)."""
