@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -11,6 +11,7 @@ from aptix.api import create_app
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel
+from aptix.testing.server import ScriptedOpenAIServer
 
 KEYS = "key-a=acme:ann,key-b=globex:bob"
 A = {"Authorization": "Bearer key-a"}
@@ -20,6 +21,28 @@ B = {"Authorization": "Bearer key-b"}
 @pytest.fixture
 def model() -> ScriptedModel:
     return ScriptedModel()
+
+
+@pytest.fixture
+def model_server() -> Iterator[ScriptedOpenAIServer]:
+    """A scripted OpenAI-compatible server on 127.0.0.1 that records what it was asked."""
+    with ScriptedOpenAIServer() as server:
+        yield server
+
+
+def scripted_settings(
+    data_dir: Path, database_url: str | None, server: ScriptedOpenAIServer
+) -> AptixSettings:
+    """Settings whose model is ``server``, reached by the real client: no plugins, no retry."""
+    return AptixSettings(
+        data_dir=data_dir,
+        database_url=database_url,
+        load_plugins=False,
+        semantic_matching=False,
+        llm_base_url=server.base_url,
+        llm_model="scripted",
+        llm_max_retries=0,
+    )
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ was asked.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -19,10 +18,11 @@ from fastapi.routing import APIRoute, iter_route_contexts
 
 from aptix.api import create_app
 from aptix.api.json_body import JsonBodyRoute
-from aptix.runtime import Runtime, open_runtime
+from aptix.runtime import Runtime
 from aptix.settings import AptixSettings
 from aptix.testing import reply
 from aptix.testing.server import ScriptedOpenAIServer
+from tests.api.conftest import scripted_settings
 
 JSON = {"content-type": "application/json"}
 TOKENS = ["NaN", "Infinity", "-Infinity"]
@@ -30,33 +30,17 @@ HI = b'"messages": [{"role": "user", "content": "hi"}]'
 
 
 @pytest.fixture
-def model_server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def runtime(
+def settings(
     database_url: str, tmp_path: Path, model_server: ScriptedOpenAIServer
-) -> AsyncIterator[Runtime]:
-    settings = AptixSettings(
-        data_dir=tmp_path,
-        database_url=database_url,
-        load_plugins=False,
-        semantic_matching=False,
-        llm_base_url=model_server.base_url,
-        llm_model="scripted",
-        llm_max_retries=0,
-    )
-    async with open_runtime(settings) as opened:
-        yield opened
+) -> AptixSettings:
+    """The runtime's model is ``model_server``: a test sees what reached it (nothing, refused)."""
+    return scripted_settings(tmp_path, database_url, model_server)
 
 
 @pytest.fixture
-async def client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app(runtime=runtime))
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
-        yield c
+def client(no_model_client: httpx.AsyncClient) -> httpx.AsyncClient:
+    """The HTTP API and the OpenAI routes of the app on that runtime."""
+    return no_model_client
 
 
 def _openai_refusal(token: str, where: str, param: str) -> dict[str, object]:

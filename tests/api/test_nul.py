@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from mcp.client.client import Client
 
-from aptix.api import create_app
 from aptix.mcp import build_mcp_server
-from aptix.runtime import Runtime, open_runtime
+from aptix.runtime import Runtime
 from aptix.settings import AptixSettings
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer
+from tests.api.conftest import scripted_settings
 from tests.databases import create_pg_database, drop_pg_database
 
 
@@ -25,40 +25,23 @@ def pg_url() -> Iterator[str]:
     drop_pg_database(url)
 
 
-@pytest.fixture
-def model_server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as server:
-        yield server
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest) -> str | None:
     return None if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
 
 
 @pytest.fixture
-async def runtime(
+def settings(
     database_url: str | None, tmp_path: Path, model_server: ScriptedOpenAIServer
-) -> AsyncIterator[Runtime]:
-    url = database_url
-    settings = AptixSettings(
-        data_dir=tmp_path,
-        database_url=url,
-        load_plugins=False,
-        semantic_matching=False,
-        llm_base_url=model_server.base_url,
-        llm_model="scripted",
-        llm_max_retries=0,
-    )
-    async with open_runtime(settings) as opened:
-        yield opened
+) -> AptixSettings:
+    """The runtime's model is ``model_server``, scripted to send NUL and surrogates."""
+    return scripted_settings(tmp_path, database_url, model_server)
 
 
 @pytest.fixture
-async def client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app(runtime=runtime))
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
-        yield c
+def client(no_model_client: httpx.AsyncClient) -> httpx.AsyncClient:
+    """The app on that runtime, where client text is refused and model text stored."""
+    return no_model_client
 
 
 def _refused(response: httpx.Response) -> str:

@@ -8,9 +8,6 @@ with the configuration error's one line and exit code 2, never alembic's traceba
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from sqlalchemy import text
 from aptix.db.engine import open_database
 from aptix.db.migrate import current_revision, upgrade_to_head
 from tests.databases import create_pg_database, drop_pg_database
+from tests.environment import run_aptix
 
 FUTURE = "0099_from_a_newer_aptix"
 
@@ -56,20 +54,12 @@ def test_a_database_from_a_newer_aptix_is_one_line(
     tmp_path: Path,
 ) -> None:
     asyncio.run(_stamp_future(database_url))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("APTIX_")}
-    env |= {
-        "APTIX_DATA_DIR": str(tmp_path),
-        "APTIX_DATABASE_URL": database_url,
-        "APTIX_SEMANTIC_MATCHING": "false",
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "aptix", *command],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = run_aptix(
+        command,
+        tmp_path,
+        APTIX_DATA_DIR=str(tmp_path),
+        APTIX_DATABASE_URL=database_url,
+        APTIX_SEMANTIC_MATCHING="false",
     )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()

@@ -8,9 +8,6 @@ valid.") for a person who skims or a CI gate that greps.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from typer.testing import CliRunner
 from aptix.cli.main import app
 from aptix.workflows.loader import ManifestProblem
 from aptix.workflows.sync import left_out
+from tests.environment import run_aptix
 
 runner = CliRunner()
 
@@ -87,20 +85,12 @@ def test_a_command_that_loads_the_catalog_shows_its_newlines_on_the_error_line(
 
 
 def test_serve_shows_the_newlines_on_its_one_start_up_error_line(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("APTIX_")}
-    env |= {
-        "APTIX_DATA_DIR": str(tmp_path / "data"),
-        "APTIX_SEMANTIC_MATCHING": "false",
-        "APTIX_WORKFLOWS_PATH": str(_hostile_folder(tmp_path)),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "aptix", "serve", "--port", "0"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = run_aptix(
+        ["serve", "--port", "0"],
+        tmp_path,
+        APTIX_DATA_DIR=str(tmp_path / "data"),
+        APTIX_SEMANTIC_MATCHING="false",
+        APTIX_WORKFLOWS_PATH=str(_hostile_folder(tmp_path)),
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1, done.stderr

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import httpx
@@ -14,6 +10,7 @@ import httpx
 from aptix.mcp.messages import batch_refused, refusal
 from aptix.nul import SURROGATE_REFUSED
 from tests.api.live import serve
+from tests.mcp.over_stdio import stdio_answers
 
 # Written by hand: json.dumps would not write a lone surrogate escape a client can send.
 CALL = (
@@ -71,27 +68,6 @@ def test_over_http_the_call_is_answered_with_its_id_and_the_refusal(tmp_path: Pa
 
 
 def test_over_stdio_the_call_is_answered_with_its_id_and_the_refusal(tmp_path: Path) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "aptix", "mcp"],
-        env={**os.environ, "APTIX_DATA_DIR": str(tmp_path), "APTIX_SEMANTIC_MATCHING": "false"},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
     lines = [CALL, '{"jsonrpc": "2.0", "id": "last", "method": "ping"}']
-    assert process.stdin is not None
-    assert process.stdout is not None
-    # The input stays open until every answer is read (at its end the server stops).
-    watchdog = threading.Timer(60, process.kill)
-    watchdog.start()
-    try:
-        process.stdin.write("\n".join(lines) + "\n")
-        process.stdin.flush()
-        answers = [json.loads(process.stdout.readline() or "null") for _ in lines]
-    finally:
-        watchdog.cancel()
-        process.stdin.close()
-        process.wait(timeout=60)
-        process.stdout.close()
+    answers = stdio_answers(tmp_path, lines)
     assert answers == [REFUSED, {"jsonrpc": "2.0", "id": "last", "result": {}}]

@@ -9,10 +9,7 @@ naming the number's place, on stdio and over HTTP alike.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from aptix.mcp.messages import TOO_DEEP, refusal
 from tests.api.live import serve
+from tests.mcp.over_stdio import mcp_env, stdio_answers
 
 LONG = "9" * 5000
 CALL = (
@@ -41,10 +39,6 @@ REFUSED = {
     },
 }
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "APTIX_DATA_DIR": str(tmp_path), "APTIX_SEMANTIC_MATCHING": "false"}
 
 
 def test_the_call_is_valid_json_answered_with_its_id_naming_the_number() -> None:
@@ -126,14 +120,6 @@ def test_over_stdio_the_call_and_one_in_a_batch_are_answered_with_their_ids(
             "clientInfo": {"name": "test", "version": "1"},
         },
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "aptix", "mcp"],
-        env=_env(tmp_path),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
     in_batch = CALL.replace('"id": 41', '"id": 42')
     lines = [
         json.dumps(initialize),
@@ -141,19 +127,7 @@ def test_over_stdio_the_call_and_one_in_a_batch_are_answered_with_their_ids(
         f'[{in_batch}, {{"jsonrpc": "2.0", "id": 43, "method": "ping"}}]',
         '{"jsonrpc": "2.0", "id": "last", "method": "ping"}',
     ]
-    assert process.stdin is not None
-    assert process.stdout is not None
-    watchdog = threading.Timer(60, process.kill)
-    watchdog.start()
-    try:
-        process.stdin.write("\n".join(lines) + "\n")
-        process.stdin.flush()
-        answers = [json.loads(process.stdout.readline() or "null") for _ in lines]
-    finally:
-        watchdog.cancel()
-        process.stdin.close()
-        process.wait(timeout=60)
-        process.stdout.close()
+    answers = stdio_answers(tmp_path, lines)
     assert answers[0]["id"] == 0
     assert answers[1] == REFUSED
     assert answers[2] == [{**REFUSED, "id": 42}, {"jsonrpc": "2.0", "id": 43, "result": {}}]
@@ -162,7 +136,7 @@ def test_over_stdio_the_call_and_one_in_a_batch_are_answered_with_their_ids(
 
 async def test_the_official_client_gets_the_refusal_instead_of_waiting(tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "aptix", "mcp"])
-    params.env = _env(tmp_path)
+    params.env = mcp_env(tmp_path)
     # Unanswered, the call would wait forever: the test gives up instead.
     with anyio.fail_after(60):
         async with Client(params) as client:

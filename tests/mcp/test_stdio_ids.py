@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from aptix.mcp.messages import problem, refusal
+from tests.mcp.over_stdio import stdio_answers
 
 BAD_IDS = ['{"a": 1}', "1.5", "true", "null", "[1]"]
 
@@ -21,30 +18,7 @@ def _ping(message_id: str) -> str:
 
 
 def test_a_message_with_an_unusable_id_is_answered_over_stdio(tmp_path: Path) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "aptix", "mcp"],
-        env={**os.environ, "APTIX_DATA_DIR": str(tmp_path), "APTIX_SEMANTIC_MATCHING": "false"},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    lines = [_ping(i) for i in BAD_IDS] + [_ping('"last"')]
-    assert process.stdin is not None
-    assert process.stdout is not None
-    # The input stays open until every answer is read, as a client's does. A server that
-    # never answers is killed.
-    watchdog = threading.Timer(60, process.kill)
-    watchdog.start()
-    try:
-        process.stdin.write("\n".join(lines) + "\n")
-        process.stdin.flush()
-        answers = [json.loads(process.stdout.readline() or "null") for _ in lines]
-    finally:
-        watchdog.cancel()
-        process.stdin.close()
-        process.wait(timeout=60)
-        process.stdout.close()
+    answers = stdio_answers(tmp_path, [_ping(i) for i in BAD_IDS] + [_ping('"last"')])
     for answer in answers[:-1]:
         assert answer == {
             "jsonrpc": "2.0",
