@@ -15,6 +15,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from aptix.settings import AptixSettings
+
 PG_HOST = os.environ.get("APTIX_TEST_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("APTIX_TEST_PG_PORT", "5432"))
 PG_USER = os.environ.get("APTIX_TEST_PG_USER", "postgres")
@@ -65,3 +67,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite+aiosqlite:///{tmp_path / 'aptix.db'}"
     url: str = request.getfixturevalue("pg_url")
     return url
+
+
+def on_both_databases(tmp_path: Path, database_url: str) -> AptixSettings:
+    """Settings for each test twice, as ``database_url`` gives it: no plugins.
+
+    A module takes it as its ``settings``: ``settings = pytest.fixture(on_both_databases,
+    name="settings")``.
+    """
+    return AptixSettings(data_dir=tmp_path, database_url=database_url, load_plugins=False)

@@ -8,14 +8,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from sqlalchemy import update
 
 import aptix
-from aptix import AgentTool, InvokeResult
+from aptix import InvokeResult
 from aptix.api.routes.sessions import turn_to_json
 from aptix.db.types import utc_now
 from aptix.reasoner import ToolResultInput, TurnResult
@@ -23,11 +22,11 @@ from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.tables import TurnRow
 from aptix.runtime import Runtime
-from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel, call, reply
-from aptix.tools import AgentToolExecutionContext, function_schema
-from aptix.tools.args import ToolArgs
+from aptix.tools import AgentToolExecutionContext
+from tests.databases import on_both_databases
 from tests.reasoner.conftest import Died, Harness
+from tests.reasoner.gated import GatedTool, register_unguarded
 
 RUNS: list[str] = []
 STARTED = asyncio.Event()
@@ -35,28 +34,13 @@ APPROVE = '{"approved": true}'
 REQUEST = '{"kind": "approval_request", "prompt": "Destroy?"}'
 
 
-class _Args(ToolArgs):
-    pass
-
-
-class Destroy(AgentTool):
-    """Like an MCP tool under an approval policy: asks first, acts once approved."""
+class Destroy(GatedTool):
+    """Asks first (``REQUEST``), destroys once approved."""
 
     TOOL_NAME = "destroy"
     TOOL_USAGE_METADATA: ClassVar[str] = "Destroys things after approval."
-    is_fully_executed_on_server: ClassVar[bool] = False
-
-    def __init__(self, logger: Any) -> None:
-        self.logger = logger
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        return function_schema(cls.TOOL_NAME, "Destroys.", _Args)
-
-    async def execute(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
-        return InvokeResult.create(REQUEST)
+    DESCRIPTION: ClassVar[str] = "Destroys."
+    PROMPT: ClassVar[str] = "Destroy?"
 
     async def run_approved(
         self, arguments_json: str, context: AgentToolExecutionContext
@@ -79,21 +63,15 @@ class Stall(Destroy):
         return InvokeResult.create('{"stalled": true}')
 
 
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str) -> AptixSettings:
-    """Each test on a fresh SQLite file and on PostgreSQL."""
-    return AptixSettings(data_dir=tmp_path, database_url=database_url, load_plugins=False)
+settings = pytest.fixture(on_both_databases, name="settings")
 
 
 @pytest.fixture(autouse=True)
 def _tools(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     global STARTED
-    # The test tools are offered by _reasoner, not by a mode: the mode guard stays out.
-    monkeypatch.setattr(harness.runtime.executor, "_guard", None)
+    register_unguarded(harness, monkeypatch, Destroy, Stall)  # offered by _reasoner
     RUNS.clear()
     STARTED = asyncio.Event()  # an Event belongs to the loop of its first wait: one per test
-    for tool in (Destroy, Stall):
-        harness.runtime.registry.register(tool)
 
 
 def _process(h: Harness) -> Runtime:

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
 import pytest
 
 import aptix
-from aptix import AgentTool, InvokeResult
+from aptix import InvokeResult
 from aptix.api import create_app
 from aptix.errors import LlmError
 from aptix.reasoner import ToolResultInput, TurnResult
@@ -29,40 +30,25 @@ from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.stopping import TurnTasks
 from aptix.runtime import Runtime
-from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel, call, reply
-from aptix.tools import AgentToolExecutionContext, function_schema
-from aptix.tools.args import ToolArgs
+from aptix.tools import AgentToolExecutionContext
+from tests.databases import on_both_databases
 from tests.reasoner.conftest import Harness
+from tests.reasoner.gated import GatedTool, register_unguarded
 
 RUNS: list[str] = []
 STARTED = asyncio.Event()
 APPROVE = [ToolResultInput("g1", '{"approved": true}')]
 
 
-class _Args(ToolArgs):
-    pass
-
-
-class Wipe(AgentTool):
-    """Like an MCP tool under an approval policy: asks first, wipes once approved."""
+class Wipe(GatedTool):
+    """Asks first, wipes once approved; holds until cancelled while ``slow``."""
 
     TOOL_NAME = "wipe"
     TOOL_USAGE_METADATA: ClassVar[str] = "Wipes after approval; not safe to run twice."
-    is_fully_executed_on_server: ClassVar[bool] = False
+    DESCRIPTION: ClassVar[str] = "Wipes."
+    PROMPT: ClassVar[str] = "Wipe?"
     slow: ClassVar[bool] = True
-
-    def __init__(self, logger: Any) -> None:
-        self.logger = logger
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        return function_schema(cls.TOOL_NAME, "Wipes.", _Args)
-
-    async def execute(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
-        return InvokeResult.create('{"kind": "approval_request", "prompt": "Wipe?"}')
 
     async def run_approved(
         self, arguments_json: str, context: AgentToolExecutionContext
@@ -83,22 +69,16 @@ async def hold() -> str:
     return "held"
 
 
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str) -> AptixSettings:
-    """Each test on a fresh SQLite file and on PostgreSQL."""
-    return AptixSettings(data_dir=tmp_path, database_url=database_url, load_plugins=False)
+settings = pytest.fixture(on_both_databases, name="settings")
 
 
 @pytest.fixture(autouse=True)
 def _tools(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     global STARTED
-    # The test tools are offered below, not by a mode: the mode guard stays out.
-    monkeypatch.setattr(harness.runtime.executor, "_guard", None)
+    register_unguarded(harness, monkeypatch, Wipe, hold)  # offered by _offer, not by a mode
     RUNS.clear()
     STARTED = asyncio.Event()  # an Event belongs to the loop of its first wait: one per test
     Wipe.slow = True
-    for tool in (Wipe, hold):
-        harness.runtime.registry.register(tool)
 
 
 def _process(h: Harness) -> Runtime:
@@ -130,6 +110,14 @@ async def _handed_off(runtime: Runtime, h: Harness, model: ScriptedModel) -> Non
     model.add(reply(None, call("wipe", {}, id="g1")))
     handed = await _execute(runtime, h, model, instruction="wipe it")
     assert _listed(handed) == [("g1", "pending")]
+
+
+async def _approved_then(h: Harness, model: ScriptedModel, fails: Exception) -> TurnResult:
+    """The wipe handed off and approved: it runs at once, then the model's next answer raises."""
+    await _handed_off(h.runtime, h, model)
+    Wipe.slow = False
+    model.add(fails)  # type: ignore[arg-type]  # LlmError, or a bug's exception
+    return await _execute(h.runtime, h, model, tool_results=APPROVE)
 
 
 async def test_the_results_again_after_a_cancel_stopped_their_resume_get_the_cancelled_turn(
@@ -184,10 +172,7 @@ async def test_the_results_of_a_failed_attempt_again_after_a_cancel_get_the_canc
     # The model failed after the approved call ran: the turn waited for the same results
     # again (they continue from what is stored), then it was cancelled.
     runtime, model = harness.runtime, ScriptedModel()
-    await _handed_off(runtime, harness, model)
-    Wipe.slow = False
-    model.add(LlmError("down"))
-    failed = await _execute(runtime, harness, model, tool_results=APPROVE)
+    failed = await _approved_then(harness, model, LlmError("down"))
     assert (failed.kind, _listed(failed)) == ("error", [("g1", "succeeded")])
     turn = await _turn(runtime, harness)
     assert turn.status == "pending"
@@ -203,10 +188,7 @@ async def test_the_results_again_after_a_failure_ended_their_resume_get_its_erro
     # A bug (or the database) ended the resume after its approved call ran: the turn is
     # over, and the results posted again get how it ended, not "unknown call id".
     runtime, model = harness.runtime, ScriptedModel()
-    await _handed_off(runtime, harness, model)
-    Wipe.slow = False
-    model.add(RuntimeError("a bug in the model adapter"))  # type: ignore[arg-type]
-    ended = await _execute(runtime, harness, model, tool_results=APPROVE)
+    ended = await _approved_then(harness, model, RuntimeError("a bug in the model adapter"))
     assert (ended.kind, ended.error_code, _listed(ended)) == (
         "error",
         "internal_error",
@@ -216,6 +198,18 @@ async def test_the_results_again_after_a_failure_ended_their_resume_get_its_erro
     assert again.to_wire() == ended.to_wire()
     assert RUNS == ["wipe"]
     assert (await _turn(runtime, harness)).status == "error"
+
+
+@asynccontextmanager
+async def _asked_to_wipe(h: Harness) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the app on the harness's runtime, whose model first asks for the wipe (g1)."""
+    model = ScriptedModel()
+    model.add(reply(None, call("wipe", {}, id="g1")))
+    app = create_app(runtime=h.runtime, model=model)
+    _offer(app.state.reasoner)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        yield client
 
 
 async def _approved_then_cancelled_over_http(
@@ -232,12 +226,7 @@ async def _approved_then_cancelled_over_http(
 
 async def test_the_same_results_over_http_answer_200_cancelled(harness: Harness) -> None:
     # The reviewer's sequence: approve, cancel while the wipe runs, post the approval again.
-    model = ScriptedModel()
-    model.add(reply(None, call("wipe", {}, id="g1")))
-    app = create_app(runtime=harness.runtime, model=model)
-    _offer(app.state.reasoner)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+    async with _asked_to_wipe(harness) as client:
         sid = (await client.post("/v1/sessions", json={})).json()["sessionId"]  # keyless: local
         execute = "/v1/agent/execute"
         asked = (await client.post(execute, json={"sessionId": sid, "instruction": "wipe"})).json()
@@ -260,12 +249,7 @@ async def test_the_same_tool_message_on_the_openai_endpoint_is_already_posted(
 ) -> None:
     # /v1/chat/completions shares the reasoner: the tool message posted again is the repeat
     # its page describes (409 tool_results_already_posted), not a conflict over a cancel.
-    model = ScriptedModel()
-    model.add(reply(None, call("wipe", {}, id="g1")))
-    app = create_app(runtime=harness.runtime, model=model)
-    _offer(app.state.reasoner)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+    async with _asked_to_wipe(harness) as client:
         path = "/v1/chat/completions"
         messages: list[dict[str, Any]] = [{"role": "user", "content": "wipe"}]
         first = await client.post(path, json={"model": "aptix-general", "messages": messages})

@@ -16,42 +16,27 @@ import pytest
 from sqlalchemy import update
 
 import aptix
-from aptix import AgentTool, InvokeResult
+from aptix import InvokeResult
 from aptix.api import create_app
 from aptix.db.types import utc_now
 from aptix.reasoner import ToolResultInput, TurnResult
 from aptix.reasoner.tables import TurnRow
 from aptix.testing import ScriptedModel, call, reply
-from aptix.tools import AgentToolExecutionContext, function_schema
-from aptix.tools.args import ToolArgs
+from aptix.tools import AgentToolExecutionContext
 from tests.reasoner.conftest import Died, Harness
+from tests.reasoner.gated import GatedTool, register_unguarded
 
 RUNS: list[str] = []
 APPROVE = '{"approved": true}'
 
 
-class _Args(ToolArgs):
-    pass
-
-
-class Wipe(AgentTool):
-    """Like an MCP tool under an approval policy: asks first, wipes once approved."""
+class Wipe(GatedTool):
+    """Asks first, wipes once approved."""
 
     TOOL_NAME = "wipe"
     TOOL_USAGE_METADATA: ClassVar[str] = "Wipes after approval."
-    is_fully_executed_on_server: ClassVar[bool] = False
-
-    def __init__(self, logger: Any) -> None:
-        self.logger = logger
-
-    @classmethod
-    def schema(cls) -> dict[str, Any]:
-        return function_schema(cls.TOOL_NAME, "Wipes.", _Args)
-
-    async def execute(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
-        return InvokeResult.create('{"kind": "approval_request", "prompt": "Wipe?"}')
+    DESCRIPTION: ClassVar[str] = "Wipes."
+    PROMPT: ClassVar[str] = "Wipe?"
 
     async def run_approved(
         self, arguments_json: str, context: AgentToolExecutionContext
@@ -82,11 +67,8 @@ BATCH = (C1, C2, C3)
 
 @pytest.fixture(autouse=True)
 def _tools(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The test tools are offered below, not by a mode: the mode guard stays out.
-    monkeypatch.setattr(harness.runtime.executor, "_guard", None)
+    register_unguarded(harness, monkeypatch, Wipe, charge)  # offered by _reasoner, not a mode
     RUNS.clear()
-    for tool in (Wipe, charge):
-        harness.runtime.registry.register(tool)
 
 
 def _reasoner(h: Harness, model: ScriptedModel) -> aptix.AgentReasoner:
