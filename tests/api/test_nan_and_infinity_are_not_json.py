@@ -127,6 +127,35 @@ async def test_the_words_inside_a_string_are_text_and_a_key_is_shown_escaped(
     )
 
 
+@pytest.mark.parametrize(("number", "shown"), [("1e999", "1e999"), ("-1e999", "-1e999")])
+async def test_a_number_beyond_a_float_is_400_too(
+    client: httpx.AsyncClient, model_server: ScriptedOpenAIServer, number: str, shown: str
+) -> None:
+    # JSON has 1e999, but a float reads it as infinity (review s2 F1): it was a 500.
+    body = (
+        b'{"model": "aptix-general", ' + HI + b', "response_format": {"type": "json_schema", '
+        b'"json_schema": {"name": "x", "schema": {"type": "number", "maximum": '
+        + number.encode()
+        + b"}}}}"
+    )
+    answer = await client.post("/v1/chat/completions", content=body, headers=JSON)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] == "response_format"
+    assert answer.json()["error"]["message"] == (
+        f"The request body is not valid JSON: {shown} is beyond the numbers Aptix reads "
+        "(64-bit floats) (at 'response_format.json_schema.schema.maximum')."
+    )
+    assert model_server.requests == []
+    digits = b"9" * 400 + b".5"
+    tool = b'{"arguments": {"expression": "1", "x": ' + digits + b"}}"
+    refused = await client.post("/v1/tools/agent_calculator/invoke", content=tool, headers=JSON)
+    assert refused.status_code == 422, refused.text
+    assert f"{'9' * 40}… is beyond the numbers" in refused.json()["error"]["message"]
+    fine = b'{"arguments": {"expression": "1", "x": [1e308, -0.0, 0.5]}}'
+    read = await client.post("/v1/tools/agent_calculator/invoke", content=fine, headers=JSON)
+    assert read.status_code == 200, read.text
+
+
 def test_every_route_of_the_app_reads_its_body_this_way(runtime: Runtime) -> None:
     app = create_app(runtime=runtime)
     # The routers' routes too: FastAPI keeps an included router whole, not its routes.

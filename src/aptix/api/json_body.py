@@ -10,6 +10,7 @@ JSON (:class:`NotJsonNumber`), refused before any route sees it, naming where th
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -22,6 +23,14 @@ __all__ = ["JsonBodyRequest", "JsonBodyRoute", "NotJsonNumber", "read_json"]
 
 #: How much of the place is shown: a key can be as long as the body.
 _PLACE_SHOWN = 200
+#: The words Python's reader takes for numbers that JSON does not have.
+_CONSTANTS = frozenset({"NaN", "Infinity", "-Infinity"})
+#: How much of a number too large for a float is shown: its digits can be as long as the body.
+_NUMBER_SHOWN = 40
+
+
+def _shown_number(token: str) -> str:
+    return token if len(token) <= _NUMBER_SHOWN else token[:_NUMBER_SHOWN] + "…"
 
 
 class _Constant:
@@ -42,7 +51,10 @@ class NotJsonNumber(ValueError):
         place = dotted(path)
         if len(place) > _PLACE_SHOWN:
             place = place[:_PLACE_SHOWN] + "…"
-        super().__init__(f"{token} is not a JSON number" + (f" (at '{place}')" if path else ""))
+        what = f"{token} is not a JSON number"
+        if token not in _CONSTANTS:
+            what = f"{_shown_number(token)} is beyond the numbers Aptix reads (64-bit floats)"
+        super().__init__(what + (f" (at '{place}')" if path else ""))
 
     @property
     def param(self) -> str | None:
@@ -55,14 +67,19 @@ class NotJsonNumber(ValueError):
 
 
 def read_json(body: bytes | str) -> Any:
-    """``body`` read as JSON; :class:`NotJsonNumber` when it holds ``NaN`` or ``Infinity``."""
+    """``body`` read as JSON; :class:`NotJsonNumber` for ``NaN``, ``Infinity`` or ``1e999``."""
     seen: list[_Constant] = []
 
     def constant(token: str) -> _Constant:
         seen.append(_Constant(token))
         return seen[-1]
 
-    value = json.loads(body, parse_constant=constant)
+    def number(token: str) -> float | _Constant:
+        # 1e999 is JSON, but a float reads it as infinity, which cannot be written back.
+        read = float(token)
+        return constant(token) if math.isinf(read) else read
+
+    value = json.loads(body, parse_constant=constant, parse_float=number)
     if not seen:
         return value
     path = find_place(value, lambda item: isinstance(item, _Constant))
