@@ -26,6 +26,7 @@ from aptix import InvokeResult
 from aptix.api import create_app
 from aptix.errors import LlmError
 from aptix.reasoner import ToolResultInput, TurnResult
+from aptix.reasoner.claims import CALLS_RAN, CALLS_RAN_REPLAYED
 from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.stopping import TurnTasks
@@ -195,7 +196,12 @@ async def test_the_results_again_after_a_failure_ended_their_resume_get_its_erro
         [("g1", "succeeded")],
     )
     again = await _execute(runtime, harness, model, tool_results=APPROVE)
-    assert again.to_wire() == ended.to_wire()
+    # Said to the repeat: it ran nothing, where the first answer warned that sending the
+    # request again would run its calls again (review s1 F2).
+    assert ended.error is not None
+    assert CALLS_RAN in ended.error
+    assert again.error == ended.error.replace(CALLS_RAN, CALLS_RAN_REPLAYED)
+    assert replace(again, error=ended.error, warnings=ended.warnings) == ended
     assert RUNS == ["wipe"]
     assert (await _turn(runtime, harness)).status == "error"
 

@@ -24,6 +24,7 @@ from aptix.reasoner.record import OPEN, TurnRecord
 from aptix.reasoner.result import ERROR_CODE, ToolResultInput, TurnResult
 
 __all__ = [
+    "CALLS_RAN",
     "OWNER",
     "Decide",
     "Lease",
@@ -38,6 +39,18 @@ __all__ = [
 _HOST = socket.gethostname()
 #: This process, as recorded on the turns it runs: ``host:pid:random``.
 OWNER = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+#: Said in the answer of a turn a database failure ended after calls of its request ran.
+CALLS_RAN = (
+    "This request's calls ran (listed with their outcomes): sending it again would run them "
+    "again. Read the session to see how they ended."
+)
+#: What that answer says in its place when a repeat of the results is answered with it.
+CALLS_RAN_REPLAYED = (
+    "Replayed: these results were posted before, and the calls of the request this turn "
+    "ended in ran then (listed with their outcomes); this post ran nothing. Read the session "
+    "to see how they ended."
+)
 
 INTERRUPTED = (
     "Interrupted: the process running this turn stopped, or lost contact with the database "
@@ -68,13 +81,16 @@ class Lease:
 class Plan:
     """The outcome of a claim: the turn to run, a stored answer to replay, a dead turn closed.
 
-    ``new`` says ``run`` is a new turn to insert rather than the latest one resumed.
+    ``new`` says ``run`` is a new turn to insert rather than the latest one resumed. ``found``
+    is a resumed turn as the resume found it, the client's results stored
+    (:func:`ledger.as_found`): what a run that ends before any call ran leaves it as.
     """
 
     run: TurnRecord | None = None
     new: bool = False
     replay: dict[str, Any] | None = None
     closed: TurnRecord | None = None
+    found: TurnRecord | None = None
 
     def writes(self) -> list[TurnRecord]:
         """The records the claim must store, in order."""
@@ -125,11 +141,21 @@ def _here(owner: str | None) -> bool:
     return owner is not None and (owner == OWNER or owner.startswith(f"{OWNER}:"))
 
 
+def _ended_here(turn: TurnRecord) -> TurnRecord | None:
+    """The ending this process gave ``turn``'s run and could not store, if any."""
+    ended = ledger.ENDED_HERE.get(turn.id)
+    # That very run's only: a resume that ran nothing leaves its turn to be resumed again,
+    # here too, by a run the ending must not mistake for the one it ended.
+    if ended is None or not _here(turn.owner) or ended.owner != turn.owner:
+        return None
+    return ended
+
+
 def is_dead(turn: TurnRecord, now: datetime) -> bool:
     """A running turn whose lease expired or whose process on this host is gone."""
     if turn.status != "running":
         return False
-    if _here(turn.owner) and turn.id in ledger.ENDED_HERE:
+    if _ended_here(turn) is not None:
         return True  # ended here by an error its own save could not record
     expired = turn.lease_until is None or turn.lease_until < now
     return expired or _owner_gone(turn.owner)
@@ -139,7 +165,7 @@ def mark_dead(turn: TurnRecord, now: datetime) -> bool:
     """Mark ``turn`` ``interrupted`` if its process is gone; True when it was."""
     if not is_dead(turn, now):
         return False
-    ended = ledger.ENDED_HERE.get(turn.id) if _here(turn.owner) else None
+    ended = _ended_here(turn)
     if ended is not None:
         ledger.adopt_ending(turn, ended)
     else:
@@ -202,7 +228,8 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
     Only the session's latest turn is considered, so a call id the model reuses in a later
     turn is a new call. The same results posted again (or others for the same calls: the
     first accepted win) get the turn as it stands, never run again; results whose attempt
-    failed or was interrupted resume from what was stored.
+    failed or was interrupted resume from what was stored. So do results whose run a database
+    failure ended before any call ran (:func:`ledger.wait_again`).
     """
     ids = [r.call_id for r in results]
     if len(set(ids)) != len(ids):
@@ -215,7 +242,8 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
         if latest is None:
             raise TurnError(_unknown(ids, set()))
         if key in latest.answers:  # the same resume posted again: the turn as it stands
-            return Plan(replay=_as_it_stands(latest, latest.answers[key]), closed=closed)
+            stands = _as_it_stands(latest, latest.answers[key])
+            return Plan(replay=_replayed(stands), closed=closed)
         if latest.status == "running":
             raise SessionBusyError(
                 "These tool results are already being processed; retry shortly."
@@ -223,13 +251,14 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
                 else f"Session '{latest.session_id}' is running turn {latest.id}."
             )
         if latest.status == "interrupted" and latest.resume_key == key:
+            found = ledger.as_found(latest)
             ledger.recover(latest)  # only idempotent calls lost in the crash run again
-            return _run(latest, lease, now, closed)
+            return _run(latest, lease, now, closed, found)
         if latest.status not in OPEN and latest.resume_key == key:
             # Taken, then the turn ended before their run answered (cancelled while it ran,
             # here or by another process, or ended by a failure): not refused as results
             # never taken are, since their calls may have run (review r6 F1).
-            return Plan(replay=_unanswered(latest, ids), closed=closed)
+            return Plan(replay=_replayed(_unanswered(latest, ids)), closed=closed)
         pending = latest.pending_calls if latest.status == "pending" else []
         waiting = {c["callId"] for c in pending}
         unknown = sorted(set(ids) - waiting)
@@ -243,9 +272,30 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
             clean = [ToolResultInput(r.call_id, storable(r.output), r.is_error) for r in results]
             ledger.settle_client_results(latest, clean)
             latest.resume_key = key
-        return _run(latest, lease, now, closed)
+        found = ledger.as_found(latest)
+        # Approved calls an attempt that ran nothing left approved: started, in this same
+        # transaction, before they run.
+        ledger.start_approved(latest)
+        return _run(latest, lease, now, closed, found)
 
     return decide
+
+
+def _replayed(answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` as a repeat of results already posted gets it: the repeat ran nothing.
+
+    An ending whose request's calls ran tells that request that sending it again would run
+    them again; the repeat is told it ran nothing (review s1 F2). The turn's record keeps
+    the words its first answer had.
+    """
+    error = answer.get("error")
+    if not isinstance(error, str) or CALLS_RAN not in error:
+        return answer
+    warnings = [
+        w.replace(CALLS_RAN, CALLS_RAN_REPLAYED) if isinstance(w, str) else w
+        for w in answer.get("warnings") or ()
+    ]
+    return {**answer, "error": error.replace(CALLS_RAN, CALLS_RAN_REPLAYED), "warnings": warnings}
 
 
 def _as_it_stands(turn: TurnRecord, stored: dict[str, Any]) -> dict[str, Any]:
@@ -324,9 +374,11 @@ def cancel_turn(turn: TurnRecord) -> TurnRecord:
     return turn
 
 
-def _run(turn: TurnRecord, lease: Lease, now: datetime, closed: TurnRecord | None) -> Plan:
+def _run(
+    turn: TurnRecord, lease: Lease, now: datetime, closed: TurnRecord | None, found: TurnRecord
+) -> Plan:
     ledger.run(turn, lease.until(now), lease.holder())
-    return Plan(run=turn, closed=None if closed is turn else closed)
+    return Plan(run=turn, closed=None if closed is turn else closed, found=found)
 
 
 def _unknown(ids: Sequence[str] | set[str], waiting: set[str]) -> str:

@@ -28,7 +28,7 @@ from aptix.errors import LlmError
 from aptix.llm.formats import FORMAT_UNMET, answer_problem, strict_schema
 from aptix.logger import AdminLogger, LogLevel, mark_logged
 from aptix.reasoner import ledger
-from aptix.reasoner.claims import CANCELLED
+from aptix.reasoner.claims import CALLS_RAN, CANCELLED
 from aptix.reasoner.context import ContextOverflowError
 from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.result import ERROR_CODE, EventSink, TurnKind, TurnResult
@@ -52,11 +52,6 @@ _CAUSES = {
     "database_refused": "the database refused a statement",
 }
 
-#: Said in the answer of a turn a database failure ended after calls of its request ran.
-CALLS_RAN = (
-    "This request's calls ran (listed with their outcomes): sending it again would run them "
-    "again. Read the session to see how they ended."
-)
 _UNAVAILABLE_TAG = "[AgentReasoner_Database__Unavailable]"
 _REFUSED_TAG = "[AgentReasoner_Database__Refused]"
 _ENDING_TURNS = "ending the turns that meet it as errors, their calls recorded,"
@@ -277,9 +272,12 @@ class TurnEndings:
     async def broken(self, turn: RunningTurn, exc: BaseException) -> TurnResult:
         """End at once a turn whose run failed unexpectedly (a database outage, a bug).
 
-        Its status says so truthfully. A database outage gets the save retried for a few
-        seconds (:data:`SAVE_RETRY_SECONDS`); if even then it cannot be stored, the claims and
-        reads of this process treat the turn as ended as it ended here, its calls with the
+        Its status says so truthfully. A resume a database failure cuts short before any of
+        its calls ran is answered "retry", so its turn waits again as the resume found it
+        (:func:`ledger.wait_again`), as after a failed model call: the retry continues it.
+        A database outage gets the save retried for a few seconds
+        (:data:`SAVE_RETRY_SECONDS`); if even then it cannot be stored, the claims and reads
+        of this process treat the turn as ended as it ended here, its calls with the
         outcomes they had here (no waiting for its lease). Returns the turn's answer, which
         says when calls of the request ran (:attr:`RunningTurn.calls_ran`).
         """
@@ -293,22 +291,32 @@ class TurnEndings:
         if turn.saving is not None:
             with contextlib.suppress(Exception):
                 await turn.saving
-        keep_streamed(turn)
-        ledger.end(turn.record, "error", warning)
-        result = dataclasses.replace(result_of(turn, "error", error=warning), error_code=code)
-        turn.record.result = _stored(result)
+        if turn.found is not None and not turn.calls_ran and code in _CAUSES:
+            # A database failure (not a bug, which the same request would meet again): the
+            # answer asks for a retry, and the turn waits for it with nothing run (review s1 F1).
+            result = dataclasses.replace(result_of(turn, "error", error=warning), error_code=code)
+            turn.record = ledger.wait_again(turn.found, turn.record)
+        else:
+            keep_streamed(turn)
+            ledger.end(turn.record, "error", warning)
+            result = dataclasses.replace(result_of(turn, "error", error=warning), error_code=code)
+            turn.record.result = _stored(result)
+        await self._keep(turn.record)
+        return result
+
+    async def _keep(self, record: TurnRecord) -> None:
+        """Store how a broken run left ``record``, through a short outage; else keep it here."""
         for pause in (*SAVE_RETRY_SECONDS, None):
             try:
-                if not await self._turns.save(turn.record):
-                    await self._turns.settle(turn.record)
-                return result
+                if not await self._turns.save(record):
+                    await self._turns.settle(record)
+                return
             except Exception as failed:
                 if pause is None or not _worth_retrying(failed):
                     break
             # The calls' outcomes are known only here: a short outage should not lose them.
             await asyncio.sleep(pause)
-        ledger.ENDED_HERE[turn.record.id] = copy.deepcopy(turn.record)
-        return result
+        ledger.ENDED_HERE[record.id] = copy.deepcopy(record)
 
     def _log_broken(self, turn: RunningTurn, exc: BaseException, code: str) -> None:
         """Log a bug with its traceback; a database failure once while it lasts."""

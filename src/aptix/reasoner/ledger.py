@@ -6,7 +6,9 @@ the stores persist what it wrote; nothing else changes a turn's ``status`` or a 
 ``approved`` | ``denied``, then ``started`` -> ``succeeded`` | ``failed`` | ``timed_out`` |
 ``abandoned`` | ``unknown``. ``started`` is on record before the call runs (it rides on the
 checkpoint that stores the model's response, or on the claim that accepts an approval), so a
-call found ``started`` after a crash is never run again unless its tool is idempotent.
+call found ``started`` after a crash is never run again unless its tool is idempotent. An
+approved call reads ``approved`` only while its turn waits again for the same results, its
+resume having ended before it started (:func:`wait_again`).
 
 Entries live in ``TurnRecord.tool_calls`` as JSON-ready dicts: the wire fields of
 ``AgentToolCall`` plus ``state``, ``outcome`` (what clients see), ``idempotent`` and
@@ -16,10 +18,11 @@ replayed to the model whole.
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any, Literal
 
 from aptix.llm.types import LlmResponse, Message, ToolCallRequest
@@ -34,6 +37,7 @@ __all__ = [
     "FINAL",
     "CallState",
     "adopt_ending",
+    "as_found",
     "calls_to_run",
     "carry_endings",
     "client_error",
@@ -51,10 +55,12 @@ __all__ = [
     "run",
     "settle_client_results",
     "start",
+    "start_approved",
     "stated_calls",
     "stopped_by_cancel",
     "take_response",
     "tool_content",
+    "wait_again",
     "wire",
 ]
 
@@ -133,9 +139,11 @@ CLIENT_ERROR_CHARS = 2000
 APPROVAL_TOOL = "request_user_approval"
 
 #: Turns this process ended but could not store (the database was down): id -> the turn as
-#: this process ended it (its calls' outcomes, its warning, its answer with the error code).
-#: A claim or a read finds it ended at once, as it ended here (:func:`adopt_ending`), instead
-#: of waiting for the lease and reading the calls that ran here as lost.
+#: this process ended it (its calls' outcomes, its warning, its answer with the error code),
+#: or, for a resume that ran none of its calls, as that resume found it (:func:`wait_again`).
+#: A claim or a read of that same run finds it ended at once, as it ended here
+#: (:func:`adopt_ending`), instead of waiting for the lease and reading the calls that ran
+#: here as lost.
 ENDED_HERE: dict[str, TurnRecord] = {}
 
 _YES = frozenset({"approve", "approved", "yes", "y", "true", "ok", "allow"})
@@ -398,12 +406,49 @@ def recover(record: TurnRecord) -> None:
                 entry.pop("errorMessage", None)
 
 
+def as_found(record: TurnRecord) -> TurnRecord:
+    """A copy of a turn a resume is about to run, as it stands: the client's results stored.
+
+    Its approved calls read ``approved``: the copy is what the turn goes back to if the run
+    ends before any call ran (:func:`wait_again`), and then none of them started.
+    """
+    found = copy.deepcopy(record)
+    for entry in found.tool_calls:
+        if entry["state"] == "started" and entry.get("approved") is True:
+            entry["state"] = "approved"
+    return found
+
+
+def start_approved(record: TurnRecord) -> None:
+    """Mark ``started`` the approved calls a resume that ran nothing left ``approved``."""
+    start(e for e in record.tool_calls if e["state"] == "approved")
+
+
+def wait_again(found: TurnRecord, ran: TurnRecord) -> TurnRecord:
+    """The turn a resume's run ``ran`` leaves when it ends before any of its calls ran.
+
+    A database failure cut the run short, and its request is answered "retry": the turn goes
+    back to how the resume found it (``found``, :func:`as_found`), waiting for the same
+    results, stored, as after a failed model call (or ``interrupted``, as it was), so that
+    the same results posted again continue it from there. The model answers the run took go,
+    as none of their calls ran; its model calls stay on record (they were made), and so do
+    the outcomes another process settled into the turn meanwhile.
+    """
+    again = copy.deepcopy(found)
+    carry_endings(again, ran)
+    again.model_calls = list(ran.model_calls)
+    again.context_dropped, again.context_summary = ran.context_dropped, ran.context_summary
+    again.version, again.owner, again.lease_until = ran.version, ran.owner, None
+    return again
+
+
 def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", "ended"]) -> None:
     """Give every call without a final state one, and every call a tool message.
 
     ``started`` calls become ``unknown`` (nothing in memory says how they ended: the
     process running them stopped, or, ``cancelled``, the turn was cancelled while they ran
-    elsewhere); calls still waiting for the client or an approval did not run. So do the
+    elsewhere); calls still waiting for the client or an approval did not run, nor did
+    approved calls whose resume ended before they started (:func:`wait_again`). So do the
     calls a version from before the ledger left without entry or result
     (:func:`_unrecorded`). Afterwards the turn's messages replay whole: each call of each
     model message has its tool message.
@@ -414,10 +459,14 @@ def close_dangling(record: TurnRecord, why: Literal["interrupted", "cancelled", 
         state = entry["state"]
         if state in FINAL:
             continue
-        if state in ("started", "approved"):
+        if state == "started":
             entry["state"] = "unknown"
             entry["lost"] = True
             entry["errorMessage"] = CANCELLED_ELSEWHERE if why == "cancelled" else UNKNOWN
+        elif state == "approved":  # approved, but its run never started (wait_again)
+            entry["state"] = "failed"
+            entry["errorMessage"] = CANCELLED_BEFORE_START if why == "cancelled" else NOT_STARTED
+            entry["wasExecuted"] = False
         elif state == "awaiting_approval":
             entry["state"] = "denied"
             entry["errorMessage"] = NOT_APPROVED.format(name=entry["name"])
@@ -533,9 +582,7 @@ def merge_closed(stored: TurnRecord, ours: TurnRecord) -> TurnRecord:
     # A call runs only once its "started" is stored: one started here that the stored copy
     # never saw started was stopped by the failed save, before it ran.
     stored_started = {
-        e["callId"]
-        for e in stored.tool_calls
-        if e["state"] in ("started", "approved") or e.get("lost")
+        e["callId"] for e in stored.tool_calls if e["state"] == "started" or e.get("lost")
     }
     for entry in ours.tool_calls:
         if entry["state"] == "started" and entry["callId"] not in stored_started:
@@ -595,8 +642,16 @@ def adopt_ending(stored: TurnRecord, ours: TurnRecord) -> None:
 
     ``stored`` is the last checkpoint of the same run: each call that ended here keeps the
     outcome it had here (a call that ran and succeeded reads so, with its result, never as
-    lost); a call ``stored`` does not hold as started never ran, and closes as not run.
+    lost); a call ``stored`` does not hold as started never ran, and closes as not run. A
+    resume that ran nothing left the turn as it found it (:func:`wait_again`): ``stored``
+    becomes that, with the outcomes settled into it since.
     """
+    if ours.status in ("pending", "interrupted"):  # waiting again (wait_again)
+        again = copy.deepcopy(ours)
+        carry_endings(again, stored)
+        for name in (f.name for f in fields(TurnRecord) if f.name != "version"):
+            setattr(stored, name, getattr(again, name))
+        return
     _endings_into(stored, ours)
     if len(ours.model_calls) > len(stored.model_calls):
         stored.model_calls = list(ours.model_calls)

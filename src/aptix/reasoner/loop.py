@@ -206,7 +206,9 @@ class AgentReasoner:
         assert plan.run is not None
         if response_format is not None:
             plan.run.response_format = response_format
-        turn = RunningTurn(plan.run, session, Usage(), resume_key=plan.run.resume_key, role=role)
+        turn = RunningTurn(
+            plan.run, session, Usage(), resume_key=plan.run.resume_key, role=role, found=plan.found
+        )
         if tool_results:
             turn.touched.extend(ledger.resumed_calls(plan.run, [r.call_id for r in tool_results]))
         return PreparedTurn(turn=turn, history=history)
@@ -294,7 +296,8 @@ class AgentReasoner:
                 # holding the session until its lease runs out and then reading "interrupted".
                 result = await asyncio.shield(self._end.broken(turn, exc))
                 if not turn.calls_ran:
-                    # Nothing ran: a 503 "retry shortly" (or a bug's 500) runs nothing twice.
+                    # Nothing ran: a 503 "retry shortly" (or a bug's 500) runs nothing twice,
+                    # and a resume the database cut short waits for that retry to continue it.
                     raise
                 # The database or a bug failed the turn after calls of this request ran:
                 # answered as the failed turn it is, with what ran, never as a status clients

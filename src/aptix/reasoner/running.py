@@ -67,6 +67,9 @@ class RunningTurn:
     #: The text pieces the model call under way has streamed to the caller so far; emptied
     #: once its response is taken. A turn cut short meanwhile keeps them (:func:`keep_streamed`).
     streamed: list[str] = field(default_factory=list)
+    #: For a resume: its turn as the resume found it, the client's results stored
+    #: (:func:`ledger.as_found`), which a run ended before any call ran leaves it as.
+    found: TurnRecord | None = None
 
 
 def result_of(turn: RunningTurn, kind: TurnKind, error: str | None = None) -> TurnResult:

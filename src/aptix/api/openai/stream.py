@@ -68,7 +68,8 @@ async def completion_chunks(
         except AptixError as exc:
             await queue.put(exc)
         except Exception as exc:
-            # Logged and stored as an error by the reasoner (TurnEndings.broken).
+            # Logged and stored by the reasoner (TurnEndings.broken: an error, or a resume
+            # that ran nothing waiting for this same request again).
             await queue.put(openai_error_body(*unexpected_error(exc)))
         except asyncio.CancelledError:
             # Only the shutdown's cut or the client going away cancel it; the latter reads no

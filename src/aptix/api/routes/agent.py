@@ -208,8 +208,9 @@ async def _stream(
             code = getattr(exc, "code", type(exc).__name__)
             await queue.put(TurnEvent("turn_finished", error_body(code, str(exc))))
         except Exception as exc:
-            # The reasoner logged it and stored the turn as an error (TurnEndings.broken); the
-            # stream still ends with its last event, as the non-streamed answer ends in a 5xx.
+            # The reasoner logged it and stored how the turn ended (TurnEndings.broken: an
+            # error, or a resume that ran nothing waiting for it again); the stream still
+            # ends with its last event, as the non-streamed answer ends in a 5xx.
             _, code, message = unexpected_error(exc)
             await queue.put(TurnEvent("turn_finished", error_body(code, message)))
         except asyncio.CancelledError:
