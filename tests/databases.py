@@ -23,7 +23,8 @@ PG_USER = os.environ.get("APTIX_TEST_PG_USER", "postgres")
 PG_ADMIN_DB = os.environ.get("APTIX_TEST_PG_ADMIN_DB", "postgres")
 
 
-async def _admin(sql: str) -> None:
+async def pg_admin(*statements: str) -> None:
+    """Run ``statements`` as the administrator, on the server's maintenance database."""
     try:
         conn = await asyncpg.connect(
             host=PG_HOST, port=PG_PORT, user=PG_USER, database=PG_ADMIN_DB, timeout=10
@@ -34,7 +35,8 @@ async def _admin(sql: str) -> None:
             "`pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`."
         ) from exc
     try:
-        await conn.execute(sql)
+        for statement in statements:
+            await conn.execute(statement)
     finally:
         await conn.close()
 
@@ -42,14 +44,14 @@ async def _admin(sql: str) -> None:
 def create_pg_database() -> str:
     """Create an empty, uniquely named database and return its SQLAlchemy URL."""
     name = f"aptix_test_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    asyncio.run(pg_admin(f'CREATE DATABASE "{name}"'))
     return f"postgresql+asyncpg://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}"
 
 
 def drop_pg_database(url: str) -> None:
     """Drop a database made by :func:`create_pg_database`."""
     name = url.rsplit("/", 1)[-1]
-    asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    asyncio.run(pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(scope="session")

@@ -20,24 +20,11 @@ from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel, reply
 from tests.databases import (
-    PG_ADMIN_DB,
-    PG_HOST,
-    PG_PORT,
     PG_USER,
     create_pg_database,
     drop_pg_database,
+    pg_admin,
 )
-
-
-async def _admin(*statements: str) -> None:
-    conn = await asyncpg.connect(
-        host=PG_HOST, port=PG_PORT, user=PG_USER, database=PG_ADMIN_DB, timeout=10
-    )
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 def _name(url: str) -> str:
@@ -63,12 +50,12 @@ async def pg_database() -> AsyncIterator[str]:
     try:
         yield url
     finally:
-        await _admin(f'ALTER DATABASE "{_name(url)}" ALLOW_CONNECTIONS true')
+        await pg_admin(f'ALTER DATABASE "{_name(url)}" ALLOW_CONNECTIONS true')
         await asyncio.to_thread(drop_pg_database, url)
 
 
 async def test_a_database_not_accepting_connections_is_an_outage(pg_database: str) -> None:
-    await _admin(f'ALTER DATABASE "{_name(pg_database)}" ALLOW_CONNECTIONS false')
+    await pg_admin(f'ALTER DATABASE "{_name(pg_database)}" ALLOW_CONNECTIONS false')
     refused = await _refusal(pg_database)
     # SQLAlchemy's wrapper, not the asyncpg error: the chain must be read.
     assert isinstance(refused, sa.DBAPIError)
@@ -78,12 +65,12 @@ async def test_a_database_not_accepting_connections_is_an_outage(pg_database: st
 
 async def test_a_role_out_of_connection_slots_is_an_outage(pg_database: str) -> None:
     role = f"aptix_test_{uuid.uuid4().hex[:12]}"
-    await _admin(f'CREATE ROLE "{role}" LOGIN CONNECTION LIMIT 0')
+    await pg_admin(f'CREATE ROLE "{role}" LOGIN CONNECTION LIMIT 0')
     try:
         url = pg_database.replace(f"{PG_USER}@", f"{role}@", 1)
         refused = await _refusal(url)
     finally:
-        await _admin(f'DROP ROLE "{role}"')
+        await pg_admin(f'DROP ROLE "{role}"')
     assert "too many connections" in str(refused)
     assert is_database_outage(refused)
 
@@ -141,7 +128,7 @@ async def test_routes_answer_503_while_postgresql_refuses_connections(
             session = first.json()["sessionId"]
 
             name = _name(pg_database)
-            await _admin(
+            await pg_admin(
                 f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false',
                 f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'",
             )
@@ -158,6 +145,6 @@ async def test_routes_answer_503_while_postgresql_refuses_connections(
                 assert answer.json()["error"]["code"] == "database_unavailable"
                 assert int(answer.headers["retry-after"]) > 0
 
-            await _admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+            await pg_admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
             back = await client.get(f"/v1/sessions/{session}")
             assert back.status_code == 200, back.text

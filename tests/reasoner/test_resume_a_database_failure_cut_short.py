@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-import asyncpg
 import httpx
 import openai
 import pytest
@@ -37,12 +36,9 @@ from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
 from aptix.tools import AgentToolExecutionContext
 from tests.databases import (
-    PG_ADMIN_DB,
-    PG_HOST,
-    PG_PORT,
-    PG_USER,
     create_pg_database,
     drop_pg_database,
+    pg_admin,
 )
 from tests.reasoner.gated import GatedTool
 
@@ -426,17 +422,6 @@ async def test_results_posted_again_after_an_outage_ended_their_resume_are_told_
     assert RUNS == ["wipe"]
 
 
-async def _admin(*statements: str) -> None:
-    conn = await asyncpg.connect(
-        host=PG_HOST, port=PG_PORT, user=PG_USER, database=PG_ADMIN_DB, timeout=10
-    )
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
 @pytest.fixture
 async def own_pg() -> AsyncIterator[str]:
     """A PostgreSQL database of this test's own, which it takes down and brings back."""
@@ -445,7 +430,7 @@ async def own_pg() -> AsyncIterator[str]:
         yield url
     finally:
         name = url.rsplit("/", 1)[-1]
-        await _admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        await pg_admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
         await asyncio.to_thread(drop_pg_database, url)
 
 
@@ -481,13 +466,13 @@ async def test_a_postgresql_refusing_connections_while_the_model_answers_a_resum
         resume = _answer(sid, "yes")
         cut = asyncio.create_task(api.post(EXECUTE, json=resume))
         await asyncio.wait_for(asked.wait(), 30)
-        await _admin(
+        await pg_admin(
             f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false',
             f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'",
         )
         answer.set()
         await asyncio.sleep(seconds)
-        await _admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        await pg_admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
         refused = await asyncio.wait_for(cut, 30)
         assert refused.status_code == 503, refused.text
         assert refused.headers["Retry-After"] == "5"
