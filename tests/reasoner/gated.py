@@ -50,3 +50,23 @@ def register_unguarded(h: Harness, monkeypatch: pytest.MonkeyPatch, *tools: Any)
     monkeypatch.setattr(h.runtime.executor, "_guard", None)
     for tool in tools:
         h.runtime.registry.register(tool)
+
+
+#: What the tools of a test did, in order: each test clears it first.
+RUNS: list[str] = []
+
+
+class Wipe(GatedTool):
+    """Asks first, wipes once approved: not safe to run twice."""
+
+    TOOL_NAME = "wipe"
+    TOOL_USAGE_METADATA: ClassVar[str] = "Wipes after approval; not safe to run twice."
+    DESCRIPTION: ClassVar[str] = "Wipes."
+    PROMPT: ClassVar[str] = "Wipe?"
+
+    async def run_approved(
+        self, arguments_json: str, context: AgentToolExecutionContext
+    ) -> InvokeResult[str]:
+        """Wipes, once: the test reads ``RUNS``."""
+        RUNS.append("wipe")
+        return InvokeResult.create('{"wiped": true}')

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 import openai
@@ -25,7 +25,6 @@ import pytest
 from openai import AsyncOpenAI
 from sqlalchemy import exc as sa
 
-from aptix import InvokeResult
 from aptix.api import create_app
 from aptix.db.outage import DatabaseRefused
 from aptix.db.types import utc_now
@@ -34,15 +33,13 @@ from aptix.reasoner import AgentReasoner, claims, endings, ledger
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
-from aptix.tools import AgentToolExecutionContext
 from tests.databases import (
     create_pg_database,
     drop_pg_database,
     pg_admin,
 )
-from tests.reasoner.gated import GatedTool
+from tests.reasoner.gated import RUNS, Wipe
 
-RUNS: list[str] = []
 #: The pauses between the tries to store a broken turn's ending, as served.
 PAUSES = endings.SAVE_RETRY_SECONDS
 EXECUTE = "/v1/agent/execute"
@@ -59,21 +56,6 @@ def _outage() -> Exception:
     """What a statement meets on a pooled connection a PostgreSQL restart closed."""
     closed = Exception("the underlying connection is closed")
     return sa.InterfaceError("UPDATE turns", None, closed, connection_invalidated=True)
-
-
-class Wipe(GatedTool):
-    """Asks first, wipes once approved."""
-
-    TOOL_NAME = "wipe"
-    TOOL_USAGE_METADATA: ClassVar[str] = "Wipes after approval; not safe to run twice."
-    DESCRIPTION: ClassVar[str] = "Wipes."
-    PROMPT: ClassVar[str] = "Wipe?"
-
-    async def run_approved(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
-        RUNS.append("wipe")
-        return InvokeResult.create('{"wiped": true}')
 
 
 class Outage:

@@ -9,40 +9,22 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import update
 
 import aptix
-from aptix import InvokeResult
 from aptix.api import create_app
 from aptix.db.types import utc_now
 from aptix.reasoner import ToolResultInput, TurnResult
 from aptix.reasoner.tables import TurnRow
 from aptix.testing import ScriptedModel, call, reply
-from aptix.tools import AgentToolExecutionContext
 from tests.reasoner.conftest import Died, Harness
-from tests.reasoner.gated import GatedTool, register_unguarded
+from tests.reasoner.gated import RUNS, Wipe, register_unguarded
 
-RUNS: list[str] = []
 APPROVE = '{"approved": true}'
-
-
-class Wipe(GatedTool):
-    """Asks first, wipes once approved."""
-
-    TOOL_NAME = "wipe"
-    TOOL_USAGE_METADATA: ClassVar[str] = "Wipes after approval."
-    DESCRIPTION: ClassVar[str] = "Wipes."
-    PROMPT: ClassVar[str] = "Wipe?"
-
-    async def run_approved(
-        self, arguments_json: str, context: AgentToolExecutionContext
-    ) -> InvokeResult[str]:
-        RUNS.append("wipe")
-        return InvokeResult.create('{"wiped": true}')
 
 
 @aptix.tool(usage="Charges an invoice.")
