@@ -102,3 +102,20 @@ def test_a_nested_key_sent_in_two_casings_is_refused() -> None:
     assert parsed.error_message == (
         "'address.street' is given twice ('Street' and 'street'): use one casing per field."
     )
+
+
+class _Scale(ToolArgs):
+    x: float = Field(description="The number.")
+
+
+@pytest.mark.parametrize("text", ['{"x": 1e999}', '{"x": -1e999}', '{"x": NaN}', '{"x": Infinity}'])
+def test_a_number_json_cannot_write_back_is_refused_by_its_field(text: str) -> None:
+    # JSON has no NaN or infinity; Python reads 1e999 as one, and MCP's reader takes NaN
+    # (review s3): the tool failed "unexpectedly" writing its result.
+    parsed = parse_arguments(_Scale, text)
+    assert parsed.error_message == "Invalid arguments: 'x': input should be a finite number."
+
+
+def test_the_largest_float_and_negative_zero_are_read() -> None:
+    assert parse_arguments(_Scale, '{"x": 1e308}').result == _Scale(x=1e308)
+    assert str(parse_arguments(_Scale, '{"x": -0.0}').result) == "x=-0.0"

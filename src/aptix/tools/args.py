@@ -33,6 +33,9 @@ class ToolArgs(BaseModel):
         populate_by_name=True,
         extra="ignore",
         frozen=True,
+        # JSON has no NaN or infinity, but Python reads 1e999 as one (and MCP's reader NaN):
+        # a tool would get a number it cannot write back.
+        allow_inf_nan=False,
     )
 
     @model_validator(mode="before")
