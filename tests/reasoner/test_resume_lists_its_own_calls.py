@@ -18,6 +18,7 @@ from sqlalchemy import update
 import aptix
 from aptix.api import create_app
 from aptix.db.types import utc_now
+from aptix.errors import LlmError
 from aptix.reasoner import ToolResultInput, TurnResult
 from aptix.reasoner.tables import TurnRow
 from aptix.testing import ScriptedModel, call, reply
@@ -144,3 +145,31 @@ async def test_the_openai_endpoint_lists_the_resumes_calls_alike(harness: Harnes
     assert answered.status_code == 200, answered.text
     assert answered.json()["choices"][0]["message"]["content"] == "Done."
     assert _listed(answered.json()["aptix"]) == [("c2", "succeeded")]
+
+
+@pytest.mark.parametrize("then", ["the same results", "a new instruction"])
+async def test_a_retried_resume_the_model_fails_can_be_retried_again(
+    harness: Harness, then: str
+) -> None:
+    # The retry of a resume a crash cut short found the turn interrupted, its call no longer
+    # pending; a model failure set it "pending" with nothing pending, which refused the same
+    # results and every new instruction for good (review s4 F1). It stays interrupted.
+    model = ScriptedModel()
+    model.add(reply(None, C2))
+    await _execute(harness, model, instruction="wipe")
+    approve = [ToolResultInput("c2", APPROVE)]
+    model.add(Died())  # type: ignore[arg-type]
+    with pytest.raises(Died):
+        await _execute(harness, model, tool_results=approve)
+    async with harness.runtime.database.transaction() as tx:
+        await tx.execute(update(TurnRow).values(lease_until=utc_now() - timedelta(seconds=1)))
+    model.add(LlmError("the model endpoint answered 500"))
+    failed = await _execute(harness, model, tool_results=approve)
+    assert (failed.kind, failed.error_code) == ("error", "model_error")
+    model.add(reply("Done."))
+    if then == "the same results":
+        answered = await _execute(harness, model, tool_results=approve)
+    else:
+        answered = await _execute(harness, model, instruction="and now?")
+    assert (answered.kind, answered.text) == ("ok", "Done.")
+    assert RUNS == ["wipe"]  # not again

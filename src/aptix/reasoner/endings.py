@@ -181,7 +181,11 @@ class TurnEndings:
             return await self.close(turn, result, on_event, error_code=exc.code)
         # A failed resume attempt is not the turn's answer: the turn waits again, with the
         # client's results already stored, so the same toolResults retried continue from them.
-        ledger.end(turn.record, "pending")
+        # The retry of a resume a crash cut short found it interrupted, its calls no longer
+        # pending: it stays so (review s4 F1), as "pending" with nothing pending would refuse
+        # those results and every new instruction alike.
+        found = turn.found.status if turn.found is not None else None
+        ledger.end(turn.record, "interrupted" if found == "interrupted" else "pending")
         await self.checkpoint(turn)
         await emit(on_event, "turn_finished", result.to_wire())
         return result
