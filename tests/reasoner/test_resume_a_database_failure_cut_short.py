@@ -268,19 +268,25 @@ async def test_an_approved_call_the_outage_kept_from_starting_runs_once_on_the_r
     assert RUNS == ["wipe"]
 
 
+@pytest.mark.parametrize("down", [SHORT, LONG], ids=["stored", "kept_here"])
 async def test_an_approved_call_a_cancel_closes_before_it_started_reads_not_run(
-    runtime: Runtime, outage: Outage
+    runtime: Runtime, outage: Outage, down: int
 ) -> None:
+    # Kept here, the ending the outage kept from the database is what the cancel closes, as
+    # reads showed it (review s4 F2): not the row's run, whose approval read "started".
     model = FunctionModel(Script(outage, "wipe", 0))
     async with _served(runtime, model) as (api, reasoner):
         sid, asked = await _session(api, "wipe")
-        reasoner._release_workflow = Unreachable(reasoner, outage, SHORT)
+        reasoner._release_workflow = Unreachable(reasoner, outage, down)
         assert (await api.post(EXECUTE, json=_answer(sid, {"approved": True}))).status_code == 503
+        outage.left = 0
+        shown = await _turn(api, sid)
         cancelled = await api.post(f"/v1/sessions/{sid}/turns/{asked['turnId']}/cancel")
         assert cancelled.json()["status"] == "cancelled", cancelled.text
         [wipe] = cancelled.json()["toolCalls"]
         assert (wipe["outcome"], wipe["wasExecuted"]) == ("failed", False)
         assert wipe["errorMessage"] == ledger.CANCELLED_BEFORE_START
+        assert (await _turn(api, sid))["modelCalls"] == shown["modelCalls"]
     assert RUNS == []
 
 

@@ -362,6 +362,11 @@ def _closed(turn: TurnRecord, answer: dict[str, Any], calls: list[Any]) -> dict[
 
 def cancel_turn(turn: TurnRecord) -> TurnRecord:
     """Mark an open turn ``cancelled`` (its executed calls stay recorded)."""
+    ended = _ended_here(turn)
+    if ended is not None:
+        # This process ended the turn's run and could not store it (an outage): the cancel
+        # closes that ending, as reads show it, not the run the row still holds (review s4 F2).
+        ledger.adopt_ending(turn, ended)
     if turn.status not in OPEN:
         raise TurnError(
             f"Turn {turn.id} has already finished (status '{turn.status}'); "
