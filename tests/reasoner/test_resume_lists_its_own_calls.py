@@ -65,6 +65,14 @@ async def _execute(h: Harness, model: ScriptedModel, **request: Any) -> TurnResu
     return await _reasoner(h, model).execute(**ids, **request)
 
 
+async def _dies(h: Harness, model: ScriptedModel, results: list[ToolResultInput]) -> None:
+    """The resume's process dies as the model answers, and its lease runs out."""
+    with pytest.raises(Died):
+        await _execute(h, model, tool_results=results)
+    async with h.runtime.database.transaction() as tx:
+        await tx.execute(update(TurnRow).values(lease_until=utc_now() - timedelta(seconds=1)))
+
+
 def _listed(result: TurnResult | dict[str, Any]) -> list[tuple[str, str]]:
     calls = result.tool_calls if isinstance(result, TurnResult) else result["toolCalls"]
     return [(c["callId"], c["outcome"]) for c in calls]
@@ -110,10 +118,7 @@ async def test_a_retried_resume_lists_what_its_crashed_attempt_ran_not_the_batch
     await _execute(harness, model, instruction="charge 1 and 3, wipe, then charge 4")
     approve = [ToolResultInput("c2", APPROVE)]
     model.add(reply(None, call("charge", {"invoice": 4}, id="c4")), Died())  # type: ignore[arg-type]
-    with pytest.raises(Died):
-        await _execute(harness, model, tool_results=approve)
-    async with harness.runtime.database.transaction() as tx:
-        await tx.execute(update(TurnRow).values(lease_until=utc_now() - timedelta(seconds=1)))
+    await _dies(harness, model, approve)
     model.add(reply("Done."))
     retried = await _execute(harness, model, tool_results=approve)
     assert retried.text == "Done."
@@ -159,10 +164,7 @@ async def test_a_retried_resume_the_model_fails_can_be_retried_again(
     await _execute(harness, model, instruction="wipe")
     approve = [ToolResultInput("c2", APPROVE)]
     model.add(Died())  # type: ignore[arg-type]
-    with pytest.raises(Died):
-        await _execute(harness, model, tool_results=approve)
-    async with harness.runtime.database.transaction() as tx:
-        await tx.execute(update(TurnRow).values(lease_until=utc_now() - timedelta(seconds=1)))
+    await _dies(harness, model, approve)
     model.add(LlmError("the model endpoint answered 500"))
     failed = await _execute(harness, model, tool_results=approve)
     assert (failed.kind, failed.error_code) == ("error", "model_error")
