@@ -176,8 +176,22 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(exc).split())
 
 
+#: How much of the line a YAML error points at is quoted: a line can be as long as the file.
+_LINE_QUOTED = 80
+
+
 def _at(mark: yaml.Mark) -> str:
-    return f"line {mark.line + 1}, column {mark.column + 1}"
+    """Where ``mark`` is, with the text of its line: what a reader looks for in the file."""
+    where = f"line {mark.line + 1}, column {mark.column + 1}"
+    buffer = mark.buffer
+    if not isinstance(buffer, str):
+        return where
+    start = buffer.rfind("\n", 0, mark.pointer) + 1
+    end = buffer.find("\n", mark.pointer)
+    line = buffer[start : len(buffer) if end < 0 else end].strip().rstrip("\0")
+    if len(line) > _LINE_QUOTED:
+        line = line[:_LINE_QUOTED] + "…"
+    return f"{where} ('{line}')" if line else where
 
 
 def parse_yaml(text: str, limit: int = MAX_FILE_BYTES) -> Any:

@@ -126,8 +126,9 @@ def test_a_file_that_is_not_yaml_is_told_by_line_and_column_with_no_pictures(
     result = runner.invoke(app, ["workflows", "validate", str(folder)])
     assert result.exit_code == 1
     assert result.stdout.splitlines()[0].endswith(
-        "broken.yaml (workflow): is not valid YAML (line 1, column 13: while parsing a flow "
-        "sequence; line 2, column 1: expected ',' or ']', but got '<stream end>')."
+        "broken.yaml (workflow): is not valid YAML (line 1, column 13 ('workflowId: "
+        "[unclosed'): while parsing a flow sequence; line 2, column 1: expected ',' or ']', "
+        "but got '<stream end>')."
     ), result.stdout
     assert "␊" not in result.stdout
 
@@ -141,6 +142,6 @@ def test_a_quote_left_open_is_told_by_the_line_it_opens_on(tmp_path: Path) -> No
     result = runner.invoke(app, ["workflows", "validate", str(folder), "--json"])
     [problem] = json.loads(result.stdout)["problems"]
     assert problem["message"] == (
-        "is not valid YAML (line 2, column 8: while scanning a quoted scalar; "
-        "line 21, column 1: found unexpected end of stream)."
+        "is not valid YAML (line 2, column 8 ('title: \"Refund'): while scanning a quoted "
+        "scalar; line 21, column 1: found unexpected end of stream)."
     )
