@@ -55,10 +55,11 @@ def _openai_refusal(token: str, where: str, param: str) -> dict[str, object]:
     }
 
 
-async def _no_session_was_made(client: httpx.AsyncClient) -> None:
+async def _sessions(client: httpx.AsyncClient) -> list[str]:
+    """The sessions on record: on PostgreSQL, other tests' too (one database a worker)."""
     listed = await client.get("/v1/sessions")
     assert listed.status_code == 200, listed.text
-    assert listed.json() == []
+    return sorted(s["sessionId"] for s in listed.json())
 
 
 @pytest.mark.parametrize("token", TOKENS)
@@ -71,12 +72,13 @@ async def test_a_response_format_schema_with_one_is_400_naming_response_format(
         b'"json_schema": {"name": "x", "strict": ' + strict + b', "schema": {"type": "object", '
         b'"properties": {"a": {"type": "number", "minimum": ' + token.encode() + b"}}}}}}"
     )
+    before = await _sessions(client)
     answer = await client.post("/v1/chat/completions", content=body, headers=JSON)
     assert answer.status_code == 400, answer.text
     where = "response_format.json_schema.schema.properties.a.minimum"
     assert answer.json() == _openai_refusal(token, where, "response_format")
     assert model_server.requests == []
-    await _no_session_was_made(client)
+    assert await _sessions(client) == before  # none made
 
 
 async def test_a_client_tools_parameters_with_one_is_400_naming_the_tool(
@@ -87,12 +89,13 @@ async def test_a_client_tools_parameters_with_one_is_400_naming_the_tool(
         b'{"name": "get_weather", "parameters": {"type": "object", "properties": {"t": '
         b'{"type": "number", "minimum": NaN}}}}}]}'
     )
+    before = await _sessions(client)
     answer = await client.post("/v1/chat/completions", content=body, headers=JSON)
     assert answer.status_code == 400, answer.text
     where = "tools[0].function.parameters.properties.t.minimum"
     assert answer.json() == _openai_refusal("NaN", where, "tools[0]")
     assert model_server.requests == []
-    await _no_session_was_made(client)
+    assert await _sessions(client) == before  # none made
 
 
 @pytest.mark.parametrize("token", TOKENS)
