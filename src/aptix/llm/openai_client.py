@@ -107,9 +107,6 @@ class OpenAiLlmClient:
             raise
 
     async def _complete(self, request: LlmRequest, on_text: TextSink | None) -> LlmResponse:
-        # Before the call and outside its error mapping: the ``openai`` client encodes the
-        # request inside the call, and its ValueError would read as an unreadable answer.
-        _check_sendable(request)
         if on_text is not None:
             on_text = _nul_free_sink(on_text)
         try:
@@ -149,8 +146,13 @@ class OpenAiLlmClient:
             IndexError,
             TypeError,
             AttributeError,
-            ValueError,  # a body or a stream event that is not JSON (the request was checked)
+            ValueError,  # a body or a stream event that is not JSON
         ) as exc:
+            if isinstance(exc, TypeError | ValueError):
+                # The ``openai`` client encodes the request inside the call: a request JSON
+                # cannot carry fails alike, and is Aptix's own fault, not the endpoint's.
+                # Looked at only then, so that no call encodes its tools twice.
+                _check_sendable(request)
             raise LlmError(f"The model endpoint sent a response Aptix cannot read: {exc}") from exc
 
     async def close(self) -> None:
