@@ -16,15 +16,16 @@ def mcp_env(data_dir: Path) -> dict[str, str]:
     return {**os.environ, "APTIX_DATA_DIR": str(data_dir), "APTIX_SEMANTIC_MATCHING": "false"}
 
 
-def stdio_answers(data_dir: Path, lines: list[str]) -> list[Any]:
-    """What ``aptix mcp`` answers ``lines``: a line read back for each, as JSON (None at its end).
+def stdio_answers(data_dir: Path, lines: list[str], **env: str) -> list[Any]:
+    """What ``aptix mcp`` answers ``lines``: a line read back for each but a notification, as JSON
+    (None at its end).
 
     The input stays open until every answer is read, as a client's does: at its end the server
     stops. A server that never answers is killed after a minute.
     """
     process = subprocess.Popen(
         [sys.executable, "-m", "aptix", "mcp"],
-        env=mcp_env(data_dir),
+        env={**mcp_env(data_dir), **env},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -37,9 +38,19 @@ def stdio_answers(data_dir: Path, lines: list[str]) -> list[Any]:
     try:
         process.stdin.write("\n".join(lines) + "\n")
         process.stdin.flush()
-        return [json.loads(process.stdout.readline() or "null") for _ in lines]
+        answered = [line for line in lines if not _notification(line)]
+        return [json.loads(process.stdout.readline() or "null") for _ in answered]
     finally:
         watchdog.cancel()
         process.stdin.close()
         process.wait(timeout=60)
         process.stdout.close()
+
+
+def _notification(line: str) -> bool:
+    """Whether ``line`` is a JSON-RPC notification (a method without an id): never answered."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and "method" in message and "id" not in message

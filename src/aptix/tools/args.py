@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
+import re
 from typing import Any, TypeVar
 
 from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError, model_validator
@@ -12,6 +14,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from aptix.casing import any_case
+from aptix.nul import find_place
 from aptix.results import InvokeResult
 from aptix.tools.argument_keys import DocumentedKeys, FieldGivenTwice, reading_schema
 
@@ -69,9 +72,36 @@ def parse_arguments(model: type[A], arguments_json: str | None) -> InvokeResult[
     """Parse ``arguments_json`` into ``model``; blank input means ``{}``; errors become messages."""
     text = arguments_json if arguments_json and not arguments_json.isspace() else "{}"
     try:
-        return InvokeResult.create(model.model_validate_json(text))
+        parsed = model.model_validate_json(text)
     except ValidationError as exc:
         return InvokeResult.from_error(describe_validation_error(exc, text))
+    if (place := not_finite(text)) is not None:
+        return InvokeResult.from_error(f"Invalid arguments: '{place}': {NOT_FINITE}.")
+    return InvokeResult.create(parsed)
+
+
+#: What a number JSON cannot write back is told, in pydantic's words for a ``ToolArgs`` field.
+NOT_FINITE = "input should be a finite number"
+
+#: Text that may hold such a number: Python reads a float of 309 digits or more (or an
+#: exponent of 309 or more) as infinity.
+_MAYBE_NOT_FINITE = re.compile(r"NaN|Infinity|[eE]\+?0*[1-9]\d{2}|\d{309}")
+
+
+def not_finite(text: str) -> str | None:
+    """Where JSON ``text`` holds NaN or an infinity (``1e999``), dotted, if anywhere.
+
+    ``ToolArgs`` refuses one in its own fields, but a model, dict or ``Any`` nested in the
+    arguments keeps pydantic's default and takes it: the tool could not write it back.
+    """
+    if _MAYBE_NOT_FINITE.search(text) is None:  # the usual case: no second reading
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    path = find_place(value, lambda item: isinstance(item, float) and not math.isfinite(item))
+    return None if path is None else ".".join(map(str, path))
 
 
 def describe_validation_error(exc: ValidationError, arguments_json: str | None = None) -> str:

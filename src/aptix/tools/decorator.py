@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from aptix.errors import ToolContractError, ToolError
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
-from aptix.tools.args import describe_validation_error
+from aptix.tools.args import parse_arguments
 from aptix.tools.base import AgentTool
 from aptix.tools.bulkhead import BULKHEADS, BulkheadFullError
 from aptix.tools.context import AgentToolExecutionContext
@@ -44,7 +44,7 @@ class FunctionTool(AgentTool):
     def __init__(self, logger: AdminLogger) -> None:
         self._logger = logger
         sig = self.signature
-        self._validate = sig.args_model.model_validate_json
+        self._args_model = sig.args_model
         self._fields = sig.fields
         self._context_param = sig.context_param
         self._returns = sig.returns
@@ -69,11 +69,10 @@ class FunctionTool(AgentTool):
         self, arguments_json: str, context: AgentToolExecutionContext
     ) -> InvokeResult[str]:
         """Validate the arguments, call the function and serialize what it returns."""
-        text = arguments_json if arguments_json and not arguments_json.isspace() else "{}"
-        try:
-            args = self._validate(text)
-        except ValidationError as exc:
-            return InvokeResult.from_error(describe_validation_error(exc, text))
+        parsed = parse_arguments(self._args_model, arguments_json)
+        if parsed.result is None:
+            return InvokeResult(errors=parsed.errors)
+        args = parsed.result
         kwargs = {name: getattr(args, name) for name in self._fields}
         if self._context_param is not None:
             kwargs[self._context_param] = context
