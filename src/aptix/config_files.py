@@ -10,6 +10,7 @@ small file cannot make megabytes of copies ("billion laughs").
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.reader import ReaderError
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -160,12 +162,16 @@ def _children(node: Node) -> list[Node]:
     return []
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
     """PyYAML's error on one line: where, then what.
 
     Its own layout quotes the text over several lines, which a one-line diagnostic would show
     as line-break pictures.
     """
+    if isinstance(exc, ReaderError) and isinstance(exc.character, int):
+        # PyYAML tells this one by offset in "<unicode string>"; a reader looks for a line.
+        mark = _mark_at(text, exc.position)
+        return f"{_at(mark)}: unacceptable character #x{exc.character:04x}: {exc.reason}"
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
         problem = f"{_at(exc.problem_mark)}: {exc.problem}"
         started = exc.context_mark
@@ -176,21 +182,42 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(exc).split())
 
 
+#: A line break as PyYAML counts lines: CR LF is one, and CR, NEL, LS and PS alone are too.
+_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+#: What a quoted line stops at: a line break, or the NUL PyYAML puts after the text.
+_LINE_ENDS = "\r\n\x85\u2028\u2029\0"
+#: Left out at a quoted line's ends: indentation, trailing blanks and a byte order mark.
+_BLANK = " \t\ufeff"
 #: How much of the line a YAML error points at is quoted: a line can be as long as the file.
 _LINE_QUOTED = 80
 
 
+def _mark_at(text: str, position: int) -> yaml.Mark:
+    """The mark PyYAML's reader gives ``position`` in ``text``: its line and column."""
+    line, start = 0, 0
+    for found in _BREAK.finditer(text, 0, position):
+        line, start = line + 1, found.end()
+    column = position - start - text.count("\ufeff", start, position)  # a BOM has no column
+    return yaml.Mark("<unicode string>", position, line, column, text + "\0", position)
+
+
 def _at(mark: yaml.Mark) -> str:
-    """Where ``mark`` is, with the text of its line: what a reader looks for in the file."""
+    """Where ``mark`` is, with the text around it on its line: what a reader looks for."""
     where = f"line {mark.line + 1}, column {mark.column + 1}"
-    buffer = mark.buffer
-    if not isinstance(buffer, str):
+    buffer, pointer = mark.buffer, mark.pointer
+    if not isinstance(buffer, str) or not isinstance(pointer, int):
         return where
-    start = buffer.rfind("\n", 0, mark.pointer) + 1
-    end = buffer.find("\n", mark.pointer)
-    line = buffer[start : len(buffer) if end < 0 else end].strip().rstrip("\0")
+    start = max(buffer.rfind(c, 0, pointer) for c in _LINE_ENDS) + 1
+    ends = [i for c in _LINE_ENDS if (i := buffer.find(c, pointer)) >= 0]
+    whole = buffer[start : min(ends, default=len(buffer))]
+    line = whole.lstrip(_BLANK)
+    place = pointer - start - (len(whole) - len(line))  # where the mark is in ``line``
+    line = line.rstrip(_BLANK)
     if len(line) > _LINE_QUOTED:
-        line = line[:_LINE_QUOTED] + "…"
+        # A window around the place named: from the line's start, a long line never shows it.
+        first = min(max(place - _LINE_QUOTED // 2, 0), len(line) - _LINE_QUOTED)
+        last = first + _LINE_QUOTED
+        line = ("…" if first else "") + line[first:last] + ("…" if last < len(line) else "")
     return f"{where} ('{line}')" if line else where
 
 
@@ -202,7 +229,7 @@ def parse_yaml(text: str, limit: int = MAX_FILE_BYTES) -> Any:
     try:
         loader = _StrictLoader(text)
     except yaml.YAMLError as exc:  # a character YAML does not allow
-        raise UnusableFile(f"is not valid YAML ({_yaml_problem(exc)})") from None
+        raise UnusableFile(f"is not valid YAML ({_yaml_problem(exc, text)})") from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -216,7 +243,7 @@ def parse_yaml(text: str, limit: int = MAX_FILE_BYTES) -> Any:
             )
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
-        raise UnusableFile(f"is not valid YAML ({_yaml_problem(exc)})") from None
+        raise UnusableFile(f"is not valid YAML ({_yaml_problem(exc, text)})") from None
     except RecursionError:
         raise UnusableFile("nests too deeply for Aptix to read") from None
     except MemoryError:
