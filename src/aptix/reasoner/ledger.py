@@ -708,10 +708,33 @@ def close_pre_ledger(record: TurnRecord) -> None:
 
     Such a version ended a turn (cancelled, or swept as interrupted) without an entry or a
     result for the calls of its last batch: they read lost, and the turn replays whole to the
-    model, as :func:`close_dangling` closes them when a turn it left running ends now.
+    model, as :func:`close_dangling` closes them when a turn it left running ends now. An
+    approved call it left running replays as it reads (:func:`_approvals_unrecorded_told`).
     """
+    _approvals_unrecorded_told(record)
     if record.status not in OPEN and _unrecorded(record):
         close_dangling(record, "cancelled" if record.status == "cancelled" else "ended")
+
+
+def _approvals_unrecorded_told(record: TurnRecord) -> None:
+    """The tool message of each approved call a version from before the ledger left running.
+
+    Such a version stored the user's answer as the call's tool message, and replaced it with
+    the tool's result once the call had run: a turn it left while the call ran (its process
+    killed) keeps the approval there, which the model would read as the tool's output. The
+    call reads ``unknown`` (:data:`APPROVED_UNRECORDED`), and the model is told so, by a
+    retry of that answer and by every later turn, as for a call the ledger lost.
+    """
+    told = {
+        e["callId"]: tool_content(e)
+        for e in stated_calls(record.tool_calls, waiting=record.status == "pending")
+        if e.get("errorMessage") == APPROVED_UNRECORDED
+    }
+    if not told:
+        return
+    for message in record.messages:
+        if message.get("role") == "tool" and message.get("tool_call_id") in told:
+            message["content"] = told[message["tool_call_id"]]
 
 
 def _unrecorded(record: TurnRecord) -> list[dict[str, Any]]:
@@ -846,6 +869,7 @@ def _legacy_entry(entry: dict[str, Any], waiting: bool, *, gated: bool = False) 
         )
         if is_approval(answer):
             state = "unknown"
+            entry["approved"] = True  # so a retry of that answer lists it, as the ledger's do
             entry["errorMessage"] = APPROVED_UNRECORDED
         else:
             state = "denied"
