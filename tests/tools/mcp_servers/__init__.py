@@ -91,3 +91,13 @@ def late_server(flag: Path, **extra: Any) -> dict[str, Any]:
         f"runpy.run_path({FLAKY!r}, run_name='__main__')\n"
     )
     return {"command": sys.executable, "args": ["-c", start], **extra}
+
+
+def listed_server(
+    folder: Path, tools: str, log: Path | None = None, **extra: Any
+) -> dict[str, Any]:
+    """``listed.py`` as an ``mcp_servers`` entry: it lists ``tools`` (a JSON array's text)."""
+    listing = folder / "tools.json"
+    listing.write_text(tools, encoding="utf-8")
+    args = [str(Path(__file__).with_name("listed.py")), str(listing), *([str(log)] if log else [])]
+    return {"command": sys.executable, "args": args, **extra}

@@ -580,7 +580,9 @@ class _Watched:
             self._on_end()
             raise
         if isinstance(item, Exception):
-            answer = answer_in(item)
+            # Reading a line nested past the SDK's parser again takes Python about a second
+            # per few MB: a worker thread does it, not the loop every session and turn shares.
+            answer = await anyio.to_thread.run_sync(answer_in, item)
             if answer is not None:
                 return answer
             self._on_stray(item)

@@ -4,8 +4,9 @@ The SDK reports an answer that can no longer come in words of its own, under the
 ``-32000`` that servers use for their own errors too (:func:`connection_lost`). It hands the
 session a reply it could not read as a bare exception that reaches no call, so the call waits
 for its timeout, and logs it with a traceback at ERROR (:func:`answer_in` ties such a reply
-to its call; :func:`quiet_sdk_parse_records` drops the records). What a server says is cut to
-:data:`SERVER_WORDS_CHARS` characters (:func:`server_words`).
+to its call, a line nested past the SDK's parser included; :func:`quiet_sdk_parse_records`
+drops the records). What a server says is cut to :data:`SERVER_WORDS_CHARS` characters
+(:func:`server_words`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from aptix.logger import bounded
+from aptix.tools.mcp_source.json_parts import members, scalar
 
 __all__ = [
     "SERVER_WORDS_CHARS",
     "answer_in",
     "connection_lost",
     "quiet_sdk_parse_records",
+    "refused_line",
     "server_words",
     "unreadable",
 ]
@@ -74,7 +77,7 @@ def answer_in(exc: Exception) -> SessionMessage | None:
     """
     reply = _reply(exc)
     if reply is None:
-        return None
+        return _deep_answer(exc)
     request_id = reply.get("id")
     if not isinstance(request_id, int | str) or isinstance(request_id, bool):
         return None
@@ -92,6 +95,50 @@ def answer_in(exc: Exception) -> SessionMessage | None:
         f"its answer is not a valid JSON-RPC response ({bounded(why, 200)}): "
         f"{bounded(json.dumps(reply, ensure_ascii=False), 500)}"
     )
+    return _error_answer(request_id, message)
+
+
+def refused_line(exc: Exception) -> str | None:
+    """The line the SDK's JSON parser refused as a whole (not JSON to it), or None."""
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors(include_url=False)
+    if len(errors) != 1 or errors[0]["type"] != "json_invalid":
+        return None
+    line = errors[0].get("input")
+    return line if isinstance(line, str) else None
+
+
+def _deep_answer(exc: Exception) -> SessionMessage | None:
+    """The error answer a valid line the SDK's parser refused stands for, as :func:`answer_in`.
+
+    pydantic reads no deeper than 200 levels and reports a line nested deeper (a tool's
+    result, a schema) as not JSON: the line's outer members, read without that limit, still
+    give the call's id. A line that is not JSON stays one.
+    """
+    line = refused_line(exc)
+    parts = members(line) if line is not None else None
+    if line is None or parts is None or "method" in parts:
+        return None
+    if "result" not in parts and "error" not in parts:
+        return None
+    request_id = scalar(parts.get("id"))
+    if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+        return None
+    assert isinstance(exc, ValidationError)  # refused_line read it
+    why = str(exc.errors(include_url=False)[0]["msg"]).removeprefix("Invalid JSON: ")
+    why = (
+        f"it nests deeper than the MCP SDK reads: {why}"
+        if "recursion limit" in why
+        else f"the MCP SDK cannot read it: {why}"
+    )
+    message = (
+        f"its answer is not a valid JSON-RPC response ({bounded(why, 200)}): {bounded(line, 500)}"
+    )
+    return _error_answer(request_id, message)
+
+
+def _error_answer(request_id: int | str, message: str) -> SessionMessage:
     error = types.ErrorData(code=types.PARSE_ERROR, message=message)
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
@@ -101,7 +148,11 @@ def unreadable(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         errors = exc.errors(include_url=False)
         if errors and errors[0]["type"] == "json_invalid":
-            return f"not JSON: {json.dumps(bounded(str(errors[0]['input']), 200))}"
+            shown = json.dumps(bounded(str(errors[0]["input"]), 200))
+            why = str(errors[0]["msg"]).removeprefix("Invalid JSON: ")
+            if "recursion limit" in why:  # JSON, but deeper than the SDK reads
+                return f"nested deeper than the MCP SDK reads ({why}): {shown}"
+            return f"not JSON: {shown}"
         if errors:
             where = ".".join(str(part) for part in errors[0]["loc"])
             shown = bounded(json.dumps(errors[0].get("input"), default=repr), 200)
