@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from aptix.cli.charset import tolerant_output
 from aptix.cli.chat_approval import ApprovalQuestion
 from aptix.cli.chat_commands import (
     COMMANDS,
@@ -117,7 +118,8 @@ def chat(
     if demo:
         use_demo_model()
     try:
-        asyncio.run(_main(session_id, mode, tool_details, resume_last))
+        with tolerant_output():  # a Latin-1 terminal: what it lacks is replaced, never fatal
+            asyncio.run(_main(session_id, mode, tool_details, resume_last))
     except ConfigurationError as exc:
         config_failed(exc)
     except AptixError as exc:

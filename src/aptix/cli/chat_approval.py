@@ -87,7 +87,8 @@ class ApprovalQuestion:
         rows = self._header()
         if len(rows) > _RESTATED_ROWS:
             rows = rows[:_RESTATED_ROWS]
-            rows[-1] = rows[-1][: len(rows[-1]) - 1] + Text("…")
+            more = inert("…")  # "..." on a terminal that is not UTF-8
+            rows[-1] = rows[-1][: len(rows[-1]) - len(more)] + Text(more)
         say_rows(rows)
 
     def _header(self) -> list[Text]:

@@ -41,6 +41,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text, TextType
 
+from aptix.cli.charset import carries
 from aptix.cli.chat_tail import StreamedTail
 from aptix.cli.output import console, folded, inert, styled
 
@@ -111,7 +112,7 @@ def _images_as_links(tokens: list[Token]) -> Iterator[Token]:
             yield token
             continue
         yield Token("link_open", "a", 1, attrs={"href": str(token.attrs.get("src", ""))})
-        yield Token("text", "", 0, content="🌆")
+        yield Token("text", "", 0, content=inert("🌆"))
         if token.children:
             yield Token("text", "", 0, content=" ")
             yield from token.children
@@ -149,7 +150,7 @@ def tool_line(data: dict[str, Any], *, details: bool) -> RenderableType:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True, style="dim")
     grid.add_column(overflow="fold")
-    grid.add_row(Text("  ⚙"), styled((name, "bold")))
+    grid.add_row(styled("  ⚙"), styled((name, "bold")))
     grid.add_row(Text("  args"), Text(_pretty(arguments)))
     grid.add_row(Text("  result"), Text(_pretty(outcome), style=style))
     return grid
@@ -190,7 +191,7 @@ class TurnView:
             # auto_refresh=False: Rich's refresh thread raced the final print and overwrote
             # the screen (issue 23); every redraw now happens on this loop, in order.
             self._live = Live(
-                Spinner("dots", Text("thinking…", style="dim")),
+                _spinner("thinking…"),
                 console=console,
                 transient=True,
                 auto_refresh=False,
@@ -305,8 +306,13 @@ class TurnView:
                 console.print(styled(LABEL, " ", text), soft_wrap=True)
             return
         body = InertMarkdown(text) if markdown else Text(inert(text))
-        self._live.update(Spinner("dots", Text("working…", style="dim")))
+        self._live.update(_spinner("working…"))
         console.print(_labelled(body))
+
+
+def _spinner(words: str) -> Spinner:
+    # Braille dots where the terminal's encoding has them; on a Latin-1 one, a turning line.
+    return Spinner("dots" if carries("⠋") else "line", styled((words, "dim")))
 
 
 def _failed_write(exc: BaseException) -> OSError | None:

@@ -33,6 +33,7 @@ from rich.table import Table
 from rich.text import Text
 
 from aptix import invisible
+from aptix.cli.charset import carried
 from aptix.urls import mask_credentials
 
 __all__ = [
@@ -94,6 +95,8 @@ def _writing_results() -> Iterator[None]:
     except OSError as exc:
         _drop_unwritten()
         fail(f"Cannot write the output: {exc.strerror or exc}.")
+    except UnicodeEncodeError as exc:  # a character the locale's encoding (Latin-1) lacks
+        fail(f"Cannot write the output in the encoding {exc.encoding}: {exc.reason}.")
 
 
 def _drop_unwritten() -> None:
@@ -125,10 +128,11 @@ def inert(text: str) -> str:
     Newlines and tabs are kept (CR LF becomes LF); everything a terminal would act on (ESC,
     a lone CR, backspace, bell, C1 controls), and what would reorder or hide text (bidi
     controls, the line and paragraph separators, zero-width and tag characters), is shown,
-    not obeyed.
+    not obeyed. What the output's encoding lacks (on a terminal that is not UTF-8) is
+    replaced too (:func:`aptix.cli.charset.carried`).
     """
     shown = text.replace("\r\n", "\n").translate(_INERT)
-    return invisible.SHOWN.sub(invisible.spelled_out, shown)
+    return carried(invisible.SHOWN.sub(invisible.spelled_out, shown))
 
 
 #: A piece of a line: plain text, or ``(text, style)`` where only the style is ours.
