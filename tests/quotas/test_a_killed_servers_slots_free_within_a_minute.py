@@ -1,0 +1,99 @@
+"""A turn slot lives as long as its process: renewed while it runs, freed soon after a kill.
+
+A slot had a fixed deadline of 15 minutes from its take, so an org at its limit whose server
+was killed (``kill -9``) was refused for up to 15 minutes, each 429 saying "retry in 1 s",
+and a turn running longer than 15 minutes lost its slot while it ran. A slot's deadline is
+now a minute, pushed back while its process lives. The lifetime is shortened to 2 s here,
+in the test and in the process it kills.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from aptix.quotas import slots
+from aptix.quotas.limiter import Quotas
+
+REDIS = "redis://127.0.0.1:6379/0"
+SLOT_SECONDS = 2
+
+#: A server holding one of its org's two slots, until it is killed.
+HOLDER = """
+import asyncio, sys
+from aptix.quotas import slots
+from aptix.quotas.limiter import Quotas
+
+slots.SLOT_SECONDS = {seconds}
+
+async def main():
+    quotas = Quotas(max_concurrent_turns=2, redis_url={url!r}, key_prefix={prefix!r})
+    assert await quotas.enter_turn("acme") is None
+    print("taken", flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture
+def prefix(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A key prefix of this test's own (its keys are deleted afterwards); slots of 2 s."""
+    monkeypatch.setattr(slots, "SLOT_SECONDS", SLOT_SECONDS)
+    client = redis.Redis.from_url(REDIS)
+    client.ping()  # the test needs the real Redis: fail, never skip
+    name = f"aptix-test-{uuid.uuid4().hex}"
+    yield name
+    keys = list(client.scan_iter(f"{name}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+async def test_a_slot_counts_while_its_server_lives_and_frees_once_killed(prefix: str) -> None:
+    code = HOLDER.format(seconds=SLOT_SECONDS, url=REDIS, prefix=prefix)
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE
+    )
+    alive = Quotas(max_concurrent_turns=2, redis_url=REDIS, key_prefix=prefix)
+    try:
+        assert holder.stdout is not None
+        assert await asyncio.wait_for(holder.stdout.readline(), 60) == b"taken\n"
+        assert await alive.enter_turn("acme") is None
+        # Three lifetimes on, both turns still run: the org stays at its limit.
+        for _ in range(3):
+            await asyncio.sleep(SLOT_SECONDS)
+            refused = await alive.enter_turn("acme")
+            assert refused is not None
+            assert refused.code == "too_many_turns"
+        os.kill(holder.pid, signal.SIGKILL)
+        await holder.wait()
+        await asyncio.sleep(SLOT_SECONDS + 0.5)
+        # The killed server's slot is gone; the living turn's is not.
+        assert await alive.enter_turn("acme") is None
+        assert await alive.enter_turn("acme") is not None
+    finally:
+        if holder.returncode is None:
+            holder.kill()
+            await holder.wait()
+        await alive.aclose()
+
+
+async def test_a_slot_in_memory_is_renewed_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slots, "SLOT_SECONDS", SLOT_SECONDS)
+    quotas = Quotas(max_concurrent_turns=1)
+    try:
+        assert await quotas.enter_turn("acme") is None
+        await asyncio.sleep(SLOT_SECONDS * 2)
+        assert await quotas.enter_turn("acme") is not None  # the turn still runs
+        await quotas.leave_turn("acme")
+        assert await quotas.enter_turn("acme") is None
+    finally:
+        await quotas.aclose()
