@@ -46,7 +46,7 @@ from aptix.api.routes.agent import NO_MODEL, switch_claimed_mode
 from aptix.api.routes.deps import CallerDep, RuntimeDep, TurnSlotDep
 from aptix.api.schemas import ErrorBody
 from aptix.api.storable_json import StorableJSONResponse
-from aptix.errors import SessionBusyError, ToolContractError, TurnError
+from aptix.errors import NotFoundError, SessionBusyError, ToolContractError, TurnError
 from aptix.llm.formats import FORMAT_UNMET, schema_problem
 from aptix.logger import bounded
 from aptix.reasoner import AgentReasoner, TurnResult
@@ -201,23 +201,31 @@ async def create_chat_completion(
     except AskError as exc:
         raise ApiError(400, str(exc), "invalid_request_error", param=exc.param) from exc
     reasoner = _with_client_tools(reasoner, body, runtime)
-    target = await _session_for(runtime, caller, fingerprints, body, ask, mode, x_aptix_session)
-    headers = {SESSION_HEADER: target.session_id}
-    await settled(target.session_id)  # a stream of it the client just closed: its ending
-    try:
-        prepared = await reasoner.prepare(
-            session_id=target.session_id,
-            org=caller.org,
-            user=caller.user,
-            role=caller.role,
-            instruction=target.instruction,
-            tool_results=ask.tool_results or None,
-            # A chat client's new message leaves the calls it did not answer behind.
-            supersede_pending=True,
-            response_format=answer_format,
-        )
-    except TurnError as exc:
-        raise _refused(exc, headers) from exc
+    for looked in range(2):
+        target = await _session_for(runtime, caller, fingerprints, body, ask, mode, x_aptix_session)
+        headers = {SESSION_HEADER: target.session_id}
+        await settled(target.session_id)  # a stream of it the client just closed: its ending
+        try:
+            prepared = await reasoner.prepare(
+                session_id=target.session_id,
+                org=caller.org,
+                user=caller.user,
+                role=caller.role,
+                instruction=target.instruction,
+                tool_results=ask.tool_results or None,
+                # A chat client's new message leaves the calls it did not answer behind.
+                supersede_pending=True,
+                response_format=answer_format,
+            )
+        except NotFoundError:
+            if x_aptix_session is not None or looked:
+                raise
+            # The session the conversation's fingerprint found was pruned since (with its
+            # fingerprints): looked up again, the conversation is one Aptix does not know.
+            continue
+        except TurnError as exc:
+            raise _refused(exc, headers) from exc
+        break
     if prepared.replay is not None:
         raise ApiError(
             409,
