@@ -10,7 +10,8 @@ broken transport (closed stream, broken pipe, failed reconnect) fails the calls 
 leaves the session to be closed in the background and reopened by the next call. A server
 that is down is reported once (a warning naming it) until it answers again. A reply the SDK
 cannot read fails the call it answers at once (:func:`~.replies.answer_in`); one that answers
-no call is reported once per session.
+no call is reported once per session. A tool the SDK cannot read is left out of its listing
+alone (:class:`~.listing.Listings`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
-from types import TracebackType
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 import anyio
@@ -34,13 +34,14 @@ from mcp.shared.exceptions import MCPError
 from aptix.logger import AdminLogger, LogLevel
 from aptix.settings_mcp import McpServerConfig
 from aptix.tools.mcp_source.attempts import Attempt, NotingAttempts, sending
+from aptix.tools.mcp_source.listing import Listings, ToolListing
 from aptix.tools.mcp_source.replies import (
-    answer_in,
     connection_lost,
     quiet_sdk_parse_records,
     server_words,
     unreadable,
 )
+from aptix.tools.mcp_source.streams import Noted, Watched
 
 __all__ = ["McpCallError", "McpConnection", "McpFailure"]
 
@@ -93,6 +94,8 @@ class _Live:
     probe: asyncio.Task[bool] | None = None
     #: A reply that answers no call was reported (once per session: a server may send many).
     unreadable_reported: bool = False
+    #: The session's ``tools/list`` requests, whose answers are read tool by tool.
+    listings: Listings = field(default_factory=Listings)
 
 
 class McpConnection:
@@ -130,12 +133,16 @@ class McpConnection:
             live is not None and not live.ended and self._task is not None and not self._task.done()
         )
 
-    async def list_tools(self) -> list[types.Tool]:
-        """Every tool the server offers (all pages); :class:`McpCallError` when unreachable."""
+    async def list_tools(self) -> ToolListing:
+        """Every tool the server offers (all pages); :class:`McpCallError` when unreachable.
+
+        A tool the SDK cannot read is left out of its page, and named in ``left_out``.
+        """
         live = await self._ready()
         session = _session(live)
         tools: list[types.Tool] = []
         cursor: str | None = None
+        live.listings.left_out.clear()
         try:
             async with asyncio.timeout(self.config.timeout_seconds):
                 while True:
@@ -144,7 +151,7 @@ class McpConnection:
                     tools.extend(page.tools)
                     cursor = page.next_cursor
                     if not cursor:
-                        return tools
+                        return ToolListing(tools, dict(live.listings.left_out))
         except Exception as exc:
             raise self._failed("listing its tools", exc, live) from None
 
@@ -296,13 +303,14 @@ class McpConnection:
                 read, write = await stack.enter_async_context(self._transport(live))
                 session = await stack.enter_async_context(
                     ClientSession(
-                        _Watched(read, ended, stray),
-                        write,
+                        Watched(read, ended, stray, live.listings),
+                        Noted(write, live.listings),
                         read_timeout_seconds=self._connect_limit,
                         message_handler=self._on_message,
                     )
                 )
                 await session.initialize()
+                live.listings.version = session.protocol_version or live.listings.version
                 live.session = session
                 ready.set_result(live)
                 await stop.wait()
@@ -547,70 +555,6 @@ def _kind(exc: Exception, ended: bool, sent: Attempt) -> McpFailure:
 
 def _code(exc: BaseException) -> int | None:
     return exc.code if isinstance(exc, MCPError) else None
-
-
-class _Watched:
-    """The transport's read stream: ``on_end`` hears of its end.
-
-    A reply the transport could not read comes as an exception: one that answers a call
-    becomes that call's error answer, any other goes to ``on_stray`` (and on to the session,
-    which ignores it).
-    """
-
-    def __init__(
-        self,
-        inner: Any,
-        on_end: Callable[[], None],
-        on_stray: Callable[[Exception], None],
-    ) -> None:
-        self._inner = inner
-        self._on_end = on_end
-        self._on_stray = on_stray
-
-    @property
-    def last_context(self) -> Any:
-        """The sender's context of the last item, as the SDK's context streams carry it."""
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        """The next item from the server."""
-        try:
-            item = await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._on_end()
-            raise
-        if isinstance(item, Exception):
-            # Reading a line nested past the SDK's parser again takes Python about a second
-            # per few MB: a worker thread does it, not the loop every session and turn shares.
-            answer = await anyio.to_thread.run_sync(answer_in, item)
-            if answer is not None:
-                return answer
-            self._on_stray(item)
-        return item
-
-    def __aiter__(self) -> _Watched:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        """Close the underlying stream."""
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _Watched:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _describe(exc: BaseException, timeout: float) -> str:

@@ -44,6 +44,8 @@ class McpToolSource:
         #: its last listing (to warn about a tool left out once, not on every re-listing).
         self._registered: dict[str, dict[str, types.Tool]] = {}
         self._listed: dict[str, dict[str, types.Tool]] = {}
+        #: Per server, the tools its last listing held that the SDK cannot read: name -> why.
+        self._unreadable: dict[str, dict[str, str]] = {}
         self._retries: list[asyncio.Task[None]] = []
         self._registry: AgentToolRegistry | None = None
         #: Servers whose tools are to be listed again, and the task doing it per server.
@@ -171,9 +173,15 @@ class McpToolSource:
         """
         connection = self.connections[name]
         try:
-            remote_tools = await connection.list_tools()
+            listing = await connection.list_tools()
         except McpCallError:
             return False  # already reported by the connection, naming the server
+        remote_tools = listing.tools
+        told = self._unreadable.get(name, {})
+        for tool, why in listing.left_out.items():
+            if told.get(tool) != why:  # told once, not per listing
+                self._left_out(name, tool, why)
+        self._unreadable[name] = listing.left_out
         first = name not in self._registered
         before = self._registered.get(name, {})
         listed_before = self._listed.get(name, {})
@@ -199,12 +207,7 @@ class McpToolSource:
                 registered[local] = remote
                 changed.append(local)
             elif listed_before.get(remote.name) != remote:  # told once, not per listing
-                self._logger.add_custom_event(
-                    LogLevel.WARNING,
-                    _TAG,
-                    f"MCP server '{name}': tool '{remote.name}' is left out: {problem}",
-                    ("Server", name),
-                )
+                self._left_out(name, remote.name, problem)
         for local in before:
             if local in listed and local not in registered:  # changed, then left out
                 registry.unregister(local)
@@ -257,6 +260,14 @@ class McpToolSource:
         except (ValueError, ToolContractError) as exc:
             return str(exc)
         return None
+
+    def _left_out(self, server: str, tool: str, problem: str) -> None:
+        self._logger.add_custom_event(
+            LogLevel.WARNING,
+            _TAG,
+            f"MCP server '{server}': tool '{tool}' is left out: {problem}",
+            ("Server", server),
+        )
 
     def _warn(self, message: str) -> None:
         self._logger.add_custom_event(LogLevel.WARNING, _TAG, message)
