@@ -28,6 +28,7 @@ from aptix.cli.chat_commands import (
     help_line,
     open_session,
     run_command,
+    show_call,
     show_refusal,
 )
 from aptix.cli.chat_signals import ChatSignals, cut_short, end_by, ending_note
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 APPROVAL_TOOL = "request_user_approval"
 #: Why a turn ending so cut off the text it was streaming, by its result's kind.
 _CUT_OFF = {"cancelled": "turn cancelled", "error": "turn failed"}
+#: The outcomes of calls a cancel stopped while they ran (or left running in their thread).
+_CUT_MID_RUN = ("unknown", "abandoned")
 DEMO_TRY = "Try: calculate 2*(3+4), list the modes, show the workflows, ask me for approval."
 #: Where the chat's log lines go (in the data directory): the screen is the conversation's.
 LOG_FILE = "chat.log"
@@ -447,6 +450,10 @@ def _show_result(result: TurnResult) -> None:
     if result.kind == "error":
         say(("error:", "bold red"), " ", " ".join((result.error or "").split()))
     elif result.kind == "cancelled":
+        # A call the cancel cut mid-run may have partly taken effect: said as recorded.
+        for call in result.tool_calls:
+            if call.get("outcome") in _CUT_MID_RUN:
+                show_call(call)
         say(("Turn cancelled.", "yellow"), " The chat goes on; Ctrl-C again quits.")
     for warning in result.warnings:
         if warning == result.error:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aptix.cli.output import Part, folded, say, say_rows
 
@@ -21,6 +21,7 @@ __all__ = [
     "help_line",
     "open_session",
     "run_command",
+    "show_call",
     "show_refusal",
 ]
 
@@ -212,14 +213,21 @@ def _show_unfinished(turn: TurnRecord) -> None:
         for e in ledger.stated_calls(turn.tool_calls, waiting=turn.status == "pending")
     ]
     for call in calls[:SHOWN_CALLS]:
-        outcome = str(call.get("outcome") or call.get("state") or "")
-        message = str(call.get("errorMessage") or "")
-        parts: list[Part] = [(str(call.get("name") or ""), "bold"), (f" → {outcome}", "dim")]
-        if message and outcome != "succeeded":
-            parts.append(f": {' '.join(bounded(message).split())}")
-        say_rows(folded(*parts, indent=4, label=("  ⚙", "dim")))
+        show_call(call)
     if len(calls) > SHOWN_CALLS:
         say((f"    … and {len(calls) - SHOWN_CALLS} more call(s)", "dim"))
+
+
+def show_call(call: dict[str, Any]) -> None:
+    """A call as its record states it: ``⚙ name → outcome``, and why unless it succeeded."""
+    from aptix.logger import bounded
+
+    outcome = str(call.get("outcome") or call.get("state") or "")
+    message = str(call.get("errorMessage") or "")
+    parts: list[Part] = [(str(call.get("name") or ""), "bold"), (f" → {outcome}", "dim")]
+    if message and outcome != "succeeded":
+        parts.append(f": {' '.join(bounded(message).split())}")
+    say_rows(folded(*parts, indent=4, label=("  ⚙", "dim")))
 
 
 def _failure(turn: TurnRecord) -> str:
