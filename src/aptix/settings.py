@@ -233,8 +233,10 @@ class AptixSettings(BaseSettings):
         description="Bearer keys and who they are: 'key1=org:user[:role],key2=org2:user2'; "
         "role user (default), author or admin; each key once. A key ends at its entry's last "
         "'=' (so base64 padding is part of it); spaces around each part are not; org and user "
-        "names are at most 200 characters. Without keys the server runs as one local admin "
-        "user on 127.0.0.1 only.",
+        "names are at most 200 characters. A key is visible ASCII (letters, digits and "
+        "punctuation, 0x21-0x7E): one with a space, a control or any other character, which "
+        "HTTP clients would not send as it is, stops start-up. Without keys the server runs "
+        "as one local admin user on 127.0.0.1 only.",
     )
     max_body_bytes: int = Field(
         1_048_576,

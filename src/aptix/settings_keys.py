@@ -40,11 +40,25 @@ def owner_name_problem(name: str) -> str | None:
     return None
 
 
+def _invisible_at(key: str) -> int | None:
+    """The 1-based position of ``key``'s first character outside visible ASCII, or None.
+
+    Clients send a header as bytes: curl and httpx ASCII or UTF-8, browsers Latin-1, and the
+    server reads them as Latin-1. Only visible ASCII is the same bytes every way; a space
+    or a control is no part of a bearer token (RFC 6750 §2.1).
+    """
+    for position, char in enumerate(key, 1):
+        if not "!" <= char <= "~":
+            return position
+    return None
+
+
 def parse_api_keys(text: str) -> dict[str, KeyOwner]:
     """``key=org:user[:role],...`` parsed into key -> owner; ValueError when malformed.
 
     The key is everything before the entry's last ``=``, so a key may contain ``=`` (base64
-    padding) and an org, user or role may not. Spaces around each part are not part of it.
+    padding) and an org, user or role may not. Spaces around each part are not part of it;
+    the key itself is visible ASCII, as every HTTP client sends it unchanged.
     """
     if not text.strip():
         return {}
@@ -59,6 +73,13 @@ def parse_api_keys(text: str) -> dict[str, KeyOwner]:
             raise ValueError(
                 f"APTIX_API_KEYS entry #{index} must look like 'key=org:user' or "
                 "'key=org:user:role'."
+            )
+        if (position := _invisible_at(key)) is not None:
+            # Never the key, nor its character: the message goes to logs and terminals.
+            raise ValueError(
+                f"APTIX_API_KEYS entry #{index}: the key's character #{position} is not "
+                "visible ASCII; a key may hold only letters, digits and punctuation "
+                "(0x21-0x7E), which HTTP clients send as they are."
             )
         for label, name in (("org", org), ("user", user)):
             if (problem := owner_name_problem(name)) is not None:
