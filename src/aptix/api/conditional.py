@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from aptix.api.errors import ApiError
 from aptix.casing import any_case
@@ -22,7 +22,10 @@ from aptix.tools.registry import AgentToolRegistry
 
 __all__ = [
     "EXPECTED_REVISION",
+    "RevisionReader",
     "apply_if_match",
+    "cannot_match",
+    "current_revision",
     "etag_headers",
     "if_match_field",
     "is_conditional",
@@ -63,14 +66,48 @@ def if_match_field(lines: list[str]) -> str | None:
     return ", ".join(line.strip() for line in lines if line.strip())
 
 
-def apply_if_match(name: str, conditional: bool, arguments: str, if_match: str | None) -> str:
+@runtime_checkable
+class RevisionReader(Protocol):
+    """A tool with revisions that reads the revision its arguments' subject is at now."""
+
+    async def current_revision(self, arguments: str, org: str) -> int | None:
+        """The revision an ``ETag`` names now; None when there is none to name."""
+
+
+def _states_nothing(if_match: str) -> bool:
+    # An empty field states no precondition; ``*`` one that any current revision meets.
+    return if_match.strip() in ("", "*")
+
+
+def cannot_match(if_match: str | None) -> bool:
+    """True when ``If-Match`` is a weak, malformed or listed tag, which no revision matches."""
+    return if_match is not None and not _states_nothing(if_match) and not _TAG.fullmatch(if_match)
+
+
+async def current_revision(tool: AgentTool | None, arguments: str, org: str) -> int | None:
+    """The revision ``tool``'s subject is at for ``org``, when the tool can read it."""
+    if not isinstance(tool, RevisionReader):
+        return None
+    return await tool.current_revision(arguments, org)
+
+
+def apply_if_match(
+    name: str,
+    conditional: bool,
+    arguments: str,
+    if_match: str | None,
+    *,
+    current: int | None = None,
+) -> str:
     """``arguments`` with ``If-Match``'s revision as ``expectedRevision``.
 
     An If-Match that cannot match (a tool without revisions, a weak, malformed or listed tag)
     fails its precondition: 412, as RFC 9110 §13.1.1 has it for a tag that does not match.
+    A weak, malformed or listed tag's 412 names the ``current`` revision, when the tool read
+    one, and carries its ``ETag``, as a stale tag's does.
     """
-    if if_match is None or if_match.strip() in ("", "*"):
-        return arguments  # an empty field states no precondition
+    if if_match is None or _states_nothing(if_match):
+        return arguments
     if not conditional:
         # No revision, so no entity tag can match (RFC 9110 §13.1.1): the precondition fails.
         raise ApiError(
@@ -80,12 +117,20 @@ def apply_if_match(name: str, conditional: bool, arguments: str, if_match: str |
             "precondition_failed",
         )
     matched = _TAG.fullmatch(if_match)
-    if matched is None:
+    if matched is None and current is None:
         raise ApiError(
             412,
             'If-Match cannot match: send one strong entity tag from an ETag, like "7" '
             "(quotes included).",
             "precondition_failed",
+        )
+    if matched is None:
+        raise ApiError(
+            412,
+            f"If-Match cannot match: the current revision is {current}; send its ETag, "
+            f'"{current}" (quotes included), as one strong entity tag.',
+            "precondition_failed",
+            headers={"ETag": f'"{current}"'},
         )
     revision = int(matched.group(1))
     try:

@@ -315,6 +315,11 @@ class WorkflowAuthoring:
                 rows.append(row)
         return AuthoringOutcome(ok=True, workflows=rows)
 
+    async def revision(self, workflow_id: str, org: str) -> int | None:
+        """The revision an ``ETag`` names for ``org``'s ``workflow_id``; None before its first."""
+        state = await read_state(self._store, self._registry, workflow_id, org)
+        return state.tag or None  # none for a deployment-wide workflow, nor at revision 0
+
     async def history(self, workflow_id: str, org: str) -> list[StoredRevision]:
         """Every stored revision of ``org``'s ``workflow_id``, oldest first."""
         return await self._store.history(workflow_id.strip(), org)

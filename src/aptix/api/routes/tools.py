@@ -9,7 +9,14 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 
 from aptix.api.answer_headers import ETAG, with_headers
-from aptix.api.conditional import apply_if_match, etag_headers, if_match_field, is_conditional
+from aptix.api.conditional import (
+    apply_if_match,
+    cannot_match,
+    current_revision,
+    etag_headers,
+    if_match_field,
+    is_conditional,
+)
 from aptix.api.errors import ApiError
 from aptix.api.json_body import JsonBodyRoute
 from aptix.api.responses import ToolInfo
@@ -93,7 +100,12 @@ async def invoke_tool(
     conditional = is_conditional(runtime.registry, name)
     # ``if_match`` is the first line only: a stale tag on a second line must fail too.
     if_match = if_match_field(request.headers.getlist("if-match"))
-    arguments = apply_if_match(name, conditional, arguments, if_match)
+    current = None
+    if conditional and cannot_match(if_match):
+        # Its 412 names the revision to send, as a stale tag's does (the caller's org only).
+        tool = runtime.registry.get_tool(name)
+        current = await current_revision(tool, arguments, caller.org)
+    arguments = apply_if_match(name, conditional, arguments, if_match, current=current)
     # The session's mode and active workflow apply here exactly as in a model turn.
     context = await runtime.session_context(
         org=caller.org, user=caller.user, role=caller.role, session_id=body.session_id

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 
 from aptix.logger import AdminLogger
 from aptix.results import InvokeResult
+from aptix.tools.args import parse_arguments
 from aptix.tools.builtin.base import (
     BuiltinTool,
     OperationArgs,
@@ -133,6 +134,14 @@ class WorkflowAuthoringTool(BuiltinTool[_Args, dict[str, Any]]):
     def invalid(self, message: str) -> InvokeResult[str]:
         """Arguments that do not parse are guidance in the envelope, not a failed call."""
         return InvokeResult.create(compact_json(AuthoringOutcome.fail("", message).to_wire()))
+
+    async def current_revision(self, arguments: str, org: str) -> int | None:
+        """The revision of ``org``'s workflow that ``arguments`` name, for an ``ETag``."""
+        args = parse_arguments(_Args, arguments).result
+        workflow_id = args.workflow_id if args is not None else None
+        if not workflow_id or not workflow_id.strip():
+            return None
+        return await self._authoring.revision(workflow_id, org)
 
     async def run(self, args: _Args, context: AgentToolExecutionContext) -> dict[str, Any]:
         """Run one authoring operation and return its envelope."""
