@@ -14,7 +14,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aptix.api.json_body import NotJsonNumber
-from aptix.api.openai.unserved import not_served
+from aptix.api.openai.unserved import method_not_served, not_served
 from aptix.api.outage import (
     OUTAGE_TYPES,
     RETRY_AFTER_SECONDS,
@@ -288,6 +288,13 @@ def install_error_handlers(app: FastAPI) -> None:
             message = not_served(request.url.path) or "No such route."
         elif exc.status_code == 413:
             message = too_large(request.app.max_body_size)
+        elif (
+            exc.status_code == 405
+            and message == "Method Not Allowed"
+            and _is_openai(request.url.path)
+        ):
+            # An SDK call (``chat.completions.list()``) is told what is served, not just no.
+            message = method_not_served(request.method, request.url.path)
         headers = dict(exc.headers or {})
         if exc.status_code == 405 and (allowed := _allowed_methods(request, headers.get("Allow"))):
             headers["Allow"] = allowed

@@ -7,7 +7,7 @@ otherwise read a bare "No such route." and not learn where Aptix answers.
 
 from __future__ import annotations
 
-__all__ = ["not_served"]
+__all__ = ["method_not_served", "not_served"]
 
 #: OpenAI's APIs by their first path segment under ``/v1/``, as OpenAI's docs name them.
 _APIS = {
@@ -35,6 +35,21 @@ _MESSAGE = (
     "Aptix does not serve {api}. It serves the OpenAI Chat Completions API: "
     "POST /v1/chat/completions, with its models at GET /v1/models."
 )
+
+
+#: OpenAI calls that reach a path Aptix serves with a method it does not serve there: the
+#: openai SDK's ``chat.completions.list()`` and ``models.delete()``.
+_METHODS = {
+    ("GET", "/v1/chat/completions"): "stored chat completions",
+    ("DELETE", "/v1/models/"): "model deletion",
+}
+
+
+def method_not_served(method: str, path: str) -> str:
+    """The 405 message for ``method`` on an OpenAI path Aptix serves with other methods."""
+    served = "/v1/models/" if path.startswith("/v1/models/") else path
+    api = _METHODS.get((method, served), f"{method} requests at this path")
+    return _MESSAGE.format(api=api)
 
 
 def not_served(path: str) -> str | None:
