@@ -106,14 +106,15 @@ def _start(
 
 @contextmanager
 def serve_isolated(
-    data_dir: Path, log: Path, seconds: float = 60, **env: str
+    data_dir: Path, log: Path, seconds: float = 60, port: int | None = None, **env: str
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``aptix serve`` with only ``env`` as its APTIX_ settings (no plugins or semantic matching).
 
     Its output is appended to ``log`` (a pipe could fill up and block it); yields its URL and
-    process once healthy, waiting ``seconds`` at the most.
+    process once healthy, waiting ``seconds`` at the most. ``port``: a given one (a server
+    started again where a page still points), else a free one.
     """
-    port = free_port()
+    port = port or free_port()
     environment = {
         **{k: v for k, v in os.environ.items() if not k.startswith("APTIX_")},
         "APTIX_DATA_DIR": str(data_dir),

@@ -186,6 +186,15 @@ function pagePath() {
   return (namesPage(location.hash) ? location.hash : "").replace(/^#\/?/, "").split("/");
 }
 
+/** The address's parameters decoded, or null when one holds a malformed %-escape. */
+function decoded(parts) {
+  try {
+    return parts.filter(Boolean).map(decodeURIComponent);
+  } catch {
+    return null; // URIError
+  }
+}
+
 function route(moved) {
   // An in-page fragment is no page: on a hashchange the page shown (and any edit in it) stays.
   if (moved && !namesPage(location.hash)) return;
@@ -201,10 +210,22 @@ function route(moved) {
   const [name = "", ...rest] = pagePath();
   const view = name || "chat";
   const title = `${view[0].toUpperCase()}${view.slice(1)}`;
-  const params = rest.filter(Boolean).map(decodeURIComponent);
+  const params = decoded(rest);
   for (const link of document.querySelectorAll("nav a")) {
-    if (link.getAttribute("href") === `#/${view}`) link.setAttribute("aria-current", "page");
+    if (params && link.getAttribute("href") === `#/${view}`) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
+  }
+  if (!params) {
+    // A link cut or mistyped (a "%" not followed by two hex digits, half of a UTF-8 character)
+    // names nothing: said as such, not blamed on the server.
+    replace(
+      main,
+      h("h1", {}, "Not found"),
+      h("p", {}, "This link is broken: the address holds a malformed %-escape, so it names no page."),
+    );
+    document.title = "Not found · Aptix console";
+    if (moved) moveFocus(main);
+    return;
   }
   if (view === "chat") {
     if (!chat) chat = new Chat();

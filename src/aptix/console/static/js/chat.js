@@ -1,65 +1,33 @@
 // Chat: streamed turns, tool calls, approval cards, the mode and the active workflow.
 
 import { api, ApiError, streamTurn, Unauthorized } from "./api.js";
+import { answered, answerLabel, card, sameAnswer, storedAnswer, storedLabel } from "./cards.js";
 import { append, callStatus, errorText, h, longText, moveFocus, notice, pretty, replace, shortId } from "./dom.js";
 import { markdownBlock, renderMarkdown } from "./markdown.js";
 
-const APPROVAL_TOOL = "request_user_approval";
 /** What a reopened session says after a turn that ended without completing. */
 const ENDED = {
   cancelled: "Turn cancelled.",
   interrupted: "Turn interrupted: the process running it stopped or lost contact with the database.",
   error: "Turn failed.",
 };
-let cardCount = 0;
+const BACK_IN_THE_BOX = "Your message is back in the box: sending it again runs nothing twice.";
+/** Said where a message whose turn ended with calls on record is not sent again (offerRetry,
+ * readBack): a new turn's model may ask for the same calls again (docs/http-api.md). */
+const NOT_SENT_AGAIN =
+  "Your message was not sent again: the tool calls above may have taken effect, and sending it " +
+  "again starts a new turn in which the model may run them again. Send it yourself only if it " +
+  "should run again.";
 
-/** The approval request a call carries (request_user_approval, or an MCP call under an
- * approval policy: resultJson.kind "approval_request"), or null for any other client call. */
-function approvalRequest(call) {
-  let request = null;
-  try {
-    request = JSON.parse(call.resultJson || "null");
-  } catch {
-    request = null;
-  }
-  const isObject = request !== null && typeof request === "object" && !Array.isArray(request);
-  if (call.name === APPROVAL_TOOL) return isObject ? request : {};
-  return isObject && request.kind === "approval_request" ? request : null;
+/** Whether a call of ``turn`` may have taken effect: one is on record that was not denied. */
+function mayHaveRun(turn) {
+  return turn.toolCalls.some((call) => call.outcome !== "denied");
 }
 
-/** An MCP approval's complete arguments, open: its `details` stop at 2,000 characters, and
- * what hides past them ("; rm -rf /") is what is being approved. Never cut (the <pre>
- * scrolls); the person can fold it away. */
-function approvalArguments(value) {
-  const text = pretty(value);
-  return h(
-    "details",
-    { class: "arguments", open: true },
-    h("summary", {}, `All arguments (${text.length.toLocaleString()} characters)`),
-    h("pre", { class: "mono" }, text),
-  );
-}
-
-/** The answer a stored client result gives, in a word (an approval's, or "answered"). */
-function answerLabel(stored) {
-  const value = parsed(stored);
-  if (value && typeof value === "object" && typeof value.approved === "boolean") {
-    return value.approved ? "approved" : "denied";
-  }
-  return "answered";
-}
-
-/** Whether the stored client result (JSON text) is the answer this page sent. */
-function sameAnswer(stored, sent) {
-  return JSON.stringify(parsed(stored)) === JSON.stringify(sent);
-}
-
-function parsed(text) {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
+/** Why a read failed, in words: the API's own message, or that the server was not reached. */
+function failure(error) {
+  if (error instanceof ApiError || error instanceof Unauthorized) return error.message;
+  return `The server could not be reached (${error.message}).`;
 }
 
 /** Whether a session that failed to load may load later: the database or the server failed
@@ -243,13 +211,18 @@ export class Chat {
       for (const call of turn.toolCalls) if (!("clientResult" in call)) this.callFinished(call);
       if (turn.text) this.say("assistant", turn.text);
       if (turn.refusal) this.declined(turn.refusal);
-      if (turn.error) this.note(errorText(turn.error), "error");
-      // As the live chat says it; the text such a turn kept is not its answer.
-      const ended = ENDED[turn.status];
-      if (ended && (turn.text || turn.status !== "error")) {
-        this.note(turn.text ? `${ended} The text above is partial: the turn did not complete.` : ended);
-      }
+      this.sayEnding(turn);
       if (turn.status === "pending") this.ask(turn.turnId, turn.pendingCalls);
+    }
+  }
+
+  /** After a turn's text: its error, and how it ended when it did not complete, as the live
+   * chat says it (the text such a turn kept is not its answer). */
+  sayEnding(turn) {
+    if (turn.error) this.note(errorText(turn.error), "error");
+    const ended = ENDED[turn.status];
+    if (ended && (turn.text || turn.status !== "error")) {
+      this.note(turn.text ? `${ended} The text above is partial: the turn did not complete.` : ended);
     }
   }
 
@@ -286,7 +259,7 @@ export class Chat {
     try {
       return await this.load();
     } catch (error) {
-      if (!(error instanceof Unauthorized) && error.message !== shown) this.log.append(notice(error.message));
+      if (!(error instanceof Unauthorized) && error.message !== shown) this.log.append(notice(failure(error)));
       return null;
     }
   }
@@ -296,10 +269,7 @@ export class Chat {
   loadFailed(sessionId, error) {
     this.loadState = "failed";
     this.sessionEl.textContent = shortId(sessionId);
-    const why =
-      error instanceof ApiError || error instanceof Unauthorized
-        ? error.message
-        : `The server could not be reached (${error.message}).`;
+    const why = failure(error);
     const retry = h("button", { type: "button" }, "Retry");
     retry.addEventListener("click", () => {
       moveFocus(this.message); // the button goes with the transcript
@@ -426,11 +396,6 @@ export class Chat {
       // sent, and it is back in the box.
       said.remove();
       this.putBack(text);
-    } else if (outcome === "unfinished") {
-      // Ended by the server's error envelope: none of its calls ran, or none runs again
-      // (docs/http-api.md), so the same message can simply be sent again.
-      this.putBack(text);
-      this.note("Your message is back in the box: sending it again runs nothing twice.");
     }
   }
 
@@ -484,17 +449,108 @@ export class Chat {
     }
     if (!here()) return "gone";
     if (outcome === "lost") this.offerRetry(body, knownSeq, resumed);
-    else if (finished) {
+    else if (outcome === "unfinished" && !resumed && (finished.error || {}).code === "shutting_down") {
+      // Calls of it may have run: what it did is read back before the message goes back in
+      // the box, from a server that may be gone by now.
+      await this.readBack(body, knownSeq);
+    } else if (finished) {
       const handedOff = this.handedOff;
       this.handedOff = null;
       // The turn has said its error: the same outage is not said again.
       const session = await this.refresh(errorText(finished.error) || null);
       if (!here()) return "gone";
       const turnOf = (turnId) => session && session.turns.find((t) => t.turnId === turnId);
+      const turn = finished.turnId && turnOf(finished.turnId);
+      if (turn) this.showCalls(turn);
       if (resumed && session) this.settle(resumed, turnOf(resumed.turnId));
       if (handedOff) this.askIfWaiting(handedOff, session ? turnOf(handedOff.turnId) : undefined);
+      if (outcome === "unfinished" && !resumed) {
+        // Ended by the server's error envelope for a database outage or a bug, which it gives
+        // only while none of the turn's calls ran (docs/http-api.md): the same message can
+        // simply be sent again.
+        this.putBack(body.instruction);
+        this.note(BACK_IN_THE_BOX);
+      }
+    } else if (outcome === "cancelled") {
+      await this.showCancelled(knownSeq, resumed);
     }
-    return outcome;
+    return here() ? outcome : "gone";
+  }
+
+  /**
+   * After Cancel turn closed the stream, which cancels the turn: each of its calls as the
+   * record has it once the cancel is on record (a call it stopped reads "outcome unknown", no
+   * longer "running…"). The server writes it as the stream closes; it is read again for up to
+   * 5 s meanwhile, as long as the session's next request would wait for it (docs/http-api.md).
+   */
+  async showCancelled(knownSeq, resumed) {
+    const generation = this.generation;
+    for (let tries = 0; tries < 20; tries += 1) {
+      let session = null;
+      try {
+        session = await this.load();
+      } catch {
+        return; // the turn said it was cancelled; its calls' lines stay as they were
+      }
+      if (this.generation !== generation || !session) return;
+      const turn = resumed
+        ? session.turns.find((t) => t.turnId === resumed.turnId)
+        : session.turns.find((t) => t.seq > knownSeq);
+      if (!turn) return;
+      if (turn.status !== "running") {
+        this.showCalls(turn);
+        if (resumed) this.settle(resumed, turn); // the answers the cancelled resume carried
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+
+  /**
+   * An instruction's turn that a stopping server cut short, read back from the record. Calls
+   * that may have run are not run again by the server, but a new turn's model may ask for
+   * them again: with none on record the message goes back in the box, else the calls are
+   * shown as recorded and it is not. While the server is away (or has not yet marked the
+   * turn interrupted, which its next start does), a Retry reads it again.
+   */
+  async readBack(body, knownSeq) {
+    const generation = this.generation;
+    let session = null;
+    let why = null;
+    try {
+      session = await this.load();
+    } catch (error) {
+      if (error instanceof Unauthorized) return;
+      why = failure(error);
+    }
+    if (this.generation !== generation || (!session && !why)) return;
+    const turn = session && session.turns.find((t) => t.seq > knownSeq);
+    if (!session || (turn && turn.status === "running")) {
+      const retry = h("button", { type: "button" }, "Retry");
+      const box = h(
+        "div",
+        { class: "notice error", role: "alert" },
+        "What the turn did could not be read back yet. ",
+        why || "The server has not marked it interrupted yet.",
+        " Retry once the server is back. ",
+        retry,
+      );
+      retry.addEventListener("click", () => {
+        box.remove();
+        moveFocus(this.message); // the button goes with the notice
+        this.readBack(body, knownSeq);
+      });
+      this.put(box);
+      return;
+    }
+    if (!turn || !mayHaveRun(turn)) {
+      this.putBack(body.instruction);
+      this.note(BACK_IN_THE_BOX);
+      return;
+    }
+    this.showCalls(turn);
+    this.sayEnding(turn);
+    this.note(NOT_SENT_AGAIN);
   }
 
   /**
@@ -563,6 +619,8 @@ export class Chat {
     }
     const status = details.querySelector(".call-status");
     status.textContent = callStatus(call);
+    // Drawn again from the record (showCalls): what the line showed before goes.
+    details.replaceChildren(details.querySelector("summary"));
     append(details, [
       h("h3", {}, "Arguments"),
       longText(pretty(call.argumentsJson), "arguments"),
@@ -570,6 +628,20 @@ export class Chat {
         ? [h("h3", {}, "Error"), h("p", { class: "error-text" }, call.errorMessage)]
         : [h("h3", {}, "Result"), longText(pretty(call.resultJson), "result")],
     ]);
+  }
+
+  /**
+   * Each call of ``turn`` as the record has it (a call's status is its ledger outcome): a line
+   * that says otherwise is drawn again (a call a cancel or a crash cut short reads "outcome
+   * unknown", no longer "running…"), and a call not drawn yet is added. A call a client
+   * answered is left to its card and to settle(), which say the answer on record.
+   */
+  showCalls(turn) {
+    for (const call of turn.toolCalls) {
+      if ("clientResult" in call) continue;
+      const line = this.calls.get(call.callId)?.querySelector(".call-status");
+      if (!line || line.textContent !== callStatus(call)) this.callFinished(call);
+    }
   }
 
   finished(data) {
@@ -614,96 +686,37 @@ export class Chat {
     }
   }
 
-  /** One card per client-final call; the answers go back together as toolResults. */
+  /**
+   * One card per client-final call; the answers go back together as toolResults. A call whose
+   * answer is already on record (the model failed after it, and the page was reloaded or opened
+   * in another tab) is drawn answered: the turn waits for that same answer to be sent again
+   * (docs/http-api.md), not for a new one, which would lose to it.
+   */
   ask(turnId, calls) {
     // answers: what is posted; shown: each answered card's line saying what was answered.
-    this.pending = { turnId, calls, answers: new Map(), shown: new Map() };
-    for (const call of calls) this.put(this.card(call));
+    const pending = { turnId, calls, answers: new Map(), shown: new Map() };
+    this.pending = pending;
+    for (const call of calls) {
+      const el = card(call, (posted, said) => this.answered(pending, posted, said));
+      this.put(el);
+      const stored = storedAnswer(call);
+      if (stored) {
+        pending.shown.set(call.callId, answered(el, storedLabel(call)));
+        pending.answers.set(call.callId, stored);
+      }
+    }
     this.setBusy(false);
+    if (calls.length > 0 && pending.answers.size === calls.length) this.offerResend(pending);
   }
 
-  card(call) {
-    const pending = this.pending;
-    // Not the call id in the ids: it is the model's text and may hold spaces (aria-labelledby
-    // would read it as several ids).
-    const id = `card-${++cardCount}`;
-    const title = `${id}-title`;
-    const request = approvalRequest(call);
-    let card;
-    const answer = (result, label, isError = false) => {
-      for (const button of card.querySelectorAll("button")) button.disabled = true;
-      const said = h("p", { class: "answer", role: "status" }, label);
-      card.append(said);
-      // Its buttons are disabled: on to the next card still to answer, else the message box.
-      moveFocus(this.log.querySelector(".card button:not(:disabled)") || this.message);
-      // The call's line in the transcript says the answer once the server has it (settle).
-      pending.shown.set(call.callId, said);
-      pending.answers.set(call.callId, { callId: call.callId, result, isError });
-      if (pending.answers.size === pending.calls.length && this.pending === pending) this.resume(pending);
-    };
-    if (!request) {
-      const reply = h("button", { type: "button" }, "Reply that it cannot run here");
-      reply.addEventListener("click", () =>
-        answer({ error: `The console cannot run ${call.name}.` }, "Answered: cannot run here.", true),
-      );
-      card = h(
-        "section",
-        { class: "card", "aria-labelledby": title },
-        h("h2", { id: title }, "The model asked the client to run ", h("code", {}, call.name)),
-        h("p", {}, "The console cannot run this tool. Reply that it cannot run here, and the turn goes on."),
-        reply,
-      );
-      return card;
-    }
-    // Several cards may wait at once: each card is named by its question, and its buttons by
-    // the action they answer ("Approve archive report"), as shown (visible text), never the
-    // model's raw string. What is shown on the buttons stays "Approve" and "Deny".
-    const prompt = request.prompt ? `${id}-prompt` : null;
-    const action = request.action ? `${id}-action` : null;
-    const named = action || prompt;
-    const flag = request.destructive ? `${id}-destructive` : null;
-    const about = [named === prompt ? null : prompt, flag && `${flag}-term`, flag].filter(Boolean).join(" ");
-    const button = (kind, label) =>
-      h(
-        "button",
-        {
-          type: "button",
-          class: kind,
-          id: `${id}-${kind}`,
-          "aria-labelledby": named ? `${id}-${kind} ${named}` : null,
-          "aria-describedby": about || null,
-        },
-        label,
-      );
-    const approve = button("approve", "Approve");
-    const deny = button("deny", "Deny");
-    // The answer the server expects of both kinds of approval (docs/mcp-servers.md).
-    approve.addEventListener("click", () => answer({ approved: true }, "You approved."));
-    deny.addEventListener("click", () => answer({ approved: false }, "You denied."));
-    card = h(
-      "section",
-      {
-        class: `card approval${request.destructive ? " destructive" : ""}`,
-        "aria-labelledby": named ? `${title} ${prompt || action}` : title,
-      },
-      h("h2", { id: title }, "Approval needed"),
-      h("p", { class: "prompt", id: prompt }, request.prompt || ""),
-      h(
-        "dl",
-        {},
-        h("dt", {}, "Action"),
-        h("dd", { id: action }, request.action || "(not named)"),
-        "arguments" in request
-          ? [h("dt", {}, "Arguments"), h("dd", {}, approvalArguments(request.arguments))]
-          : request.details
-            ? [h("dt", {}, "Details"), h("dd", {}, request.details)]
-            : null,
-        h("dt", { id: flag && `${flag}-term` }, "Destructive"),
-        h("dd", { class: "destructive-flag", id: flag }, request.destructive ? "Yes — this cannot be undone" : "No"),
-      ),
-      h("div", { class: "buttons" }, approve, deny),
-    );
-    return card;
+  /** A card's button answered its call: on to the next card, and once all are, post them. */
+  answered(pending, posted, said) {
+    // Its buttons are disabled: on to the next card still to answer, else the message box.
+    moveFocus(this.log.querySelector(".card button:not(:disabled)") || this.message);
+    // The call's line in the transcript says the answer once the server has it (settle).
+    pending.shown.set(posted.callId, said);
+    pending.answers.set(posted.callId, posted);
+    if (pending.answers.size === pending.calls.length && this.pending === pending) this.resume(pending);
   }
 
   /**
@@ -728,6 +741,11 @@ export class Chat {
     }
     this.pending = pending;
     this.setBusy(false);
+    this.offerResend(pending);
+  }
+
+  /** The turn waits for the answers ``pending`` holds: "Send answer again" posts them again. */
+  offerResend(pending) {
     const again = h("button", { type: "button" }, "Send answer again");
     const box = h("div", { class: "notice error resend", role: "alert" }, "The turn still waits for your answer. ", again);
     again.addEventListener("click", () => {
@@ -747,12 +765,14 @@ export class Chat {
     if (!pending) return;
     this.pending = null;
     try {
-      await api(
+      const turn = await api(
         `/v1/sessions/${encodeURIComponent(this.sessionId)}/turns/${encodeURIComponent(pending.turnId)}/cancel`,
         { method: "POST" },
       );
       for (const button of this.log.querySelectorAll(".card button")) button.disabled = true;
       for (const box of this.log.querySelectorAll(".resend")) box.remove();
+      // The cancel answers with the turn: a call that waited reads as it was closed.
+      if (turn) this.showCalls(turn);
       this.note("Turn cancelled.");
     } catch (error) {
       if (!(error instanceof Unauthorized)) this.note(error.message, "error");
@@ -782,9 +802,13 @@ export class Chat {
   }
 
   /**
-   * After a lost stream: show what the server recorded; run again only if nothing was. A
-   * resume (`resumed`: the answered calls) keeps its turn's seq: its turn is found by id, and
-   * posted again only when it did not finish (the server continues it, or says why not).
+   * After a lost stream: show what the server recorded; run again only if that runs nothing
+   * twice. A resume (`resumed`: the answered calls) keeps its turn's seq: its turn is found by
+   * id, and posted again only when it did not finish (the server continues it from the answers
+   * it kept, and runs no call that may have run, or says why not). An instruction is sent
+   * again only if its turn never started or ended with no call that may have run: a turn a
+   * crash interrupted is shown as recorded, since sent again, the instruction would start a
+   * new turn whose model may ask for the same calls again (docs/http-api.md).
    */
   offerRetry(body, knownSeq, resumed = null) {
     const retry = h("button", { type: "button" }, "Retry");
@@ -809,8 +833,10 @@ export class Chat {
       if (turn && turn.status === "running") {
         this.note("The turn is still running on the server.");
         this.offerRetry(body, knownSeq, resumed);
-      } else if (turn && (turn.status === "completed" || turn.status === "pending") && !waitsFor(turn, resumed)) {
-        for (const call of turn.toolCalls) if (!this.calls.has(call.callId)) this.callFinished(call);
+        return;
+      }
+      if (turn) this.showCalls(turn);
+      if (turn && (turn.status === "completed" || turn.status === "pending") && !waitsFor(turn, resumed)) {
         if (turn.text) this.say("assistant", turn.text);
         if (turn.refusal) this.declined(turn.refusal);
         if (resumed) this.settle(resumed, turn);
@@ -820,9 +846,17 @@ export class Chat {
         if (turn.text) this.say("assistant", turn.text);
         this.note(errorText(turn.error) || "The turn failed.", "error");
         this.settle(resumed, turn);
+      } else if (!resumed && turn) {
+        // Interrupted by a crash, cancelled as the stream dropped, or failed: said as a
+        // reopened session says it, and sent again only if none of its calls may have run.
+        if (turn.text && !this.textShown) this.say("assistant", turn.text);
+        this.sayEnding(turn);
+        if (mayHaveRun(turn)) this.note(NOT_SENT_AGAIN);
+        else await this.run(body);
       } else {
-        // It never ran, or it was cancelled when the stream dropped; a resume whose attempt
-        // failed or was interrupted continues from the answers the server kept.
+        // It never reached the server; or a resume whose attempt failed, was interrupted or
+        // was cancelled, which the server continues from the answers it kept (or answers as
+        // it ended).
         await this.run(body, resumed);
       }
     });
