@@ -252,6 +252,8 @@ def _describe(tool_cls: Any) -> str:
 
 def _same_file_hint(first: type[AgentTool], second: type[AgentTool]) -> str:
     """Why one file's class is two classes: imported by its path and by its module name."""
+    if first.__qualname__ != second.__qualname__ or first.__module__ == second.__module__:
+        return ""  # two classes of one module (MCP tools are built at run time): not that
     try:
         source = inspect.getsourcefile(first)
         if source is None or source != inspect.getsourcefile(second):

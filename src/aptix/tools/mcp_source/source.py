@@ -15,8 +15,9 @@ from aptix.errors import ConfigurationError, ToolContractError
 from aptix.logger import AdminLogger, LogLevel
 from aptix.settings_mcp import McpServerConfig, local_tool_name, tool_prefix
 from aptix.tool_names import matches
+from aptix.tools.base import AgentTool
 from aptix.tools.mcp_source.connection import McpCallError, McpConnection
-from aptix.tools.mcp_source.tool import make_mcp_tool
+from aptix.tools.mcp_source.tool import McpTool, make_mcp_tool
 from aptix.tools.registry import AgentToolRegistry
 
 __all__ = ["McpToolSource"]
@@ -253,6 +254,11 @@ class McpToolSource:
             problem = "it runs only as an MCP task (execution.taskSupport 'required')"
         if problem is not None:
             return problem
+        taken = registry.get_tool_type(local)
+        if taken is not None:
+            # Told here, for what it is: the registry's refusal (an ERROR, with advice for a
+            # Python tool module imported twice) fits a tool class, not a server's listing.
+            return _collision(connection, remote, local, taken)
         try:
             registry.register(
                 make_mcp_tool(connection, remote, local, connection.config.approval, self._warn)
@@ -271,6 +277,25 @@ class McpToolSource:
 
     def _warn(self, message: str) -> None:
         self._logger.add_custom_event(LogLevel.WARNING, _TAG, message)
+
+
+def _collision(
+    connection: McpConnection, remote: types.Tool, local: str, taken: type[AgentTool]
+) -> str:
+    """Why ``remote`` cannot have the name ``local``: ``taken`` holds it (in any case)."""
+    if issubclass(taken, McpTool) and taken.connection is connection:
+        if taken.remote_name == remote.name:
+            return "the server lists it twice; the first is offered"
+        return (
+            f"its name '{local}' is that of the server's tool '{taken.remote_name}', offered "
+            f"as '{taken.TOOL_NAME}' (tool names are compared case-insensitively, with "
+            "characters outside [a-zA-Z0-9_-] replaced by '_'); the server names its tools, "
+            "so to offer both, rename one in the server's own configuration if it allows that"
+        )
+    return (
+        f"its name '{local}' is that of the tool '{taken.TOOL_NAME}' (tool names are compared "
+        f"case-insensitively); {_PREFIX_HINT}"
+    )
 
 
 def _name_problem(local: str) -> str | None:
