@@ -170,7 +170,7 @@ async def test_a_crlf_split_between_two_pieces_is_one_newline_on_a_plain_termina
             await view.on_event(TurnEvent("text_delta", {"delta": piece}))
         await view.on_event(TurnEvent("text", {"text": "one\r\ntwo\rthree\r"}))
         view.close()
-    assert captured.get() == "agent> one\ntwo␍three␍\n"
+    assert captured.get() == "agent> one\n       two␍three␍\n"  # under the label (review r2 F2)
 
 
 ENTITIES = """# Title &#x202E;h

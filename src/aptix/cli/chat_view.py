@@ -16,7 +16,8 @@ draw between the lines of the final print. Text that streams in is drawn by that
 at most :data:`TICK_SECONDS` apart, and only its last screenful
 (:class:`~aptix.cli.chat_tail.StreamedTail`): a redraw for every piece of the whole answer made
 a long one quadratic. On a terminal without cursor control (``TERM=dumb``, a pipe) the pieces
-are printed as they come and not re-rendered.
+are printed as they come and not re-rendered, every row under the label's indent
+(:class:`~aptix.cli.chat_plain.IndentedText`).
 
 A write that fails (the terminal hung up, the reader of a pipe left) ends the display, never
 the turn: the view stops drawing and calls ``on_lost``, which the chat answers by ending as
@@ -42,6 +43,7 @@ from rich.table import Table
 from rich.text import Text, TextType
 
 from aptix.cli.charset import carries
+from aptix.cli.chat_plain import IndentedText
 from aptix.cli.chat_tail import StreamedTail
 from aptix.cli.output import console, folded, inert, styled
 
@@ -179,7 +181,7 @@ class TurnView:
     _tail: StreamedTail | None = None
     _dirty: bool = False
     _streamed: list[str] = field(default_factory=list)
-    _held_cr: str = ""
+    _plain: IndentedText | None = None
 
     @property
     def _interactive(self) -> bool:
@@ -279,8 +281,6 @@ class TurnView:
             self.on_lost(error)
 
     def _delta(self, piece: str) -> None:
-        if not self._streamed and self._live is None:
-            console.print(styled(LABEL, " "), end="")
         self._streamed.append(piece)
         if self._live is not None:
             if self._tail is None:
@@ -289,21 +289,23 @@ class TurnView:
             self._tail.append(piece)
             self._dirty = True  # drawn by the ticker: pieces that come together, drawn once
         else:
-            # A CR LF split between two pieces would show as "␍" and a newline: hold a
-            # trailing CR back until the next piece (or the end) says what it is.
-            piece, self._held_cr = self._held_cr + piece, ""
-            if piece.endswith("\r"):
-                piece, self._held_cr = piece[:-1], "\r"
-            console.print(Text(inert(piece)), end="", soft_wrap=True)
+            console.print(Text(self._indented().add(piece)), end="", soft_wrap=True)
+
+    def _indented(self) -> IndentedText:
+        """The text's rows where the cursor cannot move, the label printed before the first."""
+        if self._plain is None:
+            console.print(styled(LABEL, " "), end="")
+            width = console.width if console.is_terminal else None  # a pipe has no rows
+            self._plain = IndentedText(len(LABEL[0]) + 1, width)
+        return self._plain
 
     def _text(self, text: str, *, markdown: bool = True) -> None:
         shown, self._streamed, self._tail = bool(self._streamed), [], None
         if self._live is None:
-            if shown:
-                console.print(Text(inert(self._held_cr)))
-                self._held_cr = ""
-            else:
-                console.print(styled(LABEL, " ", text), soft_wrap=True)
+            plain = self._indented()
+            rest = plain.end() if shown else plain.add(text) + plain.end()
+            self._plain = None
+            console.print(Text(rest), soft_wrap=True)
             return
         body = InertMarkdown(text) if markdown else Text(inert(text))
         self._live.update(_spinner("working…"))

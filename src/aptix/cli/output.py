@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -27,7 +28,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.cells import cell_len
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleDimensions, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -66,6 +67,22 @@ READER_LEFT = 141
 
 
 class _Console(Console):
+    @property
+    def size(self) -> ConsoleDimensions:
+        """Rich's, except that a dumb terminal (``TERM=dumb``) has its real size.
+
+        Rich takes one to be 80 columns: on a narrower one, the terminal wrapped rows folded
+        at 80 to column 0, where outside text must never start (review r2, F2).
+        """
+        if not self.is_dumb_terminal or (self._width is not None and self._height is not None):
+            return super().size
+        real = shutil.get_terminal_size((0, 0))  # COLUMNS and LINES first, as Rich reads them
+        return ConsoleDimensions(real.columns or 80, real.lines or 25)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
     def on_broken_pipe(self) -> None:
         # Rich's own exits 1, the code of a command that found problems.
         self.quiet = True
