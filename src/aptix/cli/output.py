@@ -176,15 +176,26 @@ def say(*parts: Part, to: Console | None = None) -> None:
         console.print(styled(*parts), soft_wrap=True)
 
 
+#: The fewest cells a row of :func:`folded` text gets before its indent gives way.
+_NARROWEST = 20
+#: The indent of :func:`folded` text on a screen too narrow for its own.
+_NARROW_INDENT = 2
+
+
 def folded(*parts: Part, indent: int, label: Part = "") -> list[Text]:
     """The :func:`styled` line of ``parts`` wrapped to the screen's width, every row indented.
 
     Long words fold. ``label`` (the chat's own words) stands in the first row's indent, so
-    outside text set this way never starts at column 0, where such labels are.
+    outside text set this way never starts at column 0, where such labels are. On a screen
+    too narrow for ``indent`` and :data:`_NARROWEST` cells, the label has a row of its own
+    and the text a smaller indent: a row wider than the screen wrapped to column 0.
     """
-    width = max(console.width - indent, 20)
-    rows = styled(*parts).wrap(console, width, overflow="fold")
     head = styled(label) if label else Text()
+    if console.width - indent < _NARROWEST and indent > _NARROW_INDENT:
+        narrow = folded(*parts, indent=_NARROW_INDENT)
+        return [head, *narrow] if label else narrow
+    width = max(console.width - indent, 1)
+    rows = styled(*parts).wrap(console, width, overflow="fold")
     head.pad_right(indent - head.cell_len)
     return [(head if i == 0 else Text(" " * indent)) + row for i, row in enumerate(rows)]
 
