@@ -308,7 +308,10 @@ class TurnView:
             console.print(Text(rest), soft_wrap=True)
             return
         body = InertMarkdown(text) if markdown else Text(inert(text))
-        self._live.update(_spinner("working…"))
+        # Drawn now: the print below erases the region as last drawn, then draws its renderable
+        # again under the answer; the streamed tail there pushed a tall answer's top into the
+        # scrollback (review r2, F4).
+        self._live.update(_spinner("working…"), refresh=True)
         console.print(_labelled(body))
 
 
