@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ETAG", "RATE_LIMIT", "RETRY_AFTER", "SESSION", "with_headers"]
+__all__ = ["ETAG", "RATE_LIMIT", "RETRY_AFTER", "SESSION", "TURN", "with_headers"]
 
 Headers = dict[str, dict[str, Any]]
 
@@ -50,6 +50,18 @@ SESSION: Headers = {
     "X-Aptix-Session": {
         "description": "The session the conversation runs in: send it back to continue it. "
         "On every answer once the session is known (not on a refusal before it is picked).",
+        "schema": {"type": "string"},
+    }
+}
+
+#: The turn a streamed ``/v1/agent/execute`` answer runs, known before its first event.
+TURN: Headers = {
+    "X-Aptix-Turn": {
+        "description": "The id of the turn the streamed (`text/event-stream`) answer runs or "
+        "resumes, sent with the headers, before any event: a client whose stream is cut short "
+        "reads that turn back by id (`GET /v1/sessions/{id}`), where the turns added by other "
+        "clients meanwhile could be mistaken for it. Not on a JSON answer (its body has "
+        "`turnId`).",
         "schema": {"type": "string"},
     }
 }

@@ -13,7 +13,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from aptix.api import shutdown
 from aptix.api.abandoned import abandon, settled
-from aptix.api.answer_headers import RETRY_AFTER, with_headers
+from aptix.api.answer_headers import RETRY_AFTER, TURN, with_headers
 from aptix.api.auth import Caller
 from aptix.api.errors import ApiError, error_body, unexpected_error
 from aptix.api.json_body import JsonBodyRoute
@@ -55,13 +55,17 @@ NO_MODEL = (
     "/v1/agent/execute",
     response_model=None,
     responses={
-        200: {
-            "model": TurnResultBody,
-            "description": "The turn's result as JSON, or with `stream: true` (or `Accept: "
-            "text/event-stream`) its events as Server-Sent Events, the last one "
-            "`turn_finished` carrying the same body.",
-            "content": {"text/event-stream": {"schema": _SSE_EVENT}},
-        },
+        200: with_headers(
+            {
+                "model": TurnResultBody,
+                "description": "The turn's result as JSON, or with `stream: true` (or `Accept: "
+                "text/event-stream`) its events as Server-Sent Events, the last one "
+                "`turn_finished` carrying the same body; a stream's `X-Aptix-Turn` header names "
+                "its turn first.",
+                "content": {"text/event-stream": {"schema": _SSE_EVENT}},
+            },
+            TURN,
+        ),
         409: {
             "model": ErrorBody,
             "description": "The session's state refuses the request, such as: another turn of "
@@ -137,6 +141,7 @@ async def execute(
         stopping = anyio.Event()
         return EventSourceResponse(
             _stream(reasoner, prepared, session_id, stopping),
+            headers=_turn_header(prepared),
             sep="\n",
             shutdown_event=stopping,
             shutdown_grace_period=shutdown.STREAM_GRACE_SECONDS,
@@ -166,6 +171,20 @@ async def switch_claimed_mode(
     )
     if switched.result is not None:
         turn.session = switched.result
+
+
+def _turn_header(prepared: PreparedTurn) -> dict[str, str]:
+    """``X-Aptix-Turn``: the claimed (or replayed) turn, named before any event is sent.
+
+    A client whose stream is cut short finds its turn by this id: the session may hold turns
+    other clients added since it last read it, so "the turn after the last one I read" may be
+    theirs (and deciding from theirs can send the instruction again after its calls ran).
+    """
+    if prepared.turn is not None:
+        return {"X-Aptix-Turn": prepared.turn.record.id}
+    if prepared.replay is not None:
+        return {"X-Aptix-Turn": prepared.replay.turn_id}
+    return {}
 
 
 def _asked(mode: str) -> str:

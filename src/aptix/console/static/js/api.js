@@ -91,11 +91,12 @@ export async function invoke(name, args) {
 }
 
 /**
- * POST /v1/agent/execute with stream: true; calls onEvent(type, data) for each event.
+ * POST /v1/agent/execute with stream: true; calls onEvent(type, data) for each event, and
+ * first onTurn(turnId) with the turn the answer runs (its X-Aptix-Turn header; null if absent).
  * Resolves with the turn_finished body, or null when the stream ended without it (the
  * connection was lost).
  */
-export async function streamTurn(body, onEvent, signal) {
+export async function streamTurn(body, onEvent, signal, onTurn = () => {}) {
   const init = {
     method: "POST",
     headers: { ...headers(false), "Content-Type": "application/json" },
@@ -104,6 +105,7 @@ export async function streamTurn(body, onEvent, signal) {
   };
   const response = await fetch("/v1/agent/execute", init);
   if (!response.ok) throw await refusal(response);
+  onTurn(response.headers.get("X-Aptix-Turn"));
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   let finished = null;

@@ -4,6 +4,7 @@ import { api, ApiError, streamTurn, Unauthorized } from "./api.js";
 import { answered, answerLabel, card, sameAnswer, storedAnswer, storedLabel } from "./cards.js";
 import { append, callStatus, errorText, h, longText, moveFocus, notice, pretty, replace, shortId } from "./dom.js";
 import { markdownBlock, renderMarkdown } from "./markdown.js";
+import { CANNOT_TELL, ownRequest, ownTurn } from "./own_turn.js";
 
 /** What a reopened session says after a turn that ended without completing. */
 const ENDED = {
@@ -419,12 +420,20 @@ export class Chat {
     this.setBusy(true);
     this.handedOff = null;
     this.textShown = false;
-    const knownSeq = this.lastSeq;
+    // This request's turn, as its answer names it first: another tab may add turns meanwhile.
+    const own = ownRequest(this.lastSeq);
     let finished = null;
     let outcome = "done";
     const here = () => this.generation === generation;
     try {
-      finished = await streamTurn(body, (type, data) => here() && this.onEvent(type, data), controller.signal);
+      finished = await streamTurn(
+        body,
+        (type, data) => here() && this.onEvent(type, data),
+        controller.signal,
+        (turnId) => {
+          own.turnId = turnId;
+        },
+      );
       if (finished === null) outcome = "lost";
       else if (finished.kind === "error") outcome = "failed";
       else if (finished.error && !finished.kind) outcome = "unfinished";
@@ -448,11 +457,11 @@ export class Chat {
       this.setBusy(Boolean(this.controller));
     }
     if (!here()) return "gone";
-    if (outcome === "lost") this.offerRetry(body, knownSeq, resumed);
+    if (outcome === "lost") this.offerRetry(body, own, resumed);
     else if (outcome === "unfinished" && !resumed && (finished.error || {}).code === "shutting_down") {
       // Calls of it may have run: what it did is read back before the message goes back in
       // the box, from a server that may be gone by now.
-      await this.readBack(body, knownSeq);
+      await this.readBack(body, own);
     } else if (finished) {
       const handedOff = this.handedOff;
       this.handedOff = null;
@@ -472,7 +481,7 @@ export class Chat {
         this.note(BACK_IN_THE_BOX);
       }
     } else if (outcome === "cancelled") {
-      await this.showCancelled(knownSeq, resumed);
+      await this.showCancelled(own, resumed);
     }
     return here() ? outcome : "gone";
   }
@@ -482,8 +491,10 @@ export class Chat {
    * record has it once the cancel is on record (a call it stopped reads "outcome unknown", no
    * longer "running…"). The server writes it as the stream closes; it is read again for up to
    * 5 s meanwhile, as long as the session's next request would wait for it (docs/http-api.md).
+   * An instruction's turn is found by the id its answer gave: without one, no event came and
+   * nothing of it was drawn.
    */
-  async showCancelled(knownSeq, resumed) {
+  async showCancelled(own, resumed) {
     const generation = this.generation;
     for (let tries = 0; tries < 20; tries += 1) {
       let session = null;
@@ -493,9 +504,8 @@ export class Chat {
         return; // the turn said it was cancelled; its calls' lines stay as they were
       }
       if (this.generation !== generation || !session) return;
-      const turn = resumed
-        ? session.turns.find((t) => t.turnId === resumed.turnId)
-        : session.turns.find((t) => t.seq > knownSeq);
+      const turnId = resumed ? resumed.turnId : own.turnId;
+      const turn = turnId && session.turns.find((t) => t.turnId === turnId);
       if (!turn) return;
       if (turn.status !== "running") {
         this.showCalls(turn);
@@ -511,9 +521,10 @@ export class Chat {
    * that may have run are not run again by the server, but a new turn's model may ask for
    * them again: with none on record the message goes back in the box, else the calls are
    * shown as recorded and it is not. While the server is away (or has not yet marked the
-   * turn interrupted, which its next start does), a Retry reads it again.
+   * turn interrupted, which its next start does), a Retry reads it again. A turn that cannot
+   * be told from another tab's is not shown as this one's (ownTurn).
    */
-  async readBack(body, knownSeq) {
+  async readBack(body, own) {
     const generation = this.generation;
     let session = null;
     let why = null;
@@ -524,8 +535,10 @@ export class Chat {
       why = failure(error);
     }
     if (this.generation !== generation || (!session && !why)) return;
-    const turn = session && session.turns.find((t) => t.seq > knownSeq);
-    if (!session || (turn && turn.status === "running")) {
+    const found = session && ownTurn(session, own, body.instruction);
+    const turn = found && found.turn;
+    const running = found && (found.unsure || [turn]).some((t) => t && t.status === "running");
+    if (!session || running) {
       const retry = h("button", { type: "button" }, "Retry");
       const box = h(
         "div",
@@ -538,9 +551,13 @@ export class Chat {
       retry.addEventListener("click", () => {
         box.remove();
         moveFocus(this.message); // the button goes with the notice
-        this.readBack(body, knownSeq);
+        this.readBack(body, own);
       });
       this.put(box);
+      return;
+    }
+    if (found.unsure && (found.unsure.length === 0 || found.unsure.some(mayHaveRun))) {
+      this.note(CANNOT_TELL);
       return;
     }
     if (!turn || !mayHaveRun(turn)) {
@@ -805,12 +822,14 @@ export class Chat {
    * After a lost stream: show what the server recorded; run again only if that runs nothing
    * twice. A resume (`resumed`: the answered calls) keeps its turn's seq: its turn is found by
    * id, and posted again only when it did not finish (the server continues it from the answers
-   * it kept, and runs no call that may have run, or says why not). An instruction is sent
-   * again only if its turn never started or ended with no call that may have run: a turn a
-   * crash interrupted is shown as recorded, since sent again, the instruction would start a
-   * new turn whose model may ask for the same calls again (docs/http-api.md).
+   * it kept, and runs no call that may have run, or says why not). An instruction's turn is
+   * found by the id its answer gave (`own`, ownTurn); it is sent again only if that turn never
+   * started or ended with no call that may have run: a turn a crash interrupted is shown as
+   * recorded, since sent again, the instruction would start a new turn whose model may ask for
+   * the same calls again (docs/http-api.md). A turn that cannot be told from another tab's is
+   * not shown as this one's, and sent again only if none that may be it ran a call.
    */
-  offerRetry(body, knownSeq, resumed = null) {
+  offerRetry(body, own, resumed = null) {
     const retry = h("button", { type: "button" }, "Retry");
     const box = h(
       "div",
@@ -824,15 +843,21 @@ export class Chat {
       moveFocus(this.message);
       const session = await this.refresh();
       if (!session) {
-        this.offerRetry(body, knownSeq, resumed);
+        this.offerRetry(body, own, resumed);
         return;
       }
-      const turn = resumed
-        ? session.turns.find((t) => t.turnId === resumed.turnId)
-        : session.turns.find((t) => t.seq > knownSeq);
-      if (turn && turn.status === "running") {
+      const found = resumed
+        ? { turn: session.turns.find((t) => t.turnId === resumed.turnId) }
+        : ownTurn(session, own, body.instruction);
+      const turn = found.turn;
+      if ((found.unsure || [turn]).some((t) => t && t.status === "running")) {
         this.note("The turn is still running on the server.");
-        this.offerRetry(body, knownSeq, resumed);
+        this.offerRetry(body, own, resumed);
+        return;
+      }
+      if (found.unsure) {
+        if (found.unsure.length > 0 && !found.unsure.some(mayHaveRun)) await this.run(body);
+        else this.note(CANNOT_TELL);
         return;
       }
       if (turn) this.showCalls(turn);
