@@ -129,7 +129,9 @@ class Turn(OutModel):
     model_calls: list[dict[str, Any]] = Field(
         description="One entry per model request: promptTokens, completionTokens, "
         "finishReason, modelId, toolCalls (the calls it asked for), durationMs; a context "
-        "summary request has purpose `contextSummary`."
+        "summary request has purpose `contextSummary`; a request cut short once its text "
+        "began to come has `estimated: true`, the tokens `/v1/usage` charged it (its prompt "
+        "and the text it streamed, estimated), and finishReason and modelId null."
     )
     warnings: list[Any]
     pending_calls: list[dict[str, Any]]

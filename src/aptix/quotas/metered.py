@@ -54,9 +54,10 @@ class MeteredModel:
     returns, the hold is settled to the tokens the model reported. A call cut short (the
     client hung up on a stream, the server stops) or failed after it began to answer is
     still charged, and shows in the usage counts: its prompt, estimated, plus the text it
-    had streamed, estimated. A call that ended before any text came is not, whether it
-    failed (refused, unreachable, timed out) or was cancelled (the match arbiter's time
-    limit, a turn's cancel): its hold is given back, as the turn records no usage for it.
+    had streamed, estimated (its turn records the same estimate, marked so). A call that
+    ended before any text came is not, whether it failed (refused, unreachable, timed out)
+    or was cancelled (the match arbiter's time limit, a turn's cancel): its hold is given
+    back, as the turn records no usage for it.
 
     A refusal is a :class:`TokenBudgetError` (or, while the limits cannot be checked, a
     :class:`LimitsUnavailableError`), an ``LlmError``, so a turn refused part-way ends like

@@ -39,6 +39,7 @@ from aptix.reasoner.running import (
     RunningTurn,
     TurnLost,
     emit,
+    note_cut_call,
     text_sink,
 )
 from aptix.reasoner.spanned import SpannedModel
@@ -353,14 +354,18 @@ class AgentReasoner:
             request = LlmRequest(messages, tools, response_format=record.response_format)
             started = time.perf_counter()
             turn.streamed.clear()
+            heard: list[str] = []
+            sink = text_sink(on_event, self._caps.max_text_chars, turn.streamed, heard)
             try:
                 with self._tracing.model_call(self._model, request) as span:
-                    response = await self._model.complete(
-                        request, text_sink(on_event, self._caps.max_text_chars, turn.streamed)
-                    )
+                    response = await self._model.complete(request, sink)
                     span.model_response(response)
             except LlmError as exc:
+                note_cut_call(turn, self._context, request, heard, time.perf_counter() - started)
                 return await self._end.fail(turn, exc, on_event)
+            except BaseException:  # cancelled (a hang-up, a cancel, a shutdown) or broken
+                note_cut_call(turn, self._context, request, heard, time.perf_counter() - started)
+                raise
             turn.streamed.clear()  # the response's own text is what it said
             self._note_model_call(turn, response, time.perf_counter() - started)
             response, renamed = ledger.fresh_ids(record, self._capped(turn, response))

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aptix.llm.types import TextSink, Usage
+from aptix.llm.types import LlmRequest, TextSink, Usage
 from aptix.reasoner import ledger
 from aptix.reasoner.claims import Lease
+from aptix.reasoner.context import ContextBudget
 from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.result import EventSink, TurnEvent, TurnKind, TurnResult
 from aptix.reasoner.turns import TurnStore
@@ -22,6 +23,7 @@ __all__ = [
     "TurnLost",
     "emit",
     "keep_streamed",
+    "note_cut_call",
     "result_of",
     "text_sink",
 ]
@@ -143,13 +145,17 @@ class Heartbeat:
 
 
 def text_sink(
-    sink: EventSink | None, max_chars: int | None = None, sent: list[str] | None = None
+    sink: EventSink | None,
+    max_chars: int | None = None,
+    sent: list[str] | None = None,
+    heard: list[str] | None = None,
 ) -> TextSink | None:
     """The model's text pieces as ``text_delta`` events (None without a sink).
 
     At most ``max_chars`` characters are sent per response: the same cut as the final text
     gets (``APTIX_MAX_MODEL_TEXT_CHARS``), so a client never sees more streamed than kept.
-    Each piece sent is added to ``sent`` too (:attr:`RunningTurn.streamed`).
+    Each piece sent is added to ``sent`` too (:attr:`RunningTurn.streamed`), and each piece
+    the model sent, uncut, to ``heard`` (what a call cut short is charged for).
     """
     if sink is None:
         return None
@@ -157,6 +163,8 @@ def text_sink(
 
     async def on_text(piece: str) -> None:
         nonlocal remaining
+        if heard is not None:
+            heard.append(piece)
         if remaining is not None:
             piece, remaining = piece[:remaining], max(remaining - len(piece), 0)
         if piece:
@@ -165,6 +173,37 @@ def text_sink(
             await sink(TurnEvent("text_delta", {"delta": piece}))
 
     return on_text
+
+
+def note_cut_call(
+    turn: RunningTurn, counts: ContextBudget, request: LlmRequest, heard: list[str], seconds: float
+) -> None:
+    """Put on record a model call that ended without its response once its text came.
+
+    The provider bills such a call, and ``/v1/usage`` charges it an estimate
+    (:class:`aptix.quotas.MeteredModel`): its prompt and the text it had streamed (``heard``),
+    counted as the context budget ``counts`` (the runtime gives the metered model the same
+    counts). The turn's ``model_calls`` and usage hold that estimate, marked so. One that
+    ended before any text came is neither charged nor recorded.
+    """
+    if not heard:
+        return
+    usage = Usage(
+        counts.request_tokens(request.messages, request.tools),
+        counts.counter.count("".join(heard)),
+    )
+    turn.usage = turn.usage + usage
+    turn.record.model_calls.append(
+        {
+            "promptTokens": usage.prompt_tokens,
+            "completionTokens": usage.completion_tokens,
+            "estimated": True,
+            "finishReason": None,
+            "modelId": None,
+            "toolCalls": 0,
+            "durationMs": round(seconds * 1000, 3),
+        }
+    )
 
 
 def keep_streamed(turn: RunningTurn) -> None:
