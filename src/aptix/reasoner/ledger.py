@@ -98,15 +98,12 @@ CANCELLED_THREAD = (
     "The turn was cancelled while this call ran in a thread that cannot be stopped: it may "
     "still complete. Check whether it took effect before retrying it."
 )
-# Said by a stopping server and by `aptix chat` ended by a signal alike (reasoner.stopping).
+# Said by a stopping server and by `aptix chat` ended by a signal alike (reasoner.stopping),
+# of a call in a worker thread too: the process exits, and its (daemon) threads with it.
 SHUT_DOWN_RUNNING = (
     "The process running this turn stopped while this call ran; the call was stopped and may "
     "have partly taken effect, so its outcome is unknown. It was not run again: check whether "
     "it took effect before retrying it."
-)
-SHUT_DOWN_THREAD = (
-    "The process running this turn stopped while this call ran in a thread that cannot be "
-    "stopped: it may still complete. Check whether it took effect before retrying it."
 )
 CANCELLED_ELSEWHERE = (
     "The turn was cancelled while this call ran, and how the call ended is not known here. "
@@ -531,15 +528,17 @@ def stopped_by_cancel(
     A stopped call may have partly taken effect: its outcome is ``unknown``, marked lost as
     a crash leaves it, so a resume retried after a shutdown runs it again only when its
     tool is idempotent. ``shutdown``: the process cancelled them because it is stopping,
-    not because anyone cancelled the turn.
+    not because anyone cancelled the turn. A call in a worker thread is ``abandoned`` (it
+    may still complete) only after a cancel: past a shutdown the process exits, and the
+    thread ends with it, so the call is stopped as any other (review r7 F2).
     """
     _legacy(record)
     for entry in record.tool_calls:
         if entry["state"] != "started":
             continue
-        if in_thread(entry["name"]):
+        if in_thread(entry["name"]) and not shutdown:
             entry["state"] = entry["outcome"] = "abandoned"
-            entry["errorMessage"] = SHUT_DOWN_THREAD if shutdown else CANCELLED_THREAD
+            entry["errorMessage"] = CANCELLED_THREAD
         else:
             entry["state"] = entry["outcome"] = "unknown"
             entry["lost"] = True
