@@ -76,6 +76,25 @@ def test_finite_numbers_and_words_that_look_like_others_are_read(text: str) -> N
     assert parsed.error_message is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    ['{"point": {"x": 1}, "ignored": NaN}', '{"point": {"x": 1, "junk": 1e999}}'],
+)
+def test_a_key_the_tool_ignores_is_no_matter(text: str) -> None:
+    # Review s4 F2: the check read the text, so a key no field takes failed the call.
+    parsed = parse_arguments(_Shape, text)
+    assert parsed.error_message is None
+    assert parsed.result is not None
+    assert parsed.result.point == _Point(x=1)
+
+
+def test_keys_are_named_as_sent() -> None:
+    parsed = parse_arguments(_Shape, '{"Points": [{"X": 2}, {"X": NaN}]}')
+    assert (
+        parsed.error_message == "Invalid arguments: 'Points.1.X': input should be a finite number."
+    )
+
+
 async def test_a_function_tool_refuses_it_too() -> None:
     tool = shape(RecordingLogger())
     refused = await tool.execute('{"point": {"x": 1e999}}', CONTEXT)

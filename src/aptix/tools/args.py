@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import math
-import re
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import AliasGenerator, BaseModel, ConfigDict, ValidationError, model_validator
@@ -14,7 +15,6 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from aptix.casing import any_case
-from aptix.nul import find_place
 from aptix.results import InvokeResult
 from aptix.tools.argument_keys import DocumentedKeys, FieldGivenTwice, reading_schema
 
@@ -75,33 +75,67 @@ def parse_arguments(model: type[A], arguments_json: str | None) -> InvokeResult[
         parsed = model.model_validate_json(text)
     except ValidationError as exc:
         return InvokeResult.from_error(describe_validation_error(exc, text))
-    if (place := not_finite(text)) is not None:
-        return InvokeResult.from_error(f"Invalid arguments: '{place}': {NOT_FINITE}.")
+    if (found := _not_finite(parsed)) is not None:
+        where = _as_sent(found, _sent(text))
+        return InvokeResult.from_error(f"Invalid arguments: '{where}': {NOT_FINITE}.")
     return InvokeResult.create(parsed)
 
 
 #: What a number JSON cannot write back is told, in pydantic's words for a ``ToolArgs`` field.
 NOT_FINITE = "input should be a finite number"
 
-#: Text that may hold such a number: Python reads a float of 309 digits or more (or an
-#: exponent of 309 or more) as infinity.
-_MAYBE_NOT_FINITE = re.compile(r"NaN|Infinity|[eE]\+?0*[1-9]\d{2}|\d{309}")
 
+def _not_finite(arguments: BaseModel) -> tuple[int | str, ...] | None:
+    """The place of the first number the tool gets in ``arguments`` that is not finite.
 
-def not_finite(text: str) -> str | None:
-    """Where JSON ``text`` holds NaN or an infinity (``1e999``), dotted, if anywhere.
-
-    ``ToolArgs`` refuses one in its own fields, but a model, dict or ``Any`` nested in the
-    arguments keeps pydantic's default and takes it: the tool could not write it back.
+    ``ToolArgs`` refuses NaN and infinity (Python reads ``1e999`` as one) in its own fields,
+    but a model, dict or ``Any`` nested in them keeps pydantic's default and takes it: the
+    tool could not write it back. What the tool gets is walked, not the text (a key it
+    ignores is no matter), without recursion, however deep it nests.
     """
-    if _MAYBE_NOT_FINITE.search(text) is None:  # the usual case: no second reading
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    path = find_place(value, lambda item: isinstance(item, float) and not math.isfinite(item))
-    return None if path is None else ".".join(map(str, path))
+    stack: list[tuple[Any, tuple[int | str, ...]]] = [(arguments, ())]
+    while stack:
+        item, place = stack.pop()
+        parts: Iterable[tuple[Any, Any]]
+        if isinstance(item, BaseModel):
+            parts = [(name, getattr(item, name)) for name in type(item).model_fields]
+            parts += list((item.model_extra or {}).items())
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            parts = [(field.name, getattr(item, field.name)) for field in dataclasses.fields(item)]
+        elif isinstance(item, dict):
+            parts = item.items()
+        else:  # a list, tuple or set
+            parts = enumerate(item)
+        for key, value in parts:
+            # Numbers are checked here, only what holds more goes on the stack: a list of
+            # many numbers costs no more than reading them.
+            if isinstance(value, float):
+                if not math.isfinite(value):
+                    return (*place, key if isinstance(key, int) else str(key))
+            elif isinstance(value, _HOLDERS) or (
+                dataclasses.is_dataclass(value) and not isinstance(value, type)
+            ):
+                stack.append((value, (*place, key if isinstance(key, int) else str(key))))
+    return None
+
+
+#: What may hold a number, besides a dataclass.
+_HOLDERS = (BaseModel, dict, list, tuple, set, frozenset)
+
+
+def _as_sent(place: tuple[int | str, ...], sent: Any) -> str:
+    """``place``, dotted, each field named by its key in the arguments ``sent``."""
+    parts: list[str] = []
+    node = sent
+    for part in place:
+        if isinstance(node, dict) and isinstance(part, str) and (key := _key(node, part)):
+            node, part = node[key], key
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = _UNKNOWN
+        parts.append(str(part))
+    return ".".join(parts)
 
 
 def describe_validation_error(exc: ValidationError, arguments_json: str | None = None) -> str:
