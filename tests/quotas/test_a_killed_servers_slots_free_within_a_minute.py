@@ -14,13 +14,14 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import redis
 
 from aptix.quotas import slots
 from aptix.quotas.limiter import Quotas
+from tests.api.tcp_proxy import TcpProxy
 
 REDIS = "redis://127.0.0.1:6379/0"
 SLOT_SECONDS = 2
@@ -30,6 +31,7 @@ HOLDER = """
 import asyncio, sys
 from aptix.quotas import slots
 from aptix.quotas.limiter import Quotas
+from tests.api.tcp_proxy import TcpProxy
 
 slots.SLOT_SECONDS = {seconds}
 
@@ -97,3 +99,49 @@ async def test_a_slot_in_memory_is_renewed_too(monkeypatch: pytest.MonkeyPatch) 
         assert await quotas.enter_turn("acme") is None
     finally:
         await quotas.aclose()
+
+
+async def test_a_renewal_that_redis_answers_again_shows_it_up(
+    prefix: str, redis_proxy: TcpProxy
+) -> None:
+    # Review s4 F3: a failed renewal showed Redis down, and a server doing nothing else
+    # never showed it up again (/healthz, aptix_limits_redis_up).
+    quotas = Quotas(
+        max_concurrent_turns=2,
+        redis_url=f"redis://127.0.0.1:{redis_proxy.port}/0",
+        key_prefix=prefix,
+    )
+    try:
+        assert await quotas.enter_turn("acme") is None
+        redis_proxy.stop()
+        await _until(lambda: quotas.redis_up is False)
+        redis_proxy.start()
+        await _until(lambda: quotas.redis_up is True)
+    finally:
+        await quotas.aclose()
+
+
+async def test_a_turn_entering_as_the_last_one_leaves_is_renewed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The renewal task ends with the last slot; a turn entering at once has one of its own
+    # (review s4 noted one might find the cancelled task not ended yet and start none).
+    monkeypatch.setattr(slots, "SLOT_SECONDS", SLOT_SECONDS)
+    quotas = Quotas(max_concurrent_turns=1)
+    try:
+        assert await quotas.enter_turn("acme") is None
+        await quotas.leave_turn("acme")
+        assert await quotas.enter_turn("acme") is None  # at once: the old task not ended
+        await asyncio.sleep(SLOT_SECONDS * 2)
+        assert await quotas.enter_turn("acme") is not None  # its slot is still counted
+    finally:
+        await quotas.aclose()
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Wait for ``condition``, checked every 0.1 s for up to ten slot lifetimes."""
+    for _ in range(SLOT_SECONDS * 100):
+        if condition():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the condition never held")

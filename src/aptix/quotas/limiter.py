@@ -210,7 +210,10 @@ class Quotas:
         if not held:
             del self._held[org]
             if not self._held and self._renewing is not None:
-                self._renewing.cancel()  # nothing left to renew: no task outlives the turns
+                # Nothing left to renew: no task outlives the turns. Forgotten at once, so a
+                # turn entering before the task has ended starts a new one.
+                self._renewing.cancel()
+                self._renewing = None
         if slot is not None:
             # Shielded: popped, the slot is this call's alone to give back; cut short, it
             # would stay counted until its deadline (a turn's dependency cancelled as it ends).
@@ -237,6 +240,8 @@ class Quotas:
                         await self._slots.renew(org, taken)
                     except Exception as exc:
                         self._breaker.failed(exc)
+                    else:
+                        self._up()  # Redis answers again: shown so, as after any call
 
     async def tokens(self, org: str) -> Refusal | None:
         """A refusal when the org's model token budget is used up, or held (:meth:`reserve`)."""
