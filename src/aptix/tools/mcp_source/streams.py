@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import anyio
 from mcp.shared.message import SessionMessage
@@ -21,7 +21,28 @@ from aptix.tools.mcp_source.replies import answer_in, refused_line
 __all__ = ["Noted", "Watched"]
 
 
-class Watched:
+class _Wrapping:
+    """A stream around the transport's own: closing it closes that one."""
+
+    _inner: Any
+
+    async def aclose(self) -> None:
+        """Close the underlying stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class Watched(_Wrapping):
     """The transport's read stream: ``on_end`` hears of its end.
 
     A reply the transport could not read comes as an exception: one that answers a call
@@ -78,23 +99,8 @@ class Watched:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def aclose(self) -> None:
-        """Close the underlying stream."""
-        await self._inner.aclose()
 
-    async def __aenter__(self) -> Watched:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class Noted:
+class Noted(_Wrapping):
     """The transport's write stream: ``listings`` notes each ``tools/list`` request sent."""
 
     def __init__(self, inner: Any, listings: Listings) -> None:
@@ -105,18 +111,3 @@ class Noted:
         """Send ``item`` to the server."""
         self._listings.sent(item)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        """Close the underlying stream."""
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Noted:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
