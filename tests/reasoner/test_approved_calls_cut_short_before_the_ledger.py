@@ -14,7 +14,6 @@ answer and model call trimmed), on SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,18 +21,15 @@ from typing import Any, ClassVar
 
 import httpx
 import pytest
-from sqlalchemy import bindparam, text
 
 from aptix import InvokeResult
 from aptix.api import create_app
-from aptix.db.types import UtcDateTime
 from aptix.reasoner.ledger import APPROVED_UNRECORDED
-from aptix.runtime import Runtime, open_runtime
-from aptix.settings import AptixSettings
+from aptix.runtime import Runtime
 from aptix.testing import ScriptedModel, reply
 from aptix.tools import AgentToolExecutionContext
 from tests.reasoner.gated import GatedTool
-from tests.tenancy.conftest import bearer
+from tests.reasoner.stored_turns import acme_client, acme_runtime, new_session, store_turn
 
 RUNS: list[str] = []
 ARGUMENTS = '{"label": "e_1796681458"}'
@@ -79,15 +75,8 @@ class SlowMark(GatedTool):
 
 @pytest.fixture
 async def runtime(tmp_path: Path, database_url: str) -> AsyncIterator[Runtime]:
-    settings = AptixSettings(
-        data_dir=tmp_path,
-        database_url=database_url,
-        load_plugins=False,
-        api_keys="ka=acme:ann",
-        semantic_matching=False,
-    )
     RUNS.clear()
-    async with open_runtime(settings) as opened:
+    async with acme_runtime(tmp_path, database_url) as opened:
         opened.registry.register(SlowMark)
         # The tool stands for an MCP server's, which a mode lists: the mode guard stays out.
         opened.executor._guard = None
@@ -129,32 +118,21 @@ def _old_data() -> dict[str, Any]:
 
 async def _old_session(runtime: Runtime) -> str:
     """A session whose one turn is stored as 80f59bd left it; returns the session id."""
-    created = await runtime.services.sessions.create_session(org="acme", user="ann")
-    assert created.result is not None
-    session_id = created.result.id
+    session_id = await new_session(runtime)
     now = datetime.now(UTC)
-    row = {
-        "id": uuid.uuid4().hex,  # the PostgreSQL database is shared by the module's tests
-        "sid": session_id,
-        "data": json.dumps(_old_data()),
-        "now": now,
+    await store_turn(
+        runtime,
+        session_id,
+        _old_data(),
+        status="running",
+        instruction="mcpslow x",
+        version=3,
+        now=now,
         # Killed: only its lease, long expired, says it is gone.
-        "lease": now - timedelta(minutes=5),
-    }
-    insert = text(
-        "INSERT INTO turns (id, session_id, org, user_id, seq, status, instruction, text, data,"
-        " created_at, updated_at, version, lease_until, owner)"
-        " VALUES (:id, :sid, 'acme', 'ann', 1, 'running', 'mcpslow x', NULL, :data,"
-        " :now, :now, 3, :lease, 'vm:22353:dc519ba6')"
-    ).bindparams(bindparam("now", type_=UtcDateTime()), bindparam("lease", type_=UtcDateTime()))
-    await runtime.database.run(lambda tx: tx.execute(insert, row))
-    return session_id
-
-
-def _client(app: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://test", headers=bearer("ka")
+        lease=now - timedelta(minutes=5),
+        owner="vm:22353:dc519ba6",
     )
+    return session_id
 
 
 async def _post(client: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
@@ -200,7 +178,7 @@ async def test_retrying_the_approval_tells_the_model_the_call_may_have_run(
     # The same approval again: the retry docs/http-api.md asks for.
     approval = {"callId": "call_d7f6d89c", "result": json.loads(APPROVE)}
     body = {"sessionId": session_id, "toolResults": [approval]}
-    async with _client(create_app(runtime=runtime, model=model)) as client:
+    async with acme_client(create_app(runtime=runtime, model=model)) as client:
         if looked_first:  # as review r4 did: the session read before the retry
             _unknown(await _old_call(client, session_id))
         retried = await _post(client, body)
@@ -217,7 +195,7 @@ async def test_retrying_the_approval_tells_the_model_the_call_may_have_run(
 async def test_later_turns_tell_the_model_the_call_may_have_run(runtime: Runtime) -> None:
     session_id = await _old_session(runtime)
     model = ScriptedModel.of(reply("Hello."), reply("Hello again."))
-    async with _client(create_app(runtime=runtime, model=model)) as client:
+    async with acme_client(create_app(runtime=runtime, model=model)) as client:
         await _post(client, {"sessionId": session_id, "instruction": "hello again"})
         await _post(client, {"sessionId": session_id, "instruction": "and now?"})
         _unknown(await _old_call(client, session_id))

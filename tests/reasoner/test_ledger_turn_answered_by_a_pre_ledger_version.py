@@ -13,24 +13,18 @@ database is upgraded may have answered turns so, and they read as it answered th
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from sqlalchemy import bindparam, text
 
 from aptix.api import create_app
-from aptix.db.types import UtcDateTime
 from aptix.reasoner import ledger
 from aptix.reasoner.record import TurnRecord
-from aptix.runtime import Runtime, open_runtime
-from aptix.settings import AptixSettings
+from aptix.runtime import Runtime
 from aptix.testing import ScriptedModel
-from tests.tenancy.conftest import bearer
+from tests.reasoner.stored_turns import acme_client, acme_runtime, new_session, store_turn
 
 ECHO = '{"content": [{"type": "text", "text": "mix"}], "structuredContent": {"result": "mix"}}'
 #: As HEAD's ledger stored the two calls, waiting: an MCP call under ``approval: always``
@@ -122,21 +116,13 @@ def test_the_ledger_keeps_its_own_entries_as_they_are() -> None:
 
 @pytest.fixture
 async def runtime(tmp_path: Path, database_url: str) -> AsyncIterator[Runtime]:
-    settings = AptixSettings(
-        data_dir=tmp_path,
-        database_url=database_url,
-        load_plugins=False,
-        api_keys="ka=acme:ann",
-        semantic_matching=False,
-    )
-    async with open_runtime(settings) as opened:
+    async with acme_runtime(tmp_path, database_url) as opened:
         yield opened
 
 
 async def _stored_turn(runtime: Runtime) -> str:
     """The session of the turn as c57b553 completed it; returns the session id."""
-    created = await runtime.services.sessions.create_session(org="acme", user="ann")
-    assert created.result is not None
+    session_id = await new_session(runtime)
     request = [
         {"id": c, "type": "function", "function": {"name": n, "arguments": a}}
         for c, n, a in (("m1", "flaky_echo", M1["argumentsJson"]), ("u1", U1["name"], "{}"))
@@ -159,28 +145,22 @@ async def _stored_turn(runtime: Runtime) -> str:
         "context_dropped": None,
         "context_summary": None,
     }
-    row = {
-        "id": uuid.uuid4().hex,  # the PostgreSQL database is shared by the module's tests
-        "sid": created.result.id,
-        "data": json.dumps(data),
-        "now": datetime.now(UTC),
-    }
-    insert = text(
-        "INSERT INTO turns (id, session_id, org, user_id, seq, status, instruction, text, data,"
-        " created_at, updated_at, version, lease_until, owner)"
-        " VALUES (:id, :sid, 'acme', 'ann', 1, 'completed', 'mixed versions',"
-        " 'done after approval', :data, :now, :now, 1, NULL, NULL)"
-    ).bindparams(bindparam("now", type_=UtcDateTime()))
-    await runtime.database.run(lambda tx: tx.execute(insert, row))
-    return created.result.id
+    await store_turn(
+        runtime,
+        session_id,
+        data,
+        status="completed",
+        instruction="mixed versions",
+        version=1,
+        text="done after approval",
+    )
+    return session_id
 
 
 async def test_the_session_lists_each_call_once_as_it_ended(runtime: Runtime) -> None:
     session_id = await _stored_turn(runtime)
     app = create_app(runtime=runtime, model=ScriptedModel())
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://test", headers=bearer("ka")
-    ) as client:
+    async with acme_client(app) as client:
         answer = await client.get(f"/v1/sessions/{session_id}")
     assert answer.status_code == 200, answer.text
     [turn] = answer.json()["turns"]

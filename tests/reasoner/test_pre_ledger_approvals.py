@@ -10,26 +10,21 @@ on PostgreSQL.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
 import pytest
 from pydantic import Field
-from sqlalchemy import bindparam, text
 
 from aptix import AgentTool, InvokeResult
 from aptix.api import create_app
-from aptix.db.types import UtcDateTime
-from aptix.runtime import Runtime, open_runtime
-from aptix.settings import AptixSettings
+from aptix.runtime import Runtime
 from aptix.testing import ScriptedModel, reply
 from aptix.tools import AgentToolExecutionContext, function_schema
 from aptix.tools.args import ToolArgs
-from tests.tenancy.conftest import bearer
+from tests.reasoner.stored_turns import acme_client, acme_runtime, new_session, store_turn
 
 RUNS: list[str] = []
 TURN = "5dbbcf058509482f9141cc27c2033e76"
@@ -92,15 +87,8 @@ class Record(AgentTool):
 
 @pytest.fixture
 async def runtime(tmp_path: Path, database_url: str) -> AsyncIterator[Runtime]:
-    settings = AptixSettings(
-        data_dir=tmp_path,
-        database_url=database_url,
-        load_plugins=False,
-        api_keys="ka=acme:ann",
-        semantic_matching=False,
-    )
     RUNS.clear()
-    async with open_runtime(settings) as opened:
+    async with acme_runtime(tmp_path, database_url) as opened:
         opened.registry.register(Record)
         # The tool stands for an MCP server's, which a mode lists: the mode guard stays out.
         opened.executor._guard = None
@@ -109,9 +97,7 @@ async def runtime(tmp_path: Path, database_url: str) -> AsyncIterator[Runtime]:
 
 async def _old_turn(runtime: Runtime, status: str, tool_calls: list[dict[str, Any]]) -> str:
     """A session whose one turn is stored as 5d4c253 stored it; returns the session id."""
-    created = await runtime.services.sessions.create_session(org="acme", user="ann")
-    assert created.result is not None
-    session_id = created.result.id
+    session_id = await new_session(runtime)
     pending = [HAND_OFF] if status == "pending" else []
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "please record"},
@@ -132,7 +118,7 @@ async def _old_turn(runtime: Runtime, status: str, tool_calls: list[dict[str, An
             {"role": "tool", "tool_call_id": "call_1", "content": "{}"},
             {"role": "assistant", "content": "done"},
         ]
-    data = {
+    data: dict[str, Any] = {
         "messages": messages,
         "pending_calls": pending,
         "tool_calls": tool_calls,
@@ -144,28 +130,10 @@ async def _old_turn(runtime: Runtime, status: str, tool_calls: list[dict[str, An
         "context_dropped": None,
         "context_summary": None,
     }
-    now = datetime.now(UTC)
-    row = {
-        "id": uuid.uuid4().hex,  # the PostgreSQL database is shared by the module's tests
-        "sid": session_id,
-        "status": status,
-        "data": json.dumps(data),
-        "now": now,
-    }
-    insert = text(
-        "INSERT INTO turns (id, session_id, org, user_id, seq, status, instruction, text, data,"
-        " created_at, updated_at, version, lease_until, owner)"
-        " VALUES (:id, :sid, 'acme', 'ann', 1, :status, 'please record', NULL, :data,"
-        " :now, :now, 1, NULL, NULL)"
-    ).bindparams(bindparam("now", type_=UtcDateTime()))
-    await runtime.database.run(lambda tx: tx.execute(insert, row))
-    return session_id
-
-
-def _client(app: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://test", headers=bearer("ka")
+    await store_turn(
+        runtime, session_id, data, status=status, instruction="please record", version=1
     )
+    return session_id
 
 
 async def _turn(client: httpx.AsyncClient, session_id: str) -> dict[str, Any]:
@@ -188,7 +156,7 @@ def _state(call: dict[str, Any]) -> tuple[str, str, bool]:
 
 async def test_an_old_pending_approval_waits_as_an_approval(runtime: Runtime) -> None:
     session_id = await _old_turn(runtime, "pending", [{**HAND_OFF, "iteration": 1}])
-    async with _client(create_app(runtime=runtime, model=ScriptedModel())) as client:
+    async with acme_client(create_app(runtime=runtime, model=ScriptedModel())) as client:
         turn = await _turn(client, session_id)
     assert turn["status"] == "pending"
     [call] = turn["toolCalls"]
@@ -201,7 +169,7 @@ async def test_approving_an_old_pending_approval_runs_the_tool_once(runtime: Run
     session_id = await _old_turn(runtime, "pending", [{**HAND_OFF, "iteration": 1}])
     model = ScriptedModel()
     model.add(reply("recorded"))
-    async with _client(create_app(runtime=runtime, model=model)) as client:
+    async with acme_client(create_app(runtime=runtime, model=model)) as client:
         first = await _answer(client, session_id, {"approved": True})
         again = await _answer(client, session_id, {"approved": True})
         turn = await _turn(client, session_id)
@@ -219,7 +187,7 @@ async def test_denying_an_old_pending_approval_runs_nothing(runtime: Runtime) ->
     session_id = await _old_turn(runtime, "pending", [{**HAND_OFF, "iteration": 1}])
     model = ScriptedModel()
     model.add(reply("not recorded"))
-    async with _client(create_app(runtime=runtime, model=model)) as client:
+    async with acme_client(create_app(runtime=runtime, model=model)) as client:
         await _answer(client, session_id, {"approved": False})
         turn = await _turn(client, session_id)
     assert RUNS == []
@@ -244,7 +212,7 @@ async def test_an_old_answered_approval_reads_as_it_ended(
     if "approved" in settled and not settled["approved"]:
         answered["clientResult"] = '{"approved": false}'
     session_id = await _old_turn(runtime, "completed", [{**HAND_OFF, "iteration": 1}, answered])
-    async with _client(create_app(runtime=runtime, model=ScriptedModel())) as client:
+    async with acme_client(create_app(runtime=runtime, model=ScriptedModel())) as client:
         turn = await _turn(client, session_id)
     # One call, one entry: the answer replaces the hand-off it answered.
     [call] = turn["toolCalls"]

@@ -11,7 +11,6 @@ them, on SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,16 +18,13 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import bindparam, text
 
 from aptix.api import create_app
-from aptix.db.types import UtcDateTime
 from aptix.llm.types import Message
 from aptix.reasoner.ledger import CANCELLED_ELSEWHERE, UNKNOWN
-from aptix.runtime import Runtime, open_runtime
-from aptix.settings import AptixSettings
+from aptix.runtime import Runtime
 from aptix.testing import ScriptedModel, reply
-from tests.tenancy.conftest import bearer
+from tests.reasoner.stored_turns import acme_client, acme_runtime, new_session, store_turn
 
 #: 80f59bd's warnings: its cancel (a SIGTERM's 30 s running out, or a user's) and its sweep.
 OLD_CANCELLED = "Cancelled before it finished."
@@ -40,14 +36,7 @@ OLD_INTERRUPTED = (
 
 @pytest.fixture
 async def runtime(tmp_path: Path, database_url: str) -> AsyncIterator[Runtime]:
-    settings = AptixSettings(
-        data_dir=tmp_path,
-        database_url=database_url,
-        load_plugins=False,
-        api_keys="ka=acme:ann",
-        semantic_matching=False,
-    )
-    async with open_runtime(settings) as opened:
+    async with acme_runtime(tmp_path, database_url) as opened:
         yield opened
 
 
@@ -108,36 +97,23 @@ def _old_data(status: str, *, earlier: bool) -> dict[str, Any]:
 
 async def _old_session(runtime: Runtime, status: str, *, earlier: bool) -> str:
     """A session whose one turn is stored as 80f59bd stored it; returns the session id."""
-    created = await runtime.services.sessions.create_session(org="acme", user="ann")
-    assert created.result is not None
-    session_id = created.result.id
+    session_id = await new_session(runtime)
     now = datetime.now(UTC)
     running = status == "running"
-    row = {
-        "id": uuid.uuid4().hex,  # the PostgreSQL database is shared by the module's tests
-        "sid": session_id,
-        "status": status,
-        "text": "Paying now.",
-        "data": json.dumps(_old_data(status, earlier=earlier)),
-        "now": now,
+    await store_turn(
+        runtime,
+        session_id,
+        _old_data(status, earlier=earlier),
+        status=status,
+        instruction="pay, then wait",
+        version=2,
+        text="Paying now.",
+        now=now,
         # Killed on another machine: only its lease, long expired, says it is gone.
-        "lease": now - timedelta(minutes=5) if running else None,
-        "owner": "elsewhere:4242:0badc0de" if running else None,
-    }
-    insert = text(
-        "INSERT INTO turns (id, session_id, org, user_id, seq, status, instruction, text, data,"
-        " created_at, updated_at, version, lease_until, owner)"
-        " VALUES (:id, :sid, 'acme', 'ann', 1, :status, 'pay, then wait', :text, :data,"
-        " :now, :now, 2, :lease, :owner)"
-    ).bindparams(bindparam("now", type_=UtcDateTime()), bindparam("lease", type_=UtcDateTime()))
-    await runtime.database.run(lambda tx: tx.execute(insert, row))
-    return session_id
-
-
-def _client(app: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://test", headers=bearer("ka")
+        lease=now - timedelta(minutes=5) if running else None,
+        owner="elsewhere:4242:0badc0de" if running else None,
     )
+    return session_id
 
 
 async def _turns(client: httpx.AsyncClient, session_id: str) -> list[dict[str, Any]]:
@@ -193,7 +169,7 @@ async def test_a_turn_killed_mid_batch_reads_its_calls_lost(
     # F1: the new build sweeps the dead turn when the session's next instruction comes.
     session_id = await _old_session(runtime, "running", earlier=earlier)
     model = ScriptedModel.of(reply("Noted."), reply("Still noted."))
-    async with _client(create_app(runtime=runtime, model=model)) as client:
+    async with acme_client(create_app(runtime=runtime, model=model)) as client:
         await _instruct(client, session_id, "what happened?")
         await _instruct(client, session_id, "and now?")
         old, _, _ = await _turns(client, session_id)
@@ -222,7 +198,7 @@ async def test_a_turn_ended_mid_batch_reads_its_calls_lost_and_replays_whole(
     # F2: stopped (or cancelled, or swept) by 80f59bd itself, then read by this version.
     session_id = await _old_session(runtime, status, earlier=earlier)
     model = ScriptedModel.of(reply("Noted."), reply("Still noted."))
-    async with _client(create_app(runtime=runtime, model=model)) as client:
+    async with acme_client(create_app(runtime=runtime, model=model)) as client:
         [before] = await _turns(client, session_id)
         await _instruct(client, session_id, "what happened?")
         await _instruct(client, session_id, "and now?")
