@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pexpect
 import pyte
+import pytest
 
+from aptix.cli import output
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer
 from tests.cli.pty_chat import all_shown, chat_env, spawn_chat
@@ -47,3 +49,21 @@ def test_a_narrow_screen_keeps_the_question_and_details_off_column_0(tmp_path: P
     text = " ".join(row.strip() for row in shown if row.startswith(" "))
     assert text.startswith("xyzapproval needed: Allow 'read_only' to run? ok"), shown
     assert "Reads the cache." in text
+
+
+@pytest.mark.parametrize(
+    ("width", "label", "text", "rows"),
+    [
+        (36, "approval needed:", "Pay 5 EUR?", ["approval needed: Pay 5 EUR?"]),
+        (24, "mode:", "general", ["mode: general"]),
+        (20, "approval needed:", "Pay 5 EUR?", ["approval needed:", "  Pay 5 EUR?"]),
+    ],
+)
+def test_a_line_that_fits_keeps_its_label_on_its_row(
+    monkeypatch: pytest.MonkeyPatch, width: int, label: str, text: str, rows: list[str]
+) -> None:
+    # Review s5 F1: under 37 columns every label took a row of its own, lines that fit too.
+    monkeypatch.setattr(output.console, "_width", width)
+    indent = len(label) + 1
+    shown = [row.plain.rstrip() for row in output.folded(text, indent=indent, label=label)]
+    assert shown == rows

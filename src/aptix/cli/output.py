@@ -187,15 +187,17 @@ def folded(*parts: Part, indent: int, label: Part = "") -> list[Text]:
 
     Long words fold. ``label`` (the chat's own words) stands in the first row's indent, so
     outside text set this way never starts at column 0, where such labels are. On a screen
-    too narrow for ``indent`` and :data:`_NARROWEST` cells, the label has a row of its own
-    and the text a smaller indent: a row wider than the screen wrapped to column 0.
+    too narrow for ``indent`` and :data:`_NARROWEST` cells, text that does not fit beside the
+    label has a row of its own and a smaller indent: a row wider than the screen wrapped to
+    column 0.
     """
     head = styled(label) if label else Text()
-    if console.width - indent < _NARROWEST and indent > _NARROW_INDENT:
+    text = styled(*parts)
+    room = console.width - indent
+    if room < _NARROWEST and indent > _NARROW_INDENT and text.cell_len > room:
         narrow = folded(*parts, indent=_NARROW_INDENT)
         return [head, *narrow] if label else narrow
-    width = max(console.width - indent, 1)
-    rows = styled(*parts).wrap(console, width, overflow="fold")
+    rows = text.wrap(console, max(room, 1), overflow="fold")
     head.pad_right(indent - head.cell_len)
     return [(head if i == 0 else Text(" " * indent)) + row for i, row in enumerate(rows)]
 
