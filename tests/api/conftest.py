@@ -63,6 +63,18 @@ async def client(keyed_runtime: Runtime, model: ScriptedModel) -> AsyncIterator[
 
 
 @pytest.fixture
+async def demo_client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """The API of a server whose model is the built-in demo, with no keys and no plugins."""
+    settings = AptixSettings(
+        data_dir=tmp_path, load_plugins=False, semantic_matching=False, llm_model="demo"
+    )
+    async with open_runtime(settings) as runtime:
+        transport = httpx.ASGITransport(app=create_app(runtime=runtime))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            yield c
+
+
+@pytest.fixture
 async def no_model_client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(runtime=runtime)
     transport = httpx.ASGITransport(app=app)
