@@ -8,18 +8,17 @@ and was answered 409 ``session_busy`` by the turn its client had just abandoned.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import httpx
-from starlette.types import Message
 
 from aptix.api import abandoned, create_app
 from aptix.llm.types import LlmRequest, LlmResponse, TextSink
 from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import reply
+from tests.api.hang_up import http_scope, stream_then_hang_up
 
 TRIALS = 5
 
@@ -49,44 +48,10 @@ async def _stream_then_hang_up(
     body: dict[str, Any] | None = None,
 ) -> None:
     """Stream a turn of ``session_id`` as uvicorn serves it; the client leaves after a word."""
-    first_word = asyncio.Event()
-    requested = False
     if body is None:
         body = {"sessionId": session_id, "instruction": "a long answer", "stream": True}
-
-    async def receive() -> Message:
-        nonlocal requested
-        if not requested:
-            requested = True
-            return {"type": "http.request", "body": json.dumps(body).encode()}
-        await first_word.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        if b"first" in message.get("body", b""):
-            first_word.set()
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [
-            (b"host", b"127.0.0.1"),
-            (b"content-type", b"application/json"),
-            (b"x-aptix-session", session_id.encode()),
-        ],
-        "client": ("127.0.0.1", 40000),
-        "server": ("127.0.0.1", 8000),
-        "state": {},
-        "extensions": {},
-    }
-    await asyncio.wait_for(app(scope, receive, send), timeout=30)
+    headers = {"content-type": "application/json", "x-aptix-session": session_id}
+    await stream_then_hang_up(app, http_scope(path, headers), body, b"first")
 
 
 async def test_the_next_instruction_after_a_closed_stream_is_accepted(tmp_path: Path) -> None:

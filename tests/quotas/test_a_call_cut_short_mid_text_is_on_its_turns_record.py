@@ -16,12 +16,12 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.types import Message
 
 from aptix.api import create_app
 from aptix.llm.types import LlmRequest, LlmResponse, TextSink
 from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
+from tests.api.hang_up import http_scope, stream_then_hang_up
 
 KEY = "k-ann"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -38,57 +38,20 @@ class StreamsThenStalls:
         raise AssertionError("unreachable")
 
 
-def _scope(path: str) -> dict[str, Any]:
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [
-            (b"host", b"127.0.0.1"),
-            (b"authorization", f"Bearer {KEY}".encode()),
-            (b"content-type", b"application/json"),
-        ],
-        "client": ("127.0.0.1", 40000),
-        "server": ("127.0.0.1", 8000),
-        "state": {},
-        "extensions": {},
-    }
-
-
 async def _stream_and_cut(app: Any, api: httpx.AsyncClient, session_id: str, ending: str) -> bytes:
     """Stream an instruction; once the eighth word arrived, hang up or cancel the turn."""
-    received = b""
-    eighth_word = asyncio.Event()
-    requested = False
 
-    async def receive() -> Message:
-        nonlocal requested
-        if not requested:
-            requested = True
-            body = {"sessionId": session_id, "instruction": "a long answer", "stream": True}
-            return {"type": "http.request", "body": json.dumps(body).encode()}
-        await eighth_word.wait()
-        if ending == "cancel":
-            session = (await api.get(f"/v1/sessions/{session_id}", headers=AUTH)).json()
-            cancel = f"/v1/sessions/{session_id}/turns/{session['turns'][-1]['turnId']}/cancel"
-            assert (await api.post(cancel, headers=AUTH)).status_code == 200
-            await asyncio.Event().wait()  # the client reads on, to the turn's end
-        return {"type": "http.disconnect"}
+    async def cancel() -> None:
+        session = (await api.get(f"/v1/sessions/{session_id}", headers=AUTH)).json()
+        cancel = f"/v1/sessions/{session_id}/turns/{session['turns'][-1]['turnId']}/cancel"
+        assert (await api.post(cancel, headers=AUTH)).status_code == 200
+        await asyncio.Event().wait()  # the client reads on, to the turn's end
 
-    async def send(message: Message) -> None:
-        nonlocal received
-        received += message.get("body", b"")
-        if b"w7" in received:
-            eighth_word.set()
-
-    await asyncio.wait_for(app(_scope("/v1/agent/execute"), receive, send), timeout=30)
-    return received
+    scope = http_scope("/v1/agent/execute", {**AUTH, "content-type": "application/json"})
+    body = {"sessionId": session_id, "instruction": "a long answer", "stream": True}
+    return await stream_then_hang_up(
+        app, scope, body, b"w7", cancel if ending == "cancel" else None
+    )
 
 
 @pytest.mark.parametrize("ending", ["hang-up", "cancel"])

@@ -10,18 +10,17 @@ context counts it, plus the text it had streamed.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from starlette.types import Message
 
 from aptix.api import create_app
 from aptix.llm.types import LlmRequest, LlmResponse, TextSink
 from aptix.runtime import open_runtime
 from aptix.settings import AptixSettings
+from tests.api.hang_up import http_scope, stream_then_hang_up
 
 KEY = "k-ann"
 BODIES = {
@@ -51,46 +50,8 @@ class StreamsThenStalls:
 
 async def _stream_then_hang_up(app: Any, path: str) -> bytes:
     """POST ``path`` as uvicorn serves it; the client leaves once the eighth word arrived."""
-    received = b""
-    eighth_word = asyncio.Event()
-    requested = False
-
-    async def receive() -> Message:
-        nonlocal requested
-        if not requested:
-            requested = True
-            return {"type": "http.request", "body": json.dumps(BODIES[path]).encode()}
-        await eighth_word.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        nonlocal received
-        received += message.get("body", b"")
-        if b"w7" in received:
-            eighth_word.set()
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [
-            (b"host", b"127.0.0.1"),
-            (b"authorization", f"Bearer {KEY}".encode()),
-            (b"content-type", b"application/json"),
-        ],
-        "client": ("127.0.0.1", 40000),
-        "server": ("127.0.0.1", 8000),
-        "state": {},
-        "extensions": {},
-    }
-    await asyncio.wait_for(app(scope, receive, send), timeout=30)
-    return received
+    headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+    return await stream_then_hang_up(app, http_scope(path, headers), BODIES[path], b"w7")
 
 
 @pytest.mark.parametrize("path", list(BODIES))
