@@ -13,11 +13,9 @@ import asyncio
 import os
 import signal
 import sys
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
-import redis
 
 from aptix.quotas import slots
 from aptix.quotas.limiter import Quotas
@@ -46,17 +44,10 @@ asyncio.run(main())
 
 
 @pytest.fixture
-def prefix(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A key prefix of this test's own (its keys are deleted afterwards); slots of 2 s."""
+def prefix(prefix: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The shared fixture's key prefix of this test's own, with slots of 2 s."""
     monkeypatch.setattr(slots, "SLOT_SECONDS", SLOT_SECONDS)
-    client = redis.Redis.from_url(REDIS)
-    client.ping()  # the test needs the real Redis: fail, never skip
-    name = f"aptix-test-{uuid.uuid4().hex}"
-    yield name
-    keys = list(client.scan_iter(f"{name}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
+    return prefix
 
 
 async def test_a_slot_counts_while_its_server_lives_and_frees_once_killed(prefix: str) -> None:
