@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import sqlalchemy as sa
 
+from aptix import AgentTool
 from aptix.db.types import UtcDateTime
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
@@ -31,8 +32,14 @@ _INSERT = sa.text(
 
 
 @asynccontextmanager
-async def acme_runtime(tmp_path: Path, database_url: str) -> AsyncIterator[Runtime]:
-    """A runtime on ``database_url`` whose one API key, ``ka``, is ann of acme."""
+async def acme_runtime(
+    tmp_path: Path, database_url: str, *unguarded: type[AgentTool]
+) -> AsyncIterator[Runtime]:
+    """A runtime on ``database_url`` whose one API key, ``ka``, is ann of acme.
+
+    ``unguarded`` tools are registered with the mode guard out: each stands for an MCP
+    server's tool, which a mode lists.
+    """
     settings = AptixSettings(
         data_dir=tmp_path,
         database_url=database_url,
@@ -41,6 +48,10 @@ async def acme_runtime(tmp_path: Path, database_url: str) -> AsyncIterator[Runti
         semantic_matching=False,
     )
     async with open_runtime(settings) as opened:
+        for tool in unguarded:
+            opened.registry.register(tool)
+        if unguarded:
+            opened.executor._guard = None
         yield opened
 
 

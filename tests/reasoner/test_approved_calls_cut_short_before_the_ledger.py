@@ -76,10 +76,7 @@ class SlowMark(GatedTool):
 @pytest.fixture
 async def runtime(tmp_path: Path, database_url: str) -> AsyncIterator[Runtime]:
     RUNS.clear()
-    async with acme_runtime(tmp_path, database_url) as opened:
-        opened.registry.register(SlowMark)
-        # The tool stands for an MCP server's, which a mode lists: the mode guard stays out.
-        opened.executor._guard = None
+    async with acme_runtime(tmp_path, database_url, SlowMark) as opened:
         yield opened
 
 

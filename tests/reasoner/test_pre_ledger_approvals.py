@@ -88,10 +88,7 @@ class Record(AgentTool):
 @pytest.fixture
 async def runtime(tmp_path: Path, database_url: str) -> AsyncIterator[Runtime]:
     RUNS.clear()
-    async with acme_runtime(tmp_path, database_url) as opened:
-        opened.registry.register(Record)
-        # The tool stands for an MCP server's, which a mode lists: the mode guard stays out.
-        opened.executor._guard = None
+    async with acme_runtime(tmp_path, database_url, Record) as opened:
         yield opened
 
 
