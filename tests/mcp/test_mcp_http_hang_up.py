@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from starlette.types import ASGIApp, Message
 
+from tests.api.hang_up import http_scope
 from tests.mcp.test_mcp_http_cancel_early import BATCH_VERSION, HEADERS, _call, _mcp_app, _paid
 
 HOLD_TOOLS = Path(__file__).parent / "hold_tools.py"
@@ -42,24 +42,7 @@ async def _post_then_hang_up(
     async def send(message: Message) -> None:
         sent.append(message)
 
-    headers = {**HEADERS, **BATCH_VERSION}
-    scope: dict[str, Any] = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"host", b"127.0.0.1")]
-        + [(name.lower().encode(), value.encode()) for name, value in headers.items()],
-        "client": ("127.0.0.1", 40000),
-        "server": ("127.0.0.1", 8000),
-        "state": {},
-        "extensions": {},
-    }
+    scope = http_scope("/mcp", {**HEADERS, **BATCH_VERSION})
     with anyio.fail_after(30):
         await app(scope, receive, send)
     return sent
