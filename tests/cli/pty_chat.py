@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import sys
 from pathlib import Path
 
 import pexpect
+
+from aptix.reasoner.record import TurnRecord
+from aptix.runtime import open_runtime
+from aptix.settings import AptixSettings
 
 
 def chat_env(tmp_path: Path, base_url: str, *, rows: int, columns: int) -> dict[str, str]:
@@ -58,6 +63,29 @@ def one_exchange(child: pexpect.spawn, message: str, last_words: str) -> None:
     child.expect_exact("you>")
     child.sendline(message)
     child.expect_exact(last_words)
+    quit_at_prompt(child)
+
+
+def answer_then_quit(child: pexpect.spawn, answer: str, last_words: str) -> None:
+    """Answer the approval question ``answer``, wait for the turn's ``last_words``, then quit."""
+    child.expect_exact("approve? [y/n]")
+    child.sendline(answer)
+    child.expect_exact(last_words)
+    quit_at_prompt(child)
+
+
+def quit_at_prompt(child: pexpect.spawn) -> None:
+    """Wait for the prompt, send ``/quit`` and wait for the chat to end."""
     child.expect_exact("you>")
     child.sendline("/quit")
     child.expect(pexpect.EOF)
+
+
+def stored_turns(data_dir: Path, session_id: str) -> list[TurnRecord]:
+    """The turns of the local session ``session_id`` as stored under ``data_dir``."""
+
+    async def read() -> list[TurnRecord]:
+        async with open_runtime(AptixSettings(data_dir=data_dir)) as runtime:
+            return await runtime.turns.list_turns(session_id, "local")
+
+    return asyncio.run(read())

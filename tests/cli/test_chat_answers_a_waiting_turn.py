@@ -13,11 +13,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import pexpect
-
 from aptix.testing import reply
 from aptix.testing.server import ScriptedOpenAIServer
-from tests.cli.pty_chat import all_shown, chat_env, spawn_chat
+from tests.cli.pty_chat import all_shown, answer_then_quit, chat_env, one_exchange, spawn_chat
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "sessions_by_8c404f5.db"
 SESSION = "005afe004b994a1bb32a67ea3856a2ac"
@@ -40,12 +38,7 @@ def test_the_chat_asks_the_approval_a_continued_session_waits_for(tmp_path: Path
         try:
             child.expect_exact("approval needed:")
             child.expect_exact("Delete it?")
-            child.expect_exact("approve? [y/n]")
-            child.sendline("y")
-            child.expect_exact("Deleted, as approved.")
-            child.expect_exact("you>")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
+            answer_then_quit(child, "y", "Deleted, as approved.")
         finally:
             child.close()
         server.assert_complete()
@@ -80,12 +73,7 @@ def test_a_turn_waiting_for_a_client_tool_can_be_cancelled(tmp_path: Path) -> No
             child.expect_exact("cancel that turn? [y/n]")
             child.sendline("y")
             child.expect_exact("Turn cancelled.")
-            child.expect_exact("you>")
-            child.sendline("hello after")
-            child.expect_exact("Hello again.")
-            child.expect_exact("you>")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
+            one_exchange(child, "hello after", "Hello again.")
         finally:
             child.close()
         server.assert_complete()

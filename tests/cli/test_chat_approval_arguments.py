@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pexpect
 import pyte
 
 from aptix.cli.chat_approval import APPROVAL_LINES
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer, Step
-from tests.cli.pty_chat import all_shown, chat_env, spawn_chat
+from tests.cli.pty_chat import all_shown, answer_then_quit, chat_env, quit_at_prompt, spawn_chat
 from tests.tools.mcp_servers import flaky_server
 
 TAIL = "; rm -rf / --no-preserve-root"
@@ -52,12 +51,7 @@ def test_the_tail_of_a_long_argument_is_shown_before_the_approval_question(
             child.expect_exact("approval needed:")
             # The run of spaces is shown as its length: it cannot push the rest out of sight.
             child.expect_exact('"target": "list files in /tmp⟨2,100 spaces⟩' + TAIL + '"')
-            child.expect_exact("approve? [y/n]")
-            child.sendline("n")
-            child.expect_exact("Done.")
-            child.expect_exact("you>")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
+            answer_then_quit(child, "n", "Done.")
         finally:
             child.close()
         server.assert_complete()
@@ -84,12 +78,7 @@ def test_arguments_longer_than_a_screenful_are_shown_whole_on_s(tmp_path: Path) 
             child.expect_exact("arguments, in full:")
             child.expect_exact(TAIL)
             child.expect_exact("Allow 'vault_delete_everything'")  # said again, below them
-            child.expect_exact("approve? [y/n]")
-            child.sendline("y")
-            child.expect_exact("Done.")
-            child.expect_exact("you>")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
+            answer_then_quit(child, "y", "Done.")
         finally:
             child.close()
         server.assert_complete()
@@ -128,9 +117,7 @@ def test_padding_cannot_put_another_tools_header_above_the_question(tmp_path: Pa
             pyte.Stream(screen).feed(all_shown(child))
             child.sendline("n")
             child.expect_exact("Done.")
-            child.expect_exact("you>")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
+            quit_at_prompt(child)
         finally:
             child.close()
     shown = [line.rstrip() for line in screen.display]
@@ -154,12 +141,7 @@ def test_hostile_argument_text_is_shown_not_obeyed(tmp_path: Path) -> None:
         try:
             child.expect_exact("you>")
             child.sendline("clean up")
-            child.expect_exact("approve? [y/n]")
-            child.sendline("n")
-            child.expect_exact("Done.")
-            child.expect_exact("you>")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
+            answer_then_quit(child, "n", "Done.")
         finally:
             child.close()
     shown = all_shown(child)

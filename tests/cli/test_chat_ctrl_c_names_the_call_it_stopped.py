@@ -7,7 +7,6 @@ retrying it. A sync tool, whose thread no cancel stops, is ``abandoned``: it may
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
@@ -15,12 +14,9 @@ import pexpect
 import pyte
 import pytest
 
-from aptix.reasoner.record import TurnRecord
-from aptix.runtime import open_runtime
-from aptix.settings import AptixSettings
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer
-from tests.cli.pty_chat import all_shown, chat_env, read_session_id, spawn_chat
+from tests.cli.pty_chat import all_shown, chat_env, read_session_id, spawn_chat, stored_turns
 
 TOOLS = '''
 import asyncio
@@ -61,14 +57,6 @@ SAID = {
 }
 
 
-def _turns(tmp_path: Path, session_id: str) -> list[TurnRecord]:
-    async def read() -> list[TurnRecord]:
-        async with open_runtime(AptixSettings(data_dir=tmp_path)) as runtime:
-            return await runtime.turns.list_turns(session_id, "local")
-
-    return asyncio.run(read())
-
-
 def _screen(shown: str) -> str:
     """What a person reads, rows joined (the line is folded at the screen's width)."""
     screen = pyte.Screen(COLUMNS, ROWS)
@@ -104,7 +92,7 @@ def test_ctrl_c_while_a_tool_runs_names_the_call_and_its_outcome(tmp_path: Path,
             child.expect(pexpect.EOF)
         finally:
             child.close()
-        [turn] = _turns(tmp_path, session_id)
+        [turn] = stored_turns(tmp_path, session_id)
     [stopped] = turn.tool_calls
     outcome = SAID[tool].split(" → ")[1].split(":")[0]
     assert (turn.status, stopped["outcome"]) == ("cancelled", outcome)

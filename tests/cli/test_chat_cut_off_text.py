@@ -13,7 +13,6 @@ here), so nothing depends on the machine's speed.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import time
@@ -22,12 +21,9 @@ from pathlib import Path
 import pexpect
 import pyte
 
-from aptix.reasoner.record import TurnRecord
-from aptix.runtime import open_runtime
-from aptix.settings import AptixSettings
 from aptix.testing import call, reply
 from aptix.testing.server import Hold, ScriptedOpenAIServer
-from tests.cli.pty_chat import all_shown, chat_env, read_session_id, spawn_chat
+from tests.cli.pty_chat import all_shown, chat_env, read_session_id, spawn_chat, stored_turns
 
 ANSWER = reply("I will now delete it. word0 word1 word2 word3 word4 word5 word6")
 #: Streamed before the model holds: the words up to "word2", as the record must keep them.
@@ -76,14 +72,6 @@ def _spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
     return child
 
 
-def _turns(tmp_path: Path, session_id: str) -> list[TurnRecord]:
-    async def read() -> list[TurnRecord]:
-        async with open_runtime(AptixSettings(data_dir=tmp_path)) as runtime:
-            return await runtime.turns.list_turns(session_id, "local")
-
-    return asyncio.run(read())
-
-
 def _resumed(env: dict[str, str], session_id: str) -> str:
     """What ``aptix chat --session-id`` shows of the session before its prompt."""
     child = _spawn(env, "--session-id", session_id)
@@ -119,7 +107,7 @@ def test_ctrl_c_mid_answer_marks_the_text_cut_off_and_keeps_it(tmp_path: Path) -
             "       (cut off: turn cancelled; partial text, not a finished answer)",
             "Turn cancelled. The chat goes on; Ctrl-C again quits.",
         ]
-        [turn] = _turns(tmp_path, session_id)
+        [turn] = stored_turns(tmp_path, session_id)
         assert (turn.status, turn.text) == ("cancelled", STREAMED)
         again = _screen(_resumed(env, session_id))
     assert _after(again, "agent> (turn ") == [
@@ -149,7 +137,7 @@ def test_sigterm_mid_answer_marks_the_text_cut_off_and_keeps_it(tmp_path: Path) 
         ]
         assert rows[2].startswith("Ended by SIGTERM. The running turn was cut short")
         again = _screen(_resumed(env, session_id))
-        [turn] = _turns(tmp_path, session_id)
+        [turn] = stored_turns(tmp_path, session_id)
     assert turn.text == STREAMED
     shown = _after(again, "agent> (turn ")
     assert shown[0].startswith("agent> (turn interrupted: ")
@@ -179,7 +167,7 @@ def test_a_call_cut_short_by_kill_9_of_the_chat_names_no_server(tmp_path: Path) 
         finally:
             child.close(force=True)
         again = " ".join(_screen(_resumed(env, session_id)))
-        [turn] = _turns(tmp_path, session_id)
+        [turn] = stored_turns(tmp_path, session_id)
     [nap] = turn.tool_calls
     assert (turn.status, nap["outcome"]) == ("interrupted", "unknown")
     message = nap["errorMessage"]

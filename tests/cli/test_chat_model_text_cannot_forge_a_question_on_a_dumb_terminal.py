@@ -19,7 +19,7 @@ import pyte
 
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer
-from tests.cli.pty_chat import all_shown, chat_env
+from tests.cli.pty_chat import all_shown, answer_then_quit, chat_env
 
 ROWS, COLUMNS = 60, 60
 HEADER = (
@@ -74,12 +74,7 @@ def test_model_text_cannot_draw_the_question_on_a_dumb_terminal(tmp_path: Path) 
             child.expect_exact("you>")
             child.sendline("pay")
             child.expect_exact("Charge 59.97?")
-            child.expect_exact("approve? [y/n]")
-            child.sendline("y")
-            child.expect_exact("Charged.")
-            child.expect_exact("you>")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
+            answer_then_quit(child, "y", "Charged.")
         finally:
             child.close()
         server.assert_complete()

@@ -20,7 +20,7 @@ import pytest
 
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer
-from tests.cli.pty_chat import chat_env
+from tests.cli.pty_chat import answer_then_quit, chat_env
 
 ROWS, COLUMNS = 40, 100
 ANSWER = (
@@ -77,12 +77,7 @@ def test_the_chat_writes_what_a_latin1_or_ascii_terminal_can_show(
             child.expect_exact("cleared?")
             child.expect_exact("you>")
             child.sendline("Charge it")
-            child.expect_exact("approve? [y/n]")
-            child.sendline("y")
-            child.expect_exact("Charged")
-            child.expect_exact("you>")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
+            answer_then_quit(child, "y", "Charged")
         finally:
             child.close()
         server.assert_complete()

@@ -9,7 +9,6 @@ back from the chat (blocked across its exec), so the failed write is all it lear
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -19,12 +18,9 @@ from pathlib import Path
 
 import pexpect
 
-from aptix.reasoner.record import TurnRecord
-from aptix.runtime import open_runtime
-from aptix.settings import AptixSettings
 from aptix.testing import call, reply
 from aptix.testing.server import Hold, ScriptedOpenAIServer, Step
-from tests.cli.pty_chat import chat_env, read_session_id
+from tests.cli.pty_chat import chat_env, read_session_id, stored_turns
 
 #: Starts ``aptix chat`` with SIGHUP blocked: a blocked signal stays blocked across exec.
 WITHOUT_SIGHUP = (
@@ -32,14 +28,6 @@ WITHOUT_SIGHUP = (
     "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP}); "
     "os.execv(sys.executable, [sys.executable, '-m', 'aptix', 'chat'])"
 )
-
-
-def _turns(tmp_path: Path, session_id: str) -> list[TurnRecord]:
-    async def read() -> list[TurnRecord]:
-        async with open_runtime(AptixSettings(data_dir=tmp_path)) as runtime:
-            return await runtime.turns.list_turns(session_id, "local")
-
-    return asyncio.run(read())
 
 
 def _wait(pid: int, seconds: float) -> int | None:
@@ -79,7 +67,7 @@ def test_a_terminal_that_hangs_up_mid_turn_leaves_the_turn_interrupted(tmp_path:
     # It ends as SIGHUP would (still blocked here, so by the exit code the signal stands for).
     assert os.WIFEXITED(status)
     assert os.WEXITSTATUS(status) == 128 + signal.SIGHUP
-    [turn] = _turns(tmp_path, session_id)
+    [turn] = stored_turns(tmp_path, session_id)
     assert turn.status == "interrupted", turn.result
     logged = (tmp_path / "chat.log").read_text(encoding="utf-8")
     assert "OSError" not in logged
@@ -118,5 +106,5 @@ def test_a_reader_of_the_output_that_leaves_mid_turn_ends_the_chat_as_sigpipe(
     assert "Traceback" not in errors
     assert errors.startswith("Ended by SIGPIPE: standard output was closed. The running turn")
     assert f"aptix chat --session-id {session_id} continues the session." in errors
-    [turn] = _turns(tmp_path, session_id)
+    [turn] = stored_turns(tmp_path, session_id)
     assert turn.status == "interrupted", turn.result

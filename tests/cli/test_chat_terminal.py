@@ -7,7 +7,6 @@ presses Ctrl-C.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import subprocess
 import sys
@@ -16,12 +15,17 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from aptix.reasoner.record import TurnRecord
-from aptix.runtime import open_runtime
-from aptix.settings import AptixSettings
 from aptix.testing import call, reply
 from aptix.testing.server import Hold, ScriptedOpenAIServer
-from tests.cli.pty_chat import all_shown, chat_env, one_exchange, read_session_id, spawn_chat
+from tests.cli.pty_chat import (
+    all_shown,
+    answer_then_quit,
+    chat_env,
+    one_exchange,
+    read_session_id,
+    spawn_chat,
+    stored_turns,
+)
 
 UP = "\x1b[A"
 VERBATIM = "Use list[str] here; [bold] and [/x] stay as typed."
@@ -29,14 +33,6 @@ VERBATIM = "Use list[str] here; [bold] and [/x] stay as typed."
 
 def _terminal_env(tmp_path: Path, base_url: str) -> dict[str, str]:
     return {**chat_env(tmp_path, base_url, rows=40, columns=200), "NO_COLOR": "1"}
-
-
-def _turns(tmp_path: Path, session_id: str) -> list[TurnRecord]:
-    async def read() -> list[TurnRecord]:
-        async with open_runtime(AptixSettings(data_dir=tmp_path)) as runtime:
-            return await runtime.turns.list_turns(session_id, "local")
-
-    return asyncio.run(read())
 
 
 def _user_text(request: dict[str, object]) -> object:
@@ -79,7 +75,7 @@ def test_chat_verbatim_text_history_ctrl_c_and_mode_list(tmp_path: Path) -> None
         assert child.exitstatus == 0
         server.assert_complete()
     assert current == "general"
-    assert [t.status for t in _turns(tmp_path, session_id)] == [
+    assert [t.status for t in stored_turns(tmp_path, session_id)] == [
         "completed",
         "cancelled",
         "completed",
@@ -225,18 +221,13 @@ def test_ctrl_c_or_ctrl_d_at_an_approval_question_cancels_the_waiting_turn(
             else:
                 child.sendeof()
             child.expect_exact("Turn cancelled.")
-            child.expect_exact("you>")
-            child.sendline("And now?")
-            child.expect_exact("Next.")
-            child.expect_exact("you>")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
+            one_exchange(child, "And now?", "Next.")
         finally:
             child.close()
         server.assert_complete()
     assert child.exitstatus == 0
     assert "Traceback" not in all_shown(child)
-    assert [t.status for t in _turns(tmp_path, session_id)] == ["cancelled", "completed"]
+    assert [t.status for t in stored_turns(tmp_path, session_id)] == ["cancelled", "completed"]
 
 
 def test_up_at_an_approval_question_recalls_no_earlier_answer(tmp_path: Path) -> None:
@@ -260,12 +251,7 @@ def test_up_at_an_approval_question_recalls_no_earlier_answer(tmp_path: Path) ->
             child.expect_exact("Wipe prod?")
             child.expect_exact("approve? [y/n]")
             child.send(UP + "\r")  # nothing to recall: an empty answer, asked again
-            child.expect_exact("approve? [y/n]")
-            child.sendline("n")
-            child.expect_exact("Prod kept.")
-            child.expect_exact("you>")
-            child.sendline("/quit")
-            child.expect(pexpect.EOF)
+            answer_then_quit(child, "n", "Prod kept.")
         finally:
             child.close()
         server.assert_complete()
@@ -297,4 +283,4 @@ def test_input_ending_at_an_approval_question_leaves_the_session_free(tmp_path: 
     assert "Next." in second.stdout
     assert "Traceback" not in first.stderr + second.stderr
     session_id = first.stdout.split("session ", 1)[1].split(".", 1)[0]
-    assert [t.status for t in _turns(tmp_path, session_id)] == ["cancelled", "completed"]
+    assert [t.status for t in stored_turns(tmp_path, session_id)] == ["cancelled", "completed"]
