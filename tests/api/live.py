@@ -8,13 +8,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from aptix.testing.server import ScriptedOpenAIServer, Step
 
 
 def free_port() -> int:
@@ -47,6 +49,15 @@ def scripted_model_env(base_url: str) -> dict[str, str]:
         "APTIX_LOAD_PLUGINS": "false",
         "APTIX_SEMANTIC_MATCHING": "false",
     }
+
+
+@contextmanager
+def serve_scripted(data_dir: Path, respond: Callable[[dict[str, Any]], Step]) -> Iterator[str]:
+    """``aptix serve`` (isolated) whose model is a scripted one answering ``respond``; its URL."""
+    with ScriptedOpenAIServer(respond=respond) as llm:
+        env = scripted_model_env(llm.base_url)
+        with serve_isolated(data_dir, data_dir / "serve.log", **env) as (url, _):
+            yield url
 
 
 @contextmanager

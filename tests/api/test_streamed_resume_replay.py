@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from aptix.testing import call, reply
-from aptix.testing.server import ScriptedOpenAIServer, Step
-from tests.api.live import scripted_model_env, serve_isolated
+from aptix.testing.server import Step
+from tests.api.live import serve_scripted
 
 #: Holds the model's answer to the second approval of "ask slowly" until the test sets it.
 _slow_gate = threading.Event()
@@ -51,11 +51,7 @@ def _respond(body: dict[str, Any]) -> Step:
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("replay")
-    with (
-        ScriptedOpenAIServer(respond=_respond) as llm,
-        serve_isolated(data, data / "serve.log", **scripted_model_env(llm.base_url)) as (url, _),
-    ):
+    with serve_scripted(tmp_path_factory.mktemp("replay"), _respond) as url:
         yield url
 
 

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from aptix.testing import call, reply
-from aptix.testing.server import Delay, ScriptedOpenAIServer, Step
-from tests.api.live import scripted_model_env, serve_isolated
+from aptix.testing.server import Delay, Step
+from tests.api.live import serve_scripted
 
 #: How long the model takes to answer "slowly": the header comes well before.
 SLOW_SECONDS = 4
@@ -36,11 +36,7 @@ def _respond(body: dict[str, Any]) -> Step:
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("turn-header")
-    with (
-        ScriptedOpenAIServer(respond=_respond) as llm,
-        serve_isolated(data, data / "serve.log", **scripted_model_env(llm.base_url)) as (url, _),
-    ):
+    with serve_scripted(tmp_path_factory.mktemp("turn-header"), _respond) as url:
         yield url
 
 
