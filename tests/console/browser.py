@@ -15,11 +15,16 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+import yaml
+from playwright.sync_api import Page, expect
 
 from aptix.api import create_app
 from aptix.settings import AptixSettings
+from aptix.testing.server import ScriptedOpenAIServer
 from tests.api.live import free_port, serve_isolated
 
+#: The built-in catalog of modes.
+CATALOG = Path(__file__).parents[2] / "src" / "aptix" / "modes" / "catalog.yaml"
 VIEWPORT = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
@@ -42,6 +47,35 @@ def aptix_serve(data_dir: Path, **env: str) -> Iterator[str]:
     # Only a failure waits this long.
     with serve_isolated(data_dir, data_dir / "serve.log", seconds=180, **env) as (url, _):
         yield url
+
+
+def modes_offering(directory: Path, tool: str) -> Path:
+    """The built-in catalog, ``tool`` offered in its default mode, as ``directory/modes.yaml``."""
+    catalog = yaml.safe_load(CATALOG.read_text(encoding="utf-8"))
+    for mode in catalog["modes"]:
+        if mode.get("isDefault"):
+            mode["tools"].append(tool)
+    path = directory / "modes.yaml"
+    path.write_text(yaml.safe_dump(catalog), encoding="utf-8")
+    return path
+
+
+def scripted_env(llm: ScriptedOpenAIServer) -> dict[str, str]:
+    """Settings of a server whose model is ``llm``, never retried; key-a is ann of acme, admin."""
+    return {
+        "APTIX_API_KEYS": "key-a=acme:ann:admin",
+        "APTIX_LLM_MODEL": "scripted",
+        "APTIX_LLM_BASE_URL": llm.base_url,
+        "APTIX_LLM_MAX_RETRIES": "0",
+    }
+
+
+def new_chat(page: Page, url: str, text: str) -> None:
+    """Open a new chat of the console at ``url``, in the default mode, and send ``text``."""
+    page.goto(f"{url}/console/#/chat")
+    expect(page.locator("#chat-mode")).to_have_text("general")
+    page.get_by_label("Message").fill(text)
+    page.get_by_role("button", name="Send").click()
 
 
 @contextmanager

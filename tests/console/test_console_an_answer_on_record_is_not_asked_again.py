@@ -17,7 +17,7 @@ from playwright.sync_api import Page, Request, expect
 
 from aptix.testing import call, reply
 from aptix.testing.server import Fail, ScriptedOpenAIServer, Step
-from tests.console.browser import aptix_serve
+from tests.console.browser import aptix_serve, scripted_env
 from tests.console.conftest import PageFactory
 
 A = {"Authorization": "Bearer key-a"}
@@ -46,13 +46,8 @@ class Model:
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with ScriptedOpenAIServer(respond=Model()) as llm:
-        env = {
-            "APTIX_API_KEYS": "key-a=acme:ann:admin",
-            "APTIX_LLM_MODEL": "scripted",
-            "APTIX_LLM_BASE_URL": llm.base_url,
-            "APTIX_LLM_MAX_RETRIES": "0",
-        }
-        with aptix_serve(tmp_path_factory.mktemp("console-answer-on-record"), **env) as served:
+        data = tmp_path_factory.mktemp("console-answer-on-record")
+        with aptix_serve(data, **scripted_env(llm)) as served:
             yield served
 
 

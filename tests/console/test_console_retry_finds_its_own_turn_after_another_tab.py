@@ -9,29 +9,31 @@ write's line kept reading "running…" where the record says ``outcome unknown``
 
 from __future__ import annotations
 
-import json
-import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
-from playwright.sync_api import Page, Request, Route, expect
+from playwright.sync_api import Page, Route, expect
 
-from aptix.testing import call, reply
+from aptix.testing import reply
 from aptix.testing.server import Fail, ScriptedOpenAIServer, Step
 from tests.api.live import free_port, serve_isolated
+from tests.console.browser import modes_offering
 from tests.console.conftest import PageFactory
+from tests.console.slow_write import (
+    INTERRUPTED,
+    NOT_SENT_AGAIN,
+    killed,
+    posted,
+    recorded,
+    slow_write_call,
+    slow_write_env,
+    started,
+)
 
-HERE = Path(__file__).parent
-CATALOG = HERE.parents[1] / "src" / "aptix" / "modes" / "catalog.yaml"
-SLOW_TOOL = HERE.parent / "reasoner" / "slow_side_effect.py"
 A = {"Authorization": "Bearer key-a"}
-INTERRUPTED = "Turn interrupted: the process running it stopped or lost contact with the database."
-NOT_SENT_AGAIN = "Your message was not sent again: the tool calls above may have taken effect"
 CANNOT_TELL = "Your message was not sent again: this tab cannot tell which turn on record"
 FAILED = "The model endpoint answered HTTP 500"
 
@@ -39,9 +41,8 @@ FAILED = "The model endpoint answered HTTP 500"
 def _respond(body: dict[str, Any]) -> Step:
     """Answers "slow write <mark>" (a 60 s write, not safe to run twice); "fail ...": HTTP 500."""
     text = str(body["messages"][-1].get("content") or "")
-    if text.startswith("slow write "):
-        write = {"mark": text.removeprefix("slow write "), "seconds": 60}
-        return reply(None, call("slow_write", write, id="slow-1"))
+    if (write := slow_write_call(text)) is not None:
+        return write
     if text.startswith("fail "):
         return Fail(500, "the model failed in tab B")
     return reply(f"Echo: {text}")
@@ -56,38 +57,12 @@ def llm() -> Iterator[ScriptedOpenAIServer]:
 @pytest.fixture(scope="module")
 def modes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built-in catalog, with slow_write offered in the default mode."""
-    catalog = yaml.safe_load(CATALOG.read_text(encoding="utf-8"))
-    for mode in catalog["modes"]:
-        if mode.get("isDefault"):
-            mode["tools"].append("slow_write")
-    path = tmp_path_factory.mktemp("modes") / "modes.yaml"
-    path.write_text(yaml.safe_dump(catalog), encoding="utf-8")
-    return path
-
-
-def _env(llm: ScriptedOpenAIServer, modes: Path, side_log: Path) -> dict[str, str]:
-    return {
-        "APTIX_API_KEYS": "key-a=acme:ann:admin",
-        "APTIX_LLM_MODEL": "scripted",
-        "APTIX_LLM_BASE_URL": llm.base_url,
-        "APTIX_LLM_MAX_RETRIES": "0",
-        "APTIX_MODES_PATH": str(modes),
-        "APTIX_TOOL_MODULES": json.dumps([str(SLOW_TOOL)]),
-        "SIDE_LOG": str(side_log),
-    }
+    return modes_offering(tmp_path_factory.mktemp("modes"), "slow_write")
 
 
 def _send(page: Page, text: str) -> None:
     page.get_by_label("Message").fill(text)
     page.get_by_role("button", name="Send").click()
-
-
-def _started(page: Page, side_log: Path, mark: str) -> None:
-    """Wait until slow_write(mark) has begun (the page's own waits keep its routes served)."""
-    deadline = time.monotonic() + 60
-    while f"start {mark}" not in (side_log.read_text() if side_log.exists() else ""):
-        assert time.monotonic() < deadline, f"slow_write({mark}) never started"
-        page.wait_for_timeout(50)
 
 
 def _turns(url: str, session_id: str) -> list[tuple[str, str, list[str]]]:
@@ -96,10 +71,6 @@ def _turns(url: str, session_id: str) -> list[tuple[str, str, list[str]]]:
         (t["status"], t["instruction"], [c["outcome"] for c in t["toolCalls"]])
         for t in shown["turns"]
     ]
-
-
-def _posted(requests: list[Request]) -> list[Request]:
-    return [r for r in requests if r.method == "POST" and r.url.endswith("/v1/agent/execute")]
 
 
 def _another_tab_adds_a_turn(
@@ -134,21 +105,17 @@ def test_retry_after_a_kill_9_reads_its_own_turn_not_the_other_tabs(
     other_shows: str,
 ) -> None:
     side_log = tmp_path / "side.log"
-    env = _env(llm, modes, side_log)
+    env = slow_write_env(llm, modes, side_log)
     port = free_port()  # the server comes back where the page points
     page = open_page(key="key-a")
-    requests: list[Request] = []
-    page.on("request", lambda request: requests.append(request))
+    requests = recorded(page)
     with serve_isolated(tmp_path, tmp_path / "serve.log", 180, port, **env) as (url, process):
         session_id = _another_tab_adds_a_turn(open_page, url, page, other_text, other_shows)
         _send(page, "slow write once")
         line = page.locator("details.call .call-status")
         expect(line).to_have_text("running…")
-        _started(page, side_log, "once")
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-        lost = page.get_by_role("alert").filter(has_text="The connection was lost")
-        expect(lost).to_be_visible()
+        started(page, side_log, "once")
+        lost = killed(page, process)
     with serve_isolated(tmp_path, tmp_path / "serve.log", 180, port, **env) as (url, _):
         lost.get_by_role("button", name="Retry").click()
         notes = page.locator(".transcript .note")
@@ -163,7 +130,7 @@ def test_retry_after_a_kill_9_reads_its_own_turn_not_the_other_tabs(
             (("error" if other_text.startswith("fail") else "completed"), other_text, []),
             ("interrupted", "slow write once", ["unknown"]),
         ]
-    assert len(_posted(requests)) == 2  # "hello one" and the write, each once
+    assert len(posted(requests)) == 2  # "hello one" and the write, each once
     assert side_log.read_text().splitlines() == ["start once"]
 
 
@@ -172,11 +139,10 @@ def test_retry_that_cannot_name_its_turn_sends_nothing_that_may_have_run(
 ) -> None:
     """The stream's answer never reached the page (a proxy on the way lost it): no turn id."""
     side_log = tmp_path / "side.log"
-    env = _env(llm, modes, side_log)
+    env = slow_write_env(llm, modes, side_log)
     port = free_port()
     page = open_page(key="key-a")
-    requests: list[Request] = []
-    page.on("request", lambda request: requests.append(request))
+    requests = recorded(page)
 
     def proxied(route: Route) -> None:
         # Forwarded whole: a server killed meanwhile leaves the page a bare network failure.
@@ -189,11 +155,8 @@ def test_retry_that_cannot_name_its_turn_sends_nothing_that_may_have_run(
         session_id = _another_tab_adds_a_turn(open_page, url, page, "fail in tab B", FAILED)
         page.route("**/v1/agent/execute", proxied)
         _send(page, "slow write unnamed")
-        _started(page, side_log, "unnamed")
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-        lost = page.get_by_role("alert").filter(has_text="The connection was lost")
-        expect(lost).to_be_visible()
+        started(page, side_log, "unnamed")
+        lost = killed(page, process)
     with serve_isolated(tmp_path, tmp_path / "serve.log", 180, port, **env) as (url, _):
         lost.get_by_role("button", name="Retry").click()
         notes = page.locator(".transcript .note")
@@ -201,5 +164,5 @@ def test_retry_that_cannot_name_its_turn_sends_nothing_that_may_have_run(
         expect(page.get_by_text(FAILED)).to_have_count(0)
         expect(page.get_by_role("button", name="Send")).to_be_enabled()
         assert _turns(url, session_id)[-1] == ("interrupted", "slow write unnamed", ["unknown"])
-    assert len(_posted(requests)) == 2
+    assert len(posted(requests)) == 2
     assert side_log.read_text().splitlines() == ["start unnamed"]

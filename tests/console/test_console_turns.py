@@ -12,18 +12,16 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 from playwright.sync_api import Page, Request, Route, expect
 
 from aptix.testing import call, reply
 from aptix.testing.server import Delay, Fail, ScriptedOpenAIServer, Step
-from tests.console.browser import aptix_serve
+from tests.console.browser import aptix_serve, modes_offering, new_chat, scripted_env
 from tests.console.conftest import PageFactory
 from tests.console.test_console import _publish
 from tests.tools.mcp_servers import flaky_server
 
 HERE = Path(__file__).parent
-CATALOG = HERE.parents[1] / "src" / "aptix" / "modes" / "catalog.yaml"
 A = {"Authorization": "Bearer key-a"}
 
 #: Bidi and C0/C1 controls: each would reorder or hide what the page shows.
@@ -97,32 +95,17 @@ def mcp_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory, mcp_log: Path) -> Iterator[str]:
     data = tmp_path_factory.mktemp("console-turns")
-    # The built-in catalog, with the client-final test tool offered in the default mode.
-    catalog = yaml.safe_load(CATALOG.read_text(encoding="utf-8"))
-    for mode in catalog["modes"]:
-        if mode.get("isDefault"):
-            mode["tools"].append("client_thing")
-    modes = data / "modes.yaml"
-    modes.write_text(yaml.safe_dump(catalog), encoding="utf-8")
+    # The client-final test tool offered in the default mode.
+    modes = modes_offering(data, "client_thing")
     with ScriptedOpenAIServer(respond=Model()) as llm:
         env = {
-            "APTIX_API_KEYS": "key-a=acme:ann:admin",
-            "APTIX_LLM_MODEL": "scripted",
-            "APTIX_LLM_BASE_URL": llm.base_url,
-            "APTIX_LLM_MAX_RETRIES": "0",
+            **scripted_env(llm),
             "APTIX_MODES_PATH": str(modes),
             "APTIX_TOOL_MODULES": json.dumps([str(HERE / "client_tools.py")]),
             "APTIX_MCP_SERVERS": json.dumps({"vault": flaky_server(mcp_log)}),
         }
         with aptix_serve(data, **env) as served:
             yield served
-
-
-def _chat(page: Page, url: str, text: str) -> None:
-    page.goto(f"{url}/console/#/chat")
-    expect(page.locator("#chat-mode")).to_have_text("general")
-    page.get_by_label("Message").fill(text)
-    page.get_by_role("button", name="Send").click()
 
 
 def _author(url: str, arguments: dict[str, Any]) -> None:
@@ -146,7 +129,7 @@ def test_a_client_call_the_console_cannot_run_is_answered_and_the_turn_goes_on(
 ) -> None:
     """Issue 1: the button threw "Cannot access 'card' before initialization"."""
     page = open_page(key="key-a")
-    _chat(page, url, "client call")
+    new_chat(page, url, "client call")
     card = page.get_by_role("region", name="The model asked the client to run client_thing")
     expect(card.get_by_role("button", name="Approve")).to_have_count(0)
     card.get_by_role("button", name="Reply that it cannot run here").click()
@@ -163,7 +146,7 @@ def test_an_mcp_call_under_approval_gets_an_approval_card_and_runs_once_approved
     page = open_page(key="key-a")
     requests: list[Request] = []
     page.on("request", lambda request: requests.append(request))
-    _chat(page, url, "wipe it")
+    new_chat(page, url, "wipe it")
     card = page.get_by_role("region", name="Approval needed")
     expect(card.locator(".prompt")).to_contain_text("vault_delete_everything")
     expect(card.locator(".destructive-flag")).to_have_text("Yes — this cannot be undone")
@@ -185,7 +168,7 @@ def test_an_mcp_approval_card_shows_every_argument(
     """The details stop at 2,000 characters; the card showed only them, hiding the tail."""
     ran_before = mcp_log.read_text(encoding="utf-8") if mcp_log.exists() else ""
     page = open_page(key="key-a")
-    _chat(page, url, "wipe it, padded")
+    new_chat(page, url, "wipe it, padded")
     card = page.get_by_role("region", name="Approval needed")
     status = page.locator("details.call").filter(has_text="vault_delete_everything")
     # Not run yet (wasExecuted false), but waiting for the person, not refused.
@@ -218,7 +201,7 @@ def test_a_session_page_shows_a_failed_turns_error(url: str, open_page: PageFact
 def test_a_model_failure_shows_the_error(url: str, open_page: PageFactory) -> None:
     """Issue 2: turn_finished carries ``error`` as a string; the note was empty."""
     page = open_page(key="key-a")
-    _chat(page, url, "fail now")
+    new_chat(page, url, "fail now")
     error = page.locator(".transcript .note.error")
     expect(error).to_contain_text("the model exploded")
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
@@ -229,7 +212,7 @@ def test_a_model_failure_after_an_approval_can_send_the_answer_again(
 ) -> None:
     """Issue 3: the turn waits for the answer again; the page lets it be sent again."""
     page = open_page(key="key-a")
-    _chat(page, url, "approve then fail")
+    new_chat(page, url, "approve then fail")
     card = page.get_by_role("region", name="Approval needed")
     card.get_by_role("button", name="Approve").click()
     expect(page.locator(".transcript .note.error")).to_contain_text("fell over after the approval")
@@ -244,7 +227,7 @@ def test_a_turn_waiting_after_a_failed_resume_can_be_cancelled(
     url: str, open_page: PageFactory
 ) -> None:
     page = open_page(key="key-a")
-    _chat(page, url, "approve then fail, then cancel")
+    new_chat(page, url, "approve then fail, then cancel")
     page.get_by_role("region", name="Approval needed").get_by_role("button", name="Deny").click()
     expect(page.get_by_role("button", name="Send answer again")).to_be_visible()
     page.get_by_role("button", name="Cancel turn").click()
@@ -260,7 +243,7 @@ def test_a_reload_mid_conversation_keeps_the_session_and_its_approval(
 ) -> None:
     """Issue 4: the address names the session once it exists."""
     page = open_page(key="key-a")
-    _chat(page, url, "approve please")
+    new_chat(page, url, "approve please")
     expect(page.get_by_role("region", name="Approval needed")).to_be_visible()
     session = page.locator("#chat-session a").get_attribute("href") or ""
     session_id = session.rsplit("/", 1)[1]
@@ -279,7 +262,7 @@ def test_a_reload_mid_conversation_keeps_the_session_and_its_approval(
 def test_controls_in_outside_text_are_shown_not_obeyed(url: str, open_page: PageFactory) -> None:
     """Issue 5: bidi and C0/C1 controls were invisible or reordered the text."""
     page = open_page(key="key-a")
-    _chat(page, url, "trojan")
+    new_chat(page, url, "trojan")
     card = page.get_by_role("region", name="Approval needed")
     expect(card.locator(".prompt")).to_have_text(TROJAN_SHOWN)
     expect(card.locator("dd").first).to_have_text(TROJAN_SHOWN)
@@ -324,7 +307,7 @@ def test_an_unknown_session_in_chat_lets_the_next_message_start_a_new_one(
 def test_a_message_to_a_busy_session_is_not_shown_as_sent(url: str, open_page: PageFactory) -> None:
     """Issue 9: a 409 session_busy left the message in the transcript as if sent."""
     first = open_page(key="key-a")
-    _chat(first, url, "slow")
+    new_chat(first, url, "slow")
     expect(first.get_by_role("button", name="Cancel turn")).to_be_enabled()
     session = first.locator("#chat-session a").get_attribute("href") or ""
     second = open_page(key="key-a")
@@ -343,7 +326,7 @@ def test_new_session_during_a_turn_asks_first_and_leaves_no_note_behind(
 ) -> None:
     """Issue 8: the old turn's "Turn cancelled." appeared in the new transcript."""
     page = open_page(key="key-a")
-    _chat(page, url, "slow")
+    new_chat(page, url, "slow")
     expect(page.get_by_role("button", name="Cancel turn")).to_be_enabled()
     page.once("dialog", lambda dialog: dialog.dismiss())
     page.get_by_role("button", name="New session").click()
@@ -422,7 +405,7 @@ def test_a_publish_over_someone_elses_change_says_so_and_can_be_tried_again(
 def test_invisible_characters_in_an_approval_are_shown(url: str, open_page: PageFactory) -> None:
     """Review r7 F3: tag and zero-width characters were in the card's text, unseen."""
     page = open_page(key="key-a")
-    _chat(page, url, "hidden")
+    new_chat(page, url, "hidden")
     card = page.get_by_role("region", name="Approval needed")
     expect(card.locator("details.arguments pre")).to_contain_text(f'"target": "{HIDDEN_SHOWN}"')
     expect(page.locator(".msg.assistant .md").first).to_have_text(f"{HIDDEN_SHOWN} {JOINED}")
@@ -442,7 +425,7 @@ def test_an_approved_mcp_call_that_fails_reads_failed_not_refused(
     """Review r7 F2: a call that did not complete read "refused" and was listed as refused,
     though the person approved it, the server ran it, and it answered an error."""
     page = open_page(key="key-a")
-    _chat(page, url, "refuse it")
+    new_chat(page, url, "refuse it")
     card = page.get_by_role("region", name="Approval needed")
     card.get_by_role("button", name="Approve").click()
     expect(page.locator(".msg.assistant").last).to_contain_text("After tool:")

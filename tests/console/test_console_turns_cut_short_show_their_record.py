@@ -10,30 +10,32 @@ had run.
 
 from __future__ import annotations
 
-import json
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
-from playwright.sync_api import Locator, Page, Request, expect
+from playwright.sync_api import Locator, Page, expect
 
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer, Step
 from tests.api.live import free_port, serve_isolated
-from tests.console.browser import aptix_serve
+from tests.console.browser import aptix_serve, modes_offering, new_chat
 from tests.console.conftest import PageFactory
+from tests.console.slow_write import (
+    INTERRUPTED,
+    NOT_SENT_AGAIN,
+    killed,
+    posted,
+    recorded,
+    slow_write_call,
+    slow_write_env,
+    started,
+)
 
-HERE = Path(__file__).parent
-CATALOG = HERE.parents[1] / "src" / "aptix" / "modes" / "catalog.yaml"
-SLOW_TOOL = HERE.parent / "reasoner" / "slow_side_effect.py"
 A = {"Authorization": "Bearer key-a"}
-INTERRUPTED = "Turn interrupted: the process running it stopped or lost contact with the database."
-NOT_SENT_AGAIN = "Your message was not sent again: the tool calls above may have taken effect"
 
 
 def _respond(body: dict[str, Any]) -> Step:
@@ -42,9 +44,8 @@ def _respond(body: dict[str, Any]) -> Step:
     if last["role"] == "tool":
         return reply("Done.")
     text = str(last.get("content") or "")
-    if text.startswith("slow write "):
-        write = {"mark": text.removeprefix("slow write "), "seconds": 60}
-        return reply(None, call("slow_write", write, id="slow-1"))
+    if (write := slow_write_call(text)) is not None:
+        return write
     if text == "approve please":
         approval = {"prompt": "Delete the report?", "action": "delete report"}
         return reply(None, call("request_user_approval", approval, id="approve-1"))
@@ -60,25 +61,7 @@ def llm() -> Iterator[ScriptedOpenAIServer]:
 @pytest.fixture(scope="module")
 def modes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built-in catalog, with slow_write offered in the default mode."""
-    catalog = yaml.safe_load(CATALOG.read_text(encoding="utf-8"))
-    for mode in catalog["modes"]:
-        if mode.get("isDefault"):
-            mode["tools"].append("slow_write")
-    path = tmp_path_factory.mktemp("modes") / "modes.yaml"
-    path.write_text(yaml.safe_dump(catalog), encoding="utf-8")
-    return path
-
-
-def _env(llm: ScriptedOpenAIServer, modes: Path, side_log: Path) -> dict[str, str]:
-    return {
-        "APTIX_API_KEYS": "key-a=acme:ann:admin",
-        "APTIX_LLM_MODEL": "scripted",
-        "APTIX_LLM_BASE_URL": llm.base_url,
-        "APTIX_LLM_MAX_RETRIES": "0",
-        "APTIX_MODES_PATH": str(modes),
-        "APTIX_TOOL_MODULES": json.dumps([str(SLOW_TOOL)]),
-        "SIDE_LOG": str(side_log),
-    }
+    return modes_offering(tmp_path_factory.mktemp("modes"), "slow_write")
 
 
 @pytest.fixture(scope="module")
@@ -94,27 +77,12 @@ def url(
     side_log: Path,
 ) -> Iterator[str]:
     data = tmp_path_factory.mktemp("console-cut-short")
-    with aptix_serve(data, **_env(llm, modes, side_log)) as served:
+    with aptix_serve(data, **slow_write_env(llm, modes, side_log)) as served:
         yield served
-
-
-def _chat(page: Page, url: str, text: str) -> None:
-    page.goto(f"{url}/console/#/chat")
-    expect(page.locator("#chat-mode")).to_have_text("general")
-    page.get_by_label("Message").fill(text)
-    page.get_by_role("button", name="Send").click()
 
 
 def _line(page: Page, tool: str) -> Locator:
     return page.locator("details.call").filter(has_text=tool).locator(".call-status")
-
-
-def _started(side_log: Path, mark: str) -> None:
-    """Wait until slow_write(mark) has begun its write."""
-    deadline = time.monotonic() + 60
-    while f"start {mark}" not in (side_log.read_text() if side_log.exists() else ""):
-        assert time.monotonic() < deadline, f"slow_write({mark}) never started"
-        time.sleep(0.05)
 
 
 def _turns(url: str, page: Page) -> list[dict[str, Any]]:
@@ -123,18 +91,14 @@ def _turns(url: str, page: Page) -> list[dict[str, Any]]:
     return list(shown["turns"])
 
 
-def _posted(requests: list[Request]) -> list[Request]:
-    return [r for r in requests if r.method == "POST" and r.url.endswith("/v1/agent/execute")]
-
-
 def test_cancel_turn_shows_the_recorded_outcome_of_the_call_it_stopped(
     url: str, side_log: Path, open_page: PageFactory
 ) -> None:
     page = open_page(key="key-a")
-    _chat(page, url, "slow write cancelled")
+    new_chat(page, url, "slow write cancelled")
     line = _line(page, "slow_write")
     expect(line).to_have_text("running…")
-    _started(side_log, "cancelled")
+    started(page, side_log, "cancelled")
     page.get_by_role("button", name="Cancel turn").click()
     expect(page.locator(".transcript .note")).to_have_text(["Turn cancelled."])
     # As the record says it (and a reload would): it may have taken effect.
@@ -148,7 +112,7 @@ def test_cancel_turn_on_a_waiting_approval_shows_the_calls_recorded_outcome(
     url: str, open_page: PageFactory
 ) -> None:
     page = open_page(key="key-a")
-    _chat(page, url, "approve please")
+    new_chat(page, url, "approve please")
     expect(page.get_by_role("region", name="Approval needed")).to_be_visible()
     line = _line(page, "request_user_approval")
     expect(line).to_have_text("waiting for you")
@@ -163,20 +127,16 @@ def test_retry_after_a_kill_9_shows_the_interrupted_turn_and_runs_nothing_again(
     tmp_path: Path, llm: ScriptedOpenAIServer, modes: Path, open_page: PageFactory
 ) -> None:
     side_log = tmp_path / "side.log"
-    env = _env(llm, modes, side_log)
+    env = slow_write_env(llm, modes, side_log)
     port = free_port()  # the server comes back where the page points
     page = open_page(key="key-a")
-    requests: list[Request] = []
-    page.on("request", lambda request: requests.append(request))
+    requests = recorded(page)
     with serve_isolated(tmp_path, tmp_path / "serve.log", 180, port, **env) as (url, process):
-        _chat(page, url, "slow write killed")
+        new_chat(page, url, "slow write killed")
         line = _line(page, "slow_write")
         expect(line).to_have_text("running…")
-        _started(side_log, "killed")
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-        lost = page.get_by_role("alert").filter(has_text="The connection was lost")
-        expect(lost).to_be_visible()
+        started(page, side_log, "killed")
+        lost = killed(page, process)
     with serve_isolated(tmp_path, tmp_path / "serve.log", 180, port, **env) as (url, _):
         lost.get_by_role("button", name="Retry").click()
         notes = page.locator(".transcript .note")
@@ -190,7 +150,7 @@ def test_retry_after_a_kill_9_shows_the_interrupted_turn_and_runs_nothing_again(
             ("interrupted", ["unknown"])
         ]
     # The instruction was posted once, and the write began once.
-    assert len(_posted(requests)) == 1
+    assert len(posted(requests)) == 1
     assert side_log.read_text().splitlines() == ["start killed"]
 
 
@@ -199,16 +159,15 @@ def test_a_turn_a_shutdown_cut_short_is_read_back_with_a_retry_and_not_sent_agai
 ) -> None:
     """SIGTERM: the server gives the streamed turn its grace (about 24 s), then ends it."""
     side_log = tmp_path / "side.log"
-    env = _env(llm, modes, side_log)
+    env = slow_write_env(llm, modes, side_log)
     port = free_port()
     page = open_page(key="key-a")
-    requests: list[Request] = []
-    page.on("request", lambda request: requests.append(request))
+    requests = recorded(page)
     with serve_isolated(tmp_path, tmp_path / "serve.log", 180, port, **env) as (url, process):
-        _chat(page, url, "slow write stopped")
+        new_chat(page, url, "slow write stopped")
         line = _line(page, "slow_write")
         expect(line).to_have_text("running…")
-        _started(side_log, "stopped")
+        started(page, side_log, "stopped")
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
         unread = page.get_by_role("alert").filter(has_text="could not be read back yet")
@@ -227,5 +186,5 @@ def test_a_turn_a_shutdown_cut_short_is_read_back_with_a_retry_and_not_sent_agai
         assert [(t["status"], [c["outcome"] for c in t["toolCalls"]]) for t in turns] == [
             ("interrupted", ["unknown"])
         ]
-    assert len(_posted(requests)) == 1
+    assert len(posted(requests)) == 1
     assert side_log.read_text().splitlines() == ["start stopped"]

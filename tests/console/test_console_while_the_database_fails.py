@@ -24,7 +24,7 @@ from playwright.sync_api import Page, Request, Route, expect
 from aptix.api.errors import DATABASE_UNAVAILABLE
 from aptix.testing import reply
 from aptix.testing.server import ScriptedOpenAIServer, Step
-from tests.console.browser import aptix_serve
+from tests.console.browser import aptix_serve, scripted_env
 from tests.console.conftest import PageFactory
 
 A = {"Authorization": "Bearer key-a"}
@@ -43,13 +43,8 @@ def _respond(body: dict[str, Any]) -> Step:
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with ScriptedOpenAIServer(respond=_respond) as llm:
-        env = {
-            "APTIX_API_KEYS": "key-a=acme:ann:admin",
-            "APTIX_LLM_MODEL": "scripted",
-            "APTIX_LLM_BASE_URL": llm.base_url,
-            "APTIX_LLM_MAX_RETRIES": "0",
-        }
-        with aptix_serve(tmp_path_factory.mktemp("console-outage"), **env) as served:
+        data = tmp_path_factory.mktemp("console-outage")
+        with aptix_serve(data, **scripted_env(llm)) as served:
             yield served
 
 
