@@ -75,7 +75,6 @@ async def test_a_dead_processs_slot_frees_itself_alone(prefix: str) -> None:
     )
     try:
         assert await dead.enter_turn("acme") is None  # its process dies with the turn running
-        await dead.aclose()  # no give-back, no renewal from now on
         await asyncio.sleep(1.0)
         assert await alive.enter_turn("acme") is None
         assert await alive.enter_turn("acme") is not None  # two running: the dead one counts
