@@ -17,7 +17,7 @@ from openai import AsyncOpenAI
 
 from aptix.api import create_app
 from aptix.llm.types import LlmRequest, LlmResponse
-from aptix.reasoner.ledger import NOT_ANSWERED
+from aptix.reasoner.call_states import NOT_ANSWERED
 from aptix.runtime import Runtime
 from aptix.testing import FunctionModel, call, reply
 from tests.api.conftest import A

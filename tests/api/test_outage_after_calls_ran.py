@@ -24,7 +24,7 @@ from sqlalchemy import exc as sa
 from aptix.api import create_app
 from aptix.db.outage import DatabaseRefused
 from aptix.llm import LlmRequest, LlmResponse
-from aptix.reasoner import endings, ledger
+from aptix.reasoner import call_states, endings
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
@@ -235,7 +235,7 @@ async def test_a_turn_whose_calls_never_started_still_answers_503_and_records_th
     [turn] = await _turns(api, sid)
     [call_] = turn["toolCalls"]
     assert (call_["outcome"], call_["wasExecuted"]) == ("failed", False), call_
-    assert call_["errorMessage"] == ledger.NOT_STARTED
+    assert call_["errorMessage"] == call_states.NOT_STARTED
 
 
 @pytest.fixture

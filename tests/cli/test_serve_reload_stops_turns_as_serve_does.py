@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from aptix.reasoner.ledger import SHUT_DOWN_RUNNING
+from aptix.reasoner.call_states import SHUT_DOWN_RUNNING
 from aptix.testing import call, reply
 from aptix.testing.server import ScriptedOpenAIServer
 from tests.api.live import _stop, _wait_healthy, free_port, scripted_model_env

@@ -18,7 +18,7 @@ import pytest
 
 import aptix
 from aptix.reasoner import TurnResult, stopping
-from aptix.reasoner.ledger import CANCELLED_THREAD, SHUT_DOWN_RUNNING
+from aptix.reasoner.call_states import CANCELLED_THREAD, SHUT_DOWN_RUNNING
 from aptix.testing import ScriptedModel, call, reply
 from tests.databases import on_both_databases
 from tests.reasoner.conftest import Harness

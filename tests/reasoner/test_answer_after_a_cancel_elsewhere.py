@@ -22,8 +22,9 @@ import pytest
 import aptix
 from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.reasoner import TurnResult
+from aptix.reasoner.call_states import LATE_ANSWER
 from aptix.reasoner.context import ending_note
-from aptix.reasoner.ledger import LATE_ANSWER, merge_closed
+from aptix.reasoner.merging import merge_closed
 from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.stopping import TurnTasks

@@ -24,7 +24,7 @@ import pytest
 
 from aptix import InvokeResult
 from aptix.api import create_app
-from aptix.reasoner.ledger import APPROVED_UNRECORDED
+from aptix.reasoner.call_states import APPROVED_UNRECORDED
 from aptix.runtime import Runtime
 from aptix.testing import ScriptedModel, reply
 from aptix.tools import AgentToolExecutionContext

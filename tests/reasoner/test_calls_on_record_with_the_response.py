@@ -10,7 +10,7 @@ import pytest
 from aptix.api.routes.sessions import turn_to_json
 from aptix.errors import LlmError
 from aptix.reasoner import ToolResultInput, TurnEvent, ledger
-from aptix.reasoner.ledger import CANCELLED_BEFORE_START, CANCELLED_ELSEWHERE
+from aptix.reasoner.call_states import CANCELLED_BEFORE_START, CANCELLED_ELSEWHERE
 from aptix.reasoner.record import TurnRecord
 from aptix.testing import call, reply
 from tests.reasoner.conftest import Harness

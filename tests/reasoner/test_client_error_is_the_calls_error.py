@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from aptix.api.routes.sessions import turn_to_json
-from aptix.reasoner import ToolResultInput, ledger
+from aptix.reasoner import ToolResultInput, call_states, ledger
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel, call, reply
@@ -62,11 +62,11 @@ async def test_a_long_error_is_bounded_and_an_empty_one_still_says_the_client_fa
     long = "the dialog broke; " * 500
     shown = await _answered(runtime, long)
     message = str(shown["errorMessage"])
-    assert len(message) == ledger.CLIENT_ERROR_CHARS
-    assert message == long[: ledger.CLIENT_ERROR_CHARS - 1] + "…"
+    assert len(message) == call_states.CLIENT_ERROR_CHARS
+    assert message == long[: call_states.CLIENT_ERROR_CHARS - 1] + "…"
     assert shown["clientResult"] == long  # the whole answer stays on record
     shown = await _answered(runtime, "  ")
-    assert shown["errorMessage"] == ledger.CLIENT_ERROR_EMPTY
+    assert shown["errorMessage"] == call_states.CLIENT_ERROR_EMPTY
 
 
 def test_a_call_stored_failed_without_the_message_reads_with_it() -> None:

@@ -20,8 +20,8 @@ from aptix.db.types import utc_now
 from aptix.errors import LlmError
 from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.reasoner import ToolResultInput, TurnResult, stopping
+from aptix.reasoner.call_states import CANCELLED_RUNNING, LATE_ANSWER, SHUT_DOWN_RUNNING
 from aptix.reasoner.claims import INTERRUPTED, Lease
-from aptix.reasoner.ledger import CANCELLED_RUNNING, LATE_ANSWER, SHUT_DOWN_RUNNING
 from aptix.reasoner.tables import TurnRow
 from aptix.testing import FunctionModel, ScriptedModel, call, reply
 from aptix.tools import AgentToolExecutionContext, function_schema

@@ -17,7 +17,7 @@ from sqlalchemy import update
 
 import aptix
 from aptix.db.types import utc_now
-from aptix.reasoner.ledger import UNKNOWN
+from aptix.reasoner.call_states import UNKNOWN
 from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.tables import TurnRow

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from aptix.api import create_app
-from aptix.reasoner import ledger
+from aptix.reasoner import ledger, pre_ledger
 from aptix.reasoner.record import TurnRecord
 from aptix.runtime import Runtime
 from aptix.testing import ScriptedModel
@@ -73,7 +73,7 @@ def _states(calls: list[dict[str, Any]]) -> list[tuple[str, str, str, bool]]:
 
 
 def test_the_copied_answers_take_the_waiting_entries_places() -> None:
-    calls = ledger.stated_calls([M1, U1, *ANSWERED], waiting=False)
+    calls = pre_ledger.stated_calls([M1, U1, *ANSWERED], waiting=False)
     assert _states(calls) == [
         ("m1", "succeeded", "succeeded", True),
         ("u1", "succeeded", "succeeded", True),
@@ -93,7 +93,7 @@ def test_the_copied_answers_take_the_waiting_entries_places() -> None:
     ],
 )
 def test_a_copied_approval_reads_as_it_ended(settled: dict[str, Any], expected: str) -> None:
-    [call] = ledger.stated_calls([M1, {**M1, **settled}], waiting=False)
+    [call] = pre_ledger.stated_calls([M1, {**M1, **settled}], waiting=False)
     assert _states([call]) == [("m1", expected, expected, False)]
     assert call["errorMessage"]
 
@@ -111,7 +111,7 @@ def test_a_turn_the_copies_are_in_is_stated_before_the_ledger_writes_it() -> Non
 
 def test_the_ledger_keeps_its_own_entries_as_they_are() -> None:
     approved = {**M1, **APPROVE, "approved": True, "state": "started", "outcome": "pending"}
-    assert ledger.stated_calls([approved, U1], waiting=True) == [approved, U1]
+    assert pre_ledger.stated_calls([approved, U1], waiting=True) == [approved, U1]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import exc as sa
 
 from aptix.api import create_app
-from aptix.reasoner import endings, ledger
+from aptix.reasoner import call_states, endings, ledger
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import ScriptedModel, call, reply
@@ -81,7 +81,7 @@ def _assert_ran(entry: dict[str, Any]) -> None:
     assert entry["state"] == entry["outcome"] == "succeeded", entry
     assert entry["wasExecuted"] is True
     assert "42" in entry["resultJson"]
-    assert ledger.UNKNOWN not in json.dumps(entry)
+    assert call_states.UNKNOWN not in json.dumps(entry)
 
 
 async def test_a_short_outage_stores_the_ending_once_the_database_is_back(
@@ -123,4 +123,4 @@ async def test_a_longer_outage_keeps_the_outcome_for_the_next_read_and_turn(
     told = [m for m in model.requests[-1].messages if m.get("role") == "tool"]
     assert [m["tool_call_id"] for m in told] == ["c1"]
     assert "42" in str(told[0]["content"])
-    assert ledger.UNKNOWN not in str(told[0]["content"])
+    assert call_states.UNKNOWN not in str(told[0]["content"])

@@ -29,7 +29,7 @@ from aptix.api import create_app
 from aptix.db.outage import DatabaseRefused
 from aptix.db.types import utc_now
 from aptix.llm import LlmRequest, LlmResponse
-from aptix.reasoner import AgentReasoner, claims, endings, ledger
+from aptix.reasoner import AgentReasoner, call_states, claims, endings, ledger
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply
@@ -285,7 +285,7 @@ async def test_an_approved_call_a_cancel_closes_before_it_started_reads_not_run(
         assert cancelled.json()["status"] == "cancelled", cancelled.text
         [wipe] = cancelled.json()["toolCalls"]
         assert (wipe["outcome"], wipe["wasExecuted"]) == ("failed", False)
-        assert wipe["errorMessage"] == ledger.CANCELLED_BEFORE_START
+        assert wipe["errorMessage"] == call_states.CANCELLED_BEFORE_START
         assert (await _turn(api, sid))["modelCalls"] == shown["modelCalls"]
     assert RUNS == []
 

@@ -23,9 +23,9 @@ from aptix import AgentTool, InvokeResult
 from aptix.db.types import utc_now
 from aptix.llm.types import LlmRequest, LlmResponse
 from aptix.reasoner import InMemoryTurnStore, ToolResultInput, TurnResult
+from aptix.reasoner.call_states import CANCELLED_RUNNING
 from aptix.reasoner.claims import Lease
 from aptix.reasoner.endings import TAKEN_OVER
-from aptix.reasoner.ledger import CANCELLED_RUNNING
 from aptix.reasoner.record import TurnRecord
 from aptix.reasoner.sql_turns import SqlTurnStore
 from aptix.reasoner.stopping import TurnTasks

@@ -21,7 +21,7 @@ import pytest
 
 from aptix.api import create_app
 from aptix.llm.types import Message
-from aptix.reasoner.ledger import CANCELLED_ELSEWHERE, UNKNOWN
+from aptix.reasoner.call_states import CANCELLED_ELSEWHERE, UNKNOWN
 from aptix.runtime import Runtime
 from aptix.testing import ScriptedModel, reply
 from tests.reasoner.stored_turns import acme_client, acme_runtime, new_session, store_turn

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
+from aptix.reasoner.call_states import CANCELLED_RUNNING
 from aptix.reasoner.endings import TAKEN_OVER
-from aptix.reasoner.ledger import CANCELLED_RUNNING
 from aptix.testing import call, reply
 from aptix.testing.server import Hold, ScriptedOpenAIServer
 from tests.api.test_turns_live import Server, aptix_serve

@@ -29,7 +29,7 @@ from sqlalchemy import exc as sa
 from aptix.api import create_app
 from aptix.db.outage import DATABASE_UNAVAILABLE, mark_from_aptix_database
 from aptix.llm import LlmClient, LlmRequest, LlmResponse
-from aptix.reasoner.ledger import NOT_STARTED
+from aptix.reasoner.call_states import NOT_STARTED
 from aptix.runtime import Runtime, open_runtime
 from aptix.settings import AptixSettings
 from aptix.testing import FunctionModel, call, reply

@@ -199,7 +199,7 @@ def _show_unfinished(turn: TurnRecord) -> None:
     """
     from aptix.cli.chat_view import LABEL
     from aptix.logger import bounded
-    from aptix.reasoner import ledger
+    from aptix.reasoner import ledger, pre_ledger
 
     how = _UNFINISHED.get(turn.status, "it ended without a finished answer")
     say(LABEL, " ", (f"(turn {turn.status}: {how})", "yellow"))
@@ -210,7 +210,7 @@ def _show_unfinished(turn: TurnRecord) -> None:
         say_rows(folded(turn.text, indent=4))
     calls = [
         ledger.wire(e)
-        for e in ledger.stated_calls(turn.tool_calls, waiting=turn.status == "pending")
+        for e in pre_ledger.stated_calls(turn.tool_calls, waiting=turn.status == "pending")
     ]
     for call in calls[:SHOWN_CALLS]:
         show_call(call)

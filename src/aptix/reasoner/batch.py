@@ -10,6 +10,7 @@ from typing import Any
 
 from aptix.logger import AdminLogger, LogLevel, bounded
 from aptix.reasoner import ledger
+from aptix.reasoner.call_states import CANCELLED_BEFORE_START, NOT_STARTED, SHUT_DOWN_BEFORE_START
 from aptix.reasoner.result import EventSink
 from aptix.reasoner.running import RunningTurn, TurnLost, emit
 from aptix.reasoner.stopping import process_stopping
@@ -105,7 +106,7 @@ class ToolRunner:
             # Cancelled (a client hung up) or shut down before any call was dispatched: the
             # turn's ending must not read them as stopped mid-run.
             stopping = process_stopping()
-            why = ledger.SHUT_DOWN_BEFORE_START if stopping else ledger.CANCELLED_BEFORE_START
+            why = SHUT_DOWN_BEFORE_START if stopping else CANCELLED_BEFORE_START
             ledger.not_run(entries, why)
             raise
         except TurnLost:
@@ -113,7 +114,7 @@ class ToolRunner:
         except Exception:
             # The save failed (the database): none of them reached its tool, and the turn's
             # ending must say so rather than "unknown" (the request is answered "retry").
-            ledger.not_run(entries, ledger.NOT_STARTED)
+            ledger.not_run(entries, NOT_STARTED)
             raise
         turn.calls_ran = turn.calls_ran or bool(server_calls)
         started = time.perf_counter()

@@ -19,7 +19,7 @@ from typing import Any
 from aptix.db.types import utc_now
 from aptix.errors import SessionBusyError, TurnError
 from aptix.nul import storable
-from aptix.reasoner import ledger
+from aptix.reasoner import ledger, merging
 from aptix.reasoner.record import OPEN, TurnRecord
 from aptix.reasoner.result import ERROR_CODE, ToolResultInput, TurnResult
 
@@ -167,7 +167,7 @@ def mark_dead(turn: TurnRecord, now: datetime) -> bool:
         return False
     ended = _ended_here(turn)
     if ended is not None:
-        ledger.adopt_ending(turn, ended)
+        merging.adopt_ending(turn, ended)
     else:
         ledger.end(turn, "interrupted", INTERRUPTED)
     return True
@@ -229,7 +229,7 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
     turn is a new call. The same results posted again (or others for the same calls: the
     first accepted win) get the turn as it stands, never run again; results whose attempt
     failed or was interrupted resume from what was stored. So do results whose run a database
-    failure ended before any call ran (:func:`ledger.wait_again`).
+    failure ended before any call ran (:func:`merging.wait_again`).
     """
     ids = [r.call_id for r in results]
     if len(set(ids)) != len(ids):
@@ -366,7 +366,7 @@ def cancel_turn(turn: TurnRecord) -> TurnRecord:
     if ended is not None:
         # This process ended the turn's run and could not store it (an outage): the cancel
         # closes that ending, as reads show it, not the run the row still holds (review s4 F2).
-        ledger.adopt_ending(turn, ended)
+        merging.adopt_ending(turn, ended)
     if turn.status not in OPEN:
         raise TurnError(
             f"Turn {turn.id} has already finished (status '{turn.status}'); "

@@ -414,7 +414,7 @@ def ending_note(turn: TurnRecord) -> Message | None:
         how = _ENDINGS.get(turn.status, f"it ended {turn.status}.")
         if _answered(turn):
             # The model answered before the turn was closed (an answer that came after is
-            # not kept: ledger.merge_closed): not "without a final answer".
+            # not kept: merging.merge_closed): not "without a final answer".
             return {
                 "role": "assistant",
                 "content": f"[This turn ended after the answer above, before it completed: {how}]",

@@ -27,7 +27,7 @@ from aptix.db.types import utc_now
 from aptix.errors import LlmError
 from aptix.llm.formats import FORMAT_UNMET, answer_problem, strict_schema
 from aptix.logger import AdminLogger, LogLevel, mark_logged
-from aptix.reasoner import ledger
+from aptix.reasoner import ledger, merging
 from aptix.reasoner.claims import CALLS_RAN, CANCELLED
 from aptix.reasoner.context import ContextOverflowError
 from aptix.reasoner.record import TurnRecord
@@ -278,7 +278,7 @@ class TurnEndings:
 
         Its status says so truthfully. A resume a database failure cuts short before any of
         its calls ran is answered "retry", so its turn waits again as the resume found it
-        (:func:`ledger.wait_again`), as after a failed model call: the retry continues it.
+        (:func:`merging.wait_again`), as after a failed model call: the retry continues it.
         A database outage gets the save retried for a few seconds
         (:data:`SAVE_RETRY_SECONDS`); if even then it cannot be stored, the claims and reads
         of this process treat the turn as ended as it ended here, its calls with the
@@ -299,7 +299,7 @@ class TurnEndings:
             # A database failure (not a bug, which the same request would meet again): the
             # answer asks for a retry, and the turn waits for it with nothing run (review s1 F1).
             result = dataclasses.replace(result_of(turn, "error", error=warning), error_code=code)
-            turn.record = ledger.wait_again(turn.found, turn.record)
+            turn.record = merging.wait_again(turn.found, turn.record)
         else:
             keep_streamed(turn)
             ledger.end(turn.record, "error", warning)

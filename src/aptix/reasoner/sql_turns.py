@@ -36,7 +36,8 @@ from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.llm.types import RESPONSES_FINISH, chat_finish
 from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
-from aptix.reasoner.ledger import carry_endings, close_pre_ledger, merge_closed
+from aptix.reasoner.ledger import close_pre_ledger
+from aptix.reasoner.merging import carry_endings, merge_closed
 from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
 from aptix.reasoner.tables import TurnRow
 from aptix.sessions.access import is_owner

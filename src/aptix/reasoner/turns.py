@@ -10,7 +10,7 @@ from typing import Protocol
 from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
-from aptix.reasoner.ledger import carry_endings, merge_closed
+from aptix.reasoner.merging import carry_endings, merge_closed
 from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
 from aptix.sessions.access import owned_session
 from aptix.sessions.manager import SessionManager
@@ -43,7 +43,7 @@ class TurnStore(Protocol):
 
         False when it is no longer this run's: cancelled, interrupted or taken over. Outcomes
         another process settled into it while it still runs here (``settle``) are taken into
-        ``turn`` first (``ledger.carry_endings``).
+        ``turn`` first (``merging.carry_endings``).
         """
         ...
 
@@ -64,7 +64,7 @@ class TurnStore(Protocol):
 
         The stored status stands. A closed turn takes what ran here (``merge_closed``); a
         turn another run holds open takes only the outcomes of the calls it reads as lost
-        (``ledger.carry_endings``), and that run adopts them at its next save. Returns the
+        (``merging.carry_endings``), and that run adopts them at its next save. Returns the
         turn as stored then; None when it is unknown or still runs under this very run.
         """
         ...

@@ -13,7 +13,7 @@ from aptix.api.responses import CancelledWorkflow, Session, SessionDetail, Turn
 from aptix.api.routes.deps import CallerDep, RuntimeDep
 from aptix.api.schemas import SessionCreate
 from aptix.db.types import utc_now
-from aptix.reasoner import TurnRecord, ledger
+from aptix.reasoner import TurnRecord, ledger, pre_ledger
 from aptix.reasoner.claims import mark_dead
 from aptix.reasoner.endings import ERROR_CODE
 from aptix.runtime import Runtime
@@ -125,7 +125,7 @@ def turn_to_json(turn: TurnRecord) -> dict[str, Any]:
     """A turn as the sessions API shows it."""
     # Turns stored before the ledger kept no state per call: the ledger reads them as it
     # does when it runs them, so GET and a resume agree (an old approval waits as one).
-    calls = ledger.stated_calls(turn.tool_calls, waiting=turn.status == "pending")
+    calls = pre_ledger.stated_calls(turn.tool_calls, waiting=turn.status == "pending")
     return {
         "turnId": turn.id,
         "seq": turn.seq,
@@ -154,7 +154,7 @@ def _pending(turn: TurnRecord, calls: list[dict[str, Any]]) -> list[dict[str, An
     # such); the call's state is its ledger entry's. After a resume whose model call
     # failed, the result stored for it then reads the same here as in toolCalls.
     ledger_of = {e["callId"]: e for e in calls}
-    snapshot = ledger.stated_calls(turn.pending_calls, waiting=True)
+    snapshot = pre_ledger.stated_calls(turn.pending_calls, waiting=True)
     return [ledger.wire(ledger_of.get(c["callId"], c)) for c in snapshot]
 
 
