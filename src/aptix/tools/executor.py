@@ -170,7 +170,7 @@ class AgentToolExecutor:
                 outcome="failed",
             )
         if tool is None:
-            message = _unknown_tool_message(call.name, self._registry)
+            message = _unknown_tool_message(call.name, self._registry, context)
             return replace(call, error_message=message, outcome="failed")
         if self._before_call is not None:
             # Another process may have disabled, narrowed or removed a workflow since this
@@ -477,9 +477,20 @@ class _Stopped:
         self.outcome = outcome
 
 
-def _unknown_tool_message(name: str, registry: AgentToolRegistry) -> str:
+def _unknown_tool_message(
+    name: str, registry: AgentToolRegistry, context: AgentToolExecutionContext
+) -> str:
+    """The failure of a call naming no registered tool.
+
+    Only a call outside any session is shown the registry: a session's mode or workflow
+    narrows what it may call, and naming the tools it would refuse points the model at them.
+    """
     if not name:
         return "The tool call has no tool name."
+    if context.session_id or context.mode or context.active_workflow_id:
+        return (
+            f"Unknown tool '{name}'. Call one of the tools this session's mode or workflow offers."
+        )
     known = ", ".join(registry.registered_tools) or "none"
     return f"Unknown tool '{name}'. Registered tools: {known}."
 
