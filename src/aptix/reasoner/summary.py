@@ -8,13 +8,16 @@ message (whose authority it would get), with its control characters written as e
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aptix import invisible
 from aptix.errors import LlmError
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message
+from aptix.reasoner.clipping import clip, clip_result, result_marker_tokens, water_level
 from aptix.reasoner.record import TurnRecord
+from aptix.reasoner.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from aptix.reasoner.context import ContextBudget, PastTurn
@@ -38,6 +41,19 @@ _INSTRUCTIONS = (
 _CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{invisible.SEPARATORS}{invisible.BIDI}]")
 #: Most characters of the model's reason for declining a summary that its warning quotes.
 _REASON_CHARS = 200
+#: A clipped part of a turn keeps at least this many tokens of its start beside its note.
+_MIN_HEAD = 16
+#: The kinds of a rendered turn's pieces that can be cut: tool results (cut first, with the
+#: note that the tool ran), and what the user and the model said (texts, call arguments).
+_RESULT, _SAID = "result", "said"
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """Part of a rendered turn: ``kind`` says whether it may be cut (framing may not)."""
+
+    text: str
+    kind: str = ""
 
 
 def visible(text: str) -> str:
@@ -68,7 +84,9 @@ async def summarize(
     """Ask ``model`` to fold ``turns`` into ``previous``; every request fits ``budget``.
 
     Turns are sent oldest first in as many requests as the budget needs; a turn too long for
-    one request is clipped. Raises :class:`~aptix.errors.LlmError` when a request fails.
+    one request is clipped, its largest tool results first, so that its end (the answer, the
+    outcomes, how it ended) is still read. Raises :class:`~aptix.errors.LlmError` when a
+    request fails.
     """
     summary = previous
     instructions: Message = {"role": "system", "content": _INSTRUCTIONS}
@@ -79,10 +97,12 @@ async def summarize(
         head = f"Previous summary:\n{summary}\n\nConversation:\n" if summary else ""
         available = room - budget.counter.count(head)
         chunk: list[str] = []
-        while pending and budget.counter.count("\n\n".join([*chunk, pending[0]])) <= available:
-            chunk.append(pending.pop(0))
+        while (
+            pending and budget.counter.count("\n\n".join([*chunk, _text(pending[0])])) <= available
+        ):
+            chunk.append(_text(pending.pop(0)))
         if not chunk:  # one turn larger than a whole request: clip it
-            chunk.append(budget.clip(pending.pop(0), max(available, 1)))
+            chunk.append(_clipped(budget, pending.pop(0), max(available, 1)))
         request = LlmRequest(
             messages=(instructions, {"role": "user", "content": head + "\n\n".join(chunk)})
         )
@@ -105,23 +125,90 @@ def _no_summary(response: LlmResponse) -> str:
     return f"The model declined the summary request: {reason}"
 
 
-def _render(turn: PastTurn) -> str:
-    lines = []
+def _render(turn: PastTurn) -> list[_Piece]:
+    """``turn`` as the summarizer reads it, one line a message, in pieces that can be clipped."""
+    pieces: list[_Piece] = []
     for message in turn.messages:
+        if pieces:
+            pieces.append(_Piece("\n"))
+        start = len(pieces)
         role = message.get("role", "?")
         content = str(message.get("content") or "")
         # Said instead of text: the summary can then tell that the model declined, and why.
         refusal = str(message.get("refusal") or "")
         if role == "tool":
-            lines.append(f"tool result: {content}")
+            pieces += [_Piece("tool result: "), _Piece(content, _RESULT)]
         elif message.get("tool_calls"):
-            calls = ", ".join(
-                f"{c['function']['name']}({c['function']['arguments']})"
-                for c in message["tool_calls"]
-            )
-            lines.append(f"{role}: {content} [calls {calls}]".replace(":  [", ": ["))
+            pieces += [_Piece(f"{role}: "), _Piece(content, _SAID), _Piece(" [calls ")]
+            if not content:
+                pieces[-1] = _Piece("[calls ")
+            for index, call in enumerate(message["tool_calls"]):
+                function = call["function"]
+                pieces += [
+                    _Piece(f"{', ' if index else ''}{function['name']}("),
+                    _Piece(str(function["arguments"]), _SAID),
+                    _Piece(")"),
+                ]
+            pieces.append(_Piece("]"))
         elif content or not refusal:
-            lines.append(f"{role}: {content}")
+            pieces += [_Piece(f"{role}: "), _Piece(content, _SAID)]
         if refusal:
-            lines.append(f"{role} (declined): {refusal}")
-    return "\n".join(lines)
+            if len(pieces) > start:
+                pieces.append(_Piece("\n"))
+            pieces += [_Piece(f"{role} (declined): "), _Piece(refusal, _SAID)]
+    return pieces
+
+
+def _text(pieces: Iterable[_Piece]) -> str:
+    return "".join(piece.text for piece in pieces)
+
+
+def _clipped(budget: ContextBudget, pieces: list[_Piece], tokens: int) -> str:
+    """A rendered turn within ``tokens``: its end kept, its largest parts clipped.
+
+    As the current turn is fitted (:meth:`ContextBudget._fit_current`): the largest tool
+    results are cut first, each keeping its start and a note that the tool ran; only when
+    the rest of the turn is too long on its own are its texts and call arguments cut too. The
+    instruction, the calls, their outcomes, the answer and the note of how the turn ended are
+    all still read. What cannot fit so is cut from its end, as a last resort.
+    """
+    counter = budget.counter
+    for kinds in ((_RESULT,), (_RESULT, _SAID)):
+        shrunk = _shrunk(counter, pieces, tokens, kinds)
+        if shrunk is not None:
+            return shrunk
+    return budget.clip(_text(pieces), tokens)
+
+
+def _shrunk(
+    counter: TokenCounter, pieces: list[_Piece], tokens: int, kinds: tuple[str, ...]
+) -> str | None:
+    """``pieces`` within ``tokens``, those of ``kinds`` cut to a common size; None if too few."""
+    cut = [i for i, piece in enumerate(pieces) if piece.kind in kinds]
+    costs = {i: counter.count(pieces[i].text) for i in cut}
+    rest = counter.count(_text(p for i, p in enumerate(pieces) if i not in costs))
+    room = tokens - rest
+    # Counts of pieces do not add up exactly to the count of their text: a few tries close in.
+    for _ in range(4):
+        cap = water_level(list(costs.values()), room)
+        over = [i for i, cost in costs.items() if cost > cap]
+        floor = max((_marker(counter, pieces[i]) for i in over), default=0)
+        if not over or cap < floor + _MIN_HEAD:
+            return None
+        shown = list(pieces)
+        for i in over:
+            clip_one = clip_result if pieces[i].kind == _RESULT else clip
+            shown[i] = _Piece(clip_one(counter, pieces[i].text, cap), pieces[i].kind)
+        text = _text(shown)
+        excess = counter.count(text) - tokens
+        if excess <= 0:
+            return text
+        room -= excess
+    return None
+
+
+def _marker(counter: TokenCounter, piece: _Piece) -> int:
+    """The tokens the note of a cut costs ``piece``."""
+    if piece.kind == _RESULT:
+        return result_marker_tokens(counter, piece.text)
+    return counter.count(clip(counter, "xx", 0))  # nothing kept: the ellipsis alone
