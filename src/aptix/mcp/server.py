@@ -46,6 +46,18 @@ INVALID_CURSOR = (
     "nextCursor, so list without a cursor."
 )
 
+#: The answer to a call of a registered tool that is not served because it is client-final.
+NOT_SERVED = (
+    "The tool '{name}' is client-final, so it is not served over MCP: an MCP client cannot post "
+    "its result back. A model turn (POST /v1/agent/execute) hands it to the client."
+)
+#: The same for a tool that runs only once a person approved it (an MCP server's, say).
+APPROVAL_NOT_SERVED = (
+    "The tool '{name}' runs only after a person approves it, so it is not served over MCP: an "
+    "MCP call cannot carry that approval. A model turn (POST /v1/agent/execute) asks the "
+    "client for it."
+)
+
 #: Where a transport puts its own mark of one HTTP exchange in the ASGI scope, so that
 #: the exchange's end (the client went away) cancels the calls it carried.
 EXCHANGE_SCOPE_KEY = "aptix.mcp.exchange"
@@ -259,8 +271,12 @@ def build_mcp_server(
         if (lone := find_surrogate(arguments)) is not None:
             return _error(f"{SURROGATE_REFUSED} (found in '{lone}').")
         tool_cls = registry.get_tool_type(params.name)
-        if tool_cls is None or not registry.server_final(params.name):
+        if tool_cls is None:
             return _error(f"Unknown tool '{params.name}'.")
+        if not registry.server_final(params.name):
+            # Registered, but not listed here: say why rather than that it does not exist.
+            unserved = APPROVAL_NOT_SERVED if registry.asks_approval(params.name) else NOT_SERVED
+            return _error(unserved.format(name=tool_cls.TOOL_NAME))
         session_id = _session_id(params, arguments, tool_cls)
         if isinstance(session_id, _Refused):
             return _error(session_id.message)
