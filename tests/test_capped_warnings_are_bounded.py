@@ -24,8 +24,14 @@ def _plain(text: str) -> bool:
 def test_each_repeated_id_is_quoted_escaped_and_cut() -> None:
     ids = [f"{n}\x07{'y' * 5_000}" for n in range(7)]
     response = reply(None, *(call("agent_calculator", {}, id=i) for i in ids + ids))
-    capped, [warning] = ResponseCaps().apply(response)
-    assert len(capped.tool_calls) == 7
+    capped = ResponseCaps().apply(response)
+    [warning] = capped.warnings
+    # Every call is kept in the response; the repeats are refused (review r7 F2, round 73).
+    assert len(capped.response.tool_calls) == 14
+    assert sorted(capped.refused) == list(range(7, 14))
+    for why in capped.refused.values():
+        assert len(why) <= 500
+        assert _plain(why)
     assert len(warning) <= 500
     assert _plain(warning)
     assert "'0\\x07yyy" in warning  # escaped, as repr shows it

@@ -19,16 +19,22 @@ async def test_tool_calls_beyond_the_cap_are_not_run_and_named_in_a_warning(
     calls = [call("agent_calculator", {"expression": f"{i}+1"}, id=f"c{i}") for i in range(40)]
     harness.model.add(reply(None, *calls), reply("Done."))
     result = await _turn(harness)
-    assert len(result.tool_calls) == 32  # type: ignore[attr-defined]
+    # The calls over the cap are listed, not run (review r7 F2, round 73).
+    listed = result.tool_calls  # type: ignore[attr-defined]
+    assert [c["callId"] for c in listed if c["wasExecuted"]] == [f"c{i}" for i in range(32)]
+    assert [c["outcome"] for c in listed[32:]] == ["failed"] * 8
     second = harness.model.requests[1].messages
-    assert len(second[-33]["tool_calls"]) == 32
-    assert [m["tool_call_id"] for m in second[-32:]] == [f"c{i}" for i in range(32)]
+    assert len(second[-41]["tool_calls"]) == 40
+    # Each refused call is answered first, with why; then the results of those that ran.
+    assert [m["tool_call_id"] for m in second[-40:]] == [
+        f"c{i}" for i in [*range(32, 40), *range(32)]
+    ]
     [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
     assert turn.warnings == [
         "The model asked for 40 tool calls in one response; only the first 32 were run "
         "(APTIX_MAX_TOOL_CALLS_PER_RESPONSE)."
     ]
-    assert len(turn.tool_calls) == 32
+    assert len(turn.tool_calls) == 40
 
 
 async def test_a_call_id_repeated_within_one_response_is_refused(harness: Harness) -> None:
@@ -44,16 +50,19 @@ async def test_a_call_id_repeated_within_one_response_is_refused(harness: Harnes
     await _turn(harness)
     second = harness.model.requests[1].messages
     results = [m for m in second if m["role"] == "tool"]
-    assert [m["tool_call_id"] for m in results] == ["dup", "other"]
+    # The repeated call is answered first, under an id of its own, with why (review r7 F2).
+    assert [m["tool_call_id"] for m in results[1:]] == ["dup", "other"]
     [turn] = await harness.runtime.turns.list_turns(harness.session_id, "acme")
     assert turn.warnings == [
         "The model used the tool call id(s) 'dup' more than once in one response; "
         "1 repeated call(s) were refused and not run."
     ]
-    assert [c["argumentsJson"] for c in turn.tool_calls] == [
-        '{"expression": "1+1"}',
-        '{"expression": "3+3"}',
+    assert [(c["argumentsJson"], c["wasExecuted"]) for c in turn.tool_calls] == [
+        ('{"expression": "1+1"}', True),
+        ('{"expression": "2+2"}', False),
+        ('{"expression": "3+3"}', True),
     ]
+    assert turn.tool_calls[1]["callId"] == results[0]["tool_call_id"]
 
 
 async def test_model_text_beyond_the_cap_is_cut_with_a_warning(harness: Harness) -> None:

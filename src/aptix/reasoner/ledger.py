@@ -66,6 +66,7 @@ __all__ = [
     "propose",
     "record_outcome",
     "recover",
+    "refuse",
     "resumed_calls",
     "run",
     "settle_client_results",
@@ -126,6 +127,22 @@ def take_response(
         if entry["callId"] in renamed:
             entry["modelCallId"] = renamed[entry["callId"]]
     return entries
+
+
+def refuse(record: TurnRecord, refused: Iterable[tuple[dict[str, Any], str]]) -> None:
+    """Calls of the model's response a cap refuses (:mod:`~aptix.reasoner.caps`), with why.
+
+    Never run: ``failed``, not executed, ``why`` their error message. Each keeps its place
+    in the model's message, and its tool message follows that message at once, so the model
+    reads that it did not run instead of its own message without it (DESIGN §14).
+    """
+    for entry, why in refused:
+        entry["state"] = entry["outcome"] = "failed"
+        entry["errorMessage"] = why
+        entry["wasExecuted"] = False
+        record.messages.append(
+            {"role": "tool", "tool_call_id": entry["callId"], "content": tool_content(entry)}
+        )
 
 
 def start(entries: Iterable[dict[str, Any]]) -> None:

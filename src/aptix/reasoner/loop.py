@@ -25,7 +25,7 @@ from aptix.logger import AdminLogger, LogLevel
 from aptix.modes.catalog import ModeCatalog
 from aptix.reasoner import ledger
 from aptix.reasoner.batch import ToolRunner
-from aptix.reasoner.caps import ResponseCaps
+from aptix.reasoner.caps import Capped, ResponseCaps
 from aptix.reasoner.claims import Lease, mark_dead, resume_plan, start_plan
 from aptix.reasoner.context import ContextBudget, ContextOverflowError, OlderTurns
 from aptix.reasoner.endings import TurnEndings
@@ -368,12 +368,15 @@ class AgentReasoner:
                 raise
             turn.streamed.clear()  # the response's own text is what it said
             self._note_model_call(turn, response, time.perf_counter() - started)
-            response, renamed = ledger.fresh_ids(record, self._capped(turn, response))
+            capped = self._capped(turn, response)
+            response, renamed = ledger.fresh_ids(record, capped.response)
             # The response and its calls go on record at once, before anything can be cut short.
             entries = ledger.take_response(
                 record, response, renamed, iteration, self._tools.idempotent
             )
             turn.touched.extend(e["callId"] for e in entries)
+            refused = [(entries[i], why) for i, why in capped.refused.items()]
+            ledger.refuse(record, refused)
             if response.text:
                 record.text = response.text  # text beside tool calls is shown too
                 await emit(on_event, "text", {"text": response.text})
@@ -381,10 +384,21 @@ class AgentReasoner:
             await self._reread_session(turn, on_event)
             if not response.tool_calls:
                 return await self._end.finish(turn, on_event)
-            # One checkpoint stores the model's response and its calls as started, before
-            # any of them runs; a second stores their outcomes.
+            for entry, _ in refused:  # shown as a call not offered is: started, then failed
+                await emit(
+                    on_event,
+                    "tool_call_started",
+                    {"callId": entry["callId"], "name": entry["name"]},
+                )
+                await emit(on_event, "tool_call_finished", ledger.wire(entry))
+            # One checkpoint stores the model's response and its calls as started (those
+            # refused as failed), before any of them runs; a second stores their outcomes.
             pending = await self._tools.run_response(
-                turn, entries, self._tool_context(turn), checkpoint, on_event
+                turn,
+                [e for i, e in enumerate(entries) if i not in capped.refused],
+                self._tool_context(turn),
+                checkpoint,
+                on_event,
             )
             if pending:
                 await self._reread_session(turn, on_event)
@@ -460,9 +474,9 @@ class AgentReasoner:
             self._active_workflow(session.active_workflow_id, session.org),
         )
 
-    def _capped(self, turn: RunningTurn, response: LlmResponse) -> LlmResponse:
-        capped, warnings = self._caps.apply(response)
-        for warning in warnings:
+    def _capped(self, turn: RunningTurn, response: LlmResponse) -> Capped:
+        capped = self._caps.apply(response)
+        for warning in capped.warnings:
             turn.record.warnings.append(warning)
             self._tracing.event(CAPPED_EVENT, capped_attributes(warning))
             self._logger.add_custom_event(
