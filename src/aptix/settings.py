@@ -156,7 +156,10 @@ class AptixSettings(BaseSettings):
         "(and streamed as text_delta); as many of its refusal, apart.",
     )
     history_turns: int = Field(
-        50, ge=0, description="Most recent completed turns read to build a turn's transcript."
+        50,
+        ge=0,
+        description="Most recent ended turns (any status) read to build a turn's transcript; "
+        "older turns are left out, counted in its contextDropped.",
     )
     modes_path: Path | None = Field(None, description="A deployment's own mode catalog (YAML).")
     workflows_path: Path | None = Field(None, description="A folder of workflow manifests.")

@@ -203,16 +203,20 @@ async def test_turns_beyond_what_is_read_are_named_in_a_warning() -> None:
         "26 earlier turn(s) had left the history window (APTIX_HISTORY_TURNS) before a summary "
         "took them: they are neither sent nor summarized."
     ]
-    # Those never read are not counted (as under drop: older turns than those read are not).
-    assert record.context_dropped == {"turns": 5, "throughTurnId": "turn-31", "summarized": 5}
+    # Those never read are counted too: no turn before the oldest sent was sent (review r7 F3).
+    assert record.context_dropped == {"turns": 31, "throughTurnId": "turn-31", "summarized": 5}
 
 
-async def test_under_drop_turns_older_than_the_window_are_never_read() -> None:
+async def test_under_drop_turns_older_than_the_window_are_not_read_but_counted() -> None:
     budget = ContextBudget(20_000, strategy="drop", counter=EstimatedTokens())
     turns = [_turn(n, f"T{n} short") for n in range(1, 12)]
+    reads: list[tuple[int, int]] = []
 
     async def older(after: int, before: int) -> Sequence[TurnRecord]:
-        raise AssertionError("read under drop")
+        # Only the newest turn left out, for the id contextDropped names (review r7 F3).
+        assert before - after == 2, "read under drop"
+        reads.append((after, before))
+        return [t for t in turns if after < t.seq < before]
 
     record = TurnRecord(
         id="turn-12",
@@ -225,4 +229,5 @@ async def test_under_drop_turns_older_than_the_window_are_never_read() -> None:
     )
     system = {"role": "system", "content": "sys"}
     await budget.prepare(record, system, turns[-4:], (), FunctionModel(_answer), older=older)
-    assert record.context_dropped is None
+    assert reads in ([], [(6, 8)])  # none when this process remembers it
+    assert record.context_dropped == {"turns": 7, "throughTurnId": "turn-7", "summarized": 0}

@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from aptix.errors import AptixError, LlmError
 from aptix.llm.types import LlmClient, LlmResponse, Message
@@ -42,9 +42,12 @@ __all__ = [
     "ending_note",
 ]
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
 ContextStrategy = Literal["drop", "summarize"]
-#: The session's ended turns with ``after < seq < before``, oldest first: the newest of them
-#: up to the bound the caller keeps (the turns of the history window, at most).
+#: The session's turns with ``after < seq < before``, oldest first: the newest of them up to
+#: the bound the caller keeps (the turns of the history window, at most, and at least one).
 OlderTurns = Callable[[int, int], Awaitable[Sequence[TurnRecord]]]
 
 #: Tokens a chat API adds around every message, and once to prime the answer.
@@ -71,12 +74,15 @@ _NOTE_ERROR_CHARS = 500
 _CACHE_SIZE = 10_000
 _TURN_COSTS: dict[tuple[str, str, int], int] = {}
 _TOOLS_COSTS: dict[tuple[str, bytes], int] = {}
+#: (session id, seq) -> turn id, of the oldest turn of each window read: the next turn's
+#: newest turn left out, which its ``contextDropped`` names, without reading it again.
+_TURN_IDS: dict[tuple[str, int], str] = {}
 
 
-def _remember(cache: dict[Any, int], key: Any, cost: int) -> None:
+def _remember(cache: dict[_K, _V], key: _K, value: _V) -> None:
     if len(cache) >= _CACHE_SIZE:
         del cache[next(iter(cache))]  # oldest first: dicts keep insertion order
-    cache[key] = cost
+    cache[key] = value
 
 
 class ContextOverflowError(AptixError):
@@ -276,15 +282,19 @@ class ContextBudget:
         """The messages of ``record``'s next request, within the budget.
 
         ``history`` holds the session's earlier turns, oldest first (every ended one is
-        replayed). Sets ``record.context_dropped`` and ``record.context_summary`` (the summary
+        replayed). Sets ``record.context_dropped`` (every earlier turn not sent whole: dropped,
+        summarized, or older than ``history``) and ``record.context_summary`` (the summary
         the turn uses, written now or carried from the latest turn that used one: ``history``
         is a window, and the summary must outlive the turn that wrote it); a failing summary
         request, or a turn that leaves no room for a summary, leaves a warning on the turn and
         the turns are dropped instead. With the ``summarize`` strategy, ``older`` reads the
         turns that left the window since the summary was written, which it folds in (none
-        is read without it). Raises :class:`ContextOverflowError` when the current turn alone
-        does not fit (naming ``instructions``, the mode's, when they take the room).
+        is read without it); with either, the newest turn left out when no other read names
+        it. Raises :class:`ContextOverflowError` when the current turn alone does not fit
+        (naming ``instructions``, the mode's, when they take the room).
         """
+        if history:  # the next turn's newest turn left out, most often
+            _remember(_TURN_IDS, (record.session_id, history[0].seq), history[0].id)
         stored = record.context_summary or summaries.latest_summary(history)
         record.context_summary = stored
         through = int(stored["throughSeq"]) if stored else 0
@@ -297,6 +307,7 @@ class ContextBudget:
         # Neither sent (out of the window) nor in the summary: folded in below, or dropped.
         gap = await self._left_window(record, history, through, older)
         current = record.messages
+        offered = earlier
         plan = self.fit(system, earlier, current, tools, summary=summary, instructions=instructions)
         if (plan.dropped or gap) and self.strategy == "summarize":
             left_out = len(gap) + len(plan.dropped)
@@ -337,22 +348,53 @@ class ContextBudget:
                     }
                     record.context_summary = stored
                     gap = ()
-                    plan = self.fit(system, earlier[len(folded) :], current, tools, summary=text)
+                    offered = earlier[len(folded) :]
+                    plan = self.fit(system, offered, current, tools, summary=text)
         for name in plan.clipped:
             _warn(
                 record,
                 f"The result of '{name}' was clipped to fit the context budget "
                 "(APTIX_LLM_CONTEXT_TOKENS): the model saw its start; the turn keeps it whole.",
             )
-        summarized = int(stored["turns"]) if stored else 0
-        unsent = (*gap, *plan.dropped)
-        if unsent or summarized:
-            record.context_dropped = {
-                "turns": summarized + len(unsent),
-                "throughTurnId": unsent[-1].id if unsent else stored["throughTurnId"],  # type: ignore[index]
-                "summarized": summarized,
-            }
+        sent = offered[len(plan.dropped) :]
+        # Every turn before the oldest one sent was not sent whole (the turns of a session
+        # are numbered 1, 2, ... without holes): dropped, summarized, or out of the window.
+        left = (sent[0].seq if sent else record.seq) - 1
+        if left > 0:
+            newest = await self._newest_left_out(record, left, (*gap, *plan.dropped), older)
+            if newest is not None:
+                record.context_dropped = {
+                    "turns": left,
+                    "throughTurnId": newest,
+                    "summarized": int(stored["turns"]) if stored else 0,
+                }
         return plan.messages
+
+    async def _newest_left_out(
+        self,
+        record: TurnRecord,
+        left: int,
+        unsent: Sequence[PastTurn],
+        older: OlderTurns | None,
+    ) -> str | None:
+        """The id of the newest turn ``record`` left out (seq ``left``), read if need be.
+
+        Known when the budget dropped it, a summary ends with it, or this process saw it as
+        the oldest turn of a window; else read (None when it cannot be).
+        """
+        if unsent:
+            return unsent[-1].id
+        stored = record.context_summary
+        if stored and int(stored["throughSeq"]) >= left:
+            return str(stored["throughTurnId"])
+        key = (record.session_id, left)
+        known = _TURN_IDS.get(key)
+        if known is None and older is not None:
+            for turn in await older(left - 1, left + 1):
+                if turn.seq == left:
+                    known = turn.id
+                    _remember(_TURN_IDS, key, known)
+        return known
 
     async def _left_window(
         self,
@@ -368,9 +410,9 @@ class ContextBudget:
         to be folded in. At most what ``older`` reads: the rest (a session that ran under
         ``drop``, or turns that left the window before this was so) is named in a warning.
         """
-        if self.strategy != "summarize" or older is None:
-            return ()
-        first = history[0].seq if history else record.seq
+        if self.strategy != "summarize" or older is None or not history:
+            return ()  # none without a window (APTIX_HISTORY_TURNS=0): nothing is replayed
+        first = history[0].seq
         if first <= through + 1:  # a session's turns are numbered 1, 2, ... without holes
             return ()
         turns = [t for t in await older(through, first) if through < t.seq < first]

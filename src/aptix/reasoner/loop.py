@@ -488,17 +488,17 @@ class AgentReasoner:
             )
         return capped
 
-    def _older_turns(self, record: TurnRecord) -> OlderTurns | None:
-        """Reads the session's turns before the history window (none with a window of 0).
+    def _older_turns(self, record: TurnRecord) -> OlderTurns:
+        """Reads the session's turns before the history window.
 
         Under ``summarize`` they are folded into the summary (:class:`ContextBudget`): at
         most a window's worth per turn, so a turn still reads no more than twice the window.
+        Under either strategy, the newest of them when the turn's ``contextDropped`` must name
+        it and no other read did: one turn, even with a window of 0.
         """
-        if not self._history_turns:
-            return None
 
         async def read(after: int, before: int) -> Sequence[TurnRecord]:
-            limit = min(before - after - 1, self._history_turns)
+            limit = min(before - after - 1, max(self._history_turns, 1))
             return await self._turns.list_turns(
                 record.session_id, record.org, limit=limit, before=before
             )
