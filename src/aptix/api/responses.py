@@ -129,9 +129,10 @@ class Turn(OutModel):
     model_calls: list[dict[str, Any]] = Field(
         description="One entry per model request: promptTokens, completionTokens, "
         "finishReason, modelId, toolCalls (the calls it asked for), durationMs; a context "
-        "summary request has purpose `contextSummary`; a request cut short once its text "
-        "began to come has `estimated: true`, the tokens `/v1/usage` charged it (its prompt "
-        "and the text it streamed, estimated), and finishReason and modelId null."
+        "summary request has purpose `contextSummary`; a request cut short once its output "
+        "began to come (its text, or a tool call's arguments or a refusal it was writing) has "
+        "`estimated: true`, the tokens `/v1/usage` charged it (its prompt and the output it "
+        "streamed, estimated), and finishReason and modelId null."
     )
     warnings: list[Any]
     pending_calls: list[dict[str, Any]]

@@ -13,6 +13,7 @@ import openai
 from openai import AsyncOpenAI
 
 from aptix.errors import LlmError
+from aptix.llm.heard import heard
 from aptix.llm.types import (
     RESPONSES_FINISH,
     LlmRequest,
@@ -216,6 +217,7 @@ class OpenAiLlmClient:
                     await on_text(delta.content)
                 if getattr(delta, "refusal", None):
                     refusal.append(str(delta.refusal))
+                    heard(str(delta.refusal))  # billed as text is: charged if cut short
                 for part in delta.tool_calls or ():
                     # Tool calls arrive in pieces keyed by index: id and name first, then
                     # the arguments JSON in fragments.
@@ -224,6 +226,7 @@ class OpenAiLlmClient:
                     if part.function is not None:
                         call["name"] = part.function.name or call["name"]
                         call["arguments"] += part.function.arguments or ""
+                        heard(part.function.arguments)
         if finish is None:
             # Every Chat Completions stream ends its answer with a finish_reason ("stop",
             # "tool_calls", "length", ...). A stream that closes without one was broken off
@@ -288,6 +291,8 @@ class OpenAiLlmClient:
                     for piece in pieces:
                         sent.append(piece)
                         await on_text(piece)
+                elif kind in _HEARD and isinstance(getattr(event, "delta", None), str):
+                    heard(event.delta)  # a call's arguments, a refusal: charged if cut short
                 elif kind == "response.output_item.done":
                     done[index] = event.item
                 elif kind in ("response.completed", "response.incomplete", "response.failed"):
@@ -316,6 +321,8 @@ class OpenAiLlmClient:
 
 #: Between the texts of two message items of one Responses answer, as between a turn's texts.
 _ITEMS = "\n\n"
+#: The Responses stream's events that carry what the model writes besides its text.
+_HEARD = frozenset({"response.function_call_arguments.delta", "response.refusal.delta"})
 
 
 def _cut_off(missing: str) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aptix.errors import LlmError
+from aptix.llm.heard import hearing
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, TextSink, Usage
 from aptix.quotas.holds import Hold
 from aptix.quotas.limiter import Quotas
@@ -53,9 +54,10 @@ class MeteredModel:
     (:meth:`Quotas.reserve`), so turns running at once see each other's calls; once the call
     returns, the hold is settled to the tokens the model reported. A call cut short (the
     client hung up on a stream, the server stops) or failed after it began to answer is
-    still charged, and shows in the usage counts: its prompt, estimated, plus the text it
-    had streamed, estimated (its turn records the same estimate, marked so). A call that
-    ended before any text came is not, whether it failed (refused, unreachable, timed out)
+    still charged, and shows in the usage counts: its prompt, estimated, plus what it had
+    streamed (text, and the tool calls or refusal it was writing, :mod:`aptix.llm.heard`),
+    estimated (its turn records the same estimate, marked so). A call that ended before
+    any of it came is not, whether it failed (refused, unreachable, timed out)
     or was cancelled (the match arbiter's time limit, a turn's cancel): its hold is given
     back, as the turn records no usage for it.
 
@@ -106,7 +108,9 @@ class MeteredModel:
                 await forward(text)
 
         try:
-            response = await self._model.complete(request, sink)
+            # What it writes besides text (a tool call's arguments, a refusal) is billed too.
+            with hearing(streamed):
+                response = await self._model.complete(request, sink)
         except (Exception, asyncio.CancelledError):
             if streamed:
                 await asyncio.shield(self._charge_cut(payer, prompt, streamed, held))

@@ -19,6 +19,7 @@ from typing import Any
 from aptix.blank import strip_blank
 from aptix.db.types import utc_now
 from aptix.errors import LlmError, TurnError
+from aptix.llm.heard import hearing
 from aptix.llm.types import LlmClient, LlmRequest, LlmResponse, Message, Usage, answers_in_formats
 from aptix.log_setup import log_ids
 from aptix.logger import AdminLogger, LogLevel
@@ -357,7 +358,9 @@ class AgentReasoner:
             heard: list[str] = []
             sink = text_sink(on_event, self._caps.max_text_chars, turn.streamed, heard)
             try:
-                with self._tracing.model_call(self._model, request) as span:
+                # Beside its text, what a streamed call writes that no one is shown (a tool
+                # call's arguments, a refusal) is heard too: a call cut short is charged it.
+                with self._tracing.model_call(self._model, request) as span, hearing(heard):
                     response = await self._model.complete(request, sink)
                     span.model_response(response)
             except LlmError as exc:

@@ -178,13 +178,14 @@ def text_sink(
 def note_cut_call(
     turn: RunningTurn, counts: ContextBudget, request: LlmRequest, heard: list[str], seconds: float
 ) -> None:
-    """Put on record a model call that ended without its response once its text came.
+    """Put on record a model call that ended without its response once its output came.
 
     The provider bills such a call, and ``/v1/usage`` charges it an estimate
-    (:class:`aptix.quotas.MeteredModel`): its prompt and the text it had streamed (``heard``),
-    counted as the context budget ``counts`` (the runtime gives the metered model the same
-    counts). The turn's ``model_calls`` and usage hold that estimate, marked so. One that
-    ended before any text came is neither charged nor recorded.
+    (:class:`aptix.quotas.MeteredModel`): its prompt and what it had streamed (``heard``: its
+    text, and the tool calls or refusal it was writing, :mod:`aptix.llm.heard`), counted as
+    the context budget ``counts`` (the runtime gives the metered model the same counts). The
+    turn's ``model_calls`` and usage hold that estimate, marked so. One that ended before any
+    of it came is neither charged nor recorded.
     """
     if not heard:
         return
