@@ -251,7 +251,8 @@ class ToolRunner:
             f"{name} failed (call {call_id}); the message is in the turn record",
             *ids,
         )
-        self.logger.trace(f"{name} failed: {entry['errorMessage']}", *ids)
+        # The message is outside text too (it quotes the name, or the tool's own words).
+        self.logger.trace(f"{name} failed: {bounded(entry['errorMessage'])}", *ids)
 
 
 class _Outcomes:
