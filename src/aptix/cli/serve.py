@@ -18,7 +18,7 @@ from aptix.cli.output import fail, print_json, say, warn
 from aptix.cli.runtime import check_runtime, settings_or_exit
 from aptix.log_setup import configure_logging, logging_config
 from aptix.loopback import is_loopback
-from aptix.urls import mask_credentials
+from aptix.urls import mask_credentials, mask_url
 
 if TYPE_CHECKING:
     import uvicorn
@@ -232,6 +232,27 @@ def _notices(settings: AptixSettings) -> Callable[..., None]:
     return lambda message, level=logging.WARNING: log.log(level, "%s", message)
 
 
+#: What ``aptix config show`` prints in place of a secret value.
+_HIDDEN = "********"
+
+
+def _masked_mcp_server(server: dict[str, Any]) -> dict[str, Any]:
+    """One ``mcp_servers`` entry as ``config show`` prints it: its credentials masked.
+
+    Header and ``env`` values carry tokens (``Authorization: Bearer ...``, ``GITHUB_TOKEN``),
+    as ``llm_extra_headers`` do; a URL, the server's own or one among ``args``, has its
+    userinfo and query values masked as every URL Aptix shows.
+    """
+    masked = dict(server)
+    masked["headers"] = dict.fromkeys(server.get("headers") or {}, _HIDDEN)
+    if server.get("env") is not None:
+        masked["env"] = dict.fromkeys(server["env"], _HIDDEN)
+    if server.get("url"):
+        masked["url"] = mask_url(server["url"])
+    masked["args"] = [mask_credentials(arg) for arg in server.get("args") or ()]
+    return masked
+
+
 @config_app.command("show")
 def show(
     as_json: Annotated[
@@ -246,14 +267,18 @@ def show(
     values: dict[str, Any] = settings.model_dump(mode="json")
     for secret in ("llm_api_key", "api_keys"):
         if values.get(secret):
-            values[secret] = "********"
+            values[secret] = _HIDDEN
     # Extra headers usually carry credentials (Azure's api-key, a gateway token).
-    values["llm_extra_headers"] = dict.fromkeys(values.get("llm_extra_headers") or {}, "********")
+    values["llm_extra_headers"] = dict.fromkeys(values.get("llm_extra_headers") or {}, _HIDDEN)
     values["effective_database_url"] = shown_url(settings.effective_database_url)
     if values.get("database_url"):
         values["database_url"] = shown_url(values["database_url"])
     if values.get("llm_base_url"):
         values["llm_base_url"] = mask_credentials(values["llm_base_url"])
+    values["mcp_servers"] = {
+        name: _masked_mcp_server(server)
+        for name, server in (values.get("mcp_servers") or {}).items()
+    }
     if as_json:
         print_json(values)
         return
