@@ -52,6 +52,11 @@ TOO_BIG = (
     "The tool '{name}' returned {size} bytes, over the limit of {limit} bytes "
     "(APTIX_TOOL_MAX_RESULT_BYTES); nothing of it was kept."
 )
+#: A call left running at its limit that only reads: nothing took effect, nothing to check.
+ABANDONED_READ = (
+    "The tool '{name}' did not finish within {limit:g} seconds and could not be stopped; "
+    "it only reads, so it changed nothing."
+)
 
 #: The largest result a tool may return, in bytes of JSON text (``APTIX_TOOL_MAX_RESULT_BYTES``).
 MAX_RESULT_BYTES = 1_048_576
@@ -204,6 +209,14 @@ class AgentToolExecutor:
         ):
             # It blocked the event loop (no await let the timer fire): not a success.
             started = self._timed_out(tool, context, limit, "blocked the event loop")
+        if (
+            type(started) is _Stopped
+            and started.outcome == "abandoned"
+            and _only_reads(tool, call.arguments_json)
+        ):
+            # "Check whether it took effect" is for a change (review r4 F2, round 73).
+            message = ABANDONED_READ.format(name=tool.TOOL_NAME, limit=limit or 0)
+            started = _Stopped(message, "abandoned")
         return self._resolved(tool, call, started, context)
 
     def _resolved(
@@ -493,6 +506,17 @@ def _unknown_tool_message(
         )
     known = ", ".join(registry.registered_tools) or "none"
     return f"Unknown tool '{name}'. Registered tools: {known}."
+
+
+def _only_reads(tool: AgentTool, arguments_json: str) -> bool:
+    """Whether this call changes nothing: a read-only tool, or one whose ``reads_only`` says so.
+
+    A tool of reads and changes (workflow authoring) tells them apart by its arguments.
+    """
+    if (tool.TOOL_ANNOTATIONS or {}).get("readOnlyHint") is True:
+        return True
+    reads_only = getattr(tool, "reads_only", None)
+    return callable(reads_only) and reads_only(arguments_json) is True
 
 
 def _database_failure(exc: BaseException) -> str | None:

@@ -37,7 +37,7 @@ from aptix.workflows.outcome import (
     normalise_fields,
 )
 from aptix.workflows.registry import WorkflowRegistry
-from aptix.workflows.revisions import WorkflowState, commit, read_state
+from aptix.workflows.revisions import WorkflowState, commit, read_listed, read_state
 from aptix.workflows.store import RevisionAction, StoredRevision, WorkflowStore
 from aptix.workflows.validation import (
     FieldProblem,
@@ -304,15 +304,10 @@ class WorkflowAuthoring:
         """One shallow row per workflow ``org`` sees, its drafts included.
 
         Deployment-wide workflows are listed with ``readOnly: true``; authored ones carry
-        their ``revision``.
+        their ``revision``. The store is read once for them all.
         """
-        ids = {m.workflow_id for m in self._registry.all(org)}
-        ids |= set(await self._store.workflow_ids(org))
-        rows = []
-        for wid in sorted(ids):
-            row = (await read_state(self._store, self._registry, wid, org)).list_row()
-            if row is not None:
-                rows.append(row)
+        states = await read_listed(self._store, self._registry, org)
+        rows = [row for state in states if (row := state.list_row()) is not None]
         return AuthoringOutcome(ok=True, workflows=rows)
 
     async def revision(self, workflow_id: str, org: str) -> int | None:

@@ -16,6 +16,9 @@ shows is accepted, and listing reads the rows, so a workflow such a process draf
 Every append also bumps the one ``workflow_changes`` counter in its transaction, so a
 process that reads a counter value has every revision up to it committed and visible
 (a row id would not do: ids are handed out before commit, not in commit order).
+
+Reading many workflows at once (what changed since a process's last read, an org's list)
+is :mod:`aptix.workflows.sql_reads`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from aptix.db.engine import Database
 from aptix.db.types import utc_now
 from aptix.errors import RevisionConflict
 from aptix.workflows.manifest import WorkflowManifest
-from aptix.workflows.store import RevisionAction, StoredRevision
+from aptix.workflows.sql_reads import latest, served_since, stored_revision
+from aptix.workflows.store import RevisionAction, ServedChanges, StoredRevision
 from aptix.workflows.tables import (
     CHANGES_ROW_ID,
     WorkflowChangesRow,
@@ -81,7 +85,7 @@ class SqlWorkflowStore:
                 session.add(row)
                 await session.flush()
                 await _bump_changes(session)
-            return _revision(row)
+            return stored_revision(row)
         except IntegrityError:
             # Two drafts inserted the same new head: the one that lost learns the winner's
             # revision. Any other violation (a version published twice) is a bug: raised.
@@ -115,7 +119,7 @@ class SqlWorkflowStore:
                 )
                 .order_by(WorkflowRevisionRow.revision)
             )
-            return [_revision(row) for row in rows]
+            return [stored_revision(row) for row in rows]
 
     async def workflow_ids(self, org: str) -> list[str]:
         """The ids ``org`` has revisions of, sorted."""
@@ -144,6 +148,14 @@ class SqlWorkflowStore:
         # asks it first, /healthz too).
         counter = await self._database.read_one(lambda c: c.execute(query).scalar())
         return int(counter or 0)
+
+    async def served_since(self, cursor: object | None) -> ServedChanges:
+        """The served revisions of the workflows changed since ``cursor``; of all without one."""
+        return await served_since(self._database, cursor)
+
+    async def latest(self, org: str) -> dict[str, list[StoredRevision]]:
+        """Per workflow of ``org``: its newest revision and the newest deciding what is served."""
+        return await latest(self._database, org)
 
 
 async def _newest(session: AsyncSession, org: str, workflow_id: str) -> int:
@@ -213,15 +225,3 @@ async def _bump_changes(session: AsyncSession) -> None:
     )
     if getattr(bumped, "rowcount", 1) == 0:  # the row was deleted by hand: start it again
         session.add(WorkflowChangesRow(id=CHANGES_ROW_ID, counter=1))
-
-
-def _revision(row: WorkflowRevisionRow) -> StoredRevision:
-    return StoredRevision(
-        workflow_id=row.workflow_id,
-        revision=row.revision,
-        action=RevisionAction(row.action),
-        manifest=WorkflowManifest.model_validate(json.loads(row.manifest_json)),
-        created_at=row.created_at,
-        created_by=row.created_by,
-        org=row.org,
-    )

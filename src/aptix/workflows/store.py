@@ -8,13 +8,17 @@ so every backend (memory, SQL) only has to append and read back.
 Every append is a compare-and-set: it names the revision it was based on (0 for a workflow
 with no revision yet) and is refused with :class:`~aptix.errors.RevisionConflict` when the
 workflow has moved on since, so two processes can never both build on one revision.
+
+Every process serves what the store serves, and authoring lists an org's workflows: both read
+many workflows at once, so a store answers them in a few statements whatever the number of
+workflows (:meth:`WorkflowStore.served_since`, :meth:`WorkflowStore.latest`), never one each.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
@@ -25,6 +29,7 @@ from aptix.workflows.manifest import WorkflowManifest
 __all__ = [
     "InMemoryWorkflowStore",
     "RevisionAction",
+    "ServedChanges",
     "StoredRevision",
     "WorkflowStore",
     "current_draft",
@@ -45,6 +50,8 @@ class RevisionAction(StrEnum):
 
 
 _SERVING = (RevisionAction.PUBLISH, RevisionAction.STATUS)
+#: The actions that decide what is served: the newest of them, unless it is a removal.
+DECIDING = (*_SERVING, RevisionAction.REMOVE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +76,24 @@ class StoredRevision:
             "at": self.created_at.isoformat(),
             "by": self.created_by,
         }
+
+
+#: One authored workflow: (org, workflow id).
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ServedChanges:
+    """What a store serves, as one read found it: every workflow, or those changed since."""
+
+    #: The change counter the read saw (what :meth:`WorkflowStore.change_marker` answered).
+    marker: int
+    #: Given to the next :meth:`WorkflowStore.served_since`, it reads only what came after.
+    cursor: object
+    #: True: ``served`` is every served workflow. False: only those that may have changed.
+    complete: bool
+    #: The served revision of each workflow read; None for one that is no longer served.
+    served: dict[Key, StoredRevision | None] = field(default_factory=dict)
 
 
 class WorkflowStore(Protocol):
@@ -107,6 +132,24 @@ class WorkflowStore(Protocol):
         """A number that grows with every append: a cheap "did anything change?" check."""
         ...
 
+    async def served_since(self, cursor: object | None) -> ServedChanges:
+        """The served revisions of the workflows changed since ``cursor``, in a few reads.
+
+        Every served workflow (``complete``) when ``cursor`` is None or the store cannot tell
+        what changed since it; otherwise only those a change since may have served, retired
+        or removed: a draft serves nothing, and costs nothing here.
+        """
+        ...
+
+    async def latest(self, org: str) -> dict[str, list[StoredRevision]]:
+        """Per workflow id of ``org``: what a list row needs of its log, in one read.
+
+        Its newest revision and the newest that decides what is served (the same one, or
+        none), oldest first: :func:`current_draft` and :func:`served_revision` read them
+        as they read the whole history.
+        """
+        ...
+
 
 def current_draft(history: Sequence[StoredRevision]) -> StoredRevision | None:
     """The pending draft: the newest revision, if it is a draft or an update of one."""
@@ -136,6 +179,8 @@ class InMemoryWorkflowStore:
     def __init__(self) -> None:
         self._log: dict[tuple[str, str], list[StoredRevision]] = {}
         self._appended = 0
+        #: Every append's workflow and action, in order: a cursor is a position in it.
+        self._order: list[tuple[Key, RevisionAction]] = []
         self._lock = asyncio.Lock()
 
     async def append(
@@ -164,6 +209,7 @@ class InMemoryWorkflowStore:
             )
             entries.append(entry)
             self._appended += 1
+            self._order.append(((org, manifest.workflow_id), action))
             return entry
 
     async def history(self, workflow_id: str, org: str) -> list[StoredRevision]:
@@ -181,3 +227,26 @@ class InMemoryWorkflowStore:
     async def change_marker(self) -> int:
         """How many revisions were appended."""
         return self._appended
+
+    async def served_since(self, cursor: object | None) -> ServedChanges:
+        """The served revisions of the workflows appended to since ``cursor`` (or of all)."""
+        marker = await self.change_marker()
+        done = len(self._order)
+        if isinstance(cursor, int) and 0 <= cursor <= done:
+            keys = {key for key, action in self._order[cursor:] if action in DECIDING}
+            served = {key: served_revision(self._log[key]) for key in keys}
+            return ServedChanges(marker, done, complete=False, served=served)
+        everything = {key: served_revision(entries) for key, entries in self._log.items()}
+        served = {key: entry for key, entry in everything.items() if entry is not None}
+        return ServedChanges(marker, done, complete=True, served={**served})
+
+    async def latest(self, org: str) -> dict[str, list[StoredRevision]]:
+        """Each workflow's newest revision and the newest deciding what is served."""
+        found: dict[str, list[StoredRevision]] = {}
+        for (owner, wid), entries in self._log.items():
+            if owner != org or not entries:
+                continue
+            deciding = next((e for e in reversed(entries) if e.action in DECIDING), None)
+            newest = entries[-1]
+            found[wid] = [newest] if deciding is None or deciding is newest else [deciding, newest]
+        return found

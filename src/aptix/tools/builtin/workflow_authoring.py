@@ -41,6 +41,10 @@ OPERATIONS = (
     "workflow_history",
 )
 _NEEDS_ID = frozenset(OPERATIONS) - {"list_authoring_workflows"}
+#: The operations that only read: one left running at its time limit changed nothing.
+_READS = frozenset(
+    {"get_workflow", "validate_workflow", "list_authoring_workflows", "workflow_history"}
+)
 #: The weakest API key role each changing operation needs (reading needs none).
 _ROLE_NEEDED = {
     "draft_workflow": "author",
@@ -142,6 +146,11 @@ class WorkflowAuthoringTool(BuiltinTool[_Args, dict[str, Any]]):
         if not workflow_id or not workflow_id.strip():
             return None
         return await self._authoring.revision(workflow_id, org)
+
+    def reads_only(self, arguments: str) -> bool:
+        """True when ``arguments`` name an operation that only reads (get, list, history)."""
+        args = parse_arguments(_Args, arguments).result
+        return args is not None and args.operation.strip() in _READS
 
     async def run(self, args: _Args, context: AgentToolExecutionContext) -> dict[str, Any]:
         """Run one authoring operation and return its envelope."""
