@@ -82,7 +82,8 @@ class AptixSettings(BaseSettings):
         "`postgresql+asyncpg://USER:PASSWORD@HOST/DB`; `sqlite:///PATH` and other PostgreSQL "
         "drivers (`postgresql://`) are taken with those two, another SQLite driver stops "
         "start-up. Default: a SQLite file in data_dir. `aptix config show` masks its password "
-        "and query values and shows its user name, the role Aptix connects as, with a "
+        "and query values (a SQLite URL's options, such as `mode=ro`, are shown) and shows its "
+        "user name, the role Aptix connects as, with a "
         "password or without (`bob:***@`, `bob@`).",
     )
     llm_base_url: str | None = Field(

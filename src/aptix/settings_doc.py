@@ -43,7 +43,8 @@ prefix. `aptix config show` prints the effective values with secrets masked (a U
 password, its user name unless it is the database's role, and its query values but for the
 values of `sslmode`, `application_name`,
 `connect_timeout`, `target_session_attrs`, `host` and `port`, which are settings, never
-secrets, and are shown so that a URL can be fixed).
+secrets, and are shown so that a URL can be fixed; a SQLite URL's query holds only the
+file's options, so all of it is shown: `?mode=ro&uri=true`).
 
 Setting names are as below; the JSON Aptix reads at run time (API request bodies, tool
 arguments) takes camelCase or PascalCase keys ([HTTP API](http-api.md)). The caps that bound

@@ -1,7 +1,9 @@
 """Credentials inside URLs never leave the process.
 
 Two places hold them: the userinfo (``scheme://user:password@host``) and the query string
-(``?api-key=...``, as some gateways take the key). Both are masked wherever a URL is shown.
+(``?api-key=...``, as some gateways take the key). Both are masked wherever a URL is shown,
+but for the query of a SQLite URL: it holds the file's options (``?mode=ro&uri=true``), no
+secret, and ``mode=ro`` is what a failed write needs shown.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ _MASKED_USERINFO = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*://[^/?#@:]*:" + re.esc
 _PLAIN_PARAMETERS = frozenset(
     {"sslmode", "application_name", "connect_timeout", "target_session_attrs", "host", "port"}
 )
+# A SQLite URL (``sqlite://``, ``sqlite+aiosqlite://``): its query holds only the file's
+# options (SQLite's URI parameters, the driver's ``timeout``); a passphrase would be userinfo.
+_SQLITE_SCHEME = re.compile(r"sqlite(\+\w+)?", re.IGNORECASE)
 # One query parameter's value (a bare ``?token`` counts as a value).
 _QUERY_VALUE = re.compile(r"([?&;])([^=&;#]*=)?([^&;#]*)")
 
@@ -57,13 +62,15 @@ def mask_url(url: str, *, keep_user: bool = False) -> str:
     elif at and not _MASKED_USERINFO.match(f"{scheme}://{userinfo}@"):
         rest = MASK + "@" + after
     head, mark, query = f"{scheme}://{rest}".partition("?")
-    return head + _masked_query(query) if mark else head
+    if not mark:
+        return head
+    return f"{head}?{query}" if _SQLITE_SCHEME.fullmatch(scheme) else head + _masked_query(query)
 
 
 def _mask_url(match: re.Match[str]) -> str:
     url = _USERINFO.sub(_mask_userinfo, match[0])
     head, mark, rest = url.partition("?")
-    if not mark:
+    if not mark or _SQLITE_SCHEME.fullmatch(head.partition("://")[0]):
         return url
     query, hash_mark, fragment = rest.partition("#")
     return head + _masked_query(query) + hash_mark + fragment

@@ -439,7 +439,8 @@ async def _first_connection(database: Database, url: str) -> None:
 def shown_url(url: str) -> str:
     """``url`` as it may be shown: password and query values hidden, the user name kept.
 
-    SQLite's spelling is kept; a URL SQLAlchemy cannot read has its userinfo masked whole.
+    SQLite's spelling is kept, and its query too: the file's options (``mode=ro``), no secret.
+    A URL SQLAlchemy cannot read has its userinfo masked whole.
     """
     try:
         parsed = make_url(url)
@@ -511,6 +512,11 @@ def failure_hint(url: str, exc: BaseException, *, migrating: bool = False) -> st
         connecting = isinstance(exc, DBAPIError) and exc.statement is None  # no CONNECT
         return MIGRATE_RIGHTS_HINT if migrating and not connecting else WRITE_RIGHTS_HINT
     words = driver_message(exc).lower()
+    if "readonly" in words and (option := _read_only_option(url)):
+        return (
+            f"APTIX_DATABASE_URL opens the SQLite file read-only ({option}): for a command "
+            f"that writes, drop {option} from it (the file and its folder must be writable too)"
+        )
     for said, hint in _SQLITE_HINTS:
         if said in words:
             return hint
@@ -518,6 +524,15 @@ def failure_hint(url: str, exc: BaseException, *, migrating: bool = False) -> st
         "check that APTIX_DATABASE_URL (or APTIX_DATA_DIR) names a SQLite file this user can "
         "read and write, in a folder it can write"
     )
+
+
+def _read_only_option(url: str) -> str | None:
+    """The option of a SQLite URL that opens its file read-only (``mode=ro``), if it has one."""
+    query = make_url(url).query
+    if query.get("mode") == "ro":
+        return "mode=ro"
+    immutable = query.get("immutable")
+    return f"immutable={immutable}" if immutable in ("1", "true", "yes", "on") else None
 
 
 #: PostgreSQL's SQLSTATEs, and SQLite's words, for a migration meeting tables that are not
