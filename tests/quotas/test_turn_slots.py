@@ -19,13 +19,14 @@ from aptix.quotas import slots
 from aptix.quotas.limiter import Quotas
 
 REDIS = "redis://127.0.0.1:6379/0"
-#: A slot's lifetime here; the steps below are a second apart and half a second from an end.
-SLOT_SECONDS = 2
+#: A slot's lifetime here; the steps below are two seconds apart and a second from an end (a
+#: living process renews its slots every second: a loaded machine may hold one back).
+SLOT_SECONDS = 4
 
 
 @pytest.fixture
 def prefix(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A key prefix of this test's own (its keys are deleted afterwards); slots of 2 s."""
+    """A key prefix of this test's own (its keys are deleted afterwards); slots of 4 s."""
     monkeypatch.setattr(slots, "SLOT_SECONDS", SLOT_SECONDS)
     name = f"aptix-test-{uuid.uuid4().hex}"
     yield name
@@ -50,11 +51,11 @@ async def quotas(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[Q
 
 async def test_an_org_always_busy_keeps_its_count(quotas: Quotas) -> None:
     assert await quotas.enter_turn("acme") is None  # first, at 0 s
-    await asyncio.sleep(1.0)
-    assert await quotas.enter_turn("acme") is None  # second, at 1 s
+    await asyncio.sleep(2.0)
+    assert await quotas.enter_turn("acme") is None  # second, at 2 s
     await quotas.leave_turn("acme")  # the first ends; the org was never idle
-    await asyncio.sleep(1.5)
-    # 2.5 s: the second's slot (2 s from 1 s) is still counted.
+    await asyncio.sleep(3.0)
+    # 5 s: the second's slot (4 s from 2 s, and renewed) is still counted.
     assert await quotas.enter_turn("acme") is None
     refused = await quotas.enter_turn("acme")
     assert refused is not None
@@ -75,10 +76,11 @@ async def test_a_dead_processs_slot_frees_itself_alone(prefix: str) -> None:
     )
     try:
         assert await dead.enter_turn("acme") is None  # its process dies with the turn running
-        await asyncio.sleep(1.0)
+        await dead.aclose()  # no give-back, no renewal from now on
+        await asyncio.sleep(2.0)
         assert await alive.enter_turn("acme") is None
         assert await alive.enter_turn("acme") is not None  # two running: the dead one counts
-        await asyncio.sleep(1.5)
+        await asyncio.sleep(3.0)
         # The dead turn's slot has ended; the living one's has not.
         assert await alive.enter_turn("acme") is None
         assert await alive.enter_turn("acme") is not None

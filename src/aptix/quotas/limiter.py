@@ -35,7 +35,7 @@ from aptix.log_setup import escape_controls
 from aptix.quotas.breaker import RedisBreaker
 from aptix.quotas.holds import NO_HOLD, BudgetHolds, Hold, Tally
 from aptix.quotas.refusal import Refusal
-from aptix.quotas.slots import TurnSlots
+from aptix.quotas.slots import TurnSlots, renew_every
 from aptix.quotas.usage import UsageMeter
 
 __all__ = ["Quotas", "Refusal"]
@@ -48,6 +48,8 @@ _OUTAGE_RETRY_SECONDS = 5
 #: How long a caller refused because calls in progress hold the budget is told to wait: the
 #: holds end with their calls, seconds away, not with the window.
 _HELD_RETRY_SECONDS = 5
+#: How long closing waits for a slot renewal under way to end.
+_CLOSE_SECONDS = 5
 
 
 class Quotas:
@@ -82,6 +84,8 @@ class Quotas:
         #: Slots and holds whose ends Redis did not answer (nor, maybe, their takes), ended by
         #: the next call that reaches Redis: Redis may yet apply what it was sent.
         self._unsettled: list[Ending] = []
+        #: Pushes back the deadlines of the slots in ``_held`` while any are (in one loop).
+        self._renewing: asyncio.Task[None] | None = None
         if redis_url is not None:
             try:
                 import redis.asyncio
@@ -184,6 +188,7 @@ class Quotas:
         self._up()
         if taken:
             self._held.setdefault(org, deque()).append(slot)
+            self._keep_renewing()
             return None
         self.refused["too_many_turns"] += 1
         return Refusal(
@@ -205,10 +210,44 @@ class Quotas:
         slot = held.popleft()
         if not held:
             del self._held[org]
+            if not self._held and self._renewing is not None:
+                # Nothing left to renew: no task outlives the turns. Forgotten at once, so a
+                # turn entering before the task has ended starts a new one.
+                self._renewing.cancel()
+                self._renewing = None
         if slot is not None:
             # Shielded: popped, the slot is this call's alone to give back; cut short, it
-            # would stay counted for 15 minutes (a turn's dependency cancelled as it ends).
+            # would stay counted until its deadline (a turn's dependency cancelled as it ends).
             await asyncio.shield(self._end(partial(self._slots.give_back, org, slot)))
+
+    def _keep_renewing(self) -> None:
+        """Renew this process's slots from now on, unless that runs already in this loop."""
+        task, loop = self._renewing, asyncio.get_running_loop()
+        if task is None or task.done() or task.get_loop() is not loop:
+            self._renewing = loop.create_task(self._renew(), name="aptix-turn-slots")
+
+    async def _renew(self) -> None:
+        """Push back the deadlines of the slots this process holds, while it holds any.
+
+        A slot's deadline is a minute (:data:`~aptix.quotas.slots.SLOT_SECONDS`), so one a dead
+        process left frees itself soon; a turn running longer keeps its slot. One Redis does
+        not answer is tried at the next renewal; past its deadline it is gone until it ends.
+        """
+        task = asyncio.current_task()
+        while self._held:
+            await asyncio.sleep(renew_every())
+            for org, held in list(self._held.items()):
+                if taken := [slot for slot in held if slot is not None]:
+                    try:
+                        await self._slots.renew(org, taken)
+                    except Exception as exc:
+                        self._breaker.failed(exc)
+                    else:
+                        self._up()  # Redis answers again: shown so, as after any call
+                    if task is not None and task.cancelling():
+                        # The Redis client can swallow a cancel that comes during its call:
+                        # the task then ran on, and aclose() waited for it for ever.
+                        return
 
     async def tokens(self, org: str) -> Refusal | None:
         """A refusal when the org's model token budget is used up, or held (:meth:`reserve`)."""
@@ -433,7 +472,14 @@ class Quotas:
             self._breaker.failed(exc)
 
     async def aclose(self) -> None:
-        """Close the Redis connections (nothing to do in memory)."""
+        """Stop renewing slots and close the Redis connections."""
+        task, self._renewing = self._renewing, None
+        if task is not None and not task.done():
+            task.cancel()
+            if task.get_loop() is asyncio.get_running_loop():
+                # Bounded: a renewal under way ends with its Redis call (2 s at most); a task
+                # of another loop (ended, or in another thread) is not this loop's to wait for.
+                await asyncio.wait({task}, timeout=_CLOSE_SECONDS)
         await self.usage.aclose()
         if self._redis is not None:
             await self._redis.aclose()
