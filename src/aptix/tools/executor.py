@@ -168,12 +168,9 @@ class AgentToolExecutor:
             self._logger.add_exception(
                 f"[{call.name}_Construct__Exception]", exc, *context.log_pairs()
             )
-            return replace(
-                call,
-                is_server_tool=True,
-                error_message=BUILD_FAILURE.format(name=call.name),
-                outcome="failed",
-            )
+            message = BUILD_FAILURE.format(name=call.name)
+            failed = replace(call, is_server_tool=True, error_message=message, outcome="failed")
+            return self._not_run(failed, context)
         if tool is None:
             message = _unknown_tool_message(call.name, self._registry, context)
             return replace(call, error_message=message, outcome="failed")
@@ -185,12 +182,24 @@ class AgentToolExecutor:
             except Exception as exc:
                 if (failure := _database_failure(exc)) is None:
                     raise
-                return replace(call, is_server_tool=True, error_message=failure, outcome="failed")
+                failed = replace(call, is_server_tool=True, error_message=failure, outcome="failed")
+                return self._not_run(failed, context)
         if self._guard is not None:
             refusal = self._guard(tool, context)
             if refusal is not None:
                 self._refused(tool, call, refusal)
                 return replace(call, is_server_tool=True, error_message=refusal, outcome="failed")
+        return await self._run(tool, call, context, approved=approved)
+
+    async def _run(
+        self,
+        tool: AgentTool,
+        call: AgentToolCall,
+        context: AgentToolExecutionContext,
+        *,
+        approved: bool,
+    ) -> AgentToolCall:
+        """Run a call the guard let through, within its time limit (a traced executor's span)."""
         limit = self._timeouts.get(tool.TOOL_NAME.casefold(), self._timeout)
         if approved:
             return await self._execute_approved(tool, call, context, limit)
@@ -282,6 +291,14 @@ class AgentToolExecutor:
 
     def _refused(self, tool: AgentTool, call: AgentToolCall, reason: str) -> None:
         """Called when the guard refuses ``call`` (a traced executor records an event)."""
+
+    def _not_run(self, failed: AgentToolCall, context: AgentToolExecutionContext) -> AgentToolCall:
+        """``failed``: a registered tool's call that failed here before it could run.
+
+        The tool could not be built, or the workflows could not be read: a traced executor
+        records it as a failed ``execute_tool`` span, unlike a refusal, which is an event.
+        """
+        return failed
 
     def _start(
         self, tool: AgentTool, arguments_json: str, context: AgentToolExecutionContext
