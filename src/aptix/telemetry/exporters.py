@@ -12,6 +12,7 @@ from aptix.telemetry.otel import OtelTracing
 from aptix.telemetry.spans import NO_TRACING, Tracing
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.sdk.trace.export import SpanExporter
 
     from aptix.settings import AptixSettings
@@ -75,9 +76,21 @@ def span_exporters(environ: dict[str, str] | os._Environ[str] = os.environ) -> l
                 hint=f"installed: {', '.join(sorted(available)) or 'none'}; or install its package",
             )
         exporter_cls = found.load()
-        # Standard output carries the commands' own output (--json); spans go beside the logs.
-        exporters.append(exporter_cls(out=sys.stderr) if name == "console" else exporter_cls())
+        if name == "console":
+            # Standard output carries the commands' own output (--json); spans go beside the
+            # logs, one JSON object a line, so that with APTIX_LOG_JSON every line is JSON.
+            exporters.append(exporter_cls(out=sys.stderr, formatter=_one_line))
+        else:
+            exporters.append(exporter_cls())
     return exporters
+
+
+def _one_line(span: ReadableSpan) -> str:
+    """``span`` as one line of JSON (the SDK's own form, less its indentation)."""
+    # ASCII only, as the SDK writes it: a line separator or a bidi control in outside text
+    # is escaped, never written raw.
+    line: str = span.to_json(indent=None)
+    return line + "\n"
 
 
 def open_tracing(settings: AptixSettings, *, owned: bool = True) -> Tracing:
