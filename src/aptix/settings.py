@@ -620,12 +620,23 @@ def _where(loc: tuple[int | str, ...], given: Collection[str]) -> tuple[str, str
 
 
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:
-    """A one-line warning for each ``APTIX_*`` variable that names no setting."""
+    """A one-line warning for each ``APTIX_*`` variable that names no setting.
+
+    The name is outside text: its control characters are escaped as a log line escapes them.
+    """
     known = {f"APTIX_{name.upper()}" for name in AptixSettings.model_fields} | OTHER_VARIABLES
-    return [
-        f"{name} is not an Aptix setting and is ignored.{_nearest(name, known)}"
+    unknown = [
+        name
         for name in sorted(environ)
         if name.startswith("APTIX_") and name not in known and not name.startswith("APTIX_TEST_")
+    ]
+    if not unknown:
+        return []
+    from aptix.log_setup import escape_controls  # its libraries only when there is one
+
+    return [
+        f"{escape_controls(name)} is not an Aptix setting and is ignored.{_nearest(name, known)}"
+        for name in unknown
     ]
 
 
@@ -635,13 +646,46 @@ def load_settings() -> AptixSettings:
     Each unknown ``APTIX_*`` variable is logged once per process as a warning: other
     tools may use the prefix, so it does not stop start-up.
     """
+    try:
+        settings = _read_settings()
+    except ConfigurationError:
+        _warn_unknown_variables(None)
+        raise
+    _warn_unknown_variables(settings)
+    return settings
+
+
+def _warn_unknown_variables(settings: AptixSettings | None) -> None:
+    """Log each unknown ``APTIX_*`` variable's warning once per process, in the log's format.
+
+    Before a command sets up its log (no handler yet), Python's last resort would write the
+    bare message, plain under ``APTIX_LOG_JSON``: the line is written as the log will write
+    it, at its level, by the settings just read. Settings that could not be read (None) name
+    no format: the bare line, as the error line after it.
+    """
+    log = logging.getLogger("aptix.settings")
+    fresh = [warning for warning in unknown_variables(os.environ) if warning not in _warned]
+    _warned.update(fresh)
+    if settings is None or log.hasHandlers():
+        for warning in fresh:
+            log.warning("%s", warning)
+        return
+    if not fresh or logging.getLevelNamesMapping()[settings.log_level] > logging.WARNING:
+        return
+    from aptix.log_setup import JsonLinesFormatter, LogContextFilter, PlainFormatter
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonLinesFormatter() if settings.log_json else PlainFormatter())
+    handler.addFilter(LogContextFilter(None if settings.log_json else "-"))
+    for warning in fresh:
+        handler.handle(
+            log.makeRecord(log.name, logging.WARNING, __file__, 0, "%s", (warning,), None)
+        )
+
+
+def _read_settings() -> AptixSettings:
     from pydantic import ValidationError
 
-    log = logging.getLogger("aptix.settings")
-    for warning in unknown_variables(os.environ):
-        if warning not in _warned:
-            _warned.add(warning)
-            log.warning("%s", warning)
     try:
         return AptixSettings()
     except ValidationError as exc:

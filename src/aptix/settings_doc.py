@@ -39,9 +39,11 @@ Every value is checked when a command starts: an invalid one ends the command wi
 key in the TOML file is such an error, naming the nearest real key
 (`aptix.toml: unknown setting 'llm_modle'. Did you mean llm_model?`); an unknown `APTIX_*`
 variable is only a one-line warning with the same suggestion, since other tools may use the
-prefix. `aptix config show` prints the effective values with secrets masked (a URL's
-password, its user name unless it is the database's role, and its query values but for the
-values of `sslmode`, `application_name`,
+prefix: a line of the log, in its format (JSON with `APTIX_LOG_JSON`, dropped by an
+`APTIX_LOG_LEVEL` above `WARNING`), the name's control characters escaped; when another
+setting cannot be read, it is the bare line before the error. `aptix config show` prints
+the effective values with secrets masked (a URL's password, its user name unless it is the
+database's role, and its query values but for the values of `sslmode`, `application_name`,
 `connect_timeout`, `target_session_attrs`, `host` and `port`, which are settings, never
 secrets, and are shown so that a URL can be fixed; a SQLite URL's query holds only the
 file's options, so all of it is shown: `?mode=ro&uri=true`).
