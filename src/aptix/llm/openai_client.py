@@ -24,7 +24,7 @@ from aptix.llm.types import (
     Usage,
 )
 from aptix.nul import storable, storable_json
-from aptix.urls import mask_credentials
+from aptix.urls import MASK, mask_credentials
 
 __all__ = ["OpenAiLlmClient", "sendable", "to_chat_tool", "to_responses_input", "to_text_format"]
 
@@ -81,6 +81,8 @@ class OpenAiLlmClient:
         self.max_output_tokens = max_output_tokens
         self._timeout = timeout_seconds
         self._where = mask_credentials(base_url or "https://api.openai.com/v1")
+        # What an endpoint may quote back in its error (a gateway echoing the key it refused).
+        self._secrets = _secrets(api_key, extra_headers)
         self._client = AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or "not-needed",
@@ -104,6 +106,7 @@ class OpenAiLlmClient:
         except LlmError as exc:
             # The message reaches every caller of a turn, tenants of the HTTP API among them:
             # it says what failed, and only the server log says where the endpoint is.
+            _hide_secrets(exc, self._secrets)
             _log.warning("[OpenAiLlmClient_Complete__Failed] %s (endpoint %s)", exc, self._where)
             raise
 
@@ -542,6 +545,33 @@ def _nul_free_sink(sink: TextSink) -> TextSink:
         await sink(storable(text))
 
     return clean
+
+
+#: A key or header value shorter than this is masked nowhere: no secret is that short, and
+#: masking it would mask ordinary words ("prod", "v2") in the endpoint's message.
+_SHORTEST_SECRET = 8
+
+
+def _secrets(api_key: str | None, headers: Mapping[str, str] | None) -> tuple[str, ...]:
+    """The key and extra header values an endpoint's message must not carry, longest first."""
+    values = {api_key or "", *(headers or {}).values()}
+    return tuple(sorted((v for v in values if len(v) >= _SHORTEST_SECRET), key=len, reverse=True))
+
+
+def _hide_secrets(exc: LlmError, secrets: tuple[str, ...]) -> None:
+    """Mask ``secrets`` in ``exc``'s message, and drop its cause when that quoted one.
+
+    The endpoint's own error (the ``openai`` exception the message was made from) would show
+    the secret again in any traceback logged of ``exc``.
+    """
+    message = str(exc)
+    hidden = message
+    for secret in secrets:
+        hidden = hidden.replace(secret, MASK)
+    if hidden != message:
+        exc.args = (hidden,)
+        exc.__cause__ = None
+        exc.__suppress_context__ = True
 
 
 def _short(text: str, limit: int = 300) -> str:
