@@ -91,17 +91,22 @@ def _not_finite(arguments: BaseModel) -> tuple[int | str, ...] | None:
     ``ToolArgs`` refuses NaN and infinity (Python reads ``1e999`` as one) in its own fields,
     but a model, dict or ``Any`` nested in them keeps pydantic's default and takes it: the
     tool could not write it back. What the tool gets is walked, not the text (a key it
-    ignores is no matter), without recursion, however deep it nests.
+    ignores is no matter), without recursion, however deep it nests. A field that was never
+    set (a dataclass's ``init=False``) holds nothing the tool could read, and an object
+    reached twice (a parent link set after validation) is walked once: the walk ends and
+    stays linear.
     """
     stack: list[tuple[Any, tuple[int | str, ...]]] = [(arguments, ())]
+    seen = {id(arguments)}
     while stack:
         item, place = stack.pop()
         parts: Iterable[tuple[Any, Any]]
         if isinstance(item, BaseModel):
-            parts = [(name, getattr(item, name)) for name in type(item).model_fields]
+            parts = [(name, getattr(item, name, None)) for name in type(item).model_fields]
             parts += list((item.model_extra or {}).items())
         elif dataclasses.is_dataclass(item) and not isinstance(item, type):
-            parts = [(field.name, getattr(item, field.name)) for field in dataclasses.fields(item)]
+            fields = dataclasses.fields(item)
+            parts = [(field.name, getattr(item, field.name, None)) for field in fields]
         elif isinstance(item, dict):
             parts = item.items()
         else:  # a list, tuple or set
@@ -112,15 +117,22 @@ def _not_finite(arguments: BaseModel) -> tuple[int | str, ...] | None:
             if isinstance(value, float):
                 if not math.isfinite(value):
                     return (*place, key if isinstance(key, int) else str(key))
-            elif isinstance(value, _HOLDERS) or (
-                dataclasses.is_dataclass(value) and not isinstance(value, type)
-            ):
+            elif type(value) in _PLAIN:
+                continue
+            elif (
+                isinstance(value, _HOLDERS)
+                or (dataclasses.is_dataclass(value) and not isinstance(value, type))
+            ) and id(value) not in seen:
+                seen.add(id(value))
                 stack.append((value, (*place, key if isinstance(key, int) else str(key))))
     return None
 
 
 #: What may hold a number, besides a dataclass.
 _HOLDERS = (BaseModel, dict, list, tuple, set, frozenset)
+
+#: What JSON gives most often and holds nothing to check: passed over at once.
+_PLAIN = frozenset({str, int, bool, type(None)})
 
 
 def _as_sent(place: tuple[int | str, ...], sent: Any) -> str:
