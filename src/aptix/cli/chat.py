@@ -27,13 +27,14 @@ from aptix.cli.chat_commands import (
     ChatState,
     help_line,
     open_session,
+    repeated_names,
     run_command,
     show_call,
     show_refusal,
 )
 from aptix.cli.chat_signals import ChatSignals, cut_short, end_by, ending_note
 from aptix.cli.main import INTERRUPTED
-from aptix.cli.output import console, fail, refuse_unstorable, say, unstorable
+from aptix.cli.output import console, fail, folded, refuse_unstorable, say, say_rows, unstorable
 from aptix.cli.runtime import config_failed, database_failed, database_failure, is_database_error
 from aptix.llm.demo import is_demo
 from aptix.urls import mask_credentials
@@ -321,7 +322,7 @@ async def _turn(
             result = await _run(runtime, reasoner, state.session_id, prepared, view, interrupts)
         except AptixError as exc:  # busy session, unknown session: nothing ran
             view.close(cut_off="turn failed")
-            say(("error:", "bold red"), " ", str(exc))
+            _say_error(str(exc))
             return False
         except BaseException as exc:  # SIGTERM or SIGHUP: the spinner gives the cursor back
             ended = interrupts.ended_by
@@ -351,8 +352,19 @@ def _say_database_failed(runtime: Runtime, exc: BaseException, then: str = "") -
     line = database_failure(runtime.settings.effective_database_url, exc)
     if then:
         line = f"{line.rstrip('.')}. {then}"
-    # As fail() says it for the other commands: a driver's words may quote a URL.
+    # As fail() says it for the other commands, one line (the words of the operator's own
+    # database, not the model's): a driver's words may quote a URL.
     say(("error:", "bold red"), " ", mask_credentials(" ".join(line.split())))
+
+
+def _say_error(message: str) -> None:
+    """``error: message``, folded under its label: words from outside never reach column 0.
+
+    A model endpoint's own words come in ``message``; printed as one line, the terminal
+    wrapped it to column 0, where they could draw the chat's ``approval needed:`` (round 73,
+    review r2, F2).
+    """
+    say_rows(folded(message, indent=len("error: "), label=("error:", "bold red")))
 
 
 async def _run(
@@ -448,17 +460,18 @@ def _show_result(result: TurnResult) -> None:
     if result.refusal:
         show_refusal(result.refusal)
     if result.kind == "error":
-        say(("error:", "bold red"), " ", " ".join((result.error or "").split()))
+        _say_error(" ".join((result.error or "").split()))
     elif result.kind == "cancelled":
         # A call the cancel cut mid-run may have partly taken effect: said as recorded.
+        repeated = repeated_names(result.tool_calls)
         for call in result.tool_calls:
             if call.get("outcome") in _CUT_MID_RUN:
-                show_call(call)
+                show_call(call, arguments=call.get("name") in repeated)
         say(("Turn cancelled.", "yellow"), " The chat goes on; Ctrl-C again quits.")
     for warning in result.warnings:
         if warning == result.error:
             continue  # a limit's reason is both the error and a warning: said once
         if result.kind != "cancelled" or "Cancelled" not in warning:
-            say(("warning:", "yellow"), f" {warning}")
+            say_rows(folded(warning, indent=len("warning: "), label=("warning:", "yellow")))
     if result.branched_session_id:
         say(f"New branched session: {result.branched_session_id}")

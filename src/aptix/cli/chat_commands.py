@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import difflib
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aptix.cli.output import Part, folded, say, say_rows
+from rich.text import Text
+
+from aptix.cli.output import Part, console, folded, inert, say, say_rows
 
 if TYPE_CHECKING:
     from aptix.reasoner.record import TurnRecord
@@ -20,6 +24,7 @@ __all__ = [
     "ChatState",
     "help_line",
     "open_session",
+    "repeated_names",
     "run_command",
     "show_call",
     "show_refusal",
@@ -189,6 +194,10 @@ _UNFINISHED = {
 }
 #: Calls of an unfinished turn listed under it; the rest are counted.
 SHOWN_CALLS = 10
+#: The indent of a call's rows, under its ``⚙``.
+_CALL_INDENT = 4
+#: The fewest cells a call's arguments are cut to, on the narrowest screen.
+_FEWEST_CELLS = 16
 
 
 def _show_unfinished(turn: TurnRecord) -> None:
@@ -212,22 +221,48 @@ def _show_unfinished(turn: TurnRecord) -> None:
         ledger.wire(e)
         for e in pre_ledger.stated_calls(turn.tool_calls, waiting=turn.status == "pending")
     ]
+    repeated = repeated_names(calls)
     for call in calls[:SHOWN_CALLS]:
-        show_call(call)
+        show_call(call, arguments=call.get("name") in repeated)
     if len(calls) > SHOWN_CALLS:
         say((f"    … and {len(calls) - SHOWN_CALLS} more call(s)", "dim"))
 
 
-def show_call(call: dict[str, Any]) -> None:
-    """A call as its record states it: ``⚙ name → outcome``, and why unless it succeeded."""
+def show_call(call: dict[str, Any], *, arguments: bool = False) -> None:
+    """A call as its record states it: ``⚙ name → outcome``, and why unless it succeeded.
+
+    With ``arguments``, ``⚙ name(arguments) → outcome``: what tells apart two calls of one
+    tool (see :func:`repeated_names`), on at most one row, cut with ``…``.
+    """
     from aptix.logger import bounded
 
     outcome = str(call.get("outcome") or call.get("state") or "")
     message = str(call.get("errorMessage") or "")
-    parts: list[Part] = [(str(call.get("name") or ""), "bold"), (f" → {outcome}", "dim")]
+    parts: list[Part] = [(str(call.get("name") or ""), "bold")]
+    if arguments:
+        parts.append((f"({_one_row(str(call.get('argumentsJson') or ''))})", "dim"))
+    parts.append((f" → {outcome}", "dim"))
     if message and outcome != "succeeded":
         parts.append(f": {' '.join(bounded(message).split())}")
-    say_rows(folded(*parts, indent=4, label=("  ⚙", "dim")))
+    say_rows(folded(*parts, indent=_CALL_INDENT, label=("  ⚙", "dim")))
+
+
+def repeated_names(calls: Sequence[dict[str, Any]]) -> set[str]:
+    """The tool names ``calls`` hold more than once: their calls are shown with arguments.
+
+    Named alone, two stopped calls of ``send_report`` read the same, and the person cannot
+    tell which one to check (round 73, review r2, F4).
+    """
+    counts = Counter(str(call.get("name") or "") for call in calls)
+    return {name for name, count in counts.items() if count > 1}
+
+
+def _one_row(arguments: str) -> str:
+    """``arguments`` on one line, cut to a row of the screen (the record keeps them whole)."""
+    # Inert first: split() takes some controls (U+001C, U+0085) for spaces and would drop them.
+    line = Text(" ".join(inert(arguments).split()))
+    line.truncate(max(console.width - _CALL_INDENT - 2, _FEWEST_CELLS), overflow="ellipsis")
+    return line.plain
 
 
 def _failure(turn: TurnRecord) -> str:

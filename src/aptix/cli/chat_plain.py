@@ -3,11 +3,15 @@
 There the text is printed as it streams, once. Printed as it came, a newline in it started a
 row at column 0, where the chat's own ``approval needed:`` and ``approve? [y/n]`` stand, and
 without colour the model could write them byte for byte (review r2, F2). So every row of the
-text starts under the ``agent>`` label's indent: after each newline, and on a terminal also
-where a row reaches the screen's width (the terminal would wrap it to column 0 itself).
+text starts under the ``agent>`` label's indent: after each newline, and where a person reads
+the rows on a terminal also where a row reaches the screen's width (the terminal would wrap it
+to column 0 itself). The width is read again for each piece: a window narrowed while the text
+streams wrapped rows folded at its old width to column 0 (round 73, review r2, F1).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from rich.cells import cell_len
 
@@ -21,14 +25,15 @@ TAB_SIZE = 8
 class IndentedText:
     """Turns the pieces of a text into what to print, each row after the first indented.
 
-    The first row starts after the label, at column ``indent``. ``width`` is the screen's
-    (None on a pipe: rows are then only indented, never folded).
+    The first row starts after the label, at column ``indent``. ``width`` tells the screen's
+    width as it is now (None when no person reads the rows on a screen, as a program reading a
+    pipe: rows are then only indented, never folded).
     """
 
-    def __init__(self, indent: int, width: int | None) -> None:
+    def __init__(self, indent: int, width: Callable[[], int] | None) -> None:
         self._indent = indent
-        # A screen narrower than the indent still folds: one cell a row, never column 0.
-        self._width = None if width is None else max(width, indent + 1)
+        self._screen_width = width
+        self._width: int | None = None
         self._column = indent
         self._held_cr = ""
 
@@ -47,6 +52,9 @@ class IndentedText:
         return self._rows(held)
 
     def _rows(self, text: str) -> str:
+        if self._screen_width is not None:
+            # A screen narrower than the indent still folds: one cell a row, never column 0.
+            self._width = max(self._screen_width(), self._indent + 1)
         out: list[str] = []
         for char in inert(text):
             if char == "\n":
@@ -61,6 +69,7 @@ class IndentedText:
         return "".join(out)
 
     def _put(self, char: str, cells: int, out: list[str]) -> None:
+        # Past the edge too: the screen got narrower than the row already written.
         if self._width is not None and cells and self._column + cells > self._width:
             self._new_row(out)
         out.append(char)

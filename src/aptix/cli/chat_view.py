@@ -17,7 +17,8 @@ at most :data:`TICK_SECONDS` apart, and only its last screenful
 (:class:`~aptix.cli.chat_tail.StreamedTail`): a redraw for every piece of the whole answer made
 a long one quadratic. On a terminal without cursor control (``TERM=dumb``, a pipe) the pieces
 are printed as they come and not re-rendered, every row under the label's indent
-(:class:`~aptix.cli.chat_plain.IndentedText`).
+(:class:`~aptix.cli.chat_plain.IndentedText`), and folded at the screen's width, as it is
+when each piece comes, wherever a person reads them on a terminal (a pipe into ``tee``).
 
 A write that fails (the terminal hung up, the reader of a pipe left) ends the display, never
 the turn: the view stops drawing and calls ``on_lost``, which the chat answers by ending as
@@ -29,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -295,8 +297,7 @@ class TurnView:
         """The text's rows where the cursor cannot move, the label printed before the first."""
         if self._plain is None:
             console.print(styled(LABEL, " "), end="")
-            width = console.width if console.is_terminal else None  # a pipe has no rows
-            self._plain = IndentedText(len(LABEL[0]) + 1, width)
+            self._plain = IndentedText(len(LABEL[0]) + 1, _width if _read_on_screen() else None)
         return self._plain
 
     def _text(self, text: str, *, markdown: bool = True) -> None:
@@ -313,6 +314,28 @@ class TurnView:
         # scrollback (review r2, F4).
         self._live.update(_spinner("working…"), refresh=True)
         console.print(_labelled(body))
+
+
+def _width() -> int:
+    # Read for each piece: the window may be narrowed while the text streams (Rich reads the
+    # size anew each time, from stdin's terminal when stdout is a pipe).
+    return console.width
+
+
+def _read_on_screen() -> bool:
+    """True when a person reads the plain rows on a terminal, so they must fold at its edge.
+
+    A dumb terminal; or stdout a pipe while stdin is a terminal (``aptix chat | tee chat.log``):
+    the person typing reads the answer there, and the terminal wraps a long row to column 0.
+    With neither (``aptix chat < script.txt > out.txt``, a program at both ends) nobody reads
+    a screen: each line of the text is kept whole, only indented.
+    """
+    if console.is_terminal:
+        return True
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # stdin closed
+        return False
 
 
 def _spinner(words: str) -> Spinner:
