@@ -168,9 +168,10 @@ class MatchArbiter:
         ]
         self.calls += 1
         try:
-            response = await asyncio.wait_for(
-                self._model.ask(messages, arbiter_tool(ids)), self._timeout
-            )
+            # Not wait_for: under Python 3.11 it drops a cancel that comes as the call ends
+            # (CPython gh-86296), and the turn or request cancelled would run on.
+            async with asyncio.timeout(self._timeout):
+                response = await self._model.ask(messages, arbiter_tool(ids))
         except TimeoutError:
             _log.warning("The match arbiter timed out; the ranker's choice stands.")
             return ArbiterAnswer(None, False)
