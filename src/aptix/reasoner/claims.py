@@ -8,6 +8,7 @@ the turn.
 
 from __future__ import annotations
 
+import copy
 import os
 import socket
 import uuid
@@ -84,6 +85,8 @@ class Plan:
     ``new`` says ``run`` is a new turn to insert rather than the latest one resumed. ``found``
     is a resumed turn as the resume found it, the client's results stored
     (:func:`ledger.as_found`): what a run that ends before any call ran leaves it as.
+    ``interrupted`` is the latest turn when this claim found its process gone and marked it
+    interrupted (it may be ``closed``, or resumed as ``run``): the store logs it once stored.
     """
 
     run: TurnRecord | None = None
@@ -91,6 +94,7 @@ class Plan:
     replay: dict[str, Any] | None = None
     closed: TurnRecord | None = None
     found: TurnRecord | None = None
+    interrupted: TurnRecord | None = None
 
     def writes(self) -> list[TurnRecord]:
         """The records the claim must store, in order."""
@@ -192,6 +196,7 @@ def start_plan(
     def decide(latest: TurnRecord | None) -> Plan:
         now = utc_now()
         closed = latest if latest is not None and mark_dead(latest, now) else None
+        interrupted = _interrupted(closed)
         if latest is not None and latest.status == "running":
             raise SessionBusyError(
                 f"Session '{session_id}' is running turn {latest.id}; wait for it to finish "
@@ -217,7 +222,7 @@ def start_plan(
             lease_until=lease.until(now),
             owner=lease.holder(),
         )
-        return Plan(run=record, new=True, closed=closed)
+        return Plan(run=record, new=True, closed=closed, interrupted=interrupted)
 
     return decide
 
@@ -239,11 +244,12 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
     def decide(latest: TurnRecord | None) -> Plan:
         now = utc_now()
         closed = latest if latest is not None and mark_dead(latest, now) else None
+        interrupted = _interrupted(closed)
         if latest is None:
             raise TurnError(_unknown(ids, set()))
         if key in latest.answers:  # the same resume posted again: the turn as it stands
             stands = _as_it_stands(latest, latest.answers[key])
-            return Plan(replay=_replayed(stands), closed=closed)
+            return Plan(replay=_replayed(stands), closed=closed, interrupted=interrupted)
         if latest.status == "running":
             raise SessionBusyError(
                 "These tool results are already being processed; retry shortly."
@@ -253,12 +259,14 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
         if latest.status == "interrupted" and latest.resume_key == key:
             found = ledger.as_found(latest)
             ledger.recover(latest)  # only idempotent calls lost in the crash run again
-            return _run(latest, lease, now, closed, found)
+            return _run(latest, lease, now, closed, found, interrupted)
         if latest.status not in OPEN and latest.resume_key == key:
             # Taken, then the turn ended before their run answered (cancelled while it ran,
             # here or by another process, or ended by a failure): not refused as results
             # never taken are, since their calls may have run (review r6 F1).
-            return Plan(replay=_replayed(_unanswered(latest, ids)), closed=closed)
+            return Plan(
+                replay=_replayed(_unanswered(latest, ids)), closed=closed, interrupted=interrupted
+            )
         pending = latest.pending_calls if latest.status == "pending" else []
         waiting = {c["callId"] for c in pending}
         unknown = sorted(set(ids) - waiting)
@@ -276,7 +284,7 @@ def resume_plan(results: Sequence[ToolResultInput], lease: Lease) -> Decide:
         # Approved calls an attempt that ran nothing left approved: started, in this same
         # transaction, before they run.
         ledger.start_approved(latest)
-        return _run(latest, lease, now, closed, found)
+        return _run(latest, lease, now, closed, found, interrupted)
 
     return decide
 
@@ -380,10 +388,23 @@ def cancel_turn(turn: TurnRecord) -> TurnRecord:
 
 
 def _run(
-    turn: TurnRecord, lease: Lease, now: datetime, closed: TurnRecord | None, found: TurnRecord
+    turn: TurnRecord,
+    lease: Lease,
+    now: datetime,
+    closed: TurnRecord | None,
+    found: TurnRecord,
+    interrupted: TurnRecord | None,
 ) -> Plan:
+    # The dead run's owner, for the log: the new run's replaces it on the turn.
+    dead = copy.copy(interrupted) if interrupted is turn else interrupted
     ledger.run(turn, lease.until(now), lease.holder())
-    return Plan(run=turn, closed=None if closed is turn else closed, found=found)
+    closed = None if closed is turn else closed
+    return Plan(run=turn, closed=closed, found=found, interrupted=dead)
+
+
+def _interrupted(closed: TurnRecord | None) -> TurnRecord | None:
+    """``closed`` when :func:`mark_dead` marked it interrupted (not an ending adopted)."""
+    return closed if closed is not None and closed.status == "interrupted" else None
 
 
 def _unknown(ids: Sequence[str] | set[str], waiting: set[str]) -> str:

@@ -36,6 +36,7 @@ from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.llm.types import RESPONSES_FINISH, chat_finish
 from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
+from aptix.reasoner.interruptions import FOUND_AT_START, FOUND_BY_A_REQUEST, log_interrupted
 from aptix.reasoner.ledger import close_pre_ledger
 from aptix.reasoner.merging import carry_endings, merge_closed
 from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
@@ -179,6 +180,8 @@ class SqlTurnStore:
             return session, plan, rows
 
         session, plan, rows = await self._db.run(transaction)
+        if plan.interrupted is not None:
+            log_interrupted([plan.interrupted], FOUND_BY_A_REQUEST)
         # A new turn freezes every turn read; otherwise the latest may still change.
         self._keep(session_id, rows if plan.new else rows[:-1])
         run_id = plan.run.id if plan.run else None
@@ -317,19 +320,24 @@ class SqlTurnStore:
         """Mark running turns of dead processes (expired lease, or gone on this host)."""
         now = utc_now()
 
-        def transaction(tx: Connection) -> int:
+        def transaction(tx: Connection) -> list[TurnRecord]:
             rows = tx.execute(select(_TURNS).where(_C.status == "running")).all()
             dead = [r for r in map(_to_record, rows) if mark_dead(r, now)]
+            marked = []
             for record in dead:
                 record.version += 1
-                tx.execute(
+                done = tx.execute(
                     update(_TURNS)
                     .where(_C.id == record.id, _C.status == "running")
                     .values(_changes(record))
                 )
-            return len(dead)
+                if done.rowcount:  # not closed by another process meanwhile
+                    marked.append(record)
+            return marked
 
-        return await self._db.run(transaction)
+        marked = await self._db.run(transaction)
+        log_interrupted([r for r in marked if r.status == "interrupted"], FOUND_AT_START)
+        return len(marked)
 
     async def list_turns(
         self, session_id: str, org: str, *, limit: int | None = None, before: int | None = None

@@ -10,6 +10,7 @@ from typing import Protocol
 from aptix.db.types import utc_now
 from aptix.errors import NotFoundError
 from aptix.reasoner.claims import Decide, Plan, cancel_turn, mark_dead
+from aptix.reasoner.interruptions import FOUND_AT_START, FOUND_BY_A_REQUEST, log_interrupted
 from aptix.reasoner.merging import carry_endings, merge_closed
 from aptix.reasoner.record import OPEN, TurnRecord, TurnStatus
 from aptix.sessions.access import owned_session
@@ -112,7 +113,9 @@ class InMemoryTurnStore:
                 self._put(turns, record)
             run_id = plan.run.id if plan.run else None
             done = [t for t in recent if t.status not in OPEN and t.id != run_id]
-            return session, plan, done[-history:] if history else []
+        if plan.interrupted is not None:
+            log_interrupted([plan.interrupted], FOUND_BY_A_REQUEST)
+        return session, plan, done[-history:] if history else []
 
     async def save(self, turn: TurnRecord) -> bool:
         """Save ``turn`` unless it changed since it was read or no longer runs."""
@@ -184,14 +187,15 @@ class InMemoryTurnStore:
 
     async def sweep(self) -> int:
         """Mark running turns of dead processes ``interrupted``."""
-        count = 0
+        marked = []
         for turns in self._turns.values():
             for i, stored in enumerate(turns):
                 if mark_dead(stored, utc_now()):
                     stored.version += 1
                     turns[i] = stored
-                    count += 1
-        return count
+                    marked.append(stored)
+        log_interrupted([t for t in marked if t.status == "interrupted"], FOUND_AT_START)
+        return len(marked)
 
     async def list_turns(
         self, session_id: str, org: str, *, limit: int | None = None, before: int | None = None
