@@ -224,6 +224,9 @@ def _field_message(kind: str, msg: str) -> str:
     if kind in _OBJECT_EXPECTED:
         # Pydantic says "a valid dictionary or instance of Address": Python words for JSON.
         return "input should be a JSON object"
+    if kind == "bool_type":
+        # What a strict flag takes, in JSON's words: "a valid boolean" leaves "yes" open.
+        return "input should be true or false"
     # Only the first letter: a pattern or an allowed value quoted later keeps its case.
     return msg[:1].lower() + msg[1:]
 

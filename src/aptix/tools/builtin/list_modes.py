@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from aptix.logger import AdminLogger
 from aptix.modes.catalog import ModeCatalog
@@ -17,7 +17,8 @@ __all__ = ["ListModesTool"]
 
 
 class _Args(ToolArgs):
-    include_examples: bool | None = Field(
+    # Strict, as every built-in flag: "yes", "on", 1 or "0" are refused, not read as one.
+    include_examples: StrictBool | None = Field(
         None,
         description="When true, include example user requests for each mode where available.",
     )

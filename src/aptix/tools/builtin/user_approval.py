@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from aptix.results import InvokeResult
 from aptix.tools.args import ToolArgs
@@ -20,7 +20,8 @@ class _Args(ToolArgs):
     prompt: str | None = Field(None, description="The yes/no question to put to the user.")
     action: str | None = Field(None, description="Short name of the action awaiting approval.")
     details: str | None = Field(None, description="What exactly will happen if approved.")
-    destructive: bool | None = Field(
+    # Strict, as every built-in flag: "yes" must not mark an action destructive, nor "no" not.
+    destructive: StrictBool | None = Field(
         None, description="True when the action deletes, overwrites or publishes something."
     )
 
