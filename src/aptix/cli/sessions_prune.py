@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
+import signal
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from aptix.cli.main import INTERRUPTED
 from aptix.cli.output import err_console, fail, print_json, refuse_unstorable, say
 from aptix.cli.runtime import run_with_runtime
 
@@ -79,19 +84,40 @@ def prune(
     from aptix.reasoner.pruning import count_prunable, prune_sessions
 
     cutoff = utc_now() - age
+    told: list[Pruned] = []
+    began = False
 
     def said(so_far: Pruned) -> None:
+        told.append(so_far)
         say(
             f"Deleted {_n(so_far.sessions, 'session')} so far ({_n(so_far.turns, 'turn')}).",
             to=err_console,
         )
 
-    async def work(runtime: Runtime) -> Pruned:
+    async def work(runtime: Runtime) -> Pruned | None:
+        nonlocal began
         if dry_run:
             return await count_prunable(runtime.database, cutoff)
-        return await prune_sessions(runtime.database, cutoff, batch_size=batch_size, progress=said)
+        began = True
+        with _ctrl_c_cancels() as pressed:
+            try:
+                return await prune_sessions(
+                    runtime.database, cutoff, batch_size=batch_size, progress=said
+                )
+            except asyncio.CancelledError:
+                if not pressed():
+                    raise
+        return None
 
-    done = run_with_runtime(work, connect_mcp=False)
+    try:
+        done = run_with_runtime(work, connect_mcp=False)
+    except KeyboardInterrupt:  # as the database opened, or a second Ctrl-C
+        if not dry_run:
+            _interrupted(told, maybe_more=began)
+        raise
+    if done is None:
+        _interrupted(told, maybe_more=False)
+        raise typer.Exit(INTERRUPTED)
     if as_json:
         print_json(
             {
@@ -116,6 +142,49 @@ def prune(
             "is running, waits for its client or changed since.",
             to=err_console,
         )
+
+
+@contextlib.contextmanager
+def _ctrl_c_cancels() -> Iterator[Callable[[], bool]]:
+    """Make the first Ctrl-C cancel the running task; yields whether it came.
+
+    A cancel reaches the task at an await, where the prune finishes the batch in flight and
+    tells it; a KeyboardInterrupt could land between a batch's end and its count. A second
+    Ctrl-C interrupts as usual.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    pressed = False
+
+    def cancel() -> None:
+        nonlocal pressed
+        pressed = True
+        loop.remove_signal_handler(signal.SIGINT)
+        if task is not None:
+            task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, cancel)
+        installed = True
+    except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+        installed = False  # Ctrl-C raises KeyboardInterrupt, and the command says so
+    try:
+        yield lambda: pressed
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
+        if pressed and task is not None:
+            task.uncancel()  # the command ends as interrupted, with what it did
+
+
+def _interrupted(told: list[Pruned], *, maybe_more: bool) -> None:
+    """The last line of an interrupted prune: how many it deleted in all."""
+    what = "deleted no session"
+    if told:
+        what = f"deleted {_n(told[-1].sessions, 'session')} and {_n(told[-1].turns, 'turn')} in all"
+    if maybe_more:  # a KeyboardInterrupt may have come between a batch's end and its count
+        what += ", perhaps with the batch in progress"
+    say(f"Interrupted: {what}; the rest are left for the next prune.", to=err_console)
 
 
 def _n(count: int, noun: str) -> str:

@@ -120,13 +120,26 @@ async def prune_sessions(
     """Delete the sessions unused since ``cutoff``, ``batch_size`` a transaction.
 
     ``progress`` is told the running totals after each batch that deleted something.
+    Cancelled (Ctrl-C) during a batch, it lets that batch finish and tells it too, then
+    raises :class:`asyncio.CancelledError`.
     """
     locking = not database.is_sqlite
     done, after = Pruned(), ""
     while True:
         started = time.monotonic()
         batch = _batch(cutoff, after, batch_size, locking=locking)
-        deleted, picked = await database.run(batch)
+        running = asyncio.ensure_future(database.run(batch))
+        try:
+            deleted, picked = await asyncio.shield(running)
+        except asyncio.CancelledError:
+            # SQLite's worker thread commits the batch whatever the await does, so every
+            # batch deleted is told: on PostgreSQL too, where it then commits as well.
+            await asyncio.wait((running,))  # a second cancel ends this wait too
+            if not running.cancelled() and running.exception() is None:
+                deleted, _ = running.result()
+                if deleted.sessions and progress is not None:
+                    progress(done + deleted)
+            raise
         if picked:
             after = picked[-1]  # ids in order: each batch goes on where the last one stopped
         if deleted.sessions:
