@@ -186,6 +186,17 @@ function pagePath() {
   return (namesPage(location.hash) ? location.hash : "").replace(/^#\/?/, "").split("/");
 }
 
+/** Why the address's parameters name nothing (a link cut or mistyped); null when they may. */
+function brokenLink(params) {
+  if (!params) return "This link is broken: the address holds a malformed %-escape, so it names no page.";
+  // A URL resolves "." and ".." as steps of its path: fetched, such an id would read another
+  // route (the list of sessions, /v1/) as if it were the session or workflow.
+  if (params.some((param) => param === "." || param === "..")) {
+    return 'This link is broken: "." and ".." are no ids, so the address names no page.';
+  }
+  return null;
+}
+
 /** The address's parameters decoded, or null when one holds a malformed %-escape. */
 function decoded(parts) {
   try {
@@ -211,18 +222,15 @@ function route(moved) {
   const view = name || "chat";
   const title = `${view[0].toUpperCase()}${view.slice(1)}`;
   const params = decoded(rest);
+  const broken = brokenLink(params);
   for (const link of document.querySelectorAll("nav a")) {
-    if (params && link.getAttribute("href") === `#/${view}`) link.setAttribute("aria-current", "page");
+    if (!broken && link.getAttribute("href") === `#/${view}`) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
-  if (!params) {
-    // A link cut or mistyped (a "%" not followed by two hex digits, half of a UTF-8 character)
-    // names nothing: said as such, not blamed on the server.
-    replace(
-      main,
-      h("h1", {}, "Not found"),
-      h("p", {}, "This link is broken: the address holds a malformed %-escape, so it names no page."),
-    );
+  if (broken) {
+    // A link cut or mistyped (a "%" not followed by two hex digits, half of a UTF-8 character;
+    // a dot segment) names nothing: said as such, not blamed on the server.
+    replace(main, h("h1", {}, "Not found"), h("p", {}, broken));
     document.title = "Not found · Aptix console";
     if (moved) moveFocus(main);
     return;
