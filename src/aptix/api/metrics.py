@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, cast
 from uuid import uuid4
 
+import anyio
 from asgi_correlation_id import CorrelationIdMiddleware, correlation_id
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -17,7 +20,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from aptix.quotas import Quotas
 from aptix.telemetry import NO_TRACING, REQUEST_ID_ATTRIBUTE, Tracing
 
+if TYPE_CHECKING:
+    from uvicorn._types import HTTPScope
+
 __all__ = [
+    "CLIENT_GONE",
     "MAX_REQUEST_ID",
     "SAFE_REQUEST_ID",
     "LimitsCollector",
@@ -127,7 +134,14 @@ class LimitsCollector(Collector):
 
 
 class ObserveMiddleware:
-    """Request metrics by route and status (request ids: :func:`with_request_ids`)."""
+    """Request metrics by route and status (request ids: :func:`with_request_ids`).
+
+    An answer whose client hung up before it could be sent (a plain request given up on while
+    its turn ran) is not sent, and is logged and counted with status 499 ("client closed the
+    request", as nginx says): the server writes no access line for an answer it cannot send,
+    and a 200 nobody received is not a 200. Its server span ends with ``ConnectionError``, as a
+    streamed request's does when its client leaves.
+    """
 
     def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
         self.app = app
@@ -140,19 +154,66 @@ class ObserveMiddleware:
             return
         status = 500
         started = time.perf_counter()
+        read = False  # the request's body was read to its end: a receive now only listens
+        gone = False
+
+        async def receive_observed() -> Message:
+            nonlocal read
+            message = await receive()
+            read = read or message["type"] != "http.request" or not message.get("more_body")
+            return message
 
         async def send_observed(message: Message) -> None:
-            nonlocal status
+            nonlocal status, gone
             if message["type"] == "http.response.start":
                 status = message["status"]
-            await send(message)
+                gone = read and await _client_gone(receive)
+            if not gone:
+                await send(message)
 
         try:
-            await self.app(scope, receive, send_observed)
+            await self.app(scope, receive_observed, send_observed)
         finally:
+            if gone:
+                status = CLIENT_GONE
+                _log_access(scope, status)
             route = _route(scope, status)
             self.metrics.latency.labels(route).observe(time.perf_counter() - started)
             self.metrics.requests.labels(scope["method"], route, str(status)).inc()
+
+
+#: The status an answer whose client left before it was sent is logged and counted with.
+CLIENT_GONE = 499
+
+
+async def _client_gone(receive: Receive) -> bool:
+    """Whether the client hung up, asked without waiting (as Starlette's ``is_disconnected``).
+
+    Only once the body was read: what comes then is ``http.disconnect`` or nothing. The
+    server keeps answering ``http.disconnect`` after it, so the app's own listener hears it too.
+    """
+    message: Message = {}
+    with anyio.CancelScope() as waiting:
+        waiting.cancel()  # a message not there at once is not waited for
+        message = await receive()
+    return message.get("type") == "http.disconnect"
+
+
+def _log_access(scope: Scope, status: int) -> None:
+    """The access line the server writes for a request it answered, for one it could not."""
+    from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+
+    # Written as uvicorn writes its own (percent-encoded path), so that log readers and the
+    # JSON formatter's client/method/path/status fields take it alike.
+    http = cast("HTTPScope", scope)
+    logging.getLogger("uvicorn.access").info(
+        '%s - "%s %s HTTP/%s" %d',
+        get_client_addr(http),
+        scope["method"],
+        get_path_with_query_string(http),
+        scope["http_version"],
+        status,
+    )
 
 
 def _route(scope: Scope, status: int) -> str:

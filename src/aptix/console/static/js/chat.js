@@ -19,6 +19,9 @@ const NOT_SENT_AGAIN =
   "Your message was not sent again: the tool calls above may have taken effect, and sending it " +
   "again starts a new turn in which the model may run them again. Send it yourself only if it " +
   "should run again.";
+/** Said where a Retry or an answer would start a turn while another of this tab runs: the
+ * server would refuse it (session_busy), and its request must not take that turn's Cancel. */
+const TURN_RUNNING = "A turn is running in this tab: try again once it has finished, or cancel it.";
 
 /** Whether a call of ``turn`` may have taken effect: one is on record that was not denied. */
 function mayHaveRun(turn) {
@@ -591,8 +594,16 @@ export class Chat {
     if (turn && turn.status === "completed" && turn.refusal) this.declined(turn.refusal);
   }
 
+  /** A button that starts a turn: off while one of this tab runs, as Send is (setBusy). */
+  turnButton(label) {
+    return h("button", { type: "button", class: "starts-turn", disabled: Boolean(this.controller) }, label);
+  }
+
   setBusy(busy) {
     this.sendButton.disabled = busy || Boolean(this.loadState) || this.banner.childElementCount > 0;
+    // A lost stream's Retry and "Send answer again" wait as Send does: the server would refuse
+    // them, and their request would take the running turn's place (its Cancel) in this page.
+    for (const button of this.log.querySelectorAll("button.starts-turn")) button.disabled = busy;
     this.cancelButton.disabled = !busy && !this.pending;
     this.thinking.hidden = !busy;
     if (busy) {
@@ -741,6 +752,12 @@ export class Chat {
    * turn waits for them still: they can be sent again, or the turn cancelled.
    */
   async resume(pending) {
+    if (this.controller) {
+      // A card of a turn ended elsewhere, answered while this tab's next turn runs.
+      this.note(TURN_RUNNING);
+      this.offerResend(pending);
+      return;
+    }
     this.pending = null;
     for (const callId of pending.answers.keys()) {
       const line = this.calls.get(callId)?.querySelector(".call-status");
@@ -763,7 +780,7 @@ export class Chat {
 
   /** The turn waits for the answers ``pending`` holds: "Send answer again" posts them again. */
   offerResend(pending) {
-    const again = h("button", { type: "button" }, "Send answer again");
+    const again = this.turnButton("Send answer again");
     const box = h("div", { class: "notice error resend", role: "alert" }, "The turn still waits for your answer. ", again);
     again.addEventListener("click", () => {
       box.remove();
@@ -830,7 +847,7 @@ export class Chat {
    * not shown as this one's, and sent again only if none that may be it ran a call.
    */
   offerRetry(body, own, resumed = null) {
-    const retry = h("button", { type: "button" }, "Retry");
+    const retry = this.turnButton("Retry");
     const box = h(
       "div",
       { class: "notice error", role: "alert" },
@@ -842,10 +859,23 @@ export class Chat {
       box.remove();
       moveFocus(this.message);
       const session = await this.refresh();
+      if (this.controller) {
+        // A turn of this tab began while the session was read: this one waits for it.
+        this.note(TURN_RUNNING);
+        this.offerRetry(body, own, resumed);
+        return;
+      }
       if (!session) {
         this.offerRetry(body, own, resumed);
         return;
       }
+      const again = async () => {
+        if ((await this.run(body, resumed)) !== "refused") return;
+        // Not taken (409 session_busy: another tab's turn runs): the message goes back in the
+        // box, as Send puts it back; a resume's Retry reads the record again.
+        if (resumed) this.offerRetry(body, own, resumed);
+        else this.putBack(body.instruction);
+      };
       const found = resumed
         ? { turn: session.turns.find((t) => t.turnId === resumed.turnId) }
         : ownTurn(session, own, body.instruction);
@@ -856,7 +886,7 @@ export class Chat {
         return;
       }
       if (found.unsure) {
-        if (found.unsure.length > 0 && !found.unsure.some(mayHaveRun)) await this.run(body);
+        if (found.unsure.length > 0 && !found.unsure.some(mayHaveRun)) await again();
         else this.note(CANNOT_TELL);
         return;
       }
@@ -877,12 +907,12 @@ export class Chat {
         if (turn.text && !this.textShown) this.say("assistant", turn.text);
         this.sayEnding(turn);
         if (mayHaveRun(turn)) this.note(NOT_SENT_AGAIN);
-        else await this.run(body);
+        else await again();
       } else {
         // It never reached the server; or a resume whose attempt failed, was interrupted or
         // was cancelled, which the server continues from the answers it kept (or answers as
         // it ended).
-        await this.run(body, resumed);
+        await again();
       }
     });
   }
