@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import sqlite3
 import time
@@ -56,9 +57,16 @@ _BUSY_TIMEOUT_MS = int(BUSY_TIMEOUT_SECONDS * 1000)
 _READS_ONLY = "aptix_reads_only"
 #: Where a pooled SQLite connection keeps the busy timeout it was last given, in ms.
 _BUSY_MS = "aptix_busy_timeout_ms"
-#: What a SQLite engine's Database does just before ``BEGIN IMMEDIATE``, where SQLite waits
-#: (an engine's listeners cannot be ordered: one added later runs after, whatever it asks).
-_BEFORE_BEGIN: WeakKeyDictionary[Engine, Callable[[Connection], None]] = WeakKeyDictionary()
+#: How long a unit of work waits for a SQLite file's write lock before it logs that it waits:
+#: this process's units queue for the lock before they reach SQLite, so a wait there longer
+#: than a moment is for another process (the ``sqlite3`` shell, a backup, another command).
+LOCK_NOTICE_SECONDS = 1.0
+_LOCK_NOTICE_MS = int(LOCK_NOTICE_SECONDS * 1000)
+#: How long a SQLite engine's Database lets a unit of work wait for the write lock, in ms,
+#: asked just before ``BEGIN IMMEDIATE`` (an engine's listeners cannot be ordered: one added
+#: later runs after, whatever it asks).
+_BEFORE_BEGIN: WeakKeyDictionary[Engine, Callable[[], int]] = WeakKeyDictionary()
+_log = logging.getLogger("aptix.db")
 
 
 class Database:
@@ -104,12 +112,12 @@ class Database:
                 hide_parameters=True,
             )
             _configure_sqlite(self.sync_engine)
-            _BEFORE_BEGIN[self.sync_engine] = self._bound_the_wait
+            _BEFORE_BEGIN[self.sync_engine] = self._wait_left_ms
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="aptix-sqlite")
             self._file = SqliteFile(database)
             self._file.check()
         if self.is_sqlite:
-            _BEFORE_BEGIN[engine.sync_engine] = self._bound_the_wait
+            _BEFORE_BEGIN[engine.sync_engine] = self._wait_left_ms
 
     @property
     def is_sqlite(self) -> bool:
@@ -217,18 +225,12 @@ class Database:
             self._deadline = None
             self._write_lock.release()
 
-    def _bound_the_wait(self, connection: Connection) -> None:
-        """Give SQLite what is left of the unit's busy timeout, before it begins waiting."""
+    def _wait_left_ms(self) -> int:
+        """What is left of the unit's busy timeout, for SQLite, before it begins waiting."""
         deadline = self._deadline  # None: no unit of work (migrating, on one connection)
-        wanted = (
-            _BUSY_TIMEOUT_MS
-            if deadline is None
-            else max(0, int((deadline - time.monotonic()) * 1000))
-        )
-        # Set only when it changes by more than a moment: an unqueued unit costs no statement.
-        if abs(connection.info.get(_BUSY_MS, _BUSY_TIMEOUT_MS) - wanted) > 100:
-            connection.exec_driver_sql(f"PRAGMA busy_timeout = {wanted}")
-            connection.info[_BUSY_MS] = wanted
+        if deadline is None:
+            return _BUSY_TIMEOUT_MS
+        return max(0, int((deadline - time.monotonic()) * 1000))
 
     async def close(self) -> None:
         """Dispose of the connection pools and the worker thread."""
@@ -386,9 +388,42 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(connection: Connection) -> None:
         if connection.get_execution_options().get(_READS_ONLY):
             return  # in WAL mode a read waits for no writer, and one statement needs no BEGIN
-        if (before := _BEFORE_BEGIN.get(connection.engine)) is not None:
-            before(connection)
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        before = _BEFORE_BEGIN.get(connection.engine)
+        _begin_immediate(connection, _BUSY_TIMEOUT_MS if before is None else before())
+
+
+def _begin_immediate(connection: Connection, wait_ms: int) -> None:
+    """``BEGIN IMMEDIATE``, waiting up to ``wait_ms`` for the write lock; a long wait is logged.
+
+    The first second is tried alone: a lock still held then is another process's, and a
+    command would otherwise wait the whole busy timeout (30 s) without a word.
+    """
+    if wait_ms > _LOCK_NOTICE_MS:
+        _busy_timeout(connection, _LOCK_NOTICE_MS)
+        started = time.monotonic()
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            return
+        except OperationalError as exc:
+            if "database is locked" not in driver_message(exc):
+                raise
+        wait_ms = max(0, wait_ms - int((time.monotonic() - started) * 1000))
+        _log.warning(
+            "The SQLite file %s is locked by another process: waiting up to %d s for its "
+            "write lock.",
+            connection.engine.url.database,
+            round(wait_ms / 1000),
+        )
+    _busy_timeout(connection, wait_ms)
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _busy_timeout(connection: Connection, wanted: int) -> None:
+    """Give the connection's next wait for a lock ``wanted`` ms."""
+    # Set only when it changes by more than a moment: an unqueued unit costs no statement.
+    if abs(connection.info.get(_BUSY_MS, _BUSY_TIMEOUT_MS) - wanted) > 100:
+        connection.exec_driver_sql(f"PRAGMA busy_timeout = {wanted}")
+        connection.info[_BUSY_MS] = wanted
 
 
 async def open_database(url: str, *, migrate: bool = True) -> Database:
